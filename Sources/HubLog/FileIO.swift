@@ -1,0 +1,134 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin POSIX wrappers that turn failures into `EventLogError.io` naming the path and operation.
+enum FileIO {
+    static func openFile(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
+        let fd = open(path, flags | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw EventLogError.io(path: path, operation: "open", errno: errno) }
+        return fd
+    }
+
+    static func size(fd: Int32, path: String) throws -> Int {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw EventLogError.io(path: path, operation: "fstat", errno: errno) }
+        return Int(st.st_size)
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at end of file.
+    static func read(fd: Int32, path: String, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw EventLogError.io(path: path, operation: "read", errno: errno)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    static func readAll(path: String) throws -> [UInt8] {
+        let fd = try openFile(path, flags: O_RDONLY)
+        defer { close(fd) }
+        let size = try size(fd: fd, path: path)
+        var bytes = [UInt8](repeating: 0, count: size)
+        let n = try bytes.withUnsafeMutableBytes { try read(fd: fd, path: path, into: $0, at: 0) }
+        if n < size { bytes.removeLast(size - n) }
+        return bytes
+    }
+
+    static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw EventLogError.io(path: path, operation: "write", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    static func dataSync(fd: Int32, path: String) throws {
+        #if canImport(Glibc)
+        let rc = fdatasync(fd)
+        #else
+        let rc = fsync(fd)
+        #endif
+        guard rc == 0 else { throw EventLogError.io(path: path, operation: "fdatasync", errno: errno) }
+    }
+
+    static func syncDirectory(_ path: String) throws {
+        let fd = try openFile(path, flags: O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw EventLogError.io(path: path, operation: "fsync", errno: errno) }
+    }
+
+    static func truncate(fd: Int32, path: String, to length: Int) throws {
+        guard ftruncate(fd, off_t(length)) == 0 else {
+            throw EventLogError.io(path: path, operation: "ftruncate", errno: errno)
+        }
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        var parts: [String] = []
+        for component in path.split(separator: "/", omittingEmptySubsequences: false) {
+            parts.append(String(component))
+            let prefix = parts.joined(separator: "/")
+            if prefix.isEmpty { continue }
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw EventLogError.io(path: prefix, operation: "mkdir", errno: errno)
+            }
+        }
+    }
+
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    static func listDirectory(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw EventLogError.io(path: path, operation: "opendir", errno: errno) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    static func rename(_ from: String, _ to: String) throws {
+        #if canImport(Glibc)
+        let rc = Glibc.rename(from, to)
+        #else
+        let rc = Darwin.rename(from, to)
+        #endif
+        guard rc == 0 else { throw EventLogError.io(path: to, operation: "rename", errno: errno) }
+    }
+
+    static func remove(_ path: String) {
+        unlink(path)
+    }
+
+    /// Writes a file atomically: temp file, fsync, rename, fsync the directory.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+        let temp = path + ".tmp"
+        let fd = try openFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        do {
+            try bytes.withUnsafeBytes { try writeAll(fd: fd, path: temp, $0) }
+            guard fsync(fd) == 0 else { throw EventLogError.io(path: temp, operation: "fsync", errno: errno) }
+        } catch {
+            close(fd)
+            throw error
+        }
+        close(fd)
+        try rename(temp, path)
+        try syncDirectory(directory)
+    }
+}

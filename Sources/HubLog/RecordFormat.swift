@@ -1,0 +1,195 @@
+import Crypto
+
+/// The on-disk record format of the segment store.
+///
+/// Segment file: a 16-byte header (`HUBLOG01` + u64 first sequence), then frames.
+/// Frame: `u32 bodyLength | u32 ~bodyLength | u32 crc32c(body) | body`.
+/// Body (little-endian): u64 sequence, u64 streamVersion, i64 timestamp µs, u16 schemaVersion,
+/// u16 stream length, u16 type length, u16 command-id length (0xFFFF = none), u16 actor length,
+/// u32 payload length, then the stream, type, command id, actor and payload bytes, and finally the
+/// 32-byte chain hash = SHA-256(previous record's chain hash || body without the hash).
+/// The first record of the log chains from 32 zero bytes.
+public enum RecordFormat {
+    public static let segmentMagic: [UInt8] = Array("HUBLOG01".utf8)
+    public static let segmentHeaderSize = 16
+    public static let frameHeaderSize = 12
+    public static let fixedBodySize = 8 + 8 + 8 + 2 + 2 + 2 + 2 + 2 + 4
+    public static let hashSize = 32
+    /// Upper bound on one record's body; anything larger is treated as damage, not data.
+    public static let maxBodySize = 16 * 1024 * 1024
+    static let noCommandId: UInt16 = 0xFFFF
+    public static let genesisHash = [UInt8](repeating: 0, count: 32)
+
+    public static func segmentHeader(firstSequence: UInt64) -> [UInt8] {
+        var bytes = segmentMagic
+        appendLE(&bytes, firstSequence)
+        return bytes
+    }
+
+    /// Why an append cannot be stored (names or payload too large), or nil when it can.
+    public static func problem(with request: AppendRequest) -> String? {
+        let fixed = request.stream.utf8.count
+        let actor = request.causation.actor.utf8.count, command = request.causation.commandId?.utf8.count ?? 0
+        if fixed >= 0xFFFF || actor >= 0xFFFF || command >= 0xFFFF {
+            return "stream, actor and command id must each be shorter than 65535 bytes"
+        }
+        for event in request.events {
+            if event.type.utf8.count >= 0xFFFF { return "event type must be shorter than 65535 bytes" }
+            let body = fixedBodySize + fixed + event.type.utf8.count + command + actor + event.payload.count + hashSize
+            if body > maxBodySize { return "event of \(body) bytes exceeds the \(maxBodySize)-byte record limit" }
+        }
+        return nil
+    }
+
+    /// Appends one framed record to `out` and returns its chain hash.
+    @discardableResult
+    public static func appendFrame(to out: inout [UInt8], record: EventRecord, previousHash: [UInt8]) throws -> [UInt8] {
+        let stream = Array(record.stream.utf8), type = Array(record.type.utf8), actor = Array(record.causation.actor.utf8)
+        let commandId = record.causation.commandId.map { Array($0.utf8) }
+        guard stream.count < 0xFFFF, type.count < 0xFFFF, actor.count < 0xFFFF, (commandId?.count ?? 0) < 0xFFFF else {
+            throw EventLogError.invalid("stream, type, actor and command id must each be shorter than 65535 bytes")
+        }
+        let bodyLength = fixedBodySize + stream.count + type.count + (commandId?.count ?? 0) + actor.count
+            + record.payload.count + hashSize
+        guard bodyLength <= maxBodySize else {
+            throw EventLogError.invalid("event of \(bodyLength) bytes exceeds the \(maxBodySize)-byte record limit")
+        }
+        let frameStart = out.count
+        appendLE(&out, UInt32(bodyLength))
+        appendLE(&out, ~UInt32(bodyLength))
+        appendLE(&out, UInt32(0)) // CRC placeholder
+        let bodyStart = out.count
+        out.reserveCapacity(out.count + bodyLength)
+        appendLE(&out, record.sequence)
+        appendLE(&out, record.streamVersion)
+        appendLE(&out, UInt64(bitPattern: record.timestamp))
+        appendLE(&out, record.schemaVersion)
+        appendLE(&out, UInt16(stream.count))
+        appendLE(&out, UInt16(type.count))
+        appendLE(&out, commandId.map { UInt16($0.count) } ?? noCommandId)
+        appendLE(&out, UInt16(actor.count))
+        appendLE(&out, UInt32(record.payload.count))
+        out += stream; out += type
+        if let commandId { out += commandId }
+        out += actor; out += record.payload
+        let hash: [UInt8] = out.withUnsafeBytes { raw in
+            var hasher = SHA256()
+            hasher.update(data: previousHash)
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: raw[bodyStart..<raw.count]))
+            return Array(hasher.finalize())
+        }
+        out += hash
+        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[bodyStart..<$0.count])) }
+        withUnsafeBytes(of: crc.littleEndian) { crcBytes in
+            for i in 0..<4 { out[frameStart + 8 + i] = crcBytes[i] }
+        }
+        return hash
+    }
+
+    /// Recomputes a record's chain hash from the previous hash and its body.
+    public static func chainHash(previous: [UInt8], body: UnsafeRawBufferPointer) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(data: previous)
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: body[0..<(body.count - hashSize)]))
+        return Array(hasher.finalize())
+    }
+
+    static func appendLE<T: FixedWidthInteger>(_ out: inout [UInt8], _ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+    }
+}
+
+/// The outcome of looking at the bytes at one offset of a segment.
+enum FrameCheck {
+    case valid(bodyLength: Int)
+    /// Fewer bytes remain than the frame needs.
+    case incomplete
+    /// The bytes are not a sound frame.
+    case damaged(String)
+}
+
+extension RecordFormat {
+    /// Checks the frame that starts at `offset` of `buffer` (header, length, CRC, body layout).
+    static func checkFrame(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> FrameCheck {
+        let available = buffer.count - offset
+        guard available >= frameHeaderSize else { return .incomplete }
+        let length = buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
+        let check = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian
+        guard length == ~check else { return .damaged("frame header length check failed") }
+        let bodyLength = Int(length)
+        guard bodyLength >= fixedBodySize + hashSize, bodyLength <= maxBodySize else {
+            return .damaged("frame length \(bodyLength) out of range")
+        }
+        guard available >= frameHeaderSize + bodyLength else { return .incomplete }
+        let crc = buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self).littleEndian
+        let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + frameHeaderSize)..<(offset + frameHeaderSize + bodyLength)])
+        guard CRC32C.checksum(body) == crc else { return .damaged("CRC32C mismatch") }
+        guard RecordView(body: body) != nil else { return .damaged("record layout inconsistent with its length") }
+        return .valid(bodyLength: bodyLength)
+    }
+}
+
+/// A borrowed view of one record body; valid only while the buffer it points into is.
+public struct RecordView {
+    public let body: UnsafeRawBufferPointer
+    public let sequence: UInt64
+    public let streamVersion: UInt64
+    public let timestamp: Int64
+    public let schemaVersion: UInt16
+    let streamRange: Range<Int>, typeRange: Range<Int>, commandIdRange: Range<Int>?, actorRange: Range<Int>, payloadRange: Range<Int>
+
+    init?(body: UnsafeRawBufferPointer) {
+        guard body.count >= RecordFormat.fixedBodySize + RecordFormat.hashSize else { return nil }
+        self.body = body
+        sequence = body.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian
+        streamVersion = body.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian
+        timestamp = Int64(bitPattern: body.loadUnaligned(fromByteOffset: 16, as: UInt64.self).littleEndian)
+        schemaVersion = body.loadUnaligned(fromByteOffset: 24, as: UInt16.self).littleEndian
+        let streamCount = Int(body.loadUnaligned(fromByteOffset: 26, as: UInt16.self).littleEndian)
+        let typeCount = Int(body.loadUnaligned(fromByteOffset: 28, as: UInt16.self).littleEndian)
+        let commandRaw = body.loadUnaligned(fromByteOffset: 30, as: UInt16.self).littleEndian
+        let actorCount = Int(body.loadUnaligned(fromByteOffset: 32, as: UInt16.self).littleEndian)
+        let payloadCount = Int(body.loadUnaligned(fromByteOffset: 34, as: UInt32.self).littleEndian)
+        var cursor = RecordFormat.fixedBodySize
+        streamRange = cursor..<(cursor + streamCount); cursor += streamCount
+        typeRange = cursor..<(cursor + typeCount); cursor += typeCount
+        if commandRaw == RecordFormat.noCommandId {
+            commandIdRange = nil
+        } else {
+            commandIdRange = cursor..<(cursor + Int(commandRaw)); cursor += Int(commandRaw)
+        }
+        actorRange = cursor..<(cursor + actorCount); cursor += actorCount
+        payloadRange = cursor..<(cursor + payloadCount); cursor += payloadCount
+        guard cursor + RecordFormat.hashSize == body.count else { return nil }
+    }
+
+    private func string(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: body[range]), as: UTF8.self)
+    }
+
+    public var stream: String { string(streamRange) }
+    public var type: String { string(typeRange) }
+    public var commandId: String? { commandIdRange.map(string) }
+    public var actor: String { string(actorRange) }
+    public var payload: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[payloadRange]) }
+    public var hash: [UInt8] { Array(body[(body.count - RecordFormat.hashSize)...]) }
+
+    /// Compares the type bytes without making a String.
+    public func typeEquals(_ utf8: [UInt8]) -> Bool {
+        guard typeRange.count == utf8.count else { return false }
+        return utf8.withUnsafeBytes { memcmpEqual(UnsafeRawBufferPointer(rebasing: body[typeRange]), $0) }
+    }
+
+    public var record: EventRecord {
+        EventRecord(sequence: sequence, stream: stream, streamVersion: streamVersion, type: type,
+                    schemaVersion: schemaVersion, timestamp: timestamp,
+                    causation: Causation(commandId: commandId, actor: actor), payload: Array(payload))
+    }
+}
+
+@inline(__always)
+func memcmpEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    for i in 0..<a.count where a[i] != b[i] { return false }
+    return true
+}

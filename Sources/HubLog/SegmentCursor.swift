@@ -1,0 +1,125 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How a scan over a segment's frames ended.
+enum ScanEnd: Equatable {
+    /// Clean end of file at this offset.
+    case end(offset: Int)
+    /// The caller's body asked to stop; `offset` is where the next frame starts.
+    case stopped(offset: Int)
+    /// The file ends inside a frame that starts at `offset`.
+    case incomplete(offset: Int)
+    /// The frame at `offset` is not sound.
+    case damaged(offset: Int, reason: String)
+}
+
+/// Reads a segment file's frames in large chunks, handing out borrowed record views.
+final class SegmentCursor {
+    let path: String
+    private let fd: Int32
+    private var buffer: UnsafeMutableRawBufferPointer
+    /// File offset of buffer[0] and the number of valid bytes in the buffer.
+    private var bufferStart = 0
+    private var bufferCount = 0
+    private var fileExhausted = false
+
+    init(path: String, chunkSize: Int = 1 << 20) throws {
+        self.path = path
+        fd = try FileIO.openFile(path, flags: O_RDONLY)
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+    }
+
+    deinit {
+        buffer.deallocate()
+        close(fd)
+    }
+
+    /// Makes sure the buffer holds `count` bytes starting at file offset `offset`, if the file has them.
+    /// Returns the number of bytes available from `offset` (may be less than `count` at end of file).
+    private func fill(from offset: Int, count: Int) throws -> Int {
+        let have = bufferStart + bufferCount - offset
+        if offset >= bufferStart && have >= count { return have }
+        if offset >= bufferStart && fileExhausted && have >= 0 { return have }
+        if count > buffer.count {
+            let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, buffer.count * 2), alignment: 16)
+            buffer.deallocate()
+            buffer = bigger
+            bufferCount = 0
+        }
+        // Keep the bytes we already have from `offset` on, then read behind them.
+        var kept = 0
+        if offset >= bufferStart && have > 0 && bufferCount > 0 {
+            kept = have
+            let from = offset - bufferStart
+            if from > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + from, byteCount: kept) }
+        }
+        bufferStart = offset
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[kept...])
+        let n = try FileIO.read(fd: fd, path: path, into: target, at: offset + kept)
+        bufferCount = kept + n
+        fileExhausted = n < target.count
+        return bufferCount
+    }
+
+    /// Calls `body` with each sound frame from `offset` on, until the file ends, a frame is bad, or
+    /// `body` returns false.
+    func scan(from offset: Int, _ body: (RecordView, _ offset: Int, _ frameLength: Int) throws -> Bool) throws -> ScanEnd {
+        var position = offset
+        fileExhausted = false
+        bufferCount = 0
+        bufferStart = offset
+        while true {
+            let headerAvailable = try fill(from: position, count: RecordFormat.frameHeaderSize)
+            if headerAvailable == 0 { return .end(offset: position) }
+            if headerAvailable < RecordFormat.frameHeaderSize { return .incomplete(offset: position) }
+            let local = position - bufferStart
+            let raw = UnsafeRawBufferPointer(buffer)
+            let length = raw.loadUnaligned(fromByteOffset: local, as: UInt32.self).littleEndian
+            let frameLength = RecordFormat.frameHeaderSize + Int(length)
+            if length == ~raw.loadUnaligned(fromByteOffset: local + 4, as: UInt32.self).littleEndian,
+               Int(length) <= RecordFormat.maxBodySize {
+                let available = try fill(from: position, count: frameLength)
+                if available < frameLength { return .incomplete(offset: position) }
+            }
+            let view = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[(position - bufferStart)..<bufferCount])
+            switch RecordFormat.checkFrame(view, at: 0) {
+            case .incomplete:
+                return .incomplete(offset: position)
+            case let .damaged(reason):
+                return .damaged(offset: position, reason: reason)
+            case let .valid(bodyLength):
+                let bodyBuffer = UnsafeRawBufferPointer(rebasing: view[RecordFormat.frameHeaderSize..<(RecordFormat.frameHeaderSize + bodyLength)])
+                let record = RecordView(body: bodyBuffer)!
+                let keepGoing = try body(record, position, frameLength)
+                position += frameLength
+                if !keepGoing { return .stopped(offset: position) }
+            }
+        }
+    }
+
+    /// True if some sound frame starts anywhere in (offset, end of file): used to tell a torn tail
+    /// (nothing sound after the bad spot) from damage in the middle of the log.
+    func soundFrameExists(after offset: Int, minimumSequence: UInt64) throws -> (offset: Int, sequence: UInt64)? {
+        let fileSize = try FileIO.size(fd: fd, path: path)
+        guard fileSize > offset + 1 else { return nil }
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: fileSize - offset, alignment: 16)
+        defer { bytes.deallocate() }
+        let n = try FileIO.read(fd: fd, path: path, into: bytes, at: offset)
+        let raw = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[0..<n])
+        var i = 1
+        while i + RecordFormat.frameHeaderSize <= n {
+            let length = raw.loadUnaligned(fromByteOffset: i, as: UInt32.self)
+            if length != 0, length == ~raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self),
+               case let .valid(bodyLength) = RecordFormat.checkFrame(raw, at: i),
+               let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
+               view.sequence >= minimumSequence {
+                return (offset + i, view.sequence)
+            }
+            i += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,360 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Settings of the embedded segment-file backend.
+public struct SegmentStoreOptions: Sendable {
+    /// A new segment is started once the current one reaches this size.
+    public var segmentSize: Int = 64 * 1024 * 1024
+    /// Test-only fault injection: the n-th data sync (1-based) fails with EIO.
+    public var failSyncNumber: Int? = nil
+
+    public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil) {
+        self.segmentSize = segmentSize
+        self.failSyncNumber = failSyncNumber
+    }
+}
+
+/// What opening the log found and did.
+public struct RecoveryReport: Sendable, Equatable {
+    public var segments: Int
+    public var records: UInt64
+    /// Set when a torn tail was cut: the segment file, the offset it was cut at and the bytes removed.
+    public var truncatedTail: (segment: String, offset: Int, bytes: Int)?
+
+    public static func == (a: RecoveryReport, b: RecoveryReport) -> Bool {
+        a.segments == b.segments && a.records == b.records && a.truncatedTail?.segment == b.truncatedTail?.segment
+            && a.truncatedTail?.offset == b.truncatedTail?.offset && a.truncatedTail?.bytes == b.truncatedTail?.bytes
+    }
+}
+
+/// The embedded default event store: append-only segment files in one directory.
+///
+/// One writer thread assigns gapless sequences and stream versions, writes each batch of waiting
+/// appends with one write and one fdatasync (group commit), and only then acknowledges them.
+public final class SegmentStore: EventStore, @unchecked Sendable {
+    struct Segment: Sendable { var firstSequence: UInt64; var path: String; var name: String }
+    /// Every `indexStride`-th record's position, for seeking.
+    struct IndexEntry: Sendable { var sequence: UInt64; var segment: Int; var offset: Int }
+    static let indexStride: UInt64 = 1024
+
+    struct Shared: Sendable {
+        var lastSequence: UInt64 = 0
+        var streams: [String: UInt64] = [:]
+        var segments: [Segment] = []
+        var index: [IndexEntry] = []
+        var stopped: String? = nil
+        var closed = false
+        var waiters: [Int: CheckedContinuation<Void, Error>] = [:]
+        var nextWaiterId = 0
+        var syncs = 0
+    }
+
+    public let directory: String
+    public let recovery: RecoveryReport
+    let options: SegmentStoreOptions
+    let shared = Mutex(Shared())
+
+    // Writer-thread state.
+    private var commandResults: [String: AppendResult]
+    private var lastHash: [UInt8]
+    private var segmentFD: Int32 = -1
+    private var segmentSize = 0
+    private var syncsStarted = 0
+
+    // The queue of appends waiting for the writer.
+    private let queue = NSCondition()
+    private var pending: [(AppendRequest, CheckedContinuation<AppendResult, Error>)] = []
+    private var closing = false
+    private var writerDone = false
+
+    public init(directory: String, options: SegmentStoreOptions = SegmentStoreOptions()) throws {
+        self.directory = directory
+        self.options = options
+        try FileIO.makeDirectory(directory)
+        let opened = try LogRecovery.open(directory: directory)
+        recovery = opened.report
+        commandResults = opened.commandResults
+        lastHash = opened.lastHash
+        shared.withLock {
+            $0.lastSequence = opened.lastSequence
+            $0.streams = opened.streams
+            $0.segments = opened.segments
+            $0.index = opened.index
+        }
+        let last = opened.segments[opened.segments.count - 1]
+        segmentFD = try FileIO.openFile(last.path, flags: O_WRONLY | O_APPEND)
+        segmentSize = try FileIO.size(fd: segmentFD, path: last.path)
+        let thread = Thread { [self] in writerLoop() }
+        thread.name = "hub-log-writer"
+        thread.start()
+    }
+
+    deinit {
+        if segmentFD >= 0 { Glibc.close(segmentFD) }
+    }
+
+    // MARK: EventStore
+
+    public var lastSequence: UInt64 { shared.withLock { $0.lastSequence } }
+
+    /// Data syncs done since open (group commit makes this smaller than the number of appends).
+    public var syncCount: Int { shared.withLock { $0.syncs } }
+
+    public func streamVersion(_ stream: String) -> UInt64? { shared.withLock { $0.streams[stream] } }
+
+    public func append(_ request: AppendRequest) async throws -> AppendResult {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.lock()
+            if closing {
+                queue.unlock()
+                continuation.resume(throwing: EventLogError.closed)
+                return
+            }
+            pending.append((request, continuation))
+            queue.signal()
+            queue.unlock()
+        }
+    }
+
+    public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
+        try readViews(from: from, through: through) { try body($0.record) }
+    }
+
+    /// Like `read`, but hands out borrowed views (no copies): the fast path for replay.
+    public func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
+        let (segments, index, last) = shared.withLock { ($0.segments, $0.index, $0.lastSequence) }
+        let start = max(from, 1), end = min(through, last)
+        guard start <= end else { return }
+        var segmentIndex = 0, offset = RecordFormat.segmentHeaderSize
+        if let entry = Self.seekEntry(index, for: start) {
+            segmentIndex = entry.segment
+            offset = entry.offset
+        } else if let s = segments.lastIndex(where: { $0.firstSequence <= start }) {
+            segmentIndex = s
+        }
+        var done = false
+        while !done && segmentIndex < segments.count {
+            let segment = segments[segmentIndex]
+            let cursor = try SegmentCursor(path: segment.path)
+            let ended = try cursor.scan(from: offset) { view, _, _ in
+                if view.sequence < start { return true }
+                if view.sequence > end { done = true; return false }
+                if try !body(view) { done = true; return false }
+                if view.sequence == end { done = true; return false }
+                return true
+            }
+            switch ended {
+            case .end, .stopped: break
+            case .incomplete(let at), .damaged(let at, _):
+                if !done {
+                    throw EventLogError.corrupt(segment: segment.name, offset: UInt64(at), sequence: nil,
+                                                reason: "unreadable record while reading committed events")
+                }
+            }
+            segmentIndex += 1
+            offset = RecordFormat.segmentHeaderSize
+        }
+    }
+
+    static func seekEntry(_ index: [IndexEntry], for sequence: UInt64) -> IndexEntry? {
+        var lo = 0, hi = index.count - 1, found: IndexEntry?
+        while lo <= hi {
+            let mid = (lo + hi) / 2
+            if index[mid].sequence <= sequence { found = index[mid]; lo = mid + 1 } else { hi = mid - 1 }
+        }
+        return found
+    }
+
+    public func waitForAppend(after sequence: UInt64) async throws {
+        let id = shared.withLock { s -> Int in let id = s.nextWaiterId; s.nextWaiterId += 1; return id }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                let immediate: Result<Void, Error>? = shared.withLock { s in
+                    if s.lastSequence > sequence { return .success(()) }
+                    if s.closed { return .failure(EventLogError.closed) }
+                    if let reason = s.stopped { return .failure(EventLogError.writerStopped(reason: reason)) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    s.waiters[id] = continuation
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let waiter = shared.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
+    public func close() {
+        queue.lock()
+        closing = true
+        queue.broadcast()
+        while !writerDone { queue.wait() }
+        queue.unlock()
+        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
+            s.closed = true
+            let all = Array(s.waiters.values)
+            s.waiters.removeAll()
+            return all
+        }
+        for waiter in waiters { waiter.resume(throwing: EventLogError.closed) }
+    }
+
+    // MARK: The writer
+
+    private func writerLoop() {
+        while true {
+            queue.lock()
+            while pending.isEmpty && !closing { queue.wait() }
+            if pending.isEmpty && closing {
+                writerDone = true
+                queue.broadcast()
+                queue.unlock()
+                return
+            }
+            let batch = pending
+            pending.removeAll(keepingCapacity: true)
+            queue.unlock()
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [(AppendRequest, CheckedContinuation<AppendResult, Error>)]) {
+        if let reason = shared.withLock({ $0.stopped }) {
+            for (_, continuation) in batch { continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+            return
+        }
+        let committedLast = shared.withLock { $0.lastSequence }
+        var nextSequence = committedLast + 1
+        var streamOverlay: [String: UInt64] = [:]
+        var commandOverlay: [String: AppendResult] = [:]
+        var results: [Result<AppendResult, Error>] = []
+        results.reserveCapacity(batch.count)
+        var newIndex: [IndexEntry] = []
+        var out: [UInt8] = []
+        out.reserveCapacity(batch.count * 256)
+        var hash = lastHash
+
+        do {
+            for (request, _) in batch {
+                if let id = request.causation.commandId, let original = commandResults[id] ?? commandOverlay[id] {
+                    var again = original
+                    again.duplicate = true
+                    results.append(.success(again))
+                    continue
+                }
+                let current = streamOverlay[request.stream] ?? shared.withLock { $0.streams[request.stream] }
+                switch request.expected {
+                case .any: break
+                case .noStream where current == nil: break
+                case .exact(let v) where current == v: break
+                default:
+                    results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
+                    continue
+                }
+                if let problem = RecordFormat.problem(with: request) {
+                    results.append(.failure(EventLogError.invalid(problem)))
+                    continue
+                }
+                let first = nextSequence
+                var version = current
+                for event in request.events {
+                    let streamVersion = version.map { $0 + 1 } ?? 0
+                    let record = EventRecord(sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
+                                             type: event.type, schemaVersion: event.schemaVersion, timestamp: event.timestamp,
+                                             causation: request.causation, payload: event.payload)
+                    if segmentSize + out.count >= options.segmentSize && segmentSize + out.count > RecordFormat.segmentHeaderSize {
+                        try writeOut(&out)
+                        try rotate(firstSequence: nextSequence)
+                    }
+                    if nextSequence % Self.indexStride == 1 {
+                        let segmentIndex = shared.withLock { $0.segments.count } - 1
+                        newIndex.append(IndexEntry(sequence: nextSequence, segment: segmentIndex, offset: segmentSize + out.count))
+                    }
+                    hash = try RecordFormat.appendFrame(to: &out, record: record, previousHash: hash)
+                    version = streamVersion
+                    nextSequence += 1
+                }
+                if let version { streamOverlay[request.stream] = version }
+                let result = AppendResult(firstSequence: first, lastSequence: nextSequence - 1, streamVersion: version, duplicate: false)
+                if let id = request.causation.commandId, !request.events.isEmpty { commandOverlay[id] = result }
+                results.append(.success(result))
+            }
+            if !out.isEmpty || nextSequence > committedLast + 1 {
+                try writeOut(&out)
+                try sync()
+            }
+        } catch {
+            let reason = "\(error)"
+            shared.withLock { $0.stopped = reason }
+            for (_, continuation) in batch { continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+            failWaiters(reason: reason)
+            return
+        }
+
+        lastHash = hash
+        commandResults.merge(commandOverlay) { a, _ in a }
+        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
+            s.lastSequence = nextSequence - 1
+            s.streams.merge(streamOverlay) { _, b in b }
+            s.index += newIndex
+            guard nextSequence - 1 > committedLast else { return [] }
+            let all = Array(s.waiters.values)
+            s.waiters.removeAll()
+            return all
+        }
+        for (i, (_, continuation)) in batch.enumerated() { continuation.resume(with: results[i]) }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func writeOut(_ out: inout [UInt8]) throws {
+        guard !out.isEmpty else { return }
+        let path = shared.withLock { $0.segments.last!.path }
+        try out.withUnsafeBytes { try FileIO.writeAll(fd: segmentFD, path: path, $0) }
+        segmentSize += out.count
+        out.removeAll(keepingCapacity: true)
+    }
+
+    private func sync() throws {
+        syncsStarted += 1
+        let path = shared.withLock { $0.segments.last!.path }
+        if let failing = options.failSyncNumber, syncsStarted >= failing {
+            throw EventLogError.io(path: path, operation: "fdatasync (injected fault)", errno: EIO)
+        }
+        try FileIO.dataSync(fd: segmentFD, path: path)
+        shared.withLock { $0.syncs += 1 }
+    }
+
+    /// Syncs and closes the current segment and starts a new one whose first record is `firstSequence`.
+    private func rotate(firstSequence: UInt64) throws {
+        try sync()
+        Glibc.close(segmentFD)
+        segmentFD = -1
+        let name = LogRecovery.segmentName(firstSequence)
+        let path = directory + "/" + name
+        let fd = try FileIO.openFile(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
+        segmentFD = fd
+        try RecordFormat.segmentHeader(firstSequence: firstSequence).withUnsafeBytes {
+            try FileIO.writeAll(fd: fd, path: path, $0)
+        }
+        try FileIO.dataSync(fd: fd, path: path)
+        try FileIO.syncDirectory(directory)
+        segmentSize = RecordFormat.segmentHeaderSize
+        let segment = Segment(firstSequence: firstSequence, path: path, name: name)
+        // Appends after the rotation must target the new file: publish it now (readers clamp to lastSequence).
+        shared.withLock { $0.segments.append(segment) }
+    }
+
+    private func failWaiters(reason: String) {
+        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
+            let all = Array(s.waiters.values)
+            s.waiters.removeAll()
+            return all
+        }
+        for waiter in waiters { waiter.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import HubLog
+
+/// Builds a log of `count` single-event appends and returns its directory and the segment path.
+func makeLog(count: Int) async throws -> (dir: String, segment: String) {
+    let dir = temporaryDirectory()
+    let store = try SegmentStore(directory: dir)
+    for i in 0..<count { _ = try await store.append(request("device/\(i % 3)", i)) }
+    store.close()
+    return (dir, segmentPaths(dir)[0])
+}
+
+@Suite struct TamperAndRecoveryTests {
+    @Test func truncatingTheLastRecordAtEveryOffsetKeepsExactlyTheCompleteRecords() async throws {
+        let (dir, segment) = try await makeLog(count: 4)
+        let original = readFile(segment)
+        let frames = frameOffsets(original)
+        let last = frames[frames.count - 1]
+        for cut in last.offset..<(last.offset + last.length) {
+            writeFile(segment, Array(original[0..<cut]))
+            let store = try SegmentStore(directory: dir)
+            #expect(store.lastSequence == 3, "cut at \(cut)")
+            if cut > last.offset {
+                #expect(store.recovery.truncatedTail?.offset == last.offset)
+                #expect(store.recovery.truncatedTail?.bytes == cut - last.offset)
+            }
+            // The log is usable again: the next append gets sequence 4.
+            let next = try await store.append(request("device/0", 99))
+            #expect(next.firstSequence == 4)
+            store.close()
+            #expect(try LogVerifier.verify(directory: dir).records == 4)
+        }
+    }
+
+    @Test func zeroFilledTailIsCutAsTorn() async throws {
+        let (dir, segment) = try await makeLog(count: 3)
+        writeFile(segment, readFile(segment) + [UInt8](repeating: 0, count: 4096))
+        let store = try SegmentStore(directory: dir)
+        defer { store.close() }
+        #expect(store.lastSequence == 3)
+        #expect(store.recovery.truncatedTail?.bytes == 4096)
+    }
+
+    @Test func aFlippedByteInAnEarlierRecordRefusesTheOpenAndNamesIt() async throws {
+        let (dir, segment) = try await makeLog(count: 5)
+        let original = readFile(segment)
+        let frames = frameOffsets(original)
+        // Every byte of record 2 (header and body).
+        for position in frames[1].offset..<(frames[1].offset + frames[1].length) {
+            var bytes = original
+            bytes[position] ^= 0x40
+            writeFile(segment, bytes)
+            do {
+                let store = try SegmentStore(directory: dir)
+                store.close()
+                Issue.record("open accepted a flipped byte at \(position)")
+            } catch let EventLogError.corrupt(name, offset, sequence, _) {
+                #expect(name == "00000000000000000001.seg")
+                #expect(offset == UInt64(frames[1].offset), "flip at \(position)")
+                #expect(sequence == 2)
+            }
+            #expect(throws: EventLogError.self) { try LogVerifier.verify(directory: dir) }
+            #expect(readFile(segment) == bytes, "a refused open must not change the file")
+        }
+    }
+
+    @Test func anAlteredPayloadWithAFixedCRCIsCaughtByTheChain() async throws {
+        let (dir, segment) = try await makeLog(count: 5)
+        var bytes = readFile(segment)
+        let frame = frameOffsets(bytes)[2]
+        let bodyStart = frame.offset + 12
+        let bodyEnd = frame.offset + frame.length
+        bytes[bodyEnd - 33] ^= 0x01 // last payload byte
+        let crc = bytes[bodyStart..<bodyEnd].withUnsafeBytes { CRC32C.checksum($0) }
+        withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[frame.offset + 8 + i] = $0[i] } }
+        writeFile(segment, bytes)
+        // Frames are sound, so it opens; verify walks the chain and names the record.
+        do {
+            _ = try LogVerifier.verify(directory: dir)
+            Issue.record("verify missed an altered payload")
+        } catch let EventLogError.corrupt(_, offset, sequence, reason) {
+            #expect(offset == UInt64(frame.offset))
+            #expect(sequence == 3)
+            #expect(reason.contains("hash chain"))
+        }
+    }
+
+    @Test func removedOrSwappedRecordsAreCaught() async throws {
+        let (dir, segment) = try await makeLog(count: 5)
+        let original = readFile(segment)
+        let frames = frameOffsets(original)
+        func slice(_ i: Int) -> [UInt8] { Array(original[frames[i].offset..<(frames[i].offset + frames[i].length)]) }
+        let header = Array(original[0..<RecordFormat.segmentHeaderSize])
+        let removed = header + slice(0) + slice(2) + slice(3) + slice(4)
+        let swapped = header + slice(0) + slice(2) + slice(1) + slice(3) + slice(4)
+        for tampered in [removed, swapped] {
+            writeFile(segment, tampered)
+            #expect(throws: EventLogError.self) { try LogVerifier.verify(directory: dir) }
+            #expect(throws: EventLogError.self) { try SegmentStore(directory: dir) }
+        }
+        // Removing the last record cannot be seen in the chain alone: the head hash changes.
+        writeFile(segment, original)
+        let head = try LogVerifier.verify(directory: dir).headHash
+        writeFile(segment, header + slice(0) + slice(1) + slice(2) + slice(3))
+        #expect(try LogVerifier.verify(directory: dir).headHash != head)
+    }
+
+    @Test func aMissingSegmentIsCaught() async throws {
+        let dir = temporaryDirectory()
+        let store = try SegmentStore(directory: dir, options: SegmentStoreOptions(segmentSize: 2048))
+        for i in 0..<100 { _ = try await store.append(request("s", i)) }
+        store.close()
+        let paths = segmentPaths(dir)
+        #expect(paths.count >= 3)
+        try FileManager.default.removeItem(atPath: paths[1])
+        #expect(throws: EventLogError.self) { try LogVerifier.verify(directory: dir) }
+        #expect(throws: EventLogError.self) { try SegmentStore(directory: dir) }
+    }
+}
