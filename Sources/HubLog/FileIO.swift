@@ -88,6 +88,20 @@ enum FileIO {
         }
     }
 
+    /// Takes an exclusive advisory lock on `path` (created if missing) and returns its descriptor.
+    static func lockExclusively(_ path: String) throws -> Int32 {
+        let fd = try openFile(path, flags: O_RDWR | O_CREAT)
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK {
+                throw EventLogError.invalid("the event log \(path.dropLast(5)) is in use by another hub process")
+            }
+            throw EventLogError.io(path: path, operation: "flock", errno: code)
+        }
+        return fd
+    }
+
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     static func listDirectory(_ path: String) throws -> [String] {

@@ -15,6 +15,36 @@ enum LogRecovery {
         var commandResults: [String: AppendResult] = [:]
         var segments: [SegmentStore.Segment] = []
         var index: [SegmentStore.IndexEntry] = []
+        /// End of the last sound record in the newest segment.
+        var tailOffset = RecordFormat.segmentHeaderSize
+        var lastCommand: (id: String, first: UInt64)? = nil
+
+        /// Takes one record into the indexes; returns why it does not fit, or nil.
+        mutating func absorb(_ view: RecordView, offset: Int, length: Int, segmentIndex: Int) -> String? {
+            let expected = lastSequence + 1
+            guard view.sequence == expected else { return "sequence \(view.sequence) where \(expected) was expected" }
+            let stream = view.stream
+            let expectedVersion = streams[stream].map { $0 + 1 } ?? 0
+            guard view.streamVersion == expectedVersion else {
+                return "stream \(stream) version \(view.streamVersion) where \(expectedVersion) was expected"
+            }
+            streams[stream] = view.streamVersion
+            if view.sequence % SegmentStore.indexStride == 1 {
+                index.append(SegmentStore.IndexEntry(sequence: view.sequence, segment: segmentIndex, offset: offset))
+            }
+            if let id = view.commandId {
+                let first = (lastCommand?.id == id) ? lastCommand!.first : view.sequence
+                commandResults[id] = AppendResult(firstSequence: first, lastSequence: view.sequence,
+                                                  streamVersion: view.streamVersion, duplicate: false)
+                lastCommand = (id, first)
+            } else {
+                lastCommand = nil
+            }
+            lastSequence = view.sequence
+            lastHash = view.hash
+            tailOffset = offset + length
+            return nil
+        }
     }
 
     static func segmentName(_ firstSequence: UInt64) -> String {
@@ -26,15 +56,16 @@ enum LogRecovery {
         try FileIO.listDirectory(directory).filter { $0.hasSuffix(".seg") }
     }
 
-    static func open(directory: String) throws -> Opened {
+    /// `repair == false` (read-only) leaves a torn tail in place and stops reading before it.
+    static func open(directory: String, repair: Bool = true) throws -> Opened {
         var opened = Opened(report: RecoveryReport(segments: 0, records: 0, truncatedTail: nil))
         var names = try segmentFiles(in: directory)
         if names.isEmpty {
+            guard repair else { throw EventLogError.invalid("no event log in \(directory)") }
             let name = segmentName(1)
             try createSegment(directory: directory, name: name, firstSequence: 1)
             names = [name]
         }
-        var lastCommand: (id: String, first: UInt64)? = nil
         for (position, name) in names.enumerated() {
             let path = directory + "/" + name
             let isLast = position == names.count - 1
@@ -42,7 +73,10 @@ enum LogRecovery {
             let headerProblem = try checkHeader(path: path, expectedFirst: expectedFirst)
             if let headerProblem {
                 // A crash while creating the newest segment can leave its header short: rewrite it.
-                if isLast, headerProblem == .short {
+                if isLast, headerProblem == .short, !repair {
+                    opened.segments.append(SegmentStore.Segment(firstSequence: expectedFirst, path: path, name: name))
+                    break
+                } else if isLast, headerProblem == .short {
                     try createSegment(directory: directory, name: name, firstSequence: expectedFirst, replace: true)
                     opened.report.truncatedTail = (name, 0, 0)
                 } else {
@@ -54,33 +88,10 @@ enum LogRecovery {
             let segmentIndex = opened.segments.count - 1
             let cursor = try SegmentCursor(path: path)
             var problem: String? = nil
-            let ended = try cursor.scan(from: RecordFormat.segmentHeaderSize) { view, offset, _ in
-                let expected = opened.lastSequence + 1
-                guard view.sequence == expected else {
-                    problem = "sequence \(view.sequence) where \(expected) was expected"
-                    return false
-                }
-                let stream = view.stream
-                let expectedVersion = opened.streams[stream].map { $0 + 1 } ?? 0
-                guard view.streamVersion == expectedVersion else {
-                    problem = "stream \(stream) version \(view.streamVersion) where \(expectedVersion) was expected"
-                    return false
-                }
-                opened.streams[stream] = view.streamVersion
-                if view.sequence % SegmentStore.indexStride == 1 {
-                    opened.index.append(SegmentStore.IndexEntry(sequence: view.sequence, segment: segmentIndex, offset: offset))
-                }
-                if let id = view.commandId {
-                    let first = (lastCommand?.id == id) ? lastCommand!.first : view.sequence
-                    opened.commandResults[id] = AppendResult(firstSequence: first, lastSequence: view.sequence,
-                                                             streamVersion: view.streamVersion, duplicate: false)
-                    lastCommand = (id, first)
-                } else {
-                    lastCommand = nil
-                }
-                opened.lastSequence = view.sequence
-                opened.lastHash = view.hash
-                return true
+            opened.tailOffset = RecordFormat.segmentHeaderSize
+            let ended = try cursor.scan(from: RecordFormat.segmentHeaderSize) { view, offset, length in
+                problem = opened.absorb(view, offset: offset, length: length, segmentIndex: segmentIndex)
+                return problem == nil
             }
             switch ended {
             case .end:
@@ -100,6 +111,7 @@ enum LogRecovery {
                     throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: opened.lastSequence + 1,
                                                 reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
                 }
+                guard repair else { break }
                 let fd = try FileIO.openFile(path, flags: O_WRONLY)
                 defer { close(fd) }
                 let size = try FileIO.size(fd: fd, path: path)

@@ -70,11 +70,32 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     private var closing = false
     private var writerDone = false
 
-    public init(directory: String, options: SegmentStoreOptions = SegmentStoreOptions()) throws {
+    /// Read-only stores (for `events`, `replay`, `verify`, `export` beside a running hub) take no lock,
+    /// never repair, and follow the writer by polling the files.
+    public let readOnly: Bool
+    private let follower: Mutex<LogRecovery.Opened>
+    private var lockFD: Int32 = -1
+
+    public init(directory: String, options: SegmentStoreOptions = SegmentStoreOptions(), readOnly: Bool = false) throws {
         self.directory = directory
         self.options = options
-        try FileIO.makeDirectory(directory)
-        let opened = try LogRecovery.open(directory: directory)
+        self.readOnly = readOnly
+        var lockFD: Int32 = -1
+        if !readOnly {
+            try FileIO.makeDirectory(directory)
+            lockFD = try FileIO.lockExclusively(directory + "/LOCK")
+        } else if !FileIO.exists(directory) {
+            throw EventLogError.invalid("no event log at \(directory)")
+        }
+        self.lockFD = lockFD
+        let opened: LogRecovery.Opened
+        do {
+            opened = try LogRecovery.open(directory: directory, repair: !readOnly)
+        } catch {
+            if lockFD >= 0 { Glibc.close(lockFD) }
+            throw error
+        }
+        follower = Mutex(readOnly ? opened : LogRecovery.Opened(report: opened.report))
         recovery = opened.report
         commandResults = opened.commandResults
         lastHash = opened.lastHash
@@ -84,6 +105,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             $0.segments = opened.segments
             $0.index = opened.index
         }
+        if readOnly { writerDone = true; return }
         let last = opened.segments[opened.segments.count - 1]
         segmentFD = try FileIO.openFile(last.path, flags: O_WRONLY | O_APPEND)
         segmentSize = try FileIO.size(fd: segmentFD, path: last.path)
@@ -94,6 +116,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     deinit {
         if segmentFD >= 0 { Glibc.close(segmentFD) }
+        if lockFD >= 0 { Glibc.close(lockFD) }
     }
 
     // MARK: EventStore
@@ -106,7 +129,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     public func streamVersion(_ stream: String) -> UInt64? { shared.withLock { $0.streams[stream] } }
 
     public func append(_ request: AppendRequest) async throws -> AppendResult {
-        try await withCheckedThrowingContinuation { continuation in
+        if readOnly { throw EventLogError.invalid("the event log was opened read-only") }
+        return try await withCheckedThrowingContinuation { continuation in
             queue.lock()
             if closing {
                 queue.unlock()
@@ -169,6 +193,13 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     }
 
     public func waitForAppend(after sequence: UInt64) async throws {
+        if readOnly {
+            while true {
+                try refresh()
+                if lastSequence > sequence { return }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
         let id = shared.withLock { s -> Int in let id = s.nextWaiterId; s.nextWaiterId += 1; return id }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
@@ -188,6 +219,36 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         }
     }
 
+    /// Read-only stores: picks up records the writer (another process) committed since the last look.
+    public func refresh() throws {
+        guard readOnly else { return }
+        let update = try follower.withLock { opened -> (UInt64, [String: UInt64], [Segment], [IndexEntry]) in
+            while true {
+                let segmentIndex = opened.segments.count - 1
+                let segment = opened.segments[segmentIndex]
+                let cursor = try SegmentCursor(path: segment.path)
+                let ended = try cursor.scan(from: opened.tailOffset) { view, offset, length in
+                    opened.absorb(view, offset: offset, length: length, segmentIndex: segmentIndex) == nil
+                }
+                guard case .end = ended else { break }
+                let nextName = LogRecovery.segmentName(opened.lastSequence + 1)
+                let nextPath = directory + "/" + nextName
+                guard nextName != segment.name, FileIO.exists(nextPath),
+                      (try? LogRecovery.checkHeader(path: nextPath, expectedFirst: opened.lastSequence + 1)) == .some(nil)
+                else { break }
+                opened.segments.append(Segment(firstSequence: opened.lastSequence + 1, path: nextPath, name: nextName))
+                opened.tailOffset = RecordFormat.segmentHeaderSize
+            }
+            return (opened.lastSequence, opened.streams, opened.segments, opened.index)
+        }
+        shared.withLock {
+            $0.lastSequence = update.0
+            $0.streams = update.1
+            $0.segments = update.2
+            $0.index = update.3
+        }
+    }
+
     /// Stops accepting appends, lets the writer finish what is queued, and closes the files.
     public func close() {
         queue.lock()
@@ -202,6 +263,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             return all
         }
         for waiter in waiters { waiter.resume(throwing: EventLogError.closed) }
+        // The writer has finished: release the segment and the directory lock.
+        if segmentFD >= 0 { Glibc.close(segmentFD); segmentFD = -1 }
+        if lockFD >= 0 { Glibc.close(lockFD); lockFD = -1 }
     }
 
     // MARK: The writer

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import HubLog
+
+@Suite struct ReadOnlyTests {
+    @Test func aSecondWriterIsRefused() throws {
+        let dir = temporaryDirectory()
+        let store = try SegmentStore(directory: dir)
+        defer { store.close() }
+        do {
+            _ = try SegmentStore(directory: dir)
+            Issue.record("two writers opened one log")
+        } catch let EventLogError.invalid(message) {
+            #expect(message.contains("in use by another hub process"))
+        }
+    }
+
+    @Test func aReaderFollowsTheWriterAcrossSegmentsWithoutRepairing() async throws {
+        let dir = temporaryDirectory()
+        let writer = try SegmentStore(directory: dir, options: SegmentStoreOptions(segmentSize: 2048))
+        defer { writer.close() }
+        for i in 0..<10 { _ = try await writer.append(request("s", i)) }
+        let reader = try SegmentStore(directory: dir, readOnly: true)
+        #expect(reader.lastSequence == 10)
+        await #expect(throws: EventLogError.self) { try await reader.append(request("s", 0)) }
+        let follow = Task {
+            var seen: [UInt64] = []
+            for try await record in reader.subscribe(from: 8) {
+                seen.append(record.sequence)
+                if record.sequence == 60 { break }
+            }
+            return seen
+        }
+        for i in 10..<60 { _ = try await writer.append(request("s", i)) }
+        #expect(try await follow.value == Array(8...60))
+        #expect(segmentPaths(dir).count > 1)
+    }
+
+    @Test func aReaderLeavesATornTailAlone() async throws {
+        let (dir, segment) = try await makeLog(count: 3)
+        let bytes = readFile(segment)
+        writeFile(segment, Array(bytes.dropLast(5)))
+        let reader = try SegmentStore(directory: dir, readOnly: true)
+        #expect(reader.lastSequence == 2)
+        #expect(readFile(segment).count == bytes.count - 5)
+    }
+}
