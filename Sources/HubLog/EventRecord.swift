@@ -132,6 +132,8 @@ public protocol EventStore: Sendable {
     func append(_ request: AppendRequest) async throws -> AppendResult
     /// The last committed global sequence (0 when empty).
     var lastSequence: UInt64 { get }
+    /// The original result of an earlier append with this command id (marked duplicate), or nil.
+    func commandResult(_ commandId: String) -> AppendResult?
     /// The current version of a stream, or nil when it has no events.
     func streamVersion(_ stream: String) -> UInt64?
     /// Calls `body` for every committed record with sequence in `from...through`, in order.

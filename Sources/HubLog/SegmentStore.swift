@@ -57,8 +57,10 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     let options: SegmentStoreOptions
     let shared = Mutex(Shared())
 
+    /// Every command id ever appended, with its original result (idempotency is permanent).
+    private let commandResults: Mutex<[String: AppendResult]>
+
     // Writer-thread state.
-    private var commandResults: [String: AppendResult]
     private var lastHash: [UInt8]
     private var segmentFD: Int32 = -1
     private var segmentSize = 0
@@ -66,7 +68,11 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     // The queue of appends waiting for the writer.
     private let queue = NSCondition()
-    private var pending: [(AppendRequest, CheckedContinuation<AppendResult, Error>)] = []
+    struct Pending {
+        var request: AppendRequest
+        var complete: @Sendable (Result<AppendResult, Error>) -> Void
+    }
+    private var pending: [Pending] = []
     private var closing = false
     private var writerDone = false
 
@@ -97,7 +103,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         }
         follower = Mutex(readOnly ? opened : LogRecovery.Opened(report: opened.report))
         recovery = opened.report
-        commandResults = opened.commandResults
+        commandResults = Mutex(readOnly ? [:] : opened.commandResults)
         lastHash = opened.lastHash
         shared.withLock {
             $0.lastSequence = opened.lastSequence
@@ -128,19 +134,39 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     public func streamVersion(_ stream: String) -> UInt64? { shared.withLock { $0.streams[stream] } }
 
+    public func commandResult(_ commandId: String) -> AppendResult? {
+        commandResults.withLock { $0[commandId].map { var r = $0; r.duplicate = true; return r } }
+    }
+
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         if readOnly { throw EventLogError.invalid("the event log was opened read-only") }
         return try await withCheckedThrowingContinuation { continuation in
-            queue.lock()
-            if closing {
-                queue.unlock()
-                continuation.resume(throwing: EventLogError.closed)
-                return
-            }
-            pending.append((request, continuation))
-            queue.signal()
-            queue.unlock()
+            enqueue([Pending(request: request, complete: { continuation.resume(with: $0) })])
         }
+    }
+
+    /// Appends several requests in this order, committed together (one sync for all of them when
+    /// the writer is idle). Each gets its own result; a failed one does not stop the others.
+    public func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
+        if requests.isEmpty { return [] }
+        return await withCheckedContinuation { continuation in
+            let collector = ResultCollector(count: requests.count) { continuation.resume(returning: $0) }
+            enqueue(requests.enumerated().map { index, request in
+                Pending(request: request, complete: { collector.set(index, $0) })
+            })
+        }
+    }
+
+    private func enqueue(_ items: [Pending]) {
+        queue.lock()
+        if closing {
+            queue.unlock()
+            for item in items { item.complete(.failure(EventLogError.closed)) }
+            return
+        }
+        pending += items
+        queue.signal()
+        queue.unlock()
     }
 
     public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
@@ -287,9 +313,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         }
     }
 
-    private func commit(_ batch: [(AppendRequest, CheckedContinuation<AppendResult, Error>)]) {
+    private func commit(_ batch: [Pending]) {
         if let reason = shared.withLock({ $0.stopped }) {
-            for (_, continuation) in batch { continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+            for item in batch { item.complete(.failure(EventLogError.writerStopped(reason: reason))) }
             return
         }
         let committedLast = shared.withLock { $0.lastSequence }
@@ -304,8 +330,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         var hash = lastHash
 
         do {
-            for (request, _) in batch {
-                if let id = request.causation.commandId, let original = commandResults[id] ?? commandOverlay[id] {
+            for item in batch {
+                let request = item.request
+                if let id = request.causation.commandId, let original = commandOverlay[id] ?? commandResults.withLock({ $0[id] }) {
                     var again = original
                     again.duplicate = true
                     results.append(.success(again))
@@ -355,13 +382,13 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         } catch {
             let reason = "\(error)"
             shared.withLock { $0.stopped = reason }
-            for (_, continuation) in batch { continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+            for item in batch { item.complete(.failure(EventLogError.writerStopped(reason: reason))) }
             failWaiters(reason: reason)
             return
         }
 
         lastHash = hash
-        commandResults.merge(commandOverlay) { a, _ in a }
+        if !commandOverlay.isEmpty { commandResults.withLock { $0.merge(commandOverlay) { a, _ in a } } }
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
             s.lastSequence = nextSequence - 1
             s.streams.merge(streamOverlay) { _, b in b }
@@ -371,7 +398,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             s.waiters.removeAll()
             return all
         }
-        for (i, (_, continuation)) in batch.enumerated() { continuation.resume(with: results[i]) }
+        for (i, item) in batch.enumerated() { item.complete(results[i]) }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -420,5 +447,25 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             return all
         }
         for waiter in waiters { waiter.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+    }
+}
+
+/// Gathers the results of a multi-request append and hands them over once all are in.
+final class ResultCollector: Sendable {
+    private let state: Mutex<(results: [Result<AppendResult, Error>?], remaining: Int)>
+    private let done: @Sendable ([Result<AppendResult, Error>]) -> Void
+
+    init(count: Int, done: @escaping @Sendable ([Result<AppendResult, Error>]) -> Void) {
+        state = Mutex((Array(repeating: nil, count: count), count))
+        self.done = done
+    }
+
+    func set(_ index: Int, _ result: Result<AppendResult, Error>) {
+        let finished: [Result<AppendResult, Error>]? = state.withLock { s in
+            s.results[index] = result
+            s.remaining -= 1
+            return s.remaining == 0 ? s.results.map { $0! } : nil
+        }
+        if let finished { done(finished) }
     }
 }

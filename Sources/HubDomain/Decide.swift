@@ -1,0 +1,319 @@
+// decide: command + current state -> events, or a rejection. Pure.
+
+public enum Decision: Sendable, Equatable {
+    case accepted([HubEvent])
+    case rejected(Rejection)
+
+    public var events: [HubEvent] {
+        if case .accepted(let events) = self { return events }
+        return []
+    }
+    public var rejection: Rejection? {
+        if case .rejected(let r) = self { return r }
+        return nil
+    }
+}
+
+/// Decides what a command means given the current state.
+public func decide(_ command: HubCommand, state: HubState, limits: DomainLimits = .standard) -> Decision {
+    do {
+        return .accepted(try decideEvents(command, state: state, limits: limits))
+    } catch {
+        return .rejected(error)
+    }
+}
+
+/// The CommandRejected event recording a refused command (stream `hub`).
+public func rejectionEvent(for command: HubCommand, rejection: Rejection, commandId: String?) -> HubEvent {
+    .commandRejected(CommandRejected(command: command.name, target: command.target, code: rejection.code,
+                                     message: rejection.message, commandId: commandId))
+}
+
+private func decideEvents(_ command: HubCommand, state: HubState, limits: DomainLimits) throws(Rejection) -> [HubEvent] {
+    switch command {
+    case let .registerDevice(id, driver, name, config, hardwareId):
+        try requireId("device", id)
+        let driver = trimmed(driver)
+        guard !driver.isEmpty else { throw Rejection.missingField("a driver", command.name) }
+        let name = try validName(name, limits: limits)
+        let config = config.isEmpty ? "{}" : config
+        do {
+            let parsed = try JSONValue.parse(config)
+            guard case .object = parsed else {
+                throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) must be a JSON object")
+            }
+        } catch let e as JSONParseError {
+            throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON: \(e)")
+        } catch let r as Rejection {
+            throw r
+        } catch {
+            throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON")
+        }
+        if let existing = state.devices[id], !existing.removed {
+            throw Rejection(code: "device_exists",
+                            message: "device \(quoted(id)) is already registered (driver \(quoted(existing.driver)))")
+        }
+        let hw = nonEmpty(hardwareId)
+        if let hw, let other = state.devices.all.first(where: { !$0.removed && $0.hardwareId == hw }) {
+            throw Rejection(code: "hardware_in_use",
+                            message: "hardware \(quoted(hw)) is already registered as device \(quoted(other.id))")
+        }
+        return [.deviceRegistered(DeviceRegistered(device: id, driver: driver, name: name, config: config, hardwareId: hw))]
+
+    case let .renameDevice(id, name):
+        let device = try activeDevice(id, state)
+        let name = try validName(name, limits: limits)
+        if device.name == name { return [] }
+        return [.deviceRenamed(DeviceRenamed(device: id, name: name))]
+
+    case let .removeDevice(id):
+        _ = try activeDevice(id, state)
+        return [.deviceRemoved(DeviceRemoved(device: id))]
+
+    case let .switchDevice(id, target):
+        let device = try activeDevice(id, state)
+        let wanted: SwitchState
+        switch target {
+        case .on: wanted = .on
+        case .off: wanted = .off
+        case .toggle: wanted = device.switchState.state?.toggled ?? .on
+        }
+        return [.switchRequested(SwitchRequested(device: id, state: wanted))]
+
+    case let .reportSwitch(id, reported, manual):
+        let device = try activeDevice(id, state)
+        var events: [HubEvent] = []
+        let confirmsPending = device.pending?.state == reported
+        if device.switchState.state != reported || confirmsPending {
+            let cause: SwitchCause = manual == true ? .manual : (confirmsPending ? .command : .deviceReport)
+            events.append(.switchToggled(SwitchToggled(device: id, state: reported, cause: cause)))
+        }
+        if let manual {
+            let mode: DeviceMode = manual ? .manual : .automatic
+            if mode != device.mode { events.append(.modeChanged(ModeChanged(device: id, mode: mode))) }
+        }
+        return events
+
+    case let .failSwitch(id, reason):
+        let device = try activeDevice(id, state)
+        guard let pending = device.pending else { return [] }
+        let reason = trimmed(reason).isEmpty ? "not confirmed" : reason
+        return [.switchFailed(SwitchFailed(device: id, state: pending.state, reason: reason))]
+
+    case let .setActivation(deviceId, op, name, start, lengthMinutes, periodMinutes):
+        _ = try activeDevice(deviceId, state)
+        try validActivationName(name, limits: limits)
+        let existing = state.activations.activation(device: deviceId, name: name)
+        switch op {
+        case .add:
+            if existing != nil {
+                throw Rejection(code: "activation_exists",
+                                message: "device \(quoted(deviceId)) already has an activation \(quoted(name))")
+            }
+            guard let start else { throw Rejection.missingField("a start time", "set_activation add") }
+            guard let lengthMinutes else { throw Rejection.missingField("a length in minutes", "set_activation add") }
+            let count = state.activations[deviceId].count
+            if count >= limits.maxActivationsPerDevice {
+                throw Rejection(code: "activation_slots_full",
+                                message: "device \(quoted(deviceId)) already has \(count) activations; at most \(limits.maxActivationsPerDevice)")
+            }
+            let s = try validStart(start)
+            let l = try validLength(lengthMinutes)
+            let p = try validPeriod(periodMinutes ?? 0)
+            return [.activationChanged(ActivationChanged(device: deviceId, change: .added, name: name, start: s,
+                                                         lengthMinutes: l, periodMinutes: p))]
+        case .update:
+            guard let old = existing else { throw unknownActivation(deviceId, name) }
+            let s = try start.map(validStart) ?? old.start
+            let l = try lengthMinutes.map(validLength) ?? old.lengthMinutes
+            let p = try periodMinutes.map(validPeriod) ?? old.periodMinutes
+            if s == old.start && l == old.lengthMinutes && p == old.periodMinutes { return [] }
+            return [.activationChanged(ActivationChanged(device: deviceId, change: .updated, name: name, start: s,
+                                                         lengthMinutes: l, periodMinutes: p))]
+        case .remove:
+            guard let old = existing else { throw unknownActivation(deviceId, name) }
+            return [.activationChanged(ActivationChanged(device: deviceId, change: .removed, name: name, start: old.start,
+                                                         lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes))]
+        }
+
+    case let .reportAvailability(id, available, reason):
+        let device = try activeDevice(id, state)
+        if device.available == available { return [] }
+        return [.availabilityChanged(AvailabilityChanged(device: id, available: available, reason: reason))]
+
+    case let .recordReading(subject, quantity, value, measuredAt):
+        switch subject {
+        case .device(let id):
+            _ = try activeDevice(id, state)
+        case .animal(let id):
+            _ = try admittedAnimal(id, state)
+            guard quantity == .heartRate || quantity == .temperature else {
+                throw Rejection(code: "quantity_not_applicable",
+                                message: "\(quantity.rawValue) readings are for devices, not animal \(quoted(id))")
+            }
+        }
+        guard value.isFinite else {
+            throw Rejection(code: "non_finite_value",
+                            message: "\(quantity.rawValue) reading for \(quoted(subject.id)) is \(value); must be a finite number")
+        }
+        if quantity.isNonNegative && value < 0 {
+            throw Rejection(code: "negative_value",
+                            message: "\(quantity.rawValue) reading for \(quoted(subject.id)) is \(value) \(quantity.unit); must not be negative")
+        }
+        let reading = HubEvent.readingRecorded(ReadingRecorded(subject: subject, quantity: quantity, value: value,
+                                                               measuredAt: measuredAt))
+        if quantity == .energy, case .device(let id) = subject,
+           let last = state.energy.lastCounterWh(device: id), value < last {
+            return [.energyCounterReset(EnergyCounterReset(device: id, previousWh: last, newWh: value)), reading]
+        }
+        return [reading]
+
+    case .admitAnimal(let form):
+        try requireId("animal", form.animal)
+        var a = form
+        a.name = trimmed(a.name)
+        a.species = trimmed(a.species)
+        a.beacon = trimmed(a.beacon).lowercased()
+        guard !a.name.isEmpty else { throw Rejection.missingField("a name", command.name) }
+        guard !a.species.isEmpty else { throw Rejection.missingField("a species", command.name) }
+        guard !a.beacon.isEmpty else { throw Rejection.missingField("a beacon", command.name) }
+        a.gender = nonEmpty(a.gender); a.birthDate = nonEmpty(a.birthDate); a.breed = nonEmpty(a.breed)
+        a.coat = nonEmpty(a.coat); a.ownerName = nonEmpty(a.ownerName); a.ownerAddress = nonEmpty(a.ownerAddress)
+        a.ownerPhone = nonEmpty(a.ownerPhone); a.motive = nonEmpty(a.motive); a.veterinarian = nonEmpty(a.veterinarian)
+        a.observations = nonEmpty(a.observations); a.photo = nonEmpty(a.photo)
+        try validWeight(a.weightKg, "weight", a.animal, limits: limits)
+        if let bd = a.birthDate {
+            guard Civil.parseDate(bd) != nil else {
+                throw Rejection(code: "invalid_date",
+                                message: "birth date \(quoted(bd)) of animal \(quoted(a.animal)) is not a YYYY-MM-DD date")
+            }
+        }
+        if let existing = state.animals[a.animal], existing.isAdmitted {
+            throw Rejection(code: "animal_already_admitted", message: "animal \(quoted(a.animal)) is already admitted")
+        }
+        if let holder = state.animals.beaconIndex[a.beacon], holder != a.animal {
+            throw Rejection(code: "beacon_in_use",
+                            message: "beacon \(quoted(a.beacon)) is bound to admitted animal \(quoted(holder))")
+        }
+        return [.animalAdmitted(a)]
+
+    case let .dischargeAnimal(id, exitWeightKg, veterinarian, observations):
+        _ = try admittedAnimal(id, state)
+        try validWeight(exitWeightKg, "exit weight", id, limits: limits)
+        return [.animalDischarged(AnimalDischarged(animal: id, exitWeightKg: exitWeightKg,
+                                                   veterinarian: nonEmpty(veterinarian),
+                                                   observations: nonEmpty(observations)))]
+
+    case let .sightAnimal(id, room, beacon, at):
+        let animal = try admittedAnimal(id, state)
+        let room = trimmed(room)
+        guard !room.isEmpty else { throw Rejection.missingField("a room", command.name) }
+        let beacon = trimmed(beacon).lowercased()
+        if !beacon.isEmpty && beacon != animal.beacon {
+            throw Rejection(code: "beacon_mismatch",
+                            message: "beacon \(quoted(beacon)) is not the beacon of animal \(quoted(id)) (\(quoted(animal.beacon)))")
+        }
+        if animal.lastRoom == room { return [] }
+        return [.animalSighted(AnimalSighted(animal: id, room: room, beacon: animal.beacon, at: at))]
+    }
+}
+
+// MARK: - Validation helpers
+
+private func requireId(_ what: String, _ id: String) throws(Rejection) {
+    guard Identifier.isValid(id) else { throw Rejection.invalidId(what, id) }
+}
+
+private func activeDevice(_ id: String, _ state: HubState) throws(Rejection) -> DeviceRecord {
+    try requireId("device", id)
+    guard let device = state.devices[id] else { throw Rejection.unknownDevice(id) }
+    guard !device.removed else { throw Rejection.deviceRemoved(id) }
+    return device
+}
+
+private func admittedAnimal(_ id: String, _ state: HubState) throws(Rejection) -> AnimalRecord {
+    try requireId("animal", id)
+    guard let animal = state.animals[id] else { throw Rejection.unknownAnimal(id) }
+    guard animal.isAdmitted else { throw Rejection.animalNotAdmitted(id) }
+    return animal
+}
+
+private func trimmed(_ s: String) -> String {
+    var sub = Substring(s)
+    while let f = sub.first, f.isWhitespace { sub.removeFirst() }
+    while let l = sub.last, l.isWhitespace { sub.removeLast() }
+    return String(sub)
+}
+
+private func nonEmpty(_ s: String?) -> String? {
+    guard let s else { return nil }
+    let t = trimmed(s)
+    return t.isEmpty ? nil : t
+}
+
+private func validName(_ name: String, limits: DomainLimits) throws(Rejection) -> String {
+    let n = trimmed(name)
+    let count = n.count
+    guard count >= 1, count <= limits.maxNameLength else {
+        throw Rejection(code: "invalid_name",
+                        message: "name \(quoted(name)) is \(count) characters; use 1 to \(limits.maxNameLength)")
+    }
+    return n
+}
+
+private func validActivationName(_ name: String, limits: DomainLimits) throws(Rejection) {
+    let count = name.count
+    guard count >= 1 else {
+        throw Rejection(code: "invalid_name", message: "activation name is empty; use 1 to \(limits.maxActivationNameLength) ASCII characters")
+    }
+    if count > limits.maxActivationNameLength {
+        throw Rejection(code: "activation_name_too_long",
+                        message: "activation name \(quoted(name)) is \(count) characters; at most \(limits.maxActivationNameLength) ASCII characters")
+    }
+    for b in name.utf8 where b < 0x20 || b > 0x7E {
+        throw Rejection(code: "activation_name_not_ascii",
+                        message: "activation name \(quoted(name)) has a character that is not printable ASCII")
+    }
+}
+
+private func validStart(_ start: Int64) throws(Rejection) -> Int64 {
+    guard start >= 0, start <= Int64(UInt32.max) else {
+        throw Rejection(code: "activation_start_out_of_range",
+                        message: "activation start \(start) is outside 0...\(UInt32.max) Unix seconds (1970-01-01 to 2106-02-07)")
+    }
+    return start
+}
+
+private func validLength(_ minutes: Int) throws(Rejection) -> UInt16 {
+    if minutes < 1 {
+        throw Rejection(code: "activation_length_zero",
+                        message: "activation length is \(minutes) minutes; at least 1")
+    }
+    if minutes > Int(UInt16.max) {
+        throw Rejection(code: "activation_length_too_long",
+                        message: "activation length is \(minutes) minutes; at most \(UInt16.max)")
+    }
+    return UInt16(minutes)
+}
+
+private func validPeriod(_ minutes: Int) throws(Rejection) -> UInt16 {
+    if minutes < 0 {
+        throw Rejection(code: "negative_value", message: "activation period is \(minutes) minutes; must not be negative")
+    }
+    if minutes > Int(UInt16.max) {
+        throw Rejection(code: "activation_period_too_long",
+                        message: "activation period is \(minutes) minutes; at most \(UInt16.max)")
+    }
+    return UInt16(minutes)
+}
+
+private func validWeight(_ kg: Double, _ what: String, _ animal: String, limits: DomainLimits) throws(Rejection) {
+    guard kg.isFinite, kg > 0, kg <= limits.maxWeightKg else {
+        throw Rejection(code: "weight_out_of_range",
+                        message: "\(what) of animal \(quoted(animal)) is \(kg) kg; must be above 0 and at most \(limits.maxWeightKg) kg")
+    }
+}
+
+private func unknownActivation(_ device: String, _ name: String) -> Rejection {
+    Rejection(code: "unknown_activation", message: "device \(quoted(device)) has no activation \(quoted(name))")
+}

@@ -1,0 +1,220 @@
+// The JSON form of events: snake_case keys, ISO-8601 times, enum names as strings.
+
+extension HubEvent {
+    /// The JSON body of this event (keys in a fixed order).
+    public func jsonBody() -> JSONValue {
+        switch self {
+        case .deviceRegistered(let e):
+            return .object([("device", .string(e.device)), ("driver", .string(e.driver)), ("name", .string(e.name)),
+                            ("config", .string(e.config)), ("hardware_id", opt(e.hardwareId))])
+        case .deviceRenamed(let e):
+            return .object([("device", .string(e.device)), ("name", .string(e.name))])
+        case .deviceRemoved(let e):
+            return .object([("device", .string(e.device))])
+        case .switchRequested(let e):
+            return .object([("device", .string(e.device)), ("state", .string(e.state.name))])
+        case .switchToggled(let e):
+            return .object([("device", .string(e.device)), ("state", .string(e.state.name)),
+                            ("cause", .string(e.cause.name))])
+        case .switchFailed(let e):
+            return .object([("device", .string(e.device)), ("state", .string(e.state.name)),
+                            ("reason", .string(e.reason))])
+        case .modeChanged(let e):
+            return .object([("device", .string(e.device)), ("mode", .string(e.mode.name))])
+        case .activationChanged(let e):
+            return .object([("device", .string(e.device)), ("change", .string(e.change.name)),
+                            ("name", .string(e.name)), ("start", .string(ISO8601.format(seconds: e.start))),
+                            ("length_minutes", .number(Double(e.lengthMinutes))),
+                            ("period_minutes", .number(Double(e.periodMinutes)))])
+        case .availabilityChanged(let e):
+            return .object([("device", .string(e.device)), ("available", .bool(e.available)),
+                            ("reason", .string(e.reason))])
+        case .readingRecorded(let e):
+            return .object([("subject", .object([("kind", .string(e.subject.kind)), ("id", .string(e.subject.id))])),
+                            ("quantity", .string(e.quantity.rawValue)), ("value", .number(e.value)),
+                            ("unit", .string(e.quantity.unit)),
+                            ("measured_at", .string(ISO8601.format(micros: e.measuredAt)))])
+        case .energyCounterReset(let e):
+            return .object([("device", .string(e.device)), ("previous_wh", .number(e.previousWh)),
+                            ("new_wh", .number(e.newWh))])
+        case .animalAdmitted(let e):
+            return .object([
+                ("animal", .string(e.animal)), ("name", .string(e.name)), ("gender", opt(e.gender)),
+                ("birth_date", opt(e.birthDate)), ("weight_kg", .number(e.weightKg)), ("species", .string(e.species)),
+                ("breed", opt(e.breed)), ("coat", opt(e.coat)), ("owner_name", opt(e.ownerName)),
+                ("owner_address", opt(e.ownerAddress)), ("owner_phone", opt(e.ownerPhone)),
+                ("motive", opt(e.motive)), ("veterinarian", opt(e.veterinarian)),
+                ("observations", opt(e.observations)), ("photo", opt(e.photo)), ("beacon", .string(e.beacon)),
+            ])
+        case .animalDischarged(let e):
+            return .object([("animal", .string(e.animal)), ("exit_weight_kg", .number(e.exitWeightKg)),
+                            ("veterinarian", opt(e.veterinarian)), ("observations", opt(e.observations))])
+        case .animalSighted(let e):
+            return .object([("animal", .string(e.animal)), ("room", .string(e.room)), ("beacon", .string(e.beacon)),
+                            ("at", .string(ISO8601.format(micros: e.at)))])
+        case .commandRejected(let e):
+            return .object([("command", .string(e.command)), ("target", opt(e.target)), ("code", .string(e.code)),
+                            ("message", .string(e.message)), ("command_id", opt(e.commandId))])
+        }
+    }
+
+    /// Builds an event from its JSON body. Missing or wrongly typed fields throw a
+    /// `DecodingFailure` naming the field. Unknown keys are ignored.
+    public static func fromJSON(type: String, schemaVersion: UInt16, body: JSONValue) throws(DecodingFailure) -> HubEvent {
+        let r = JSONFieldReader(body: body, type: type, schemaVersion: schemaVersion)
+        guard case .object = body else {
+            if !allTypeNames.contains(type) || schemaVersion != currentSchemaVersion {
+                throw unknownTypeOrVersion(type: type, schemaVersion: schemaVersion)
+            }
+            throw DecodingFailure(type: type, schemaVersion: schemaVersion, field: "", reason: "body is not a JSON object")
+        }
+        switch (type, schemaVersion) {
+        case ("DeviceRegistered", 1):
+            return .deviceRegistered(DeviceRegistered(
+                device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
+                config: try r.string("config"), hardwareId: try r.optionalString("hardware_id")))
+        case ("DeviceRenamed", 1):
+            return .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
+        case ("DeviceRemoved", 1):
+            return .deviceRemoved(DeviceRemoved(device: try r.string("device")))
+        case ("SwitchRequested", 1):
+            return .switchRequested(SwitchRequested(device: try r.string("device"),
+                                                    state: try r.named("state", SwitchState.init(name:))))
+        case ("SwitchToggled", 1):
+            return .switchToggled(SwitchToggled(device: try r.string("device"),
+                                                state: try r.named("state", SwitchState.init(name:)),
+                                                cause: try r.named("cause", SwitchCause.init(name:))))
+        case ("SwitchFailed", 1):
+            return .switchFailed(SwitchFailed(device: try r.string("device"),
+                                              state: try r.named("state", SwitchState.init(name:)),
+                                              reason: try r.string("reason")))
+        case ("ModeChanged", 1):
+            return .modeChanged(ModeChanged(device: try r.string("device"),
+                                            mode: try r.named("mode", DeviceMode.init(name:))))
+        case ("ActivationChanged", 1):
+            let startMicros = try r.time("start")
+            guard startMicros % Civil.microsPerSecond == 0 else {
+                throw r.failure("start", "must be whole seconds")
+            }
+            return .activationChanged(ActivationChanged(
+                device: try r.string("device"), change: try r.named("change", ActivationChange.init(name:)),
+                name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
+                lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes")))
+        case ("AvailabilityChanged", 1):
+            return .availabilityChanged(AvailabilityChanged(device: try r.string("device"),
+                                                            available: try r.bool("available"),
+                                                            reason: try r.string("reason")))
+        case ("ReadingRecorded", 1):
+            guard let subj = body["subject"], case .object = subj else {
+                throw r.failure("subject", "expected an object {\"kind\",\"id\"}")
+            }
+            let sr = JSONFieldReader(body: subj, type: type, schemaVersion: schemaVersion, prefix: "subject.")
+            let kind = try sr.string("kind")
+            let id = try sr.string("id")
+            let subject: Subject
+            switch kind {
+            case "device": subject = .device(id)
+            case "animal": subject = .animal(id)
+            default: throw r.failure("subject.kind", "unknown kind \"\(kind)\"")
+            }
+            let quantity = try r.named("quantity", Quantity.init(rawValue:))
+            if let unit = body["unit"], unit != .string(quantity.unit) {
+                throw r.failure("unit", "expected \"\(quantity.unit)\" for \(quantity.rawValue)")
+            }
+            return .readingRecorded(ReadingRecorded(subject: subject, quantity: quantity,
+                                                    value: try r.double("value"), measuredAt: try r.time("measured_at")))
+        case ("EnergyCounterReset", 1):
+            return .energyCounterReset(EnergyCounterReset(device: try r.string("device"),
+                                                          previousWh: try r.double("previous_wh"),
+                                                          newWh: try r.double("new_wh")))
+        case ("AnimalAdmitted", 1):
+            return .animalAdmitted(AnimalAdmitted(
+                animal: try r.string("animal"), name: try r.string("name"), gender: try r.optionalString("gender"),
+                birthDate: try r.optionalString("birth_date"), weightKg: try r.double("weight_kg"),
+                species: try r.string("species"), breed: try r.optionalString("breed"),
+                coat: try r.optionalString("coat"), ownerName: try r.optionalString("owner_name"),
+                ownerAddress: try r.optionalString("owner_address"), ownerPhone: try r.optionalString("owner_phone"),
+                motive: try r.optionalString("motive"), veterinarian: try r.optionalString("veterinarian"),
+                observations: try r.optionalString("observations"), photo: try r.optionalString("photo"),
+                beacon: try r.string("beacon")))
+        case ("AnimalDischarged", 1):
+            return .animalDischarged(AnimalDischarged(
+                animal: try r.string("animal"), exitWeightKg: try r.double("exit_weight_kg"),
+                veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
+        case ("AnimalSighted", 1):
+            return .animalSighted(AnimalSighted(animal: try r.string("animal"), room: try r.string("room"),
+                                                beacon: try r.string("beacon"), at: try r.time("at")))
+        case ("CommandRejected", 1):
+            return .commandRejected(CommandRejected(
+                command: try r.string("command"), target: try r.optionalString("target"), code: try r.string("code"),
+                message: try r.string("message"), commandId: try r.optionalString("command_id")))
+        default:
+            throw unknownTypeOrVersion(type: type, schemaVersion: schemaVersion)
+        }
+    }
+}
+
+@inline(__always)
+private func opt(_ s: String?) -> JSONValue {
+    if let s { return .string(s) }
+    return .null
+}
+
+/// Reads typed fields from a JSON object, naming the field in every error.
+struct JSONFieldReader {
+    let body: JSONValue
+    let type: String
+    let schemaVersion: UInt16
+    var prefix: String = ""
+
+    func failure(_ field: String, _ reason: String) -> DecodingFailure {
+        DecodingFailure(type: type, schemaVersion: schemaVersion, field: prefix + field, reason: reason)
+    }
+
+    func value(_ field: String) throws(DecodingFailure) -> JSONValue {
+        guard let v = body[field] else { throw failure(field, "missing") }
+        return v
+    }
+
+    func string(_ field: String) throws(DecodingFailure) -> String {
+        guard case .string(let s) = try value(field) else { throw failure(field, "expected a string") }
+        return s
+    }
+
+    func optionalString(_ field: String) throws(DecodingFailure) -> String? {
+        guard let v = body[field] else { return nil }
+        switch v {
+        case .null: return nil
+        case .string(let s): return s
+        default: throw failure(field, "expected a string or null")
+        }
+    }
+
+    func bool(_ field: String) throws(DecodingFailure) -> Bool {
+        guard case .bool(let b) = try value(field) else { throw failure(field, "expected true or false") }
+        return b
+    }
+
+    func double(_ field: String) throws(DecodingFailure) -> Double {
+        guard case .number(let d) = try value(field) else { throw failure(field, "expected a number") }
+        return d
+    }
+
+    func u16(_ field: String) throws(DecodingFailure) -> UInt16 {
+        let d = try double(field)
+        guard d >= 0, d <= 65535, Double(UInt16(d)) == d else { throw failure(field, "expected an integer in 0...65535") }
+        return UInt16(d)
+    }
+
+    func time(_ field: String) throws(DecodingFailure) -> Int64 {
+        let s = try string(field)
+        guard let t = ISO8601.parse(s) else { throw failure(field, "expected an ISO-8601 time, got \"\(s)\"") }
+        return t
+    }
+
+    func named<E>(_ field: String, _ make: (String) -> E?) throws(DecodingFailure) -> E {
+        let s = try string(field)
+        guard let e = make(s) else { throw failure(field, "unknown value \"\(s)\"") }
+        return e
+    }
+}

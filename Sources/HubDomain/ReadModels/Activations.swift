@@ -1,0 +1,51 @@
+/// One timer stored on a device.
+public struct Activation: Sendable, Equatable, Codable {
+    public var name: String
+    /// Unix seconds, UTC.
+    public var start: Int64
+    public var lengthMinutes: UInt16
+    /// 0 = one-shot.
+    public var periodMinutes: UInt16
+    public init(name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16) {
+        self.name = name; self.start = start; self.lengthMinutes = lengthMinutes; self.periodMinutes = periodMinutes
+    }
+}
+
+/// Per device: the ordered list of activations.
+public struct ActivationsModel: Sendable, Equatable, Codable {
+    public private(set) var byDevice: [String: [Activation]] = [:]
+
+    public init() {}
+
+    public subscript(device: String) -> [Activation] { byDevice[device] ?? [] }
+
+    public func activation(device: String, name: String) -> Activation? {
+        byDevice[device]?.first { $0.name == name }
+    }
+
+    public mutating func apply(_ event: HubEvent, context: EventContext) {
+        switch event {
+        case .activationChanged(let e):
+            let a = Activation(name: e.name, start: e.start, lengthMinutes: e.lengthMinutes, periodMinutes: e.periodMinutes)
+            switch e.change {
+            case .added:
+                byDevice[e.device, default: []].append(a)
+            case .updated:
+                if let i = byDevice[e.device]?.firstIndex(where: { $0.name == e.name }) {
+                    byDevice[e.device]![i] = a
+                } else {
+                    byDevice[e.device, default: []].append(a)
+                }
+            case .removed:
+                byDevice[e.device]?.removeAll { $0.name == e.name }
+                if byDevice[e.device]?.isEmpty == true { byDevice[e.device] = nil }
+            }
+        case .deviceRemoved(let e):
+            byDevice[e.device] = nil
+        case .deviceRegistered(let e):
+            byDevice[e.device] = nil
+        default:
+            return
+        }
+    }
+}

@@ -1,0 +1,84 @@
+public enum AnimalStatus: String, Sendable, Equatable, Codable {
+    case admitted, discharged
+}
+
+public struct AnimalRecord: Sendable, Equatable, Codable {
+    public var id: String
+    /// The latest admission.
+    public var admission: Admission
+    public var status: AnimalStatus
+    public var admittedAt: Int64
+    public var dischargedAt: Int64?
+    public var discharge: AnimalDischarged?
+    /// Lowercased beacon uuid or id.
+    public var beacon: String
+    public var lastRoom: String?
+    public var lastSeenAt: Int64?
+    public var heartRate: ReadingValue?
+    public var temperature: ReadingValue?
+    /// How many times the animal was admitted.
+    public var admissions: Int
+
+    public var isAdmitted: Bool { status == .admitted }
+
+    /// Returns the beacon that is released.
+    mutating func markDischarged(_ e: AnimalDischarged, at time: Int64) -> String {
+        status = .discharged
+        dischargedAt = time
+        discharge = e
+        return beacon
+    }
+
+    mutating func markSeen(room: String, at time: Int64) {
+        lastRoom = room
+        lastSeenAt = time
+    }
+}
+
+/// Per animal: admission, status, whereabouts, latest vitals; plus a beacon index.
+public struct AnimalsModel: Sendable, Equatable, Codable {
+    public private(set) var byId: [String: AnimalRecord] = [:]
+    /// Lowercased beacon -> currently admitted animal id.
+    public private(set) var beaconIndex: [String: String] = [:]
+
+    public init() {}
+
+    public subscript(id: String) -> AnimalRecord? { byId[id] }
+
+    public func animal(withBeacon beacon: String) -> AnimalRecord? {
+        guard let id = beaconIndex[beacon.lowercased()] else { return nil }
+        return byId[id]
+    }
+
+    public var admitted: [AnimalRecord] { byId.values.filter(\.isAdmitted).sorted { $0.id < $1.id } }
+
+    public mutating func apply(_ event: HubEvent, context: EventContext) {
+        switch event {
+        case .animalAdmitted(let e):
+            let previous = byId[e.animal]
+            if let previous, previous.isAdmitted, beaconIndex[previous.beacon] == e.animal {
+                beaconIndex[previous.beacon] = nil
+            }
+            let beacon = e.beacon.lowercased()
+            byId[e.animal] = AnimalRecord(id: e.animal, admission: e, status: .admitted, admittedAt: context.timestamp,
+                                          dischargedAt: nil, discharge: nil, beacon: beacon, lastRoom: nil,
+                                          lastSeenAt: nil, heartRate: nil, temperature: nil,
+                                          admissions: (previous?.admissions ?? 0) + 1)
+            beaconIndex[beacon] = e.animal
+        case .animalDischarged(let e):
+            guard let beacon = byId[e.animal]?.markDischarged(e, at: context.timestamp) else { return }
+            if beaconIndex[beacon] == e.animal { beaconIndex[beacon] = nil }
+        case .animalSighted(let e):
+            byId[e.animal]?.markSeen(room: e.room, at: e.at)
+        case .readingRecorded(let e):
+            guard case .animal(let id) = e.subject else { return }
+            switch e.quantity {
+            case .heartRate: byId[id]?.heartRate = ReadingValue(value: e.value, measuredAt: e.measuredAt)
+            case .temperature: byId[id]?.temperature = ReadingValue(value: e.value, measuredAt: e.measuredAt)
+            default: return
+            }
+        default:
+            return
+        }
+    }
+}

@@ -1,0 +1,61 @@
+/// Energy per device, from cumulative counter readings (Wh).
+public struct EnergyAccount: Sendable, Equatable, Codable {
+    /// The last counter value seen (after a reset: 0 until the next reading).
+    public var lastCounterWh: Double?
+    public var lastMeasuredAt: Int64?
+    /// Never decreases: the sum of positive deltas between counter readings.
+    public var lifetimeWh: Double = 0
+    /// Energy per UTC day of the reading, keyed "YYYY-MM-DD", in Wh.
+    public var dailyWh: [String: Double] = [:]
+    public var resets: Int = 0
+    // Cache of the last day key, so consecutive readings on one day format nothing.
+    var cachedDay: Int64?
+    var cachedDayKey: String = ""
+
+    public var lifetimeKWh: Double { lifetimeWh / 1000 }
+    public func wh(on day: String) -> Double { dailyWh[day] ?? 0 }
+    public func kWh(on day: String) -> Double { wh(on: day) / 1000 }
+
+    mutating func record(counterWh value: Double, measuredAt: Int64) {
+        if let last = lastCounterWh {
+            // A counter below the last value without an explicit reset counts from 0.
+            let delta = value >= last ? value - last : value
+            if delta > 0 {
+                lifetimeWh += delta
+                let day = Civil.dayNumber(micros: measuredAt)
+                if day != cachedDay {
+                    cachedDay = day
+                    cachedDayKey = Civil.dayKey(dayNumber: day)
+                }
+                dailyWh[cachedDayKey, default: 0] += delta
+            }
+        }
+        lastCounterWh = value
+        lastMeasuredAt = measuredAt
+    }
+}
+
+public struct EnergyLedger: Sendable, Equatable, Codable {
+    public private(set) var accounts: [String: EnergyAccount] = [:]
+
+    public init() {}
+
+    public subscript(device: String) -> EnergyAccount? { accounts[device] }
+
+    public func lifetimeKWh(device: String) -> Double { accounts[device]?.lifetimeKWh ?? 0 }
+    public func kWh(device: String, on day: String) -> Double { accounts[device]?.kWh(on: day) ?? 0 }
+    public func lastCounterWh(device: String) -> Double? { accounts[device]?.lastCounterWh }
+
+    public mutating func apply(_ event: HubEvent, context: EventContext) {
+        switch event {
+        case .readingRecorded(let e):
+            guard e.quantity == .energy, case .device(let id) = e.subject, e.value.isFinite else { return }
+            accounts[id, default: EnergyAccount()].record(counterWh: e.value, measuredAt: e.measuredAt)
+        case .energyCounterReset(let e):
+            accounts[e.device, default: EnergyAccount()].lastCounterWh = 0
+            accounts[e.device, default: EnergyAccount()].resets += 1
+        default:
+            return
+        }
+    }
+}

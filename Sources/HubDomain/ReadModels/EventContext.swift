@@ -1,0 +1,22 @@
+/// What the log knows about an event besides its body.
+public struct EventContext: Sendable, Equatable, Codable {
+    /// Global sequence number in the log.
+    public var sequence: UInt64
+    /// When the event was appended, microseconds since the Unix epoch, UTC.
+    public var timestamp: Int64
+    /// Who caused it (a user, a driver, "scheduler", ...).
+    public var actor: String
+    public var commandId: String?
+
+    public init(sequence: UInt64, timestamp: Int64, actor: String, commandId: String? = nil) {
+        self.sequence = sequence; self.timestamp = timestamp; self.actor = actor; self.commandId = commandId
+    }
+}
+
+/// A value with the time it was measured.
+public struct ReadingValue: Sendable, Equatable, Codable {
+    public var value: Double
+    /// Microseconds since the Unix epoch, UTC.
+    public var measuredAt: Int64
+    public init(value: Double, measuredAt: Int64) { self.value = value; self.measuredAt = measuredAt }
+}

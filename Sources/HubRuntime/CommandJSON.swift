@@ -1,0 +1,154 @@
+import HubDomain
+
+/// Commands as JSON objects: `{"command":"switch","id":"lamp","state":"ON","command_id":"c-1"}`.
+/// Shared by `hub exec` and the MQTT surface. Errors name the field and what was wrong.
+public enum CommandJSON {
+    public struct Failure: Error, Equatable, CustomStringConvertible {
+        public var field: String
+        public var reason: String
+        public var description: String { field.isEmpty ? reason : "\"\(field)\": \(reason)" }
+    }
+
+    public static let names = ["register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
+                               "set_activation", "report_availability", "record_reading", "admit_animal", "discharge_animal",
+                               "sight_animal"]
+
+    /// Parses a command object; `now` fills in measurement times that are not given.
+    public static func parse(_ value: JSONValue, now: Int64) throws -> (command: HubCommand, commandId: String?) {
+        guard case .object = value else { throw Failure(field: "", reason: "a command must be a JSON object") }
+        let f = Fields(value)
+        let commandId = try f.optionalString("command_id")
+        let name = try f.string("command")
+        let command: HubCommand
+        switch name {
+        case "register_device":
+            let config: String
+            switch value["config"] {
+            case nil, .null?: config = "{}"
+            case .object?: config = value["config"]!.serialized()
+            default: throw Failure(field: "config", reason: "must be a JSON object")
+            }
+            command = .registerDevice(id: try f.string("id"), driver: try f.string("driver"), name: try f.string("name"),
+                                      config: config, hardwareId: try f.optionalString("hardware_id"))
+        case "rename_device":
+            command = .renameDevice(id: try f.string("id"), name: try f.string("name"))
+        case "remove_device":
+            command = .removeDevice(id: try f.string("id"))
+        case "switch":
+            let state = try f.string("state")
+            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+                throw Failure(field: "state", reason: "must be ON, OFF or TOGGLE, not \"\(state)\"")
+            }
+            command = .switchDevice(id: try f.string("id"), target: target)
+        case "report_switch":
+            command = .reportSwitch(id: try f.string("id"), state: try f.switchState("state"), manual: try f.optionalBool("manual"))
+        case "fail_switch":
+            command = .failSwitch(id: try f.string("id"), reason: try f.string("reason"))
+        case "set_activation":
+            let op = try f.string("op")
+            guard let activationOp = ActivationOp(rawValue: op) else {
+                throw Failure(field: "op", reason: "must be add, update or remove, not \"\(op)\"")
+            }
+            command = .setActivation(device: try f.optionalString("device") ?? f.string("id"), op: activationOp,
+                                     name: try f.string("name"), start: try f.optionalTime("start", seconds: true),
+                                     lengthMinutes: try f.optionalInteger("length"), periodMinutes: try f.optionalInteger("period"))
+        case "report_availability":
+            command = .reportAvailability(id: try f.string("id"), available: try f.bool("available"),
+                                          reason: try f.optionalString("reason") ?? "")
+        case "record_reading":
+            let subject: Subject
+            if let device = try f.optionalString("device") { subject = .device(device) }
+            else if let animal = try f.optionalString("animal") { subject = .animal(animal) }
+            else { throw Failure(field: "device", reason: "give \"device\" or \"animal\"") }
+            let q = try f.string("quantity")
+            guard let quantity = Quantity(rawValue: q) else {
+                throw Failure(field: "quantity", reason: "must be one of \(Quantity.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(q)\"")
+            }
+            command = .recordReading(subject: subject, quantity: quantity, value: try f.number("value"),
+                                     measuredAt: try f.optionalTime("measured_at", seconds: false) ?? now)
+        case "admit_animal":
+            command = .admitAnimal(Admission(
+                animal: try f.string("id"), name: try f.string("name"), gender: try f.optionalString("gender"),
+                birthDate: try f.optionalString("birth_date"), weightKg: try f.number("weight_kg"), species: try f.string("species"),
+                breed: try f.optionalString("breed"), coat: try f.optionalString("coat"), ownerName: try f.optionalString("owner_name"),
+                ownerAddress: try f.optionalString("owner_address"), ownerPhone: try f.optionalString("owner_phone"),
+                motive: try f.optionalString("motive"), veterinarian: try f.optionalString("veterinarian"),
+                observations: try f.optionalString("observations"), photo: try f.optionalString("photo"), beacon: try f.string("beacon")))
+        case "discharge_animal":
+            command = .dischargeAnimal(id: try f.string("id"), exitWeightKg: try f.number("exit_weight_kg"),
+                                       veterinarian: try f.optionalString("veterinarian"), observations: try f.optionalString("observations"))
+        case "sight_animal":
+            command = .sightAnimal(id: try f.string("id"), room: try f.string("room"), beacon: try f.string("beacon"),
+                                   at: try f.optionalTime("at", seconds: false) ?? now)
+        default:
+            throw Failure(field: "command", reason: "unknown command \"\(name)\"; known: \(names.joined(separator: ", "))")
+        }
+        return (command, commandId)
+    }
+
+    /// Typed field access with errors that name the field.
+    struct Fields {
+        let value: JSONValue
+        init(_ value: JSONValue) { self.value = value }
+
+        func string(_ key: String) throws -> String {
+            guard let v = try optionalString(key) else { throw Failure(field: key, reason: "is required") }
+            return v
+        }
+        func optionalString(_ key: String) throws -> String? {
+            switch value[key] {
+            case nil, .null?: return nil
+            case .string(let s)?: return s
+            default: throw Failure(field: key, reason: "must be a string")
+            }
+        }
+        func number(_ key: String) throws -> Double {
+            switch value[key] {
+            case .number(let d)?: return d
+            case .string(let s)?:
+                guard let d = Double(s) else { throw Failure(field: key, reason: "must be a number, not \"\(s)\"") }
+                return d
+            case nil, .null?: throw Failure(field: key, reason: "is required")
+            default: throw Failure(field: key, reason: "must be a number")
+            }
+        }
+        func optionalInteger(_ key: String) throws -> Int? {
+            switch value[key] {
+            case nil, .null?: return nil
+            default:
+                let d = try number(key)
+                guard d.rounded() == d, abs(d) < 1e15 else { throw Failure(field: key, reason: "must be a whole number") }
+                return Int(d)
+            }
+        }
+        func bool(_ key: String) throws -> Bool {
+            guard let b = try optionalBool(key) else { throw Failure(field: key, reason: "is required") }
+            return b
+        }
+        func optionalBool(_ key: String) throws -> Bool? {
+            switch value[key] {
+            case nil, .null?: return nil
+            case .bool(let b)?: return b
+            default: throw Failure(field: key, reason: "must be true or false")
+            }
+        }
+        func switchState(_ key: String) throws -> SwitchState {
+            let s = try string(key)
+            guard let state = SwitchState(name: s.lowercased()) else { throw Failure(field: key, reason: "must be ON or OFF, not \"\(s)\"") }
+            return state
+        }
+        /// An ISO-8601 string or a number of Unix seconds; returned in seconds or microseconds.
+        func optionalTime(_ key: String, seconds: Bool) throws -> Int64? {
+            switch value[key] {
+            case nil, .null?: return nil
+            case .string(let s)?:
+                guard let micros = ISO8601.parse(s) else { throw Failure(field: key, reason: "is not an ISO-8601 time: \"\(s)\"") }
+                return seconds ? micros / 1_000_000 : micros
+            case .number(let d)?:
+                guard d.isFinite, abs(d) < 1e12 else { throw Failure(field: key, reason: "is out of range") }
+                return seconds ? Int64(d) : Int64(d * 1_000_000)
+            default: throw Failure(field: key, reason: "must be an ISO-8601 string or Unix seconds")
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import HubDomain
+import HubLog
+
+/// Where the hub keeps its data: `<dataDir>/log` (segments) and `<dataDir>/snapshots`.
+public struct HubPaths: Sendable {
+    public var dataDirectory: String
+    public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
+    public var log: String { dataDirectory + "/log" }
+    public var snapshots: String { dataDirectory + "/snapshots" }
+}
+
+/// The outcome of one command.
+public enum CommandOutcome: Sendable, Equatable {
+    /// Accepted: the events appended (none when nothing changed). `duplicate` marks a retried command id.
+    case accepted(events: [HubEvent], result: AppendResult?, duplicate: Bool)
+    /// Refused: why, and where the refusal was recorded (a CommandRejected event).
+    case rejected(Rejection, result: AppendResult?, duplicate: Bool)
+}
+
+/// The running hub's core: it owns the event log, keeps the read models current, and turns
+/// commands into events (or recorded rejections).
+public actor Hub {
+    public nonisolated let store: SegmentStore
+    let snapshots: SnapshotStore
+    public private(set) var state: HubState
+    let limits: DomainLimits
+    /// A projection snapshot is written after this many new events (and on close).
+    let snapshotEvery: UInt64
+    var snapshotSequence: UInt64 = 0
+    /// What opening found (snapshot used, torn tail cut, events replayed), for the log.
+    public nonisolated let openingNotes: [String]
+
+    /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
+    static let snapshotFormat = 1
+
+    public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
+                logOptions: SegmentStoreOptions = SegmentStoreOptions()) throws {
+        store = try SegmentStore(directory: paths.log, options: logOptions)
+        snapshots = try SnapshotStore(directory: paths.snapshots)
+        self.limits = limits
+        self.snapshotEvery = snapshotEvery
+        var notes: [String] = []
+        if let torn = store.recovery.truncatedTail {
+            notes.append("recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)")
+        }
+        var state = HubState()
+        if let (sequence, bytes) = try snapshots.loadLatest(maxSequence: store.lastSequence) {
+            if let restored = Self.decodeSnapshot(bytes) {
+                state = restored
+                snapshotSequence = sequence
+                notes.append("read models restored from the snapshot at sequence \(sequence)")
+            } else {
+                notes.append("snapshot at sequence \(sequence) is from another hub version; replaying from the start")
+            }
+        }
+        let before = state.lastSequence
+        try Self.fold(store: store, into: &state, through: store.lastSequence)
+        notes.append("replayed \(state.lastSequence - before) events; log holds \(store.lastSequence)")
+        self.state = state
+        openingNotes = notes
+    }
+
+    // MARK: Commands
+
+    /// Validates and applies one command. Rejections of well-formed commands are recorded as
+    /// CommandRejected events (nothing hidden). A retried command id returns the original outcome.
+    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64) async throws -> CommandOutcome {
+        try catchUp()
+        if let commandId, let original = store.commandResult(commandId) {
+            return try outcome(ofEarlier: original)
+        }
+        for _ in 0..<8 {
+            switch decide(command, state: state, limits: limits) {
+            case .accepted(let events):
+                guard !events.isEmpty else { return .accepted(events: [], result: nil, duplicate: false) }
+                let stream = events[0].stream
+                let expected: ExpectedVersion = store.streamVersion(stream).map { .exact($0) } ?? .noStream
+                do {
+                    let result = try await append(events, stream: stream, expected: expected, commandId: commandId, actor: actor, now: now)
+                    if result.duplicate { return try outcome(ofEarlier: result) }
+                    return .accepted(events: events, result: result, duplicate: false)
+                } catch EventLogError.wrongExpectedVersion {
+                    try catchUp() // another command got there first: decide again on the newer state
+                    continue
+                }
+            case .rejected(let rejection):
+                let event = rejectionEvent(for: command, rejection: rejection, commandId: commandId)
+                let result = try await append([event], stream: event.stream, expected: .any, commandId: commandId, actor: actor, now: now)
+                if result.duplicate { return try outcome(ofEarlier: result) }
+                return .rejected(rejection, result: result, duplicate: false)
+            }
+        }
+        throw HubError.failed("command \(command.name) kept conflicting with concurrent commands; try again")
+    }
+
+    private func append(_ events: [HubEvent], stream: String, expected: ExpectedVersion, commandId: String?,
+                        actor: String, now: Int64) async throws -> AppendResult {
+        let proposed = events.map {
+            ProposedEvent(type: $0.typeName, schemaVersion: $0.schemaVersion, timestamp: now, payload: $0.encodePayload())
+        }
+        let result = try await store.append(AppendRequest(stream: stream, expected: expected,
+                                                          causation: Causation(commandId: commandId, actor: actor), events: proposed))
+        try catchUp()
+        return result
+    }
+
+    /// Rebuilds the outcome of an already-logged command from its events.
+    private func outcome(ofEarlier result: AppendResult) throws -> CommandOutcome {
+        var events: [HubEvent] = []
+        try store.read(from: result.firstSequence, through: result.lastSequence) { record in
+            events.append(try HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload))
+            return true
+        }
+        if events.count == 1, case .commandRejected(let r) = events[0] {
+            return .rejected(Rejection(code: r.code, message: r.message), result: result, duplicate: true)
+        }
+        return .accepted(events: events, result: result, duplicate: true)
+    }
+
+    // MARK: Read models
+
+    /// Folds every committed event the read models have not seen yet.
+    public func catchUp() throws {
+        let last = store.lastSequence
+        guard last > state.lastSequence else { return }
+        try Self.fold(store: store, into: &state, through: last)
+        if state.lastSequence - snapshotSequence >= snapshotEvery { try snapshot() }
+    }
+
+    /// Writes a snapshot of the read models with the sequence it covers.
+    public func snapshot() throws {
+        guard state.lastSequence > snapshotSequence else { return }
+        try snapshots.save(sequence: state.lastSequence, bytes: Self.encodeSnapshot(state))
+        snapshotSequence = state.lastSequence
+    }
+
+    /// Snapshots and closes the log.
+    public func close() throws {
+        try catchUp()
+        try snapshot()
+        store.close()
+    }
+
+    static func encodeSnapshot(_ state: HubState) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return [UInt8](try encoder.encode(SnapshotFile(format: snapshotFormat, state: state)))
+    }
+
+    static func decodeSnapshot(_ bytes: [UInt8]) -> HubState? {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        guard let file = try? decoder.decode(SnapshotFile.self, from: Data(bytes)), file.format == snapshotFormat else { return nil }
+        return file.state
+    }
+
+    struct SnapshotFile: Codable {
+        var format: Int
+        var state: HubState
+    }
+
+    /// Decodes and folds records `state.lastSequence + 1 ... through` (optionally stopping at a bound).
+    /// Events this hub version cannot read are skipped and counted, never guessed at.
+    @discardableResult
+    public static func fold(store: SegmentStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
+        var unreadable = 0
+        try store.readViews(from: state.lastSequence + 1, through: through) { view in
+            if let bound, !bound.admits(sequence: view.sequence, timestamp: view.timestamp) { return false }
+            let context = EventContext(sequence: view.sequence, timestamp: view.timestamp, actor: view.actor, commandId: view.commandId)
+            do {
+                let event = try HubEvent.decode(type: view.type, schemaVersion: view.schemaVersion, payload: view.payload)
+                state.apply(event, context: context)
+            } catch {
+                state.skip(sequence: view.sequence)
+                unreadable += 1
+            }
+            return true
+        }
+        return unreadable
+    }
+}

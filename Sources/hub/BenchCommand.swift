@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import HubBench
+import HubDomain
+import HubLog
+import Synchronization
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [LogBench.self])
+}
+
+struct LogBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Durable appends and replay: the hub's log against SQLite (WAL, synchronous=FULL) in the same run.")
+
+    @Option(help: "Events in the log when replay is measured.")
+    var events = 1_000_000
+    @Option(help: "Appends by one writer, one event each, awaited one at a time.")
+    var sequential = 5_000
+    @Option(help: "Appends by the concurrent writers in total.")
+    var concurrent = 20_000
+    @Option(help: "Concurrent writers.")
+    var writers = 64
+    @Option(help: "Where to put the two stores (removed afterwards).")
+    var dir = "./hub-bench"
+    @Option(help: "Also write the Markdown table to this file.")
+    var markdown: String?
+
+    func run() async throws {
+        try await Console.guarded {
+            let root = (dir as NSString).standardizingPath
+            try? FileManager.default.removeItem(atPath: root)
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let config = LogBenchmark.Configuration(replayEventCount: events, sequentialAppends: sequential,
+                                                    concurrentWriters: writers, concurrentAppendsTotal: concurrent, bulkBatchSize: 100)
+
+            let hubStore = try SegmentStore(directory: root + "/hub-log")
+            let hubResult = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
+                store: hubStore, label: "hub log",
+                replay: { _ in },
+                replayAll: { through in
+                    var state = HubState()
+                    var count: UInt64 = 0, bytes = 0
+                    try hubStore.readViews(from: 1, through: through) { view in
+                        let event = try HubEvent.decode(type: view.type, schemaVersion: view.schemaVersion, payload: view.payload)
+                        state.apply(event, context: EventContext(sequence: view.sequence, timestamp: view.timestamp,
+                                                                 actor: view.actor, commandId: view.commandId))
+                        count += 1
+                        bytes += view.payload.count
+                        return true
+                    }
+                    return (count, bytes)
+                })
+            hubStore.close()
+
+            let sqlite = try SQLiteEventStore(path: root + "/sqlite.db")
+            var sqliteState = HubState()
+            let sqliteResult = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
+                store: sqlite, label: "SQLite",
+                replay: { record in
+                    let event = try HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
+                    sqliteState.apply(event, context: EventContext(sequence: record.sequence, timestamp: record.timestamp,
+                                                                   actor: record.causation.actor, commandId: record.causation.commandId))
+                })
+            sqlite.close()
+
+            let table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machineDescription(dataDirectory: root))
+            print(table)
+            if let markdown { try table.write(toFile: markdown, atomically: true, encoding: .utf8) }
+        }
+    }
+}
+
+/// Real domain events for the benchmark: each stream starts with its registration (a device
+/// registered, an animal admitted), then readings, switches, availability and activations.
+enum DomainWorkload {
+    static func make() -> BenchmarkWorkload {
+        let seen = Mutex(Set<String>())
+        return BenchmarkWorkload(encoder: { kind, stream, index in
+            let id = String(stream.split(separator: "/").last ?? "x")
+            let isAnimal = stream.hasPrefix("animal/")
+            let first = seen.withLock { $0.insert(stream).inserted }
+            let at = 1_767_225_600_000_000 + Int64(index) * 1_000
+            let event: HubEvent
+            if first {
+                event = isAnimal
+                    ? .animalAdmitted(Admission(animal: id, name: "Animal \(id)", gender: "female", birthDate: "2021-04-02", weightKg: 23.5,
+                                                species: "dog", breed: "mixed", coat: "brown", ownerName: nil, ownerAddress: nil,
+                                                ownerPhone: nil, motive: "observation", veterinarian: "Dr. Lima", observations: nil,
+                                                photo: nil, beacon: "1de4b189115e45f6b44e5093522699\(String(index % 100, radix: 16))"))
+                    : .deviceRegistered(DeviceRegistered(device: id, driver: "powerplug", name: "Plug \(id)",
+                                                         config: #"{"host":"10.0.0.\#(index % 250)","port":230}"#))
+            } else if isAnimal {
+                event = .readingRecorded(ReadingRecorded(subject: .animal(id), quantity: index % 2 == 0 ? .heartRate : .temperature,
+                                                         value: index % 2 == 0 ? Double(70 + index % 40) : 38.5 + Double(index % 10) / 10,
+                                                         measuredAt: at))
+            } else {
+                switch kind {
+                case .readingRecorded:
+                    let quantity: Quantity = [.power, .voltage, .current, .energy][index % 4]
+                    event = .readingRecorded(ReadingRecorded(subject: .device(id), quantity: quantity,
+                                                             value: quantity == .energy ? Double(index) : 100 + Double(index % 900) / 10,
+                                                             measuredAt: at))
+                case .switchToggled:
+                    event = .switchToggled(SwitchToggled(device: id, state: index % 40 == 0 ? .on : .off, cause: .command))
+                case .availabilityChanged:
+                    event = .availabilityChanged(AvailabilityChanged(device: id, available: index % 40 != 5, reason: "status timeout"))
+                case .activationChanged:
+                    event = .activationChanged(ActivationChanged(device: id, change: .updated, name: "lawn",
+                                                                 start: 1_767_290_400 + Int64(index % 100) * 60,
+                                                                 lengthMinutes: 30, periodMinutes: 1440))
+                }
+            }
+            return (event.typeName, event.schemaVersion, event.encodePayload())
+        })
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import HubDomain
+import HubRuntime
+
+struct ExecCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exec",
+        abstract: "Execute commands given as JSON objects (or JSON Lines on stdin with '-'); print each outcome.",
+        discussion: """
+        Example: hub exec '{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}'
+        Commands: \(CommandJSON.names.joined(separator: ", ")). The hub must not be running on the same data directory.
+        """)
+
+    @OptionGroup var data: DataOptions
+
+    @Option(help: "Who is acting (recorded as the events' actor).")
+    var actor: String = "cli"
+
+    @Argument(help: "Command objects, or '-' to read JSON Lines from standard input.")
+    var commands: [String]
+
+    func run() async throws {
+        let hub = try await Console.guarded { try Hub(paths: HubPaths(dataDirectory: data.dataDir)) }
+        var texts = commands
+        if texts == ["-"] {
+            texts = []
+            while let line = readLine() {
+                if !line.isEmpty { texts.append(line) }
+            }
+        }
+        var failures = 0
+        for text in texts {
+            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            let answer: JSONValue
+            do {
+                let (command, commandId) = try CommandJSON.parse(try JSONValue.parse(text), now: now)
+                switch try await hub.execute(command, commandId: commandId, actor: actor, now: now) {
+                case let .accepted(events, result, duplicate):
+                    answer = .object([("status", "ok"), ("duplicate", .bool(duplicate)),
+                                      ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
+                                      ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) }))])
+                case let .rejected(rejection, result, duplicate):
+                    failures += 1
+                    answer = .object([("status", "error"), ("code", .string(rejection.code)), ("error", .string(rejection.message)),
+                                      ("duplicate", .bool(duplicate)), ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null)])
+                }
+            } catch {
+                failures += 1
+                answer = .object([("status", "error"), ("error", .string("\(error)"))])
+            }
+            print(answer.serialized())
+        }
+        try await Console.guarded { try await hub.close() }
+        if failures > 0 { throw ExitCode.failure }
+    }
+}

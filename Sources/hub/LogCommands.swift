@@ -1,0 +1,191 @@
+import ArgumentParser
+import Foundation
+import HubDomain
+import HubLog
+import HubRuntime
+
+/// Opens the log read-only (beside a running hub, without repairing anything).
+func openLogReadOnly(_ data: DataOptions) throws -> SegmentStore {
+    let paths = HubPaths(dataDirectory: data.dataDir)
+    guard FileManager.default.fileExists(atPath: paths.log) else {
+        throw HubError.usage("no event log in \(data.dataDir) (start one with `hub run --data-dir \(data.dataDir)` or `hub import`)")
+    }
+    return try SegmentStore(directory: paths.log, readOnly: true)
+}
+
+/// Buffered standard output for JSON Lines.
+final class StdoutLines {
+    var buffer: [UInt8] = []
+    func write(_ line: String) {
+        buffer += line.utf8
+        buffer.append(10)
+        if buffer.count > 1 << 16 { flush() }
+    }
+    func flush() {
+        writeStandardOutput(buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events", abstract: "Print events as JSON Lines (the JSON the MQTT surface publishes).")
+
+    @OptionGroup var data: DataOptions
+    @Option(help: "Only this stream (e.g. device/lamp); a trailing / or * matches a prefix (device/).")
+    var stream: String?
+    @Option(help: "Only this event type (e.g. SwitchToggled).")
+    var type: String?
+    @Option(help: "From this sequence number or ISO-8601 time on.")
+    var since: String?
+    @Option(help: "Up to and including this sequence number or ISO-8601 time.")
+    var until: String?
+    @Flag(help: "Keep printing new events as they are appended.")
+    var follow = false
+
+    func run() async throws {
+        try await Console.guarded {
+            let store = try openLogReadOnly(data)
+            let sinceBound = try since.map(LogBound.init(parsing:))
+            let untilBound = try until.map(LogBound.init(parsing:))
+            var start: UInt64 = 1
+            if case .sequence(let n)? = sinceBound { start = max(n, 1) }
+            let streamPrefix: String? = stream.flatMap { s in
+                s.hasSuffix("*") ? String(s.dropLast()) : (s.hasSuffix("/") ? s : nil)
+            }
+            let out = StdoutLines()
+            // Returns false once the until bound is passed.
+            func emit(_ record: EventRecord) -> Bool {
+                if let untilBound, !untilBound.admits(sequence: record.sequence, timestamp: record.timestamp) { return false }
+                if case .time(let t)? = sinceBound, record.timestamp < t { return true }
+                if let stream {
+                    if let streamPrefix { if !record.stream.hasPrefix(streamPrefix) { return true } }
+                    else if record.stream != stream { return true }
+                }
+                if let type, record.type != type { return true }
+                out.write(EventLines.render(record))
+                return true
+            }
+            if follow {
+                for try await record in store.subscribe(from: start) {
+                    if !emit(record) { break }
+                    out.flush()
+                }
+            } else {
+                try store.read(from: start, through: store.lastSequence) { emit($0) }
+            }
+            out.flush()
+        }
+    }
+}
+
+struct ReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay", abstract: "Rebuild every read model from the log as of a point and print them.")
+
+    @OptionGroup var data: DataOptions
+    @Option(help: "Stop after this sequence number or ISO-8601 time (default: the whole log).")
+    var until: String?
+    @Flag(help: "Print JSON instead of tables.")
+    var json = false
+
+    func run() async throws {
+        try await Console.guarded {
+            let store = try openLogReadOnly(data)
+            let bound = try until.map(LogBound.init(parsing:))
+            var state = HubState()
+            let unreadable = try Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
+            let asOf = bound?.description ?? "the end of the log"
+            if json {
+                print(ReadModelReport.json(state, asOf: asOf).serialized())
+            } else {
+                print(ReadModelReport.table(state, asOf: asOf), terminator: "")
+            }
+            if unreadable > 0 { Console.note("hub: \(unreadable) events of types this hub version cannot read were skipped") }
+        }
+    }
+}
+
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify", abstract: "Check every record's frame and the whole hash chain; exit non-zero at the first fault.")
+
+    @OptionGroup var data: DataOptions
+
+    func run() async throws {
+        try await Console.guarded {
+            let paths = HubPaths(dataDirectory: data.dataDir)
+            guard FileManager.default.fileExists(atPath: paths.log) else {
+                throw HubError.usage("no event log in \(data.dataDir)")
+            }
+            let started = ContinuousClock.now
+            let bar = ProgressBar(enabled: Console.stderrIsTerminal)
+            let report = try LogVerifier.verify(directory: paths.log) { done, total in
+                if ContinuousClock.now - started > .milliseconds(500) { bar.show(done: done, total: total) }
+            }
+            bar.finish()
+            let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+                + Double((ContinuousClock.now - started).components.seconds)
+            print("log sound: \(report.records) events in \(report.segments) segment(s), \(report.bytes) bytes, checked in "
+                  + String(format: "%.2f", seconds) + " s")
+            print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
+            if let note = report.incompleteTail { print("note: \(note)") }
+        }
+    }
+}
+
+/// A one-line progress bar on stderr.
+final class ProgressBar {
+    let enabled: Bool
+    var shown = false
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func show(done: Int, total: Int) {
+        guard enabled, total > 0 else { return }
+        let fraction = min(1, Double(done) / Double(total))
+        let width = 40
+        let filled = Int(fraction * Double(width))
+        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
+            + String(format: "%3.0f%%", fraction * 100) + " \(done / (1 << 20)) of \(total / (1 << 20)) MiB"
+        FileHandle.standardError.write(Data(line.utf8))
+        shown = true
+    }
+
+    func finish() {
+        if shown { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
+
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Write the whole log as JSON Lines with each record's chain hash ('-' for stdout).")
+
+    @OptionGroup var data: DataOptions
+    @Argument(help: "The file to write.")
+    var file: String
+
+    func run() async throws {
+        try await Console.guarded {
+            let store = try openLogReadOnly(data)
+            let count = try LogTransfer.export(store: store, to: file)
+            if file != "-" { Console.note("hub: exported \(count) events to \(file)") }
+        }
+    }
+}
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Load an exported JSON Lines file into an empty data directory; nothing is written unless every line checks out.")
+
+    @OptionGroup var data: DataOptions
+    @Argument(help: "The file to read.")
+    var file: String
+
+    func run() async throws {
+        try await Console.guarded {
+            let count = try await LogTransfer.importFile(file, into: HubPaths(dataDirectory: data.dataDir))
+            Console.note("hub: imported \(count) events into \(data.dataDir)")
+        }
+    }
+}
