@@ -66,6 +66,11 @@ public actor Hub {
     /// Validates and applies one command. Rejections of well-formed commands are recorded as
     /// CommandRejected events (nothing hidden). A retried command id returns the original outcome.
     public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64) async throws -> CommandOutcome {
+        // Commands on one stream (and those guarding a cross-stream rule) take turns; others overlap
+        // and share the log's group commit.
+        let keys = Self.serializationKeys(command)
+        for key in keys { await acquire(key) }
+        defer { for key in keys { release(key) } }
         try catchUp()
         if let commandId, let original = store.commandResult(commandId) {
             return try outcome(ofEarlier: original)
@@ -92,6 +97,37 @@ public actor Hub {
             }
         }
         throw HubError.failed("command \(command.name) kept conflicting with concurrent commands; try again")
+    }
+
+    /// The streams a command writes, plus a shared key for rules that span streams (a beacon or a
+    /// hardware id bound at most once).
+    static func serializationKeys(_ command: HubCommand) -> [String] {
+        switch command {
+        case .admitAnimal(let a): return ["animal/" + a.animal, "rule:beacons"]
+        case .registerDevice(let id, _, _, _, _): return ["device/" + id, "rule:hardware-ids"]
+        case .recordReading(let subject, _, _, _): return [subject.stream]
+        case .dischargeAnimal(let id, _, _, _), .sightAnimal(let id, _, _, _): return ["animal/" + id]
+        default: return ["device/" + (command.target ?? "")]
+        }
+    }
+
+    private var busyKeys: Set<String> = []
+    private var keyWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    private func acquire(_ key: String) async {
+        while busyKeys.contains(key) {
+            await withCheckedContinuation { keyWaiters[key, default: []].append($0) }
+        }
+        busyKeys.insert(key)
+    }
+
+    private func release(_ key: String) {
+        busyKeys.remove(key)
+        if var waiting = keyWaiters[key], !waiting.isEmpty {
+            let next = waiting.removeFirst()
+            keyWaiters[key] = waiting.isEmpty ? nil : waiting
+            next.resume()
+        }
     }
 
     private func append(_ events: [HubEvent], stream: String, expected: ExpectedVersion, commandId: String?,
