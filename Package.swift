@@ -10,13 +10,15 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Pure domain: events, commands, validation, read models. No I/O, no clock, no dependencies.
         .target(name: "HubDomain"),
+        // CRC-32C with the CPU's instructions (SSE4.2 / ARMv8 CRC), used by the log when available.
+        .target(name: "CCRC32C"),
         // The append-only event log: storage protocol + segment-file backend.
         .target(name: "HubLog", dependencies: [
+            "CCRC32C",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What a driver may see and do.
@@ -28,12 +30,10 @@ let package = Package(
         // Command handling, projections, replay, import/export.
         .target(name: "HubRuntime", dependencies: [
             "HubDomain", "HubLog", "DriverAPI",
-            .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "hub", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "HubBench",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog"]),

@@ -269,7 +269,7 @@ public struct LogBenchmarkResult: Sendable, Equatable {
         var lines: [String] = []
         lines.append("Machine: \(machine)")
         lines.append("")
-        lines.append("Events: \(group(Int(hub.lastSequence))) total, payload avg \(decimal(hub.averagePayloadBytes, 0)) B; "
+        lines.append("Events: \(group(Int(hub.lastSequence))) total, payload avg \(decimal(max(hub.averagePayloadBytes, sqlite.averagePayloadBytes), 0)) B; "
             + "every append durable (fsync) before it returns.")
         lines.append("")
         lines.append("| workload | hub log | SQLite (WAL, FULL) | ratio |")

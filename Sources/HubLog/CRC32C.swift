@@ -1,5 +1,10 @@
-/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-8.
+import CCRC32C
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the CPU's instructions where it has them
+/// (x86-64 SSE4.2, ARMv8 CRC), else a portable slicing-by-8 table.
 public enum CRC32C {
+    public static let hardware = hub_crc32c_hardware_available() != 0
+
     static let tables: [[UInt32]] = {
         var tables = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
         for i in 0..<256 {
@@ -20,6 +25,15 @@ public enum CRC32C {
     static let flat: [UInt32] = tables.flatMap { $0 }
 
     public static func checksum(_ buffer: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
+        if hardware {
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return seed }
+            return ~hub_crc32c_hardware_update(~seed, base, buffer.count)
+        }
+        return software(buffer, seed: seed)
+    }
+
+    /// The portable table version (also used to cross-check the hardware one in tests).
+    public static func software(_ buffer: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
         var crc = ~seed
         let count = buffer.count
         guard count > 0, let base = buffer.baseAddress else { return seed }

@@ -167,6 +167,8 @@ public struct RecordView {
         String(decoding: UnsafeRawBufferPointer(rebasing: body[range]), as: UTF8.self)
     }
 
+    public var typeBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[typeRange]) }
+    public var actorBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[actorRange]) }
     public var stream: String { string(streamRange) }
     public var type: String { string(typeRange) }
     public var commandId: String? { commandIdRange.map(string) }
@@ -192,4 +194,22 @@ func memcmpEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bo
     guard a.count == b.count else { return false }
     for i in 0..<a.count where a[i] != b[i] { return false }
     return true
+}
+
+/// Reuses the String for byte sequences seen before (event types, actors: a handful of distinct
+/// values repeated millions of times on replay), so replay does not build each one anew.
+public struct StringCache {
+    private var entries: [(bytes: [UInt8], string: String)] = []
+    private let capacity: Int
+
+    public init(capacity: Int = 64) { self.capacity = capacity }
+
+    public mutating func string(for bytes: UnsafeRawBufferPointer) -> String {
+        for entry in entries where entry.bytes.count == bytes.count {
+            if entry.bytes.withUnsafeBytes({ memcmpEqual($0, bytes) }) { return entry.string }
+        }
+        let string = String(decoding: bytes, as: UTF8.self)
+        if entries.count < capacity { entries.append((Array(bytes), string)) }
+        return string
+    }
 }

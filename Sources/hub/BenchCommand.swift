@@ -3,6 +3,7 @@ import Foundation
 import HubBench
 import HubDomain
 import HubLog
+import HubRuntime
 import Synchronization
 
 struct BenchCommand: AsyncParsableCommand {
@@ -41,17 +42,13 @@ struct LogBench: AsyncParsableCommand {
                 store: hubStore, label: "hub log",
                 replay: { _ in },
                 replayAll: { through in
+                    // Exactly what the hub does at start-up: Hub.fold.
                     var state = HubState()
-                    var count: UInt64 = 0, bytes = 0
-                    try hubStore.readViews(from: 1, through: through) { view in
-                        let event = try HubEvent.decode(type: view.type, schemaVersion: view.schemaVersion, payload: view.payload)
-                        state.apply(event, context: EventContext(sequence: view.sequence, timestamp: view.timestamp,
-                                                                 actor: view.actor, commandId: view.commandId))
-                        count += 1
-                        bytes += view.payload.count
-                        return true
+                    let unreadable = try Hub.fold(store: hubStore, into: &state, through: through)
+                    guard unreadable == 0, state.lastSequence == through else {
+                        throw HubError.failed("replay folded through \(state.lastSequence) with \(unreadable) unreadable events")
                     }
-                    return (count, bytes)
+                    return (through, 0)
                 })
             hubStore.close()
 
@@ -66,7 +63,8 @@ struct LogBench: AsyncParsableCommand {
                 })
             sqlite.close()
 
-            let table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machineDescription(dataDirectory: root))
+            let machine = machineDescription(dataDirectory: root) + ", CRC32C " + (CRC32C.hardware ? "in hardware" : "by table")
+            let table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machine)
             print(table)
             if let markdown { try table.write(toFile: markdown, atomically: true, encoding: .utf8) }
         }

@@ -22,6 +22,7 @@ struct ExecCommand: AsyncParsableCommand {
 
     func run() async throws {
         let hub = try await Console.guarded { try Hub(paths: HubPaths(dataDirectory: data.dataDir)) }
+        for note in hub.openingNotes where note.hasPrefix("recovered") { Console.note("hub: \(note)") }
         var texts = commands
         if texts == ["-"] {
             texts = []
