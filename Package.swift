@@ -23,22 +23,30 @@ let package = Package(
         ]),
         // What a driver may see and do.
         .target(name: "DriverAPI"),
+        // Driver plugins: each sees the driver API only.
+        .target(name: "VirtualDriver", dependencies: ["DriverAPI"], path: "Plugins/Virtual"),
         // System SQLite, used only as the benchmark peer.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The log benchmark and its peer (SQLite with the same durability promise).
         .target(name: "HubBench", dependencies: ["HubLog", "CSQLite"]),
+        // System libmosquitto (2.0.x) and the MQTT client built on it.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        // Test-only helper: runs a private mosquitto broker on a free port.
+        .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
         // Command handling, projections, replay, import/export.
         .target(name: "HubRuntime", dependencies: [
-            "HubDomain", "HubLog", "DriverAPI",
+            "HubDomain", "HubLog", "DriverAPI", "MQTT",
         ]),
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench",
+            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog"]),
-        .testTarget(name: "HubRuntimeTests", dependencies: ["HubRuntime", "HubDomain", "HubLog"]),
+        .testTarget(name: "HubRuntimeTests", dependencies: ["HubRuntime", "HubDomain", "HubLog", "VirtualDriver", "MQTT", "BrokerHarness"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
     ],
     swiftLanguageModes: [.v6]
 )

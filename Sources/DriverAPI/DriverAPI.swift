@@ -1,10 +1,12 @@
 /// The driver API: everything a device driver may see and do. Drivers import this module only.
 ///
-/// A driver is created from its configuration, started with a `DriverContext` through which it
-/// reports what the device says, and asked to execute commands. It never touches the event log or
-/// the MQTT surface: the runtime turns its observations into commands for the domain.
+/// A driver is made by its factory from the device's configuration, started with a `DriverContext`
+/// through which it reports what the device says, and asked to execute commands. It never touches
+/// the event log or the MQTT surface: the runtime turns its observations into domain commands
+/// (recorded with the actor `driver:<name>`), and a switch command counts as done only when the
+/// device's own report confirms it.
 
-/// A device's configuration as the hub holds it (from the config file or `device/add`).
+/// A device's configuration as the hub holds it (from the config file or `request/device/add`).
 public struct DriverConfiguration: Sendable, Equatable {
     public var deviceId: String
     public var driver: String
@@ -22,12 +24,12 @@ public struct DriverConfiguration: Sendable, Equatable {
 public enum Observation: Sendable, Equatable {
     /// The relay state the device reports, and whether it is in manual mode (nil: the device has no such notion).
     case switchState(on: Bool, manual: Bool?)
-    /// A measurement: quantity raw value as in the event catalogue ("power", "voltage", "current",
-    /// "energy", "temperature", "heart_rate"), value in the catalogue's unit, time in µs since the epoch.
+    /// A measurement. `quantity` is the event catalogue's name ("power", "voltage", "current",
+    /// "energy", "temperature", "heart_rate"), the value in the catalogue's unit, the time in µs since the epoch.
     case reading(quantity: String, value: Double, measuredAt: Int64)
     /// Reachability of the device, with a reason a person can read.
     case availability(available: Bool, reason: String)
-    /// A pending switch command could not be confirmed.
+    /// A pending switch command could not be carried out (the reason says why).
     case commandFailed(reason: String)
 }
 
@@ -38,15 +40,30 @@ public enum DriverCommand: Sendable, Equatable {
 
 /// The hub side a running driver talks to.
 public protocol DriverContext: Sendable {
+    var deviceId: String { get }
     func report(_ observation: Observation) async
 }
 
-/// The protocol every driver implements.
-public protocol Driver: Sendable {
-    /// The name used in configuration (`"driver": "powerplug"`).
-    static var name: String { get }
-    init(configuration: DriverConfiguration) throws
+/// One running device connection.
+public protocol Driver: AnyObject, Sendable {
+    /// Starts talking to the device (connect, subscribe...). Must return promptly; keep working in a task.
     func start(context: any DriverContext) async throws
+    /// Sends a command to the device. Returning means "sent", not "confirmed": the device's report confirms.
     func execute(_ command: DriverCommand) async throws
+    /// Stops and releases everything.
     func stop() async
+}
+
+/// Makes drivers of one kind; the hub picks factories by name from its configuration.
+public protocol DriverFactory: Sendable {
+    /// The name used in configuration (`"driver": "virtual"`).
+    var name: String { get }
+    /// Checks the settings and makes a driver; throws a `DriverError` naming the bad setting.
+    func make(configuration: DriverConfiguration) throws -> any Driver
+}
+
+public struct DriverError: Error, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
 }

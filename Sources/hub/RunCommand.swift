@@ -1,27 +1,85 @@
 import ArgumentParser
 import Foundation
 import HubRuntime
+import DriverAPI
+import VirtualDriver
 
 struct RunCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the hub until interrupted (SIGINT/SIGTERM).")
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the hub until interrupted (SIGINT/SIGTERM): drivers, the MQTT surface, the log.")
 
     @OptionGroup var data: DataOptions
 
-    @Option(help: "Write a read-model snapshot after this many new events.")
-    var snapshotEvery: UInt64 = 10_000
+    @Option(help: "The hub's JSON configuration file (broker, devices). Flags below override it.")
+    var config: String?
+    @Option(help: "Broker host.") var mqttHost: String?
+    @Option(help: "Broker port.") var mqttPort: Int?
+    @Option(help: "MQTT client id (the persistent session is keyed on it).") var mqttClientId: String?
+    @Option(help: "Broker user name.") var mqttUsername: String?
+    @Option(help: "File holding the broker password (or set HUB_MQTT_PASSWORD).") var mqttPasswordFile: String?
+    @Option(help: "CA certificate file: connect with TLS.") var mqttCaFile: String?
+    @Option(help: "Client certificate file (TLS).") var mqttCertFile: String?
+    @Option(help: "Client key file (TLS).") var mqttKeyFile: String?
+    @Flag(help: "Do not check the broker's host name against its certificate.") var mqttTlsInsecure = false
+    @Option(help: "The base of every hub topic.") var baseTopic: String?
+    @Option(help: "Home Assistant's discovery prefix.") var discoveryPrefix: String?
+    @Flag(help: "Run without the MQTT surface.") var noMqtt = false
+    @Flag(help: "Register two virtual switches (demo-lamp, demo-fan) when no device is registered.") var demo = false
+    @Option(help: "Write a read-model snapshot after this many new events.") var snapshotEvery: UInt64 = 10_000
+
+    func settings() throws -> HubConfig {
+        var settings = try config.map(HubConfig.load(path:)) ?? HubConfig()
+        if let mqttHost { settings.mqtt.host = mqttHost }
+        if let mqttPort {
+            guard (1...65535).contains(mqttPort) else { throw ValidationError("--mqtt-port must be 1 to 65535") }
+            settings.mqtt.port = mqttPort
+        }
+        if let mqttClientId { settings.mqtt.clientId = mqttClientId }
+        if let mqttUsername { settings.mqtt.username = mqttUsername }
+        if let file = mqttPasswordFile {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw HubError.usage("--mqtt-password-file: cannot read \(file)")
+            }
+            settings.mqtt.password = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else if let password = ProcessInfo.processInfo.environment["HUB_MQTT_PASSWORD"] {
+            settings.mqtt.password = password
+        }
+        if let mqttCaFile { settings.mqtt.caFile = mqttCaFile }
+        if let mqttCertFile { settings.mqtt.certFile = mqttCertFile }
+        if let mqttKeyFile { settings.mqtt.keyFile = mqttKeyFile }
+        if mqttTlsInsecure { settings.mqtt.tlsInsecure = true }
+        if let baseTopic {
+            guard MQTTNames.isValidBase(baseTopic) else { throw HubError.usage("--base-topic \(baseTopic): no + or #, no leading or trailing /") }
+            settings.mqtt.baseTopic = baseTopic
+        }
+        if let discoveryPrefix {
+            guard MQTTNames.isValidBase(discoveryPrefix) else { throw HubError.usage("--discovery-prefix \(discoveryPrefix): no + or #") }
+            settings.mqtt.discoveryPrefix = discoveryPrefix
+        }
+        if noMqtt { settings.mqtt.enabled = false }
+        return settings
+    }
 
     func run() async throws {
-        let hub = try await Console.guarded {
-            try Hub(paths: HubPaths(dataDirectory: data.dataDir), snapshotEvery: snapshotEvery)
+        let service = try await Console.guarded {
+            let options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: try settings(),
+                                            factories: DriverCatalog.all, demo: demo, snapshotEvery: snapshotEvery)
+            return try await HubService.start(options) { Console.note("hub: \($0)") }
         }
-        for note in hub.openingNotes { Console.note("hub: \(note)") }
-        let state = await hub.state
+        let state = await service.hub.state
         Console.note("hub: running with data directory \(data.dataDir): \(state.lastSequence) events, "
                      + "\(state.devices.active.count) devices, \(state.animals.admitted.count) animals admitted. Ctrl-C stops.")
         await waitForTermination()
-        try await Console.guarded { try await hub.close() }
+        Console.note("hub: stopping")
+        try await Console.guarded { try await service.stop() }
         Console.note("hub: stopped; snapshot written, log closed")
     }
+}
+
+/// The driver plugins this executable links.
+enum DriverCatalog {
+    static let all: [any DriverFactory] = [VirtualDriverFactory()]
 }
 
 /// Suspends until SIGINT or SIGTERM.

@@ -1,0 +1,151 @@
+import HubDomain
+
+/// Home Assistant MQTT discovery configs (pure).
+///
+/// Topics: `<prefix>/<component>/<node_id>/<object_id>/config`, with `node_id` the base topic reduced to
+/// `[a-zA-Z0-9_-]` and `object_id` `<deviceId>_switch|_power|_energy` or `<animalId>_room|_heart_rate|_temperature`.
+/// Topics depend only on ids; unique ids and device identifiers come from hardware identity (a device's
+/// `hardware_id`, an animal's beacon), never from display names, so renames keep the entities.
+/// An empty retained payload on a config topic removes the entity (`deviceRemovals`, `animalRemovals`).
+public struct HomeAssistantDiscovery: Sendable, Equatable {
+    public var topics: MQTTTopics
+    public static let manufacturer = "the hub"
+
+    public init(topics: MQTTTopics = MQTTTopics()) { self.topics = topics }
+
+    /// The base topic with every character outside `[a-zA-Z0-9_-]` replaced by `_`.
+    public var nodeId: String {
+        var out = ""
+        for scalar in topics.base.unicodeScalars {
+            out.unicodeScalars.append(Identifier.isValid(String(scalar)) ? scalar : "_")
+        }
+        return out
+    }
+
+    public func configTopic(component: String, objectId: String) -> String {
+        topics.discoveryPrefix + "/" + component + "/" + nodeId + "/" + objectId + "/config"
+    }
+
+    // MARK: Devices
+
+    /// The hardware identity: `hardware_id` when the device has one, else `<node_id>_<deviceId>`.
+    public func identity(_ record: DeviceRecord) -> String {
+        if let hw = record.hardwareId, !hw.isEmpty { return hw }
+        return nodeId + "_" + record.id
+    }
+
+    /// A switch, a power sensor and an energy sensor; none for a removed device.
+    public func deviceConfigs(_ record: DeviceRecord) -> [(topic: String, payload: JSONValue)] {
+        guard !record.removed else { return [] }
+        let id = record.id
+        let identity = identity(record)
+        let availability: [(String, JSONValue)] = [
+            ("availability", .array([.object([("topic", .string(topics.status))]),
+                                     .object([("topic", .string(topics.deviceAvailability(id)))])])),
+            ("availability_mode", "all"),
+        ]
+        let device: (String, JSONValue) = ("device", .object([
+            ("identifiers", .array([.string(identity)])),
+            ("name", .string(record.name)),
+            ("model", .string(record.driver)),
+            ("manufacturer", .string(Self.manufacturer)),
+        ]))
+        let origin: (String, JSONValue) = ("origin", .object([("name", .string(Self.manufacturer))]))
+        let switchConfig: JSONValue = .object([
+            // null: the entity takes the device's name (Home Assistant's convention for a device's main feature).
+            ("name", .null),
+            ("unique_id", .string(identity + "_switch")),
+            ("state_topic", .string(topics.deviceSwitch(id))),
+            ("command_topic", .string(topics.deviceSwitchSet(id))),
+            ("payload_on", "ON"),
+            ("payload_off", "OFF"),
+        ] + availability + [device, origin])
+        let power: JSONValue = .object([
+            ("name", "Power"),
+            ("unique_id", .string(identity + "_power")),
+            ("state_topic", .string(topics.devicePower(id))),
+            ("device_class", "power"),
+            ("state_class", "measurement"),
+            ("unit_of_measurement", "W"),
+        ] + availability + [device, origin])
+        let energy: JSONValue = .object([
+            ("name", "Energy"),
+            ("unique_id", .string(identity + "_energy")),
+            ("state_topic", .string(topics.deviceEnergy(id))),
+            ("device_class", "energy"),
+            ("state_class", "total_increasing"),
+            ("unit_of_measurement", "kWh"),
+        ] + availability + [device, origin])
+        return [
+            (configTopic(component: "switch", objectId: id + "_switch"), switchConfig),
+            (configTopic(component: "sensor", objectId: id + "_power"), power),
+            (configTopic(component: "sensor", objectId: id + "_energy"), energy),
+        ]
+    }
+
+    /// The config topics to clear (empty retained payload) when a device goes away.
+    public func deviceRemovals(_ record: DeviceRecord) -> [String] { deviceRemovals(id: record.id) }
+
+    public func deviceRemovals(id: String) -> [String] {
+        [configTopic(component: "switch", objectId: id + "_switch"),
+         configTopic(component: "sensor", objectId: id + "_power"),
+         configTopic(component: "sensor", objectId: id + "_energy")]
+    }
+
+    // MARK: Animals
+
+    /// A room sensor, a heart-rate sensor and a temperature sensor, all reading `<base>/animal/<id>/state`;
+    /// none for a discharged animal.
+    public func animalConfigs(_ record: AnimalRecord) -> [(topic: String, payload: JSONValue)] {
+        guard record.isAdmitted else { return [] }
+        let id = record.id
+        let identity = record.beacon
+        let common: [(String, JSONValue)] = [
+            ("state_topic", .string(topics.animalState(id))),
+            ("availability", .array([.object([("topic", .string(topics.status))])])),
+            ("device", .object([
+                ("identifiers", .array([.string(identity)])),
+                ("name", .string(record.admission.name)),
+                ("model", .string(record.admission.species)),
+                ("manufacturer", .string(Self.manufacturer)),
+            ])),
+            ("origin", .object([("name", .string(Self.manufacturer))])),
+        ]
+        let room: JSONValue = .object([
+            ("name", "Room"),
+            ("unique_id", .string(identity + "_room")),
+            ("value_template", "{{ value_json.room }}"),
+            ("icon", "mdi:map-marker"),
+        ] + common)
+        let heartRate: JSONValue = .object([
+            ("name", "Heart rate"),
+            ("unique_id", .string(identity + "_heart_rate")),
+            ("value_template", "{{ value_json.heart_rate }}"),
+            ("unit_of_measurement", "bpm"),
+            ("state_class", "measurement"),
+            ("icon", "mdi:heart-pulse"),
+        ] + common)
+        let temperature: JSONValue = .object([
+            ("name", "Temperature"),
+            ("unique_id", .string(identity + "_temperature")),
+            ("value_template", "{{ value_json.temperature }}"),
+            ("device_class", "temperature"),
+            ("unit_of_measurement", "°C"),
+            ("state_class", "measurement"),
+        ] + common)
+        return [
+            (configTopic(component: "sensor", objectId: id + "_room"), room),
+            (configTopic(component: "sensor", objectId: id + "_heart_rate"), heartRate),
+            (configTopic(component: "sensor", objectId: id + "_temperature"), temperature),
+        ]
+    }
+
+    /// The config topics to clear when an animal is discharged.
+    public func animalRemovals(_ record: AnimalRecord) -> [String] { animalRemovals(id: record.id) }
+
+    public func animalRemovals(id: String) -> [String] {
+        [configTopic(component: "sensor", objectId: id + "_room"),
+         configTopic(component: "sensor", objectId: id + "_heart_rate"),
+         configTopic(component: "sensor", objectId: id + "_temperature")]
+    }
+}

@@ -1,0 +1,122 @@
+import DriverAPI
+import Foundation
+import HubDomain
+import HubLog
+
+/// Everything `hub run` needs to start the long-running hub.
+public struct HubServiceOptions: Sendable {
+    public var paths: HubPaths
+    public var config: HubConfig
+    public var factories: [any DriverFactory]
+    /// Register two virtual switches when no device is registered, so a newcomer sees something.
+    public var demo: Bool
+    public var snapshotEvery: UInt64
+
+    public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
+                snapshotEvery: UInt64 = 10_000) {
+        self.paths = paths
+        self.config = config
+        self.factories = factories
+        self.demo = demo
+        self.snapshotEvery = snapshotEvery
+    }
+}
+
+/// The running hub: the log and read models (`Hub`), the drivers, and the MQTT surface, wired
+/// together by catch-up subscriptions on the log.
+public final class HubService: Sendable {
+    public let hub: Hub
+    public let drivers: DriverHost
+    public let surface: MQTTSurface?
+    let options: HubServiceOptions
+    let tasks: LockedTasks
+
+    /// Opens the log, registers configured devices, starts drivers and (unless disabled) connects
+    /// to the broker. `note` receives start-up lines for the operator.
+    public static func start(_ options: HubServiceOptions, note: @escaping @Sendable (String) -> Void) async throws -> HubService {
+        let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery)
+        for line in hub.openingNotes { note(line) }
+        let drivers = DriverHost(hub: hub, factories: options.factories,
+                                 confirmTimeout: .milliseconds(Int64(options.config.confirmTimeoutSeconds * 1000)))
+        try await registerConfiguredDevices(hub: hub, options: options, knownDrivers: drivers.driverNames, note: note)
+        var surface: MQTTSurface? = nil
+        if options.config.mqtt.enabled {
+            surface = try await MQTTSurface.start(hub: hub, drivers: drivers, settings: options.config.mqtt,
+                                                  checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", note: note)
+        }
+        let service = HubService(hub: hub, drivers: drivers, surface: surface, options: options)
+        await drivers.sync()
+        service.followLog(from: hub.store.lastSequence + 1)
+        return service
+    }
+
+    init(hub: Hub, drivers: DriverHost, surface: MQTTSurface?, options: HubServiceOptions) {
+        self.hub = hub
+        self.drivers = drivers
+        self.surface = surface
+        self.options = options
+        self.tasks = LockedTasks()
+    }
+
+    /// Hands every newly committed event to the drivers and marks what the surface must re-publish.
+    func followLog(from sequence: UInt64) {
+        let hub = self.hub, drivers = self.drivers, surface = self.surface
+        tasks.add(Task {
+            do {
+                for try await record in hub.store.subscribe(from: sequence) {
+                    guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
+                                                           payload: record.payload) else { continue }
+                    await drivers.handle(event)
+                    await surface?.changed(stream: record.stream)
+                }
+            } catch {}
+        })
+    }
+
+    static func registerConfiguredDevices(hub: Hub, options: HubServiceOptions, knownDrivers: [String],
+                                          note: @Sendable (String) -> Void) async throws {
+        var wanted = options.config.devices
+        if options.demo, wanted.isEmpty, await hub.state.devices.active.isEmpty {
+            wanted = [HubConfig.Device(id: "demo-lamp", driver: "virtual", name: "Demo lamp", config: "{}"),
+                      HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}")]
+            note("demo: registering two virtual switches, demo-lamp and demo-fan")
+        }
+        for device in wanted {
+            guard knownDrivers.contains(device.driver) else {
+                throw HubError.usage("device \(device.id): no driver named \"\(device.driver)\" (known: \(knownDrivers.joined(separator: ", ")))")
+            }
+            if let existing = await hub.state.devices[device.id], !existing.removed {
+                if existing.driver != device.driver || existing.config != device.config {
+                    note("device \(device.id) is already registered with driver \(existing.driver) and settings \(existing.config); "
+                         + "the config file's entry differs and is not applied (remove the device to re-register it)")
+                }
+                continue
+            }
+            let outcome = try await hub.execute(.registerDevice(id: device.id, driver: device.driver, name: device.name,
+                                                                config: device.config, hardwareId: nil),
+                                                commandId: nil, actor: "config", now: currentMicros())
+            if case .rejected(let rejection, _, _) = outcome {
+                throw HubError.usage("device \(device.id) from the configuration: \(rejection.message)")
+            }
+        }
+    }
+
+    /// Stops the surface (publishing `offline`), the drivers and the log, writing a snapshot.
+    public func stop() async throws {
+        tasks.cancelAll()
+        await surface?.stop()
+        await drivers.stopAll()
+        try await hub.close()
+    }
+}
+
+/// Background tasks owned by a service, cancelled together.
+final class LockedTasks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tasks: [Task<Void, Never>] = []
+    func add(_ task: Task<Void, Never>) { lock.lock(); tasks.append(task); lock.unlock() }
+    func cancelAll() {
+        lock.lock(); let all = tasks; tasks.removeAll(); lock.unlock()
+        all.forEach { $0.cancel() }
+    }
+}

@@ -1,0 +1,392 @@
+import HubDomain
+
+/// A malformed MQTT command: what was wrong and where. Nothing was executed.
+public struct MQTTCommandError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// One line for people: names the field or the part of the payload that was wrong.
+    public var message: String
+    /// What could still be read of the request's `id` / `transaction`, so the error answer can echo it.
+    public var echo: MQTTCommands.Echo
+
+    public init(_ message: String, echo: MQTTCommands.Echo = MQTTCommands.Echo()) {
+        self.message = message
+        self.echo = echo
+    }
+
+    public var description: String { message }
+}
+
+/// MQTT payloads -> `HubCommand`s or read-model queries. Pure; no I/O.
+///
+/// Payload rules, checked in this order: not empty, at most 64 KiB, valid UTF-8, then the route's form.
+/// Numbers may also be given as numeric strings (`"23.5"`), and times as ISO-8601 or Unix seconds,
+/// exactly as in `hub exec` (`CommandJSON`).
+public enum MQTTCommands {
+    public static let maxPayloadBytes = 65_536
+
+    /// Names accepted under `<base>/request/`.
+    public static let requestNames = ["device/add", "device/rename", "device/remove", "switch", "command",
+                                      "devices", "device/get", "animals", "animal/get"]
+
+    /// Requests answered from the read models, without a command.
+    public enum Query: Sendable, Equatable {
+        /// `request/devices`: every device.
+        case devices
+        /// `request/device/get` `{"id"}`.
+        case device(String)
+        /// `request/animals`: every animal.
+        case animals
+        /// `request/animal/get` `{"id"}`.
+        case animal(String)
+    }
+
+    /// The values a JSON request carried for the answer to echo: `id` and `transaction`, verbatim.
+    public struct Echo: Sendable, Equatable {
+        public var id: JSONValue?
+        public var transaction: JSONValue?
+        public init(id: JSONValue? = nil, transaction: JSONValue? = nil) { self.id = id; self.transaction = transaction }
+
+        /// Reads both from a JSON object; nothing from other values.
+        public init(_ value: JSONValue) {
+            id = value["id"]
+            transaction = value["transaction"]
+        }
+    }
+
+    /// One parsed message.
+    public struct ParsedCommand: Sendable, Equatable {
+        /// The commands to execute, in order. Empty for a query. One for every route except `vitals` with
+        /// both a heart rate and a temperature, which gives two `recordReading`s.
+        public var commands: [HubCommand]
+        /// One idempotency key per command (same order as `commands`). Equal to `commandId` when there is a
+        /// single command; with two vitals readings it is `<commandId>:heart_rate` and `<commandId>:temperature`,
+        /// so that both are applied exactly once.
+        public var commandIds: [String?]
+        /// The message's command id: `command_id`, or for `switch/set` and `activations/set` the `id` field.
+        public var commandId: String?
+        /// What the answer should echo.
+        public var echo: Echo
+        /// Set for queries (`commands` is then empty).
+        public var query: Query?
+
+        public init(commands: [HubCommand], commandId: String?, echo: Echo = Echo(), query: Query? = nil, commandIds: [String?]? = nil) {
+            self.commands = commands
+            self.commandId = commandId
+            self.commandIds = commandIds ?? commands.map { _ in commandId }
+            self.echo = echo
+            self.query = query
+        }
+
+        /// The single command, when there is exactly one.
+        public var command: HubCommand? { commands.count == 1 ? commands[0] : nil }
+    }
+
+    /// Parses the payload of a message that arrived on `route`. `now` (µs since the epoch) is the time of
+    /// readings that do not say when they were measured.
+    public static func parse(route: MQTTRoute, message payload: [UInt8], now: Int64) throws(MQTTCommandError) -> ParsedCommand {
+        switch route {
+        case .invalid(let reason):
+            throw MQTTCommandError(reason, echo: bestEffortEcho(payload))
+        case .ignored, .homeAssistantStatus:
+            throw MQTTCommandError("not a command topic")
+        case .request(let name):
+            guard requestNames.contains(name) else {
+                throw MQTTCommandError("unknown request \"\(MQTTTopics.shown(name))\"; known: \(requestNames.joined(separator: ", "))",
+                                       echo: bestEffortEcho(payload))
+            }
+            if name == "devices" || name == "animals", isBlank(payload) {
+                return ParsedCommand(commands: [], commandId: nil, query: name == "devices" ? .devices : .animals)
+            }
+            try checkPayload(payload)
+            return try request(name, payload, now: now)
+        case .switchSet(let device):
+            try checkPayload(payload)
+            return try switchSet(device, payload)
+        case .activationsSet(let device):
+            try checkPayload(payload)
+            return try activationsSet(device, payload)
+        case .animalAdmit:
+            try checkPayload(payload)
+            let object = try jsonObject(payload)
+            return try viaCommandJSON("admit_animal", object, topicId: nil, now: now)
+        case .animalDischarge(let animal):
+            try checkPayload(payload)
+            let object = try jsonObject(payload)
+            return try viaCommandJSON("discharge_animal", object, topicId: animal, now: now)
+        case .animalVitals(let animal):
+            try checkPayload(payload)
+            return try vitals(animal, payload, now: now)
+        }
+    }
+
+    // MARK: Payload checks
+
+    /// Empty, too large, or not UTF-8 -> an error saying which.
+    public static func checkPayload(_ payload: [UInt8]) throws(MQTTCommandError) {
+        if payload.isEmpty { throw MQTTCommandError("empty payload") }
+        if payload.count > maxPayloadBytes {
+            throw MQTTCommandError("payload of \(payload.count) bytes exceeds \(maxPayloadBytes)")
+        }
+        if let bad = firstInvalidUTF8(payload) {
+            throw MQTTCommandError("payload is not valid UTF-8 (byte \(bad))")
+        }
+    }
+
+    /// The offset of the first byte that is not part of a well-formed UTF-8 sequence (RFC 3629: no overlong
+    /// forms, no surrogates, nothing above U+10FFFF), or nil when all of it is well formed.
+    public static func firstInvalidUTF8(_ b: [UInt8]) -> Int? {
+        var i = 0
+        let n = b.count
+        while i < n {
+            let c = b[i]
+            if c < 0x80 { i += 1; continue }
+            let need: Int
+            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+            switch c {
+            case 0xC2...0xDF: need = 1
+            case 0xE0: need = 2; lo = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: need = 2
+            case 0xED: need = 2; hi = 0x9F
+            case 0xF0: need = 3; lo = 0x90
+            case 0xF1...0xF3: need = 3
+            case 0xF4: need = 3; hi = 0x8F
+            default: return i
+            }
+            for k in 1...need {
+                guard i + k < n else { return i + k }
+                let cc = b[i + k]
+                if k == 1 {
+                    guard cc >= lo, cc <= hi else { return i + k }
+                } else {
+                    guard cc >= 0x80, cc <= 0xBF else { return i + k }
+                }
+            }
+            i += need + 1
+        }
+        return nil
+    }
+
+    static func isBlank(_ payload: [UInt8]) -> Bool {
+        payload.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+    }
+
+    static func bestEffortEcho(_ payload: [UInt8]) -> Echo {
+        guard !payload.isEmpty, payload.count <= maxPayloadBytes, let v = try? JSONValue.parse(payload) else { return Echo() }
+        return Echo(v)
+    }
+
+    /// Parses a JSON object; other JSON values and parse errors are reported (with the byte offset).
+    static func jsonObject(_ payload: [UInt8]) throws(MQTTCommandError) -> JSONValue {
+        let value: JSONValue
+        do { value = try JSONValue.parse(payload) } catch { throw MQTTCommandError(error.description) }
+        guard case .object = value else {
+            throw MQTTCommandError("payload must be a JSON object, not \(kind(value))", echo: Echo(value))
+        }
+        return value
+    }
+
+    static func kind(_ value: JSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+
+    /// Runs `CommandJSON` field access, turning its failures into `MQTTCommandError`s that keep the echo.
+    static func fields<T>(_ echo: Echo, _ body: () throws -> T) throws(MQTTCommandError) -> T {
+        do {
+            return try body()
+        } catch let failure as CommandJSON.Failure {
+            throw MQTTCommandError(failure.description, echo: echo)
+        } catch {
+            throw MQTTCommandError("\(error)", echo: echo)
+        }
+    }
+
+    static func members(_ object: JSONValue) -> [(String, JSONValue)] {
+        if case .object(let m) = object { return m }
+        return []
+    }
+
+    /// Fails when the payload names a different device/animal than the topic.
+    static func checkSameId(_ object: JSONValue, key: String, topicId: String, kind: String, echo: Echo) throws(MQTTCommandError) {
+        guard let given = object[key] else { return }
+        if case .string(let s) = given, s == topicId { return }
+        if given.isNull { return }
+        throw MQTTCommandError("\"\(key)\": \(given.serialized()) does not match the \(kind) in the topic (\"\(topicId)\")", echo: echo)
+    }
+
+    // MARK: switch/set
+
+    static let switchForms = "ON, OFF or TOGGLE (any case), or JSON {\"state\":\"ON\"|\"OFF\"|\"TOGGLE\",\"id\":\"<command id>\"}"
+
+    static func switchSet(_ device: String, _ payload: [UInt8]) throws(MQTTCommandError) -> ParsedCommand {
+        let text = trimmed(String(decoding: payload, as: UTF8.self))
+        switch text.utf8.first {
+        case UInt8(ascii: "{"):
+            let object = try jsonObject(payload)
+            let echo = Echo(object)
+            let f = CommandJSON.Fields(object)
+            let (state, commandId) = try fields(echo) { () throws -> (String, String?) in
+                (try f.string("state"), try f.optionalString("command_id") ?? f.optionalString("id"))
+            }
+            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+                throw MQTTCommandError("\"state\": must be ON, OFF or TOGGLE, not \"\(MQTTTopics.shown(state))\"", echo: echo)
+            }
+            return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)
+        case UInt8(ascii: "\""):
+            // A JSON string: "ON".
+            guard case .string(let s)? = try? JSONValue.parse(payload), let target = SwitchTarget(rawValue: trimmed(s).lowercased()) else {
+                throw MQTTCommandError("expected \(switchForms), not \(quoted(text))")
+            }
+            return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: nil)
+        default:
+            guard let target = SwitchTarget(rawValue: text.lowercased()) else {
+                throw MQTTCommandError("expected \(switchForms), not \(quoted(text))")
+            }
+            return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: nil)
+        }
+    }
+
+    /// A payload for an error message: quoted, at most 80 characters.
+    static func quoted(_ text: String) -> String {
+        JSONValue.string(MQTTTopics.shown(text)).serialized()
+    }
+
+    static func trimmed(_ s: String) -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = s.firstIndex(where: { !isSpace($0) }), let last = s.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(s[first...last])
+    }
+
+    // MARK: activations/set
+
+    static func activationsSet(_ device: String, _ payload: [UInt8]) throws(MQTTCommandError) -> ParsedCommand {
+        let object = try jsonObject(payload)
+        let echo = Echo(object)
+        try checkSameId(object, key: "device", topicId: device, kind: "device", echo: echo)
+        let f = CommandJSON.Fields(object)
+        let commandId = try fields(echo) { try f.optionalString("command_id") ?? f.optionalString("id") }
+        let rest = members(object).filter { !["command", "device", "id", "command_id"].contains($0.0) }
+        let command = try fields(echo) {
+            try CommandJSON.parse(.object([("command", "set_activation"), ("device", .string(device))] + rest), now: 0).command
+        }
+        return ParsedCommand(commands: [command], commandId: commandId, echo: echo)
+    }
+
+    // MARK: animals
+
+    /// `hub exec`'s command `name` with the payload's fields; `topicId` (discharge) is the animal id.
+    static func viaCommandJSON(_ name: String, _ object: JSONValue, topicId: String?, now: Int64) throws(MQTTCommandError) -> ParsedCommand {
+        let echo = Echo(object)
+        var fieldsIn = members(object).filter { $0.0 != "command" }
+        if let topicId {
+            try checkSameId(object, key: "id", topicId: topicId, kind: "animal", echo: echo)
+            fieldsIn = [("id", .string(topicId))] + fieldsIn.filter { $0.0 != "id" }
+        }
+        let parsed = try fields(echo) { try CommandJSON.parse(.object([("command", .string(name))] + fieldsIn), now: now) }
+        return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
+    }
+
+    static func vitals(_ animal: String, _ payload: [UInt8], now: Int64) throws(MQTTCommandError) -> ParsedCommand {
+        let object = try jsonObject(payload)
+        let echo = Echo(object)
+        let f = CommandJSON.Fields(object)
+        let (heartRate, temperature, measuredAt, commandId) = try fields(echo) { () throws -> (Double?, Double?, Int64, String?) in
+            (try optionalNumber(f, "heart_rate"), try optionalNumber(f, "temperature"),
+             try f.optionalTime("measured_at", seconds: false) ?? now, try f.optionalString("command_id"))
+        }
+        var commands: [HubCommand] = []
+        var ids: [String?] = []
+        if let heartRate {
+            commands.append(.recordReading(subject: .animal(animal), quantity: .heartRate, value: heartRate, measuredAt: measuredAt))
+            ids.append(commandId)
+        }
+        if let temperature {
+            commands.append(.recordReading(subject: .animal(animal), quantity: .temperature, value: temperature, measuredAt: measuredAt))
+            ids.append(commandId)
+        }
+        if commands.isEmpty {
+            throw MQTTCommandError("give \"heart_rate\" (bpm) and/or \"temperature\" (°C)", echo: echo)
+        }
+        if commands.count == 2, let commandId {
+            ids = [commandId + ":heart_rate", commandId + ":temperature"]
+        }
+        return ParsedCommand(commands: commands, commandId: commandId, echo: echo, commandIds: ids)
+    }
+
+    static func optionalNumber(_ f: CommandJSON.Fields, _ key: String) throws -> Double? {
+        switch f.value[key] {
+        case nil, .null?: return nil
+        default: return try f.number(key)
+        }
+    }
+
+    // MARK: request/<name>
+
+    static func request(_ name: String, _ payload: [UInt8], now: Int64) throws(MQTTCommandError) -> ParsedCommand {
+        let object = try jsonObject(payload)
+        let echo = Echo(object)
+        let f = CommandJSON.Fields(object)
+        switch name {
+        case "device/add":
+            return try viaCommandJSON("register_device", object, topicId: nil, now: now)
+        case "device/rename":
+            return try viaCommandJSON("rename_device", object, topicId: nil, now: now)
+        case "device/remove":
+            return try viaCommandJSON("remove_device", object, topicId: nil, now: now)
+        case "switch":
+            let (device, state, commandId) = try fields(echo) { () throws -> (String, String, String?) in
+                (try f.string("device"), try f.string("state"), try f.optionalString("command_id"))
+            }
+            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+                throw MQTTCommandError("\"state\": must be ON, OFF or TOGGLE, not \"\(MQTTTopics.shown(state))\"", echo: echo)
+            }
+            return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)
+        case "command":
+            let parsed = try fields(echo) { try CommandJSON.parse(object, now: now) }
+            return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
+        case "devices":
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .devices)
+        case "animals":
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .animals)
+        case "device/get", "animal/get":
+            let id = try fields(echo) { try f.string("id") }
+            let kind = name == "device/get" ? "device" : "animal"
+            guard Identifier.isValid(id) else {
+                throw MQTTCommandError("\"id\": \(quoted(id)) is not a valid \(kind) id: ids are 1 to \(Identifier.maxLength) characters of A-Z, a-z, 0-9, _ and -",
+                                       echo: echo)
+            }
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: kind == "device" ? .device(id) : .animal(id))
+        default:
+            throw MQTTCommandError("unknown request \"\(MQTTTopics.shown(name))\"; known: \(requestNames.joined(separator: ", "))", echo: echo)
+        }
+    }
+}
+
+/// Answers on the response topic: `{"status":"ok","data":...,"id":<echo>}` or
+/// `{"status":"error","error":"...","code":"...","id":<echo>}`; `"transaction"` is echoed too when the
+/// request had one. `id` is always present (`null` when the request had none).
+public enum MQTTResponse {
+    public static func ok(_ data: JSONValue = .null, echo: MQTTCommands.Echo = MQTTCommands.Echo()) -> JSONValue {
+        .object([("status", "ok"), ("data", data)] + echoFields(echo))
+    }
+
+    /// `code` is a rejection code (`unknown_device`, ...) when the hub refused a well-formed command.
+    public static func error(_ message: String, code: String? = nil, echo: MQTTCommands.Echo = MQTTCommands.Echo()) -> JSONValue {
+        var fields: [(String, JSONValue)] = [("status", "error"), ("error", .string(message))]
+        if let code { fields.append(("code", .string(code))) }
+        return .object(fields + echoFields(echo))
+    }
+
+    public static func error(_ error: MQTTCommandError) -> JSONValue { self.error(error.message, echo: error.echo) }
+
+    static func echoFields(_ echo: MQTTCommands.Echo) -> [(String, JSONValue)] {
+        var fields: [(String, JSONValue)] = [("id", echo.id ?? .null)]
+        if let t = echo.transaction { fields.append(("transaction", t)) }
+        return fields
+    }
+}

@@ -1,0 +1,332 @@
+import Foundation
+import HubDomain
+import HubLog
+import MQTT
+
+/// The hub's MQTT topic surface: commands in (answered on the response topics), retained state
+/// and Home Assistant discovery out, and every logged event on `<base>/events/<stream>/<type>`.
+public actor MQTTSurface {
+    let hub: Hub
+    let drivers: DriverHost
+    public nonisolated let client: MQTTClient
+    public nonisolated let topics: MQTTTopics
+    let discovery: HomeAssistantDiscovery
+    let checkpointPath: String
+    let note: @Sendable (String) -> Void
+    var announcedDevices: Set<String> = []
+    var announcedAnimals: Set<String> = []
+    var dirty: Set<String> = []
+    let wake: AsyncStream<Void>.Continuation
+    let wakes: AsyncStream<Void>
+    var tasks: [Task<Void, Never>] = []
+    /// Commands are handled in lanes keyed by topic: one topic's commands in arrival order, many topics at once.
+    static let laneCount = 32
+    var lanes: [AsyncStream<MQTTMessage>.Continuation] = []
+    /// Counters for the operator.
+    public private(set) var ignoredRetained = 0
+
+    init(hub: Hub, drivers: DriverHost, client: MQTTClient, topics: MQTTTopics, checkpointPath: String,
+         note: @escaping @Sendable (String) -> Void) {
+        self.hub = hub
+        self.drivers = drivers
+        self.client = client
+        self.topics = topics
+        self.discovery = HomeAssistantDiscovery(topics: topics)
+        self.checkpointPath = checkpointPath
+        self.note = note
+        (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Connects (waiting a few seconds; a broker that is down is retried in the background, bad
+    /// credentials or TLS failures are errors) and starts serving.
+    public static func start(hub: Hub, drivers: DriverHost, settings: HubConfig.MQTT, checkpointPath: String,
+                             note: @escaping @Sendable (String) -> Void) async throws -> MQTTSurface {
+        let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
+        var options = MQTTOptions(clientId: settings.clientId)
+        options.host = settings.host
+        options.port = settings.port
+        options.username = settings.username
+        options.password = settings.password
+        options.keepAlive = settings.keepAlive
+        options.cleanSession = false
+        if let ca = settings.caFile {
+            options.tls = MQTTOptions.TLSOptions(caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
+        }
+        options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
+        let client = try MQTTClient(options: options)
+        let surface = MQTTSurface(hub: hub, drivers: drivers, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
+        await surface.run()
+        for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
+        try client.start()
+        do {
+            try await client.waitUntilConnected(timeout: .seconds(5))
+            note("mqtt: connected to \(settings.host):\(settings.port) as \(settings.clientId), base topic \(topics.base)")
+        } catch let error as MQTTError where error.kind == .unreachable || error.kind == .timeout {
+            note("mqtt: \(error); retrying in the background")
+        } catch {
+            // Refused credentials, TLS or protocol errors do not heal by retrying.
+            await surface.stop()
+            throw HubError.failed("mqtt: \(error)")
+        }
+        return surface
+    }
+
+    func run() {
+        for _ in 0..<Self.laneCount {
+            let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
+            lanes.append(continuation)
+            tasks.append(Task { for await message in stream { await self.handle(message) } })
+        }
+        tasks.append(Task { [client] in
+            for await message in client.messages { await self.dispatch(message) }
+        })
+        tasks.append(Task { [client] in
+            for await event in client.connectionEvents { await self.connectionChanged(event) }
+        })
+        tasks.append(Task { await self.publishStates() })
+        tasks.append(Task { await self.publishEvents() })
+    }
+
+    /// Publishes `offline` and disconnects.
+    public func stop() async {
+        for lane in lanes { lane.finish() }
+        wake.finish()
+        for task in tasks { task.cancel() }
+        tasks.removeAll()
+        await client.stop(finalMessage: (topic: topics.status, payload: Array("offline".utf8), retain: true))
+    }
+
+    // MARK: Connection
+
+    func connectionChanged(_ event: MQTTConnectionEvent) async {
+        switch event {
+        case .connected:
+            try? client.publish(topics.status, Array("online".utf8), qos: 1, retain: true)
+            await republishAll()
+        case .disconnected(let reason):
+            note("mqtt: disconnected (\(reason)); reconnecting")
+        case .failed(let reason):
+            note("mqtt: \(reason)")
+        }
+    }
+
+    /// Discovery for every device and animal, then their state: after every (re)connect and when
+    /// Home Assistant announces itself.
+    func republishAll() async {
+        let state = await hub.state
+        for device in state.devices.all {
+            if device.removed {
+                for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
+            } else {
+                announce(device)
+            }
+            publishDevice(device, state: state)
+        }
+        for animal in state.animals.byId.values {
+            if animal.isAdmitted {
+                announce(animal)
+            } else {
+                for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
+            }
+            publish(topics.animalState(animal.id), StatePayloads.animal(animal))
+        }
+    }
+
+    func announce(_ device: DeviceRecord) {
+        for (topic, payload) in discovery.deviceConfigs(device) { publish(topic, payload) }
+        announcedDevices.insert(device.id)
+    }
+
+    func announce(_ animal: AnimalRecord) {
+        for (topic, payload) in discovery.animalConfigs(animal) { publish(topic, payload) }
+        announcedAnimals.insert(animal.id)
+    }
+
+    func publish(_ topic: String, _ payload: JSONValue, retain: Bool = true) {
+        try? client.publish(topic, Array(payload.serialized().utf8), qos: 1, retain: retain)
+    }
+
+    // MARK: State out
+
+    /// Called for every committed event: its stream's state is re-published (coalesced under load).
+    public func changed(stream: String) {
+        dirty.insert(stream)
+        wake.yield()
+    }
+
+    func publishStates() async {
+        for await _ in wakes {
+            let streams = dirty
+            dirty.removeAll()
+            let state = await hub.state
+            for stream in streams {
+                if stream.hasPrefix("device/") {
+                    let id = String(stream.dropFirst("device/".count))
+                    guard let device = state.devices[id] else { continue }
+                    if device.removed {
+                        for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
+                        announcedDevices.remove(id)
+                    } else if !announcedDevices.contains(id) {
+                        announce(device)
+                    }
+                    publishDevice(device, state: state)
+                } else if stream.hasPrefix("animal/") {
+                    let id = String(stream.dropFirst("animal/".count))
+                    guard let animal = state.animals[id] else { continue }
+                    if animal.isAdmitted, !announcedAnimals.contains(id) {
+                        announce(animal)
+                    } else if !animal.isAdmitted, announcedAnimals.contains(id) {
+                        for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
+                        announcedAnimals.remove(id)
+                    }
+                    publish(topics.animalState(id), StatePayloads.animal(animal))
+                }
+            }
+        }
+    }
+
+    func publishDevice(_ device: DeviceRecord, state: HubState) {
+        let energy = state.energy[device.id]
+        let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
+        publish(topics.deviceState(device.id),
+                StatePayloads.device(device, energy: energy, activations: state.activations[device.id], dayKey: today))
+        for (topic, payload) in StatePayloads.devicePlain(device, energy: energy, topics: topics) {
+            try? client.publish(topic, Array(payload.utf8), qos: 1, retain: true)
+        }
+    }
+
+    // MARK: Events out
+
+    /// Every event, in order, at QoS 1, from the last one the broker acknowledged (kept in a
+    /// checkpoint file), so none is skipped across restarts (at least once: a crash may repeat a few).
+    func publishEvents() async {
+        var next = readCheckpoint() + 1
+        var lastSaved = next - 1
+        var lastSave = ContinuousClock.now
+        while !Task.isCancelled {
+            do {
+                for try await record in hub.store.subscribe(from: next) {
+                    let topic = topics.event(stream: record.stream, type: record.type)
+                    try await client.publishAndWait(topic, Array(EventLines.render(record).utf8), qos: 1)
+                    next = record.sequence + 1
+                    if next - 1 - lastSaved >= 1000 || ContinuousClock.now - lastSave > .seconds(1) {
+                        writeCheckpoint(next - 1)
+                        lastSaved = next - 1
+                        lastSave = ContinuousClock.now
+                    }
+                }
+                return
+            } catch {
+                if Task.isCancelled { break }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        if next - 1 > lastSaved { writeCheckpoint(next - 1) }
+    }
+
+    nonisolated func readCheckpoint() -> UInt64 {
+        guard let text = try? String(contentsOfFile: checkpointPath, encoding: .utf8),
+              let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return 0 }
+        return value
+    }
+
+    nonisolated func writeCheckpoint(_ sequence: UInt64) {
+        let temp = checkpointPath + ".tmp"
+        guard (try? "\(sequence)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
+        _ = rename(temp, checkpointPath)
+    }
+
+    // MARK: Commands in
+
+    func dispatch(_ message: MQTTMessage) {
+        var hasher = Hasher()
+        hasher.combine(message.topic)
+        let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(Self.laneCount))
+        lanes[lane].yield(message)
+    }
+
+    func handle(_ message: MQTTMessage) async {
+        let route = topics.route(topic: message.topic)
+        switch route {
+        case .ignored:
+            return
+        case .homeAssistantStatus:
+            if String(decoding: message.payload, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "online" {
+                // Home Assistant restarted: re-announce after a short random delay (spreads the load of many publishers).
+                Task {
+                    try? await Task.sleep(for: .milliseconds(Int.random(in: 500...2500)))
+                    await self.republishAll()
+                }
+            }
+            return
+        default:
+            break
+        }
+        if message.retain {
+            // A retained command would be replayed at every subscription: never act on one.
+            ignoredRetained += 1
+            note("mqtt: ignored a retained message on command topic \(message.topic) (commands are never retained)")
+            return
+        }
+        let answer = await answer(route: route, message: message)
+        respond(answer, to: message, route: route)
+    }
+
+    func answer(route: MQTTRoute, message: MQTTMessage) async -> JSONValue {
+        let parsed: MQTTCommands.ParsedCommand
+        do {
+            parsed = try MQTTCommands.parse(route: route, message: message.payload, now: currentMicros())
+        } catch {
+            return MQTTResponse.error(error)
+        }
+        if let query = parsed.query { return MQTTResponse.ok(await answer(query), echo: parsed.echo) }
+        var results: [JSONValue] = []
+        for (index, command) in parsed.commands.enumerated() {
+            if case .registerDevice(_, let driver, _, _, _) = command, !drivers.driverNames.contains(driver) {
+                return MQTTResponse.error("no driver named \"\(driver)\"; known: \(drivers.driverNames.joined(separator: ", "))",
+                                          code: "unknown_driver", echo: parsed.echo)
+            }
+            let commandId = index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId
+            do {
+                switch try await hub.execute(command, commandId: commandId, actor: "mqtt", now: currentMicros()) {
+                case let .accepted(events, result, duplicate):
+                    results.append(.object([
+                        ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
+                        ("duplicate", .bool(duplicate)),
+                        ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) })),
+                    ]))
+                case let .rejected(rejection, _, _):
+                    return MQTTResponse.error(rejection.message, code: rejection.code, echo: parsed.echo)
+                }
+            } catch {
+                return MQTTResponse.error("the hub could not record the command: \(error)", code: "internal", echo: parsed.echo)
+            }
+        }
+        return MQTTResponse.ok(results.count == 1 ? results[0] : .array(results), echo: parsed.echo)
+    }
+
+    func answer(_ query: MQTTCommands.Query) async -> JSONValue {
+        let state = await hub.state
+        let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
+        func device(_ d: DeviceRecord) -> JSONValue {
+            StatePayloads.device(d, energy: state.energy[d.id], activations: state.activations[d.id], dayKey: today)
+        }
+        switch query {
+        case .devices: return .array(state.devices.active.map(device))
+        case .device(let id): return state.devices[id].map(device) ?? .null
+        case .animals: return .array(state.animals.byId.values.sorted { $0.id < $1.id }.map(StatePayloads.animal))
+        case .animal(let id): return state.animals[id].map(StatePayloads.animal) ?? .null
+        }
+    }
+
+    /// Exactly one answer per command: on the MQTT 5 response topic (with the correlation data)
+    /// when the request named one, else on the surface's response topic.
+    func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {
+        let payload = Array(answer.serialized().utf8)
+        if let responseTopic = message.responseTopic, !responseTopic.isEmpty {
+            try? client.publish(responseTopic, payload, qos: 1, retain: false, correlationData: message.correlationData)
+        } else if let topic = topics.response(for: route) ?? topics.response(forTopic: message.topic) {
+            try? client.publish(topic, payload, qos: 1, retain: false)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import HubDomain
+
+/// The hub's MQTT topic names, under a configurable base topic (default `hub`) and Home Assistant
+/// discovery prefix (default `homeassistant`). Pure: builds and classifies topic strings.
+///
+/// Out (published by the hub):
+/// - `<base>/status`: `online` / `offline` (retained; the last will says `offline`)
+/// - `<base>/device/<id>/state`: JSON (retained); plain `.../switch` (ON/OFF), `.../power` (W),
+///   `.../energy` (kWh), `.../availability` (online/offline), all retained
+/// - `<base>/animal/<id>/state`: JSON (retained)
+/// - `<base>/events/<stream>/<type>`: every appended event (not retained)
+/// - `<base>/response/...`: the answer to each command (see `response(forTopic:)`)
+///
+/// In (subscribed; see `subscriptions`): `<base>/device/<id>/switch/set`, `<base>/device/<id>/activations/set`,
+/// `<base>/animal/admit`, `<base>/animal/<id>/discharge`, `<base>/animal/<id>/vitals`, `<base>/request/<name>`,
+/// and Home Assistant's birth message on `<prefix>/status`.
+public struct MQTTTopics: Sendable, Equatable {
+    /// The base topic, without a trailing slash (e.g. `hub`, or `site1/hub`).
+    public var base: String
+    /// The Home Assistant discovery prefix (e.g. `homeassistant`).
+    public var discoveryPrefix: String
+
+    /// The largest topic an MQTT packet can carry, in UTF-8 bytes.
+    public static let maxTopicBytes = 65_535
+
+    /// Trailing slashes are dropped from both; an empty value falls back to the default.
+    public init(base: String = "hub", discoveryPrefix: String = "homeassistant") {
+        self.base = MQTTTopics.trimmed(base, default: "hub")
+        self.discoveryPrefix = MQTTTopics.trimmed(discoveryPrefix, default: "homeassistant")
+    }
+
+    static func trimmed(_ s: String, default fallback: String) -> String {
+        var t = Substring(s)
+        while t.hasSuffix("/") { t = t.dropLast() }
+        return t.isEmpty ? fallback : String(t)
+    }
+
+    // MARK: Out
+
+    public var status: String { base + "/status" }
+    public func deviceState(_ id: String) -> String { device(id, "state") }
+    /// Plain `ON` / `OFF`.
+    public func deviceSwitch(_ id: String) -> String { device(id, "switch") }
+    /// Plain number, W.
+    public func devicePower(_ id: String) -> String { device(id, "power") }
+    /// Plain number, kWh (lifetime, never decreasing).
+    public func deviceEnergy(_ id: String) -> String { device(id, "energy") }
+    /// Plain `online` / `offline`.
+    public func deviceAvailability(_ id: String) -> String { device(id, "availability") }
+    public func animalState(_ id: String) -> String { base + "/animal/" + id + "/state" }
+    /// `<base>/events/<stream>/<type>`; a stream such as `device/lamp` keeps its slash.
+    public func event(stream: String, type: String) -> String { base + "/events/" + stream + "/" + type }
+
+    // MARK: In
+
+    public func deviceSwitchSet(_ id: String) -> String { device(id, "switch/set") }
+    public func deviceActivationsSet(_ id: String) -> String { device(id, "activations/set") }
+    public var animalAdmit: String { base + "/animal/admit" }
+    public func animalDischarge(_ id: String) -> String { base + "/animal/" + id + "/discharge" }
+    public func animalVitals(_ id: String) -> String { base + "/animal/" + id + "/vitals" }
+    /// `<base>/request/<name>`, e.g. `request("device/add")`.
+    public func request(_ name: String) -> String { base + "/request/" + name }
+    /// Home Assistant's birth / last-will topic: `online` means re-publish discovery and state.
+    public var homeAssistantStatus: String { discoveryPrefix + "/status" }
+
+    /// Every filter the hub subscribes to.
+    public var subscriptions: [String] {
+        [base + "/device/+/switch/set", base + "/device/+/activations/set", base + "/animal/admit",
+         base + "/animal/+/discharge", base + "/animal/+/vitals", base + "/request/#", homeAssistantStatus]
+    }
+
+    private func device(_ id: String, _ leaf: String) -> String { base + "/device/" + id + "/" + leaf }
+
+    // MARK: Responses
+
+    /// Where errors go for a command topic that cannot be mirrored (it holds a wildcard character, which no
+    /// MQTT topic name may contain, or the mirrored name would be too long).
+    public var errorResponse: String { base + "/response/error" }
+
+    /// The answer topic of a command topic: `<base>/<path>` is answered on `<base>/response/<path>`,
+    /// except `<base>/request/<name>`, answered on `<base>/response/<name>`. Nil for topics outside the base
+    /// and for the hub's own output topics (`status`, `response/...`, `events/...`). A topic that holds `+` or
+    /// `#`, or whose answer would not fit in an MQTT topic, is answered on `errorResponse`.
+    /// Use this for `.invalid` routes; for valid ones `response(for:)` gives the same topic.
+    public func response(forTopic topic: String) -> String? {
+        let prefix = base + "/"
+        guard topic.hasPrefix(prefix) else { return nil }
+        let path = topic.dropFirst(prefix.count)
+        let first = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        if first == "status" || first == "response" || first == "events" { return nil }
+        let answer: String
+        if path == "request" {
+            answer = base + "/response"
+        } else if path.hasPrefix("request/") {
+            answer = base + "/response/" + path.dropFirst("request/".count)
+        } else {
+            answer = base + "/response/" + path
+        }
+        if answer.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") })
+            || answer.utf8.count > MQTTTopics.maxTopicBytes {
+            return errorResponse
+        }
+        return answer
+    }
+
+    /// The answer topic of a routed command; nil for `.ignored`, `.invalid` (use `response(forTopic:)` with
+    /// the original topic) and `.homeAssistantStatus` (not a command).
+    public func response(for route: MQTTRoute) -> String? {
+        switch route {
+        case .switchSet(let id): return base + "/response/device/" + id + "/switch/set"
+        case .activationsSet(let id): return base + "/response/device/" + id + "/activations/set"
+        case .animalAdmit: return base + "/response/animal/admit"
+        case .animalDischarge(let id): return base + "/response/animal/" + id + "/discharge"
+        case .animalVitals(let id): return base + "/response/animal/" + id + "/vitals"
+        case .request(let name): return base + "/response/" + name
+        case .homeAssistantStatus, .invalid, .ignored: return nil
+        }
+    }
+
+    // MARK: Routing
+
+    /// Classifies an incoming topic. See `MQTTRoute`.
+    public func route(topic: String) -> MQTTRoute {
+        if topic == homeAssistantStatus { return .homeAssistantStatus }
+        let prefix = base + "/"
+        guard topic.hasPrefix(prefix) else { return .ignored }
+        let levels = topic.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard let head = levels.first else { return .ignored }
+        switch head {
+        case "device" where levels.count == 4 && levels[3] == "set":
+            let id = String(levels[1])
+            switch levels[2] {
+            case "switch": return MQTTTopics.checked("device", id, topic) ?? .switchSet(id)
+            case "activations": return MQTTTopics.checked("device", id, topic) ?? .activationsSet(id)
+            default: return .ignored
+            }
+        case "animal" where levels.count == 2 && levels[1] == "admit":
+            return .animalAdmit
+        case "animal" where levels.count == 3:
+            let id = String(levels[1])
+            switch levels[2] {
+            case "discharge": return MQTTTopics.checked("animal", id, topic) ?? .animalDischarge(id)
+            case "vitals": return MQTTTopics.checked("animal", id, topic) ?? .animalVitals(id)
+            default: return .ignored
+            }
+        case "request":
+            let name = levels.dropFirst().joined(separator: "/")
+            if name.isEmpty {
+                return .invalid("topic \"\(MQTTTopics.shown(topic))\" names no request: use \(base)/request/<name>")
+            }
+            if let bad = name.first(where: { $0 == "+" || $0 == "#" }) {
+                return .invalid("request name \"\(MQTTTopics.shown(name))\" contains the wildcard character '\(bad)'")
+            }
+            return .request(name)
+        default:
+            return .ignored
+        }
+    }
+
+    /// Nil when `id` is a valid id; otherwise `.invalid` naming the id and the rule.
+    static func checked(_ kind: String, _ id: String, _ topic: String) -> MQTTRoute? {
+        if Identifier.isValid(id) { return nil }
+        let rule = "ids are 1 to \(Identifier.maxLength) characters of A-Z, a-z, 0-9, _ and -"
+        if id.isEmpty {
+            return .invalid("\(kind) id in topic \"\(shown(topic))\" is empty: \(rule)")
+        }
+        if let bad = id.first(where: { $0 == "+" || $0 == "#" }) {
+            return .invalid("\(kind) id \"\(shown(id))\" contains the wildcard character '\(bad)': \(rule)")
+        }
+        if let bad = id.unicodeScalars.first(where: { !Identifier.isValid(String($0)) }) {
+            return .invalid("\(kind) id \"\(shown(id))\" contains \(describe(bad)): \(rule)")
+        }
+        return .invalid("\(kind) id \"\(shown(id))\" is \(id.utf8.count) characters long: \(rule)")
+    }
+
+    static func describe(_ scalar: Unicode.Scalar) -> String {
+        if scalar.value < 0x20 || scalar.value == 0x7F || scalar == " " {
+            return "the character U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(4)
+        }
+        return "the character '\(scalar)'"
+    }
+
+    /// At most 80 characters of `text`, for error messages (ids in topics can be long).
+    static func shown(_ text: some StringProtocol) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > 80 else { return String(text) }
+        var s = String.UnicodeScalarView()
+        s.append(contentsOf: scalars.prefix(80))
+        return String(s) + "…"
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// What an incoming topic is, for the hub.
+public enum MQTTRoute: Sendable, Equatable {
+    /// `<base>/device/<id>/switch/set`
+    case switchSet(String)
+    /// `<base>/device/<id>/activations/set`
+    case activationsSet(String)
+    /// `<base>/animal/admit`
+    case animalAdmit
+    /// `<base>/animal/<id>/discharge`
+    case animalDischarge(String)
+    /// `<base>/animal/<id>/vitals`
+    case animalVitals(String)
+    /// `<base>/request/<name>`; the name may hold slashes (`device/add`).
+    case request(String)
+    /// `<prefix>/status`: Home Assistant's birth (`online`) or last will.
+    case homeAssistantStatus
+    /// A command topic with an id that breaks `[A-Za-z0-9_-]{1,64}` (empty, too long, a wildcard, ...):
+    /// answer with the reason on `MQTTTopics.response(forTopic:)`.
+    case invalid(String)
+    /// Anything else, e.g. the hub's own state topics: not for the hub to act on.
+    case ignored
+
+    /// `MQTTTopics(base:).route(topic:)`.
+    public static func route(topic: String, topics: MQTTTopics = MQTTTopics()) -> MQTTRoute {
+        topics.route(topic: topic)
+    }
+}

@@ -1,0 +1,113 @@
+import HubDomain
+
+/// The retained state the hub publishes: pure functions of the read models.
+///
+/// Numbers are plain JSON numbers: kWh rounded to 3 decimals, W and V to 1, A to 3. Times are ISO-8601 UTC.
+/// Animal payloads carry no owner data: personal data stays off the broker.
+public enum StatePayloads {
+    /// `<base>/device/<id>/state`. `energy` is the device's ledger account (nil: no energy reading yet),
+    /// `dayKey` the UTC day (`YYYY-MM-DD`) for `energy_today` (nil: `energy_today` is null).
+    public static func device(_ record: DeviceRecord, energy: EnergyAccount?, activations: [Activation], dayKey: String?) -> JSONValue {
+        let pending: JSONValue = record.pending.map { p in
+            .object([("state", .string(onOff(p.state))), ("since", .string(ISO8601.format(micros: p.since))),
+                     ("command_id", p.commandId.map { .string($0) } ?? .null)])
+        } ?? .null
+        let failure: JSONValue = record.lastFailure.map { f in
+            .object([("state", .string(onOff(f.state))), ("reason", .string(f.reason)), ("at", .string(ISO8601.format(micros: f.at)))])
+        } ?? .null
+        let energyToday: JSONValue
+        if let energy, let dayKey { energyToday = kWh(energy.wh(on: dayKey)) } else { energyToday = .null }
+        return .object([
+            ("id", .string(record.id)),
+            ("name", .string(record.name)),
+            ("driver", .string(record.driver)),
+            ("switch", record.switchState.state.map { .string(onOff($0)) } ?? .null),
+            ("mode", .string(record.mode.name)),
+            ("pending", pending),
+            ("last_failure", failure),
+            ("availability", .string(availability(record))),
+            ("availability_reason", .string(record.availabilityReason)),
+            ("power", reading(record.lastReadings.power, decimals: 1)),
+            ("voltage", reading(record.lastReadings.voltage, decimals: 1)),
+            ("current", reading(record.lastReadings.current, decimals: 3)),
+            ("energy", energy.map { kWh($0.lifetimeWh) } ?? .null),
+            ("energy_today", energyToday),
+            ("activations", .array(activations.map { a in
+                .object([("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
+                         ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes)))])
+            })),
+            ("removed", .bool(record.removed)),
+        ])
+    }
+
+    /// `online`, `offline` or `unknown` (no report yet).
+    public static func availability(_ record: DeviceRecord) -> String {
+        switch record.available {
+        case true?: return "online"
+        case false?: return "offline"
+        case nil: return "unknown"
+        }
+    }
+
+    /// The plain subtopics for simple consumers, only those with a known value: `switch` (ON/OFF),
+    /// `power` (W), `energy` (lifetime kWh), `availability` (online/offline; a removed device is `offline`).
+    /// Topics are full topic names.
+    public static func devicePlain(_ record: DeviceRecord, energy: EnergyAccount?, topics: MQTTTopics) -> [(topic: String, payload: String)] {
+        var out: [(topic: String, payload: String)] = []
+        if let state = record.switchState.state { out.append((topics.deviceSwitch(record.id), onOff(state))) }
+        if let power = record.lastReadings.power { out.append((topics.devicePower(record.id), rounded(power.value, 1).serialized())) }
+        if let energy { out.append((topics.deviceEnergy(record.id), kWh(energy.lifetimeWh).serialized())) }
+        if record.removed {
+            out.append((topics.deviceAvailability(record.id), "offline"))
+        } else if let available = record.available {
+            out.append((topics.deviceAvailability(record.id), available ? "online" : "offline"))
+        }
+        return out
+    }
+
+    /// Every retained topic the hub publishes for a device (state and plain subtopics), e.g. to clear them
+    /// with empty retained payloads.
+    public static func deviceTopics(_ id: String, topics: MQTTTopics) -> [String] {
+        [topics.deviceState(id), topics.deviceSwitch(id), topics.devicePower(id), topics.deviceEnergy(id), topics.deviceAvailability(id)]
+    }
+
+    /// `<base>/animal/<id>/state`. No owner name, address or phone.
+    public static func animal(_ record: AnimalRecord) -> JSONValue {
+        .object([
+            ("id", .string(record.id)),
+            ("name", .string(record.admission.name)),
+            ("species", .string(record.admission.species)),
+            ("status", .string(record.status.rawValue)),
+            ("room", record.lastRoom.map { .string($0) } ?? .null),
+            ("last_seen", record.lastSeenAt.map { .string(ISO8601.format(micros: $0)) } ?? .null),
+            ("beacon", .string(record.beacon)),
+            ("heart_rate", record.heartRate.map { .number($0.value) } ?? .null),
+            ("temperature", record.temperature.map { .number($0.value) } ?? .null),
+            ("admitted_at", .string(ISO8601.format(micros: record.admittedAt))),
+            ("discharged_at", record.dischargedAt.map { .string(ISO8601.format(micros: $0)) } ?? .null),
+        ])
+    }
+
+    // MARK: Helpers
+
+    /// `ON` / `OFF`, as on the switch topics.
+    public static func onOff(_ state: SwitchState) -> String { state == .on ? "ON" : "OFF" }
+
+    /// Wh -> kWh, 3 decimals.
+    public static func kWh(_ wh: Double) -> JSONValue { rounded(wh / 1000, 3) }
+
+    static func reading(_ r: ReadingValue?, decimals: Int) -> JSONValue {
+        guard let r else { return .null }
+        return rounded(r.value, decimals)
+    }
+
+    /// `value` rounded to `decimals` places (half away from zero), as a JSON number; non-finite -> null.
+    public static func rounded(_ value: Double, _ decimals: Int) -> JSONValue {
+        guard value.isFinite else { return .null }
+        guard abs(value) < 1e12 else { return .number(value) } // nothing after the point to round
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let r = (value * scale).rounded() / scale
+        return .number(r == 0 ? 0 : r) // no "-0"
+    }
+}

@@ -1,0 +1,367 @@
+// MQTTClient: a small async wrapper around libmosquitto's threaded client.
+//
+// - One libmosquitto instance per client; its own loop thread (mosquitto_loop_start) does all
+//   network I/O and reconnects with back-off by itself.
+// - Incoming messages and connection events are delivered through AsyncStreams.
+// - Subscriptions are remembered and re-sent from the connect callback after every (re)connect.
+// - Refused credentials, TLS and protocol errors end libmosquitto's loop for good: the client emits
+//   `.failed`, finishes both streams, and every waiter throws. Build a new client to retry.
+
+import CMosquitto
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// mosquitto_lib_init is not thread safe: run it exactly once per process (Swift globals are
+/// initialised lazily and atomically).
+private let mosquittoLibraryInitialised: Int32 = mosquitto_lib_init()
+
+/// The libmosquitto handle. Every C call made by the public API happens under this lock, so that
+/// stop()/deinit cannot destroy the handle while another task is using it. Callbacks never take it.
+private struct Handle: @unchecked Sendable { // only touched under the Mutex (and in init, before publication)
+    var mosq: OpaquePointer?
+    var loopRunning = false
+    var started = false
+    /// Retries the very first connect when it failed synchronously (see start()).
+    var initialConnectRetry: Task<Void, Never>?
+}
+
+public final class MQTTClient: Sendable {
+    /// Every incoming message, in arrival order. Single consumer. Note: cancelling the task that is
+    /// iterating an AsyncStream finishes the stream — keep one long-lived consumer task.
+    public let messages: AsyncStream<MQTTMessage>
+    /// `.connected` / `.disconnected` on every change, `.failed` once when the client dies.
+    public let connectionEvents: AsyncStream<MQTTConnectionEvent>
+    public let options: MQTTOptions
+
+    let core: MQTTClientCore
+    private let handle: Mutex<Handle>
+
+    public init(options: MQTTOptions) throws {
+        _ = mosquittoLibraryInitialised
+        self.options = options
+        let (messages, messageSink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .unbounded)
+        let (events, eventSink) = AsyncStream<MQTTConnectionEvent>.makeStream(bufferingPolicy: .unbounded)
+        self.messages = messages
+        self.connectionEvents = events
+        let core = MQTTClientCore(options: options, messageSink: messageSink, eventSink: eventSink)
+        self.core = core
+
+        func invalid(_ detail: String) -> MQTTError { core.error(.invalidArgument, detail) }
+        guard !options.clientId.isEmpty || options.cleanSession else {
+            throw invalid("a persistent session (cleanSession false) needs a client id")
+        }
+        guard options.keepAlive >= 5, options.keepAlive <= 65535 else {
+            throw invalid("keepAlive must be between 5 and 65535 seconds (got \(options.keepAlive))")
+        }
+        guard (1...65535).contains(options.port) else { throw invalid("port \(options.port) is out of range") }
+        if let will = options.will, !(0...2).contains(will.qos) { throw invalid("will QoS must be 0, 1 or 2") }
+
+        // libmosquitto's `obj` holds a +1 retain on the core, released right after mosquitto_destroy.
+        let token = Unmanaged.passRetained(core).toOpaque()
+        guard let mosq = mosquitto_new(options.clientId.isEmpty ? nil : options.clientId,
+                                       options.cleanSession, token) else {
+            Unmanaged<MQTTClientCore>.fromOpaque(token).release()
+            throw core.error(.library, "mosquitto_new failed: \(String(cString: strerror(errno)))")
+        }
+        self.handle = Mutex(Handle(mosq: mosq))
+
+        do {
+            try Self.configure(mosq, options: options, core: core)
+        } catch {
+            mosquitto_destroy(mosq)
+            handle.withLock { $0.mosq = nil }
+            Unmanaged<MQTTClientCore>.fromOpaque(token).release()
+            throw error
+        }
+    }
+
+    private static func configure(_ mosq: OpaquePointer, options: MQTTOptions, core: MQTTClientCore) throws {
+        func check(_ rc: Int32, _ what: String, kind: MQTTError.Kind = .invalidArgument) throws {
+            if rc != 0 {
+                throw core.error(kind, "\(what): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        let version: Int32 = options.protocolVersion == .v5 ? Int32(MQTT_PROTOCOL_V5) : Int32(MQTT_PROTOCOL_V311)
+        try check(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+
+        mosquitto_connect_v5_callback_set(mosq, mqttOnConnect)
+        mosquitto_disconnect_v5_callback_set(mosq, mqttOnDisconnect)
+        mosquitto_publish_v5_callback_set(mosq, mqttOnPublish)
+        mosquitto_message_v5_callback_set(mosq, mqttOnMessage)
+        mosquitto_log_callback_set(mosq, mqttOnLog)
+
+        if options.username != nil || options.password != nil {
+            try check(mosquitto_username_pw_set(mosq, options.username, options.password), "username/password")
+        }
+        if let will = options.will {
+            let rc = will.payload.withUnsafeBytes { bytes in
+                mosquitto_will_set(mosq, will.topic, Int32(bytes.count), bytes.baseAddress,
+                                   Int32(will.qos), will.retain)
+            }
+            try check(rc, "last will on \(will.topic)")
+        }
+        if let tls = options.tls {
+            if tls.caFile == nil && tls.caPath == nil {
+                try check(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "TLS: use OS certificates", kind: .tls)
+            }
+            try check(mosquitto_tls_set(mosq, tls.caFile, tls.caPath, tls.certFile, tls.keyFile, nil),
+                      "TLS settings (CA file, certificate, key)", kind: .tls)
+            if tls.insecure {
+                try check(mosquitto_tls_insecure_set(mosq, true), "TLS insecure mode", kind: .tls)
+            }
+        }
+        let delay = options.reconnectDelay
+        let minSeconds = max(1, UInt32(delay.min.secondsDouble.rounded(.up)))
+        let maxSeconds = max(minSeconds, UInt32(min(delay.max.secondsDouble.rounded(.up), 86_400)))
+        try check(mosquitto_reconnect_delay_set(mosq, minSeconds, maxSeconds, delay.exponential), "reconnect delay")
+
+        if options.protocolVersion == .v5 && !options.cleanSession {
+            // MQTT 5 ends a session at disconnect unless CONNECT carries a Session Expiry Interval.
+            // libmosquitto only accepts CONNECT properties through the *blocking*
+            // mosquitto_connect_bind_v5, which stores a copy of them (and re-sends it on every
+            // reconnect, also for mosquitto_connect_async) before it validates the other arguments.
+            // We call it with an invalid keepalive (1 s < 5 s minimum): it stores the properties and
+            // returns MOSQ_ERR_INVAL without touching the network. start() then connects
+            // asynchronously with the stored properties.
+            var props: OpaquePointer?
+            defer { mosquitto_property_free_all(&props) }
+            try check(mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue),
+                                                   options.sessionExpiryInterval), "session expiry")
+            let rc = mosquitto_connect_bind_v5(mosq, options.host, Int32(options.port), 1, nil, props)
+            if rc != Int32(MOSQ_ERR_INVAL.rawValue) {
+                throw core.error(.library, "unexpected answer from libmosquitto while storing CONNECT properties: \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+    }
+
+    deinit {
+        // Not stopped: tear down without DISCONNECT (the broker publishes our will, if any).
+        hardShutdown(reason: "client released without stop()")
+    }
+
+    public var isConnected: Bool { core.isConnected }
+
+    /// Connects in the background (mosquitto_connect_async + mosquitto_loop_start). Returns at once,
+    /// also when the broker is down: the loop thread keeps retrying with back-off.
+    /// (A host *name* is resolved synchronously here; use an address to never block.)
+    public func start() throws {
+        try handle.withLock { h in
+            guard let mosq = h.mosq else { throw core.error(.stopped, "start() after stop()") }
+            guard !h.started else { return }
+            let rc = mosquitto_connect_async(mosq, options.host, Int32(options.port), Int32(options.keepAlive))
+            if rc == Int32(MOSQ_ERR_INVAL.rawValue) || rc == Int32(MOSQ_ERR_NOT_SUPPORTED.rawValue) {
+                throw core.error(.invalidArgument, "cannot connect: \(String(cString: mosquitto_strerror(rc)))")
+            }
+            if rc != 0 {
+                core.state.withLock { $0.lastProblem = Self.describe(rc) }
+            }
+            let loop = mosquitto_loop_start(mosq)
+            if loop != 0 {
+                throw core.error(.library, "cannot start the network thread: \(String(cString: mosquitto_strerror(loop)))")
+            }
+            h.started = true
+            h.loopRunning = true
+            if rc != 0 {
+                // libmosquitto 2.0.11 trap: when connect_async fails synchronously (nothing listening
+                // on a local port, DNS failure, network unreachable) the handle stays in its "new"
+                // state and the loop thread waits for that state to change *forever* -- it never
+                // retries. So retry the first connect ourselves until one attempt gets going; from
+                // then on the loop thread reconnects by itself.
+                h.initialConnectRetry = Task.detached { [weak self] in await self?.retryInitialConnect() }
+            }
+        }
+    }
+
+    private func retryInitialConnect() async {
+        let delays = options.reconnectDelay
+        var delay = max(delays.min, .milliseconds(100))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: delay)
+            let done = handle.withLock { h -> Bool in
+                guard let mosq = h.mosq, !Task.isCancelled else { return true }
+                let rc = mosquitto_reconnect_async(mosq)
+                if rc == 0 { return true }
+                core.state.withLock { $0.lastProblem = Self.describe(rc) }
+                return false
+            }
+            if done || core.state.withLock({ $0.stopping || $0.finished }) { return }
+            delay = min(delay * 2, max(delays.max, delays.min))
+        }
+    }
+
+    private static func describe(_ rc: Int32) -> String {
+        rc == Int32(MOSQ_ERR_ERRNO.rawValue) ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+    }
+
+    /// Returns once connected; throws MQTTError for refused credentials, TLS failure, unreachable
+    /// broker or timeout. Never hangs longer than `timeout`.
+    public func waitUntilConnected(timeout: Duration) async throws {
+        try await core.waitUntilConnected(timeout: timeout)
+    }
+
+    /// Remembered and re-sent after every reconnect. Allowed before start().
+    public func subscribe(_ filter: String, qos: Int) throws {
+        guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
+        guard mosquitto_sub_topic_check(filter) == 0 else {
+            throw core.error(.invalidArgument, "invalid topic filter \"\(filter)\"")
+        }
+        core.state.withLock { s in
+            if let i = s.subscriptions.firstIndex(where: { $0.filter == filter }) {
+                s.subscriptions[i].qos = Int32(qos)
+            } else {
+                s.subscriptions.append((filter, Int32(qos)))
+            }
+        }
+        guard core.isConnected else { return } // on_connect will send it
+        try handle.withLock { h in
+            guard let mosq = h.mosq else { throw core.error(.stopped, "subscribe after stop()") }
+            // Options 0: no-local off, retain-as-published off, retained messages sent on subscribe.
+            let rc = mosquitto_subscribe_v5(mosq, nil, filter, Int32(qos), 0, nil)
+            if rc != 0 && rc != Int32(MOSQ_ERR_NO_CONN.rawValue) {
+                throw core.error(.library, "subscribe \(filter): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+    }
+
+    public func unsubscribe(_ filter: String) throws {
+        core.state.withLock { s in s.subscriptions.removeAll { $0.filter == filter } }
+        guard core.isConnected else { return }
+        try handle.withLock { h in
+            guard let mosq = h.mosq else { throw core.error(.stopped, "unsubscribe after stop()") }
+            let rc = mosquitto_unsubscribe_v5(mosq, nil, filter, nil)
+            if rc != 0 && rc != Int32(MOSQ_ERR_NO_CONN.rawValue) {
+                throw core.error(.library, "unsubscribe \(filter): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+    }
+
+    /// Queues a message and returns its message id. QoS 1/2 messages are kept by libmosquitto while
+    /// disconnected and sent after reconnect; QoS 0 throws `.notConnected` while disconnected.
+    @discardableResult
+    public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
+                        responseTopic: String? = nil, correlationData: [UInt8]? = nil) throws -> Int32 {
+        guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
+        if let correlationData, correlationData.count > Int(UInt16.max) {
+            throw core.error(.invalidArgument, "correlation data is longer than 65535 bytes")
+        }
+        return try handle.withLock { h in
+            guard let mosq = h.mosq else { throw core.error(.stopped, "publish after stop()") }
+            var props: OpaquePointer?
+            defer { mosquitto_property_free_all(&props) }
+            if options.protocolVersion == .v5 {
+                if let responseTopic {
+                    let rc = mosquitto_property_add_string(&props, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic)
+                    if rc != 0 { throw core.error(.invalidArgument, "response topic: \(String(cString: mosquitto_strerror(rc)))") }
+                }
+                if let correlationData {
+                    let rc = correlationData.withUnsafeBytes { bytes in
+                        mosquitto_property_add_binary(&props, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
+                                                      bytes.baseAddress, UInt16(bytes.count))
+                    }
+                    if rc != 0 { throw core.error(.invalidArgument, "correlation data: \(String(cString: mosquitto_strerror(rc)))") }
+                }
+            }
+            var mid: Int32 = 0
+            let rc = payload.withUnsafeBytes { bytes in
+                mosquitto_publish_v5(mosq, &mid, topic, Int32(bytes.count), bytes.baseAddress,
+                                     Int32(qos), retain, props)
+            }
+            switch rc {
+            case 0:
+                return mid
+            case Int32(MOSQ_ERR_NO_CONN.rawValue) where qos > 0:
+                return mid // queued by libmosquitto, sent after reconnect
+            case Int32(MOSQ_ERR_NO_CONN.rawValue):
+                throw core.error(.notConnected, "QoS 0 message to \(topic) dropped")
+            case Int32(MOSQ_ERR_INVAL.rawValue), Int32(MOSQ_ERR_MALFORMED_UTF8.rawValue):
+                throw core.error(.invalidArgument, "cannot publish to \"\(topic)\": \(String(cString: mosquitto_strerror(rc)))")
+            case Int32(MOSQ_ERR_PAYLOAD_SIZE.rawValue), Int32(MOSQ_ERR_OVERSIZE_PACKET.rawValue):
+                throw core.error(.invalidArgument, "payload of \(payload.count) bytes for \(topic) is too large")
+            default:
+                throw core.error(.library, "publish to \(topic): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+    }
+
+    /// Publishes and returns when the broker acknowledged it (QoS 1/2: PUBACK/PUBCOMP; QoS 0: when
+    /// written to the socket). QoS 1/2 wait across reconnects unless `timeout` is given.
+    /// With MQTT 5 a failure reason code (e.g. ACL "not authorized") throws `.publishRejected`.
+    public func publishAndWait(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false,
+                               responseTopic: String? = nil, correlationData: [UInt8]? = nil,
+                               timeout: Duration? = nil) async throws {
+        core.beginPublishAwait()
+        let mid: Int32
+        do {
+            mid = try publish(topic, payload, qos: qos, retain: retain,
+                              responseTopic: responseTopic, correlationData: correlationData)
+        } catch {
+            core.abandonPublishAwait(mid: nil)
+            throw error
+        }
+        try await core.waitForPublish(mid: mid, timeout: timeout)
+    }
+
+    /// Clean shutdown: publish `finalMessage` at QoS 1 and wait (at most `ackTimeout`) for its
+    /// acknowledgement, send DISCONNECT (no will), stop the network thread and free libmosquitto.
+    /// Idempotent. Both streams finish.
+    public func stop(finalMessage: (topic: String, payload: [UInt8], retain: Bool)? = nil,
+                     ackTimeout: Duration = .seconds(3)) async {
+        let alreadyStopping = core.state.withLock { s -> Bool in
+            defer { s.stopping = true }
+            return s.stopping
+        }
+        if alreadyStopping { return }
+        if let finalMessage, core.isConnected {
+            try? await publishAndWait(finalMessage.topic, finalMessage.payload, qos: 1,
+                                      retain: finalMessage.retain, timeout: ackTimeout)
+        }
+        let wasConnected = core.isConnected
+        handle.withLock { h in
+            if let mosq = h.mosq { _ = mosquitto_disconnect(mosq) }
+        }
+        if wasConnected {
+            // Let the loop thread write DISCONNECT; it then leaves its loop by itself.
+            let deadline = ContinuousClock.now + .seconds(2)
+            while core.isConnected && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        teardown(forceLoopStop: !wasConnected || core.isConnected, reason: "stopped by the client")
+    }
+
+    /// Drops the connection without DISCONNECT, as if the process had died: the broker publishes
+    /// the will. For tests and emergencies; prefer stop().
+    public func abort() {
+        hardShutdown(reason: "aborted")
+    }
+
+    private func hardShutdown(reason: String) {
+        core.state.withLock { $0.stopping = true }
+        teardown(forceLoopStop: true, reason: reason)
+    }
+
+    private func teardown(forceLoopStop: Bool, reason: String) {
+        let destroyed = handle.withLock { h -> Bool in
+            h.initialConnectRetry?.cancel()
+            h.initialConnectRetry = nil
+            guard let mosq = h.mosq else { return false }
+            if h.loopRunning {
+                // force = pthread_cancel: only needed when the thread may be sleeping in its
+                // reconnect back-off (up to the max delay); after a clean DISCONNECT it has ended.
+                _ = mosquitto_loop_stop(mosq, forceLoopStop)
+                h.loopRunning = false
+            }
+            mosquitto_destroy(mosq) // closes the socket; no DISCONNECT is sent from here
+            h.mosq = nil
+            return true
+        }
+        guard destroyed else { return }
+        // libmosquitto is gone: release the retain that its `obj` pointer stood for.
+        Unmanaged.passUnretained(core).release()
+        core.finish(reason: reason)
+    }
+}

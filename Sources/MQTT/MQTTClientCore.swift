@@ -1,0 +1,346 @@
+// The context object handed to libmosquitto as `obj`: connection state, remembered subscriptions,
+// waiters, and the stream continuations. Callbacks (MosquittoCallbacks.swift) call into it on the
+// library's thread; the public API calls into it from any task. All state sits behind one Mutex that
+// is never held while calling into libmosquitto (the loop thread may be waiting for us in a callback).
+
+import CMosquitto
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct CoreState {
+    var connected = false
+    /// stop()/abort() was requested: disconnects are ours, not failures.
+    var stopping = false
+    /// Streams finished (after a failure or a stop); nothing more is emitted.
+    var finished = false
+    var failure: MQTTError?
+    /// Why the last connection attempt / connection went wrong (for timeout messages).
+    var lastProblem: String?
+    /// Last error/warning line libmosquitto logged.
+    var lastLog: String?
+    /// Remembered subscriptions, in the order they were made.
+    var subscriptions: [(filter: String, qos: Int32)] = []
+    var nextWaiterID: UInt64 = 0
+    var connectWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+    var publishWaiters: [UInt64: (mid: Int32, continuation: CheckedContinuation<Void, any Error>)] = [:]
+    /// publishAndWait calls between "publish called" and "waiter registered": acks that arrive in
+    /// that window are parked here (mid -> reason code) so that none is lost.
+    var awaitsInProgress = 0
+    var earlyAcks: [Int32: Int32] = [:]
+}
+
+final class MQTTClientCore: Sendable {
+    let host: String
+    let port: Int
+    let protocolVersion: MQTTOptions.ProtocolVersion
+    let messageSink: AsyncStream<MQTTMessage>.Continuation
+    let eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
+    let state = Mutex(CoreState())
+
+    init(options: MQTTOptions,
+         messageSink: AsyncStream<MQTTMessage>.Continuation,
+         eventSink: AsyncStream<MQTTConnectionEvent>.Continuation) {
+        self.host = options.host
+        self.port = options.port
+        self.protocolVersion = options.protocolVersion
+        self.messageSink = messageSink
+        self.eventSink = eventSink
+    }
+
+    func error(_ kind: MQTTError.Kind, _ detail: String) -> MQTTError {
+        MQTTError(kind: kind, host: host, port: port, detail: detail)
+    }
+
+    var isConnected: Bool { state.withLock { $0.connected } }
+
+    // MARK: - Callbacks (library thread)
+
+    func handleConnect(mosq: OpaquePointer, rc: Int32, flags: Int32) {
+        if rc == 0 {
+            let (subscriptions, waiters, stopping) = state.withLock { s in
+                s.connected = true
+                s.lastProblem = nil
+                let waiters = Array(s.connectWaiters.values)
+                s.connectWaiters = [:]
+                return (s.subscriptions, waiters, s.stopping)
+            }
+            if !stopping {
+                // Re-subscribe after every (re)connect: a clean session has none, and even a resumed
+                // session is cheap to re-confirm.
+                for sub in subscriptions {
+                    _ = mosquitto_subscribe_v5(mosq, nil, sub.filter, sub.qos, 0, nil)
+                }
+            }
+            eventSink.yield(.connected(sessionPresent: flags & 1 != 0))
+            for waiter in waiters { waiter.resume() }
+            return
+        }
+        // Refused. MQTT 3.1.1 codes are 1...5, MQTT 5 reason codes are >= 128.
+        let text: String
+        let kind: MQTTError.Kind
+        if protocolVersion == .v311 {
+            text = String(cString: mosquitto_connack_string(rc))
+            switch rc {
+            case 4: kind = .badCredentials
+            case 5: kind = .notAuthorized
+            case 1: kind = .protocolError
+            default: kind = .connectionRefused
+            }
+            if rc == 3 {
+                // "Server unavailable" is transient; with MQTT 3.1.1 libmosquitto retries by itself.
+                state.withLock { $0.lastProblem = "broker answered: \(text)" }
+                return
+            }
+        } else {
+            text = String(cString: mosquitto_reason_string(rc))
+            switch rc {
+            case 134: kind = .badCredentials
+            case 135: kind = .notAuthorized
+            case 129, 130, 132: kind = .protocolError
+            default: kind = .connectionRefused
+            }
+            // Every MQTT 5 refusal ends libmosquitto's loop for good (MOSQ_ERR_PROTOCOL).
+        }
+        if state.withLock({ $0.stopping }) { return }
+        // Make sure the loop thread stops instead of retrying with the same bad credentials.
+        _ = mosquitto_disconnect(mosq)
+        fail(error(kind, "broker answered CONNACK \(rc): \(text)"))
+    }
+
+    /// libmosquitto's loop_forever returns (the thread ends for good) after these.
+    static let fatalLoopErrors: Set<Int32> = [
+        MOSQ_ERR_NOMEM.rawValue, MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_INVAL.rawValue,
+        MOSQ_ERR_NOT_FOUND.rawValue, MOSQ_ERR_TLS.rawValue, MOSQ_ERR_PAYLOAD_SIZE.rawValue,
+        MOSQ_ERR_NOT_SUPPORTED.rawValue, MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_ACL_DENIED.rawValue,
+        MOSQ_ERR_UNKNOWN.rawValue, MOSQ_ERR_EAI.rawValue, MOSQ_ERR_PROXY.rawValue,
+    ].map { Int32($0) }.reduce(into: Set<Int32>()) { $0.insert($1) }
+
+    func handleDisconnect(mosq: OpaquePointer, rc: Int32) {
+        let savedErrno = errno
+        let (wasConnected, stopping, dead, lastLog) = state.withLock { s in
+            let was = s.connected
+            s.connected = false
+            return (was, s.stopping, s.failure != nil || s.finished, s.lastLog)
+        }
+        if dead { return }
+        if stopping {
+            if wasConnected { eventSink.yield(.disconnected(reason: "stopped by the client")) }
+            return
+        }
+        let reason = describeDisconnect(rc, savedErrno: savedErrno)
+        if rc < 128 && Self.fatalLoopErrors.contains(rc) {
+            let kind: MQTTError.Kind
+            switch rc {
+            case Int32(MOSQ_ERR_TLS.rawValue): kind = .tls
+            case Int32(MOSQ_ERR_PROTOCOL.rawValue): kind = .protocolError
+            case Int32(MOSQ_ERR_EAI.rawValue): kind = .unreachable
+            case Int32(MOSQ_ERR_AUTH.rawValue): kind = .notAuthorized
+            default: kind = .library
+            }
+            var detail = reason
+            if let lastLog, !lastLog.isEmpty { detail += " (\(lastLog))" }
+            fail(error(kind, detail))
+            return
+        }
+        state.withLock { $0.lastProblem = reason }
+        if wasConnected { eventSink.yield(.disconnected(reason: reason)) }
+    }
+
+    func describeDisconnect(_ rc: Int32, savedErrno: Int32) -> String {
+        if rc == 0 { return "disconnected" }
+        if rc >= 128 {
+            return "broker sent DISCONNECT: \(String(cString: mosquitto_reason_string(rc)))"
+        }
+        if rc == Int32(MOSQ_ERR_ERRNO.rawValue) {
+            return String(cString: strerror(savedErrno))
+        }
+        return String(cString: mosquitto_strerror(rc))
+    }
+
+    func handlePublished(mid: Int32, reasonCode: Int32) {
+        let waiter: CheckedContinuation<Void, any Error>? = state.withLock { s in
+            if let entry = s.publishWaiters.first(where: { $0.value.mid == mid }) {
+                s.publishWaiters.removeValue(forKey: entry.key)
+                return entry.value.continuation
+            }
+            if s.awaitsInProgress > 0 { s.earlyAcks[mid] = reasonCode }
+            return nil
+        }
+        guard let waiter else { return }
+        if let failure = publishFailure(reasonCode) {
+            waiter.resume(throwing: failure)
+        } else {
+            waiter.resume()
+        }
+    }
+
+    /// MQTT 5 PUBACK/PUBREC reason codes >= 128 are failures (e.g. 135 not authorized by the ACL).
+    func publishFailure(_ reasonCode: Int32) -> MQTTError? {
+        guard reasonCode >= 128 else { return nil }
+        return error(.publishRejected, "reason \(reasonCode): \(String(cString: mosquitto_reason_string(reasonCode)))")
+    }
+
+    func handleMessage(_ message: MQTTMessage) {
+        messageSink.yield(message)
+    }
+
+    func handleLog(_ text: String) {
+        state.withLock { $0.lastLog = text }
+    }
+
+    // MARK: - Failure / shutdown
+
+    /// The client is dead: emit `.failed`, fail every waiter, finish both streams.
+    func fail(_ failure: MQTTError) {
+        let taken = state.withLock { s -> [CheckedContinuation<Void, any Error>]? in
+            if s.failure != nil || s.finished { return nil }
+            s.failure = failure
+            s.connected = false
+            s.finished = true
+            return takeAllWaiters(&s)
+        }
+        guard let taken else { return }
+        eventSink.yield(.failed(failure.description))
+        eventSink.finish()
+        messageSink.finish()
+        for waiter in taken { waiter.resume(throwing: failure) }
+    }
+
+    /// After stop()/abort(): fail pending waiters and finish the streams.
+    func finish(reason: String) {
+        let (taken, wasConnected) = state.withLock { s -> ([CheckedContinuation<Void, any Error>], Bool) in
+            if s.finished { return ([], false) }
+            s.finished = true
+            let was = s.connected
+            s.connected = false
+            return (takeAllWaiters(&s), was)
+        }
+        if wasConnected { eventSink.yield(.disconnected(reason: reason)) }
+        eventSink.finish()
+        messageSink.finish()
+        let stopped = error(.stopped, reason)
+        for waiter in taken { waiter.resume(throwing: stopped) }
+    }
+
+    private func takeAllWaiters(_ s: inout CoreState) -> [CheckedContinuation<Void, any Error>] {
+        var all = Array(s.connectWaiters.values)
+        all.append(contentsOf: s.publishWaiters.values.map(\.continuation))
+        s.connectWaiters = [:]
+        s.publishWaiters = [:]
+        s.earlyAcks = [:]
+        return all
+    }
+
+    // MARK: - Waiting (any task)
+
+    private func newWaiterID(_ s: inout CoreState) -> UInt64 {
+        s.nextWaiterID &+= 1
+        return s.nextWaiterID
+    }
+
+    func waitUntilConnected(timeout: Duration) async throws {
+        let id = state.withLock { newWaiterID(&$0) }
+        let timer = Task { [weak self] in
+            try await Task.sleep(for: timeout)
+            self?.timeOutConnectWaiter(id, after: timeout)
+        }
+        defer { timer.cancel() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let immediate: Result<Void, any Error>? = state.withLock { s in
+                    if s.connected { return .success(()) }
+                    if let failure = s.failure { return .failure(failure) }
+                    if s.finished || s.stopping {
+                        return .failure(error(.stopped, "the client was stopped before it connected"))
+                    }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    s.connectWaiters[id] = continuation
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.connectWaiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    private func timeOutConnectWaiter(_ id: UInt64, after timeout: Duration) {
+        let (waiter, problem) = state.withLock { s in
+            (s.connectWaiters.removeValue(forKey: id), s.lastProblem ?? s.lastLog)
+        }
+        guard let waiter else { return }
+        let seconds = timeout.secondsDouble
+        let shown = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
+        if let problem, !problem.isEmpty {
+            let lower = problem.lowercased()
+            let unreachable = ["refused", "unreachable", "no route", "timed out", "name or service",
+                               "lookup", "network"].contains { lower.contains($0) }
+            waiter.resume(throwing: error(unreachable ? .unreachable : .timeout,
+                                          "not connected after \(shown) s; last error: \(problem)"))
+        } else {
+            waiter.resume(throwing: error(.timeout, "not connected after \(shown) s (no answer from the broker)"))
+        }
+    }
+
+    func beginPublishAwait() {
+        state.withLock { $0.awaitsInProgress += 1 }
+    }
+
+    /// Undo beginPublishAwait when the publish itself failed.
+    func abandonPublishAwait(mid: Int32?) {
+        state.withLock { s in
+            s.awaitsInProgress -= 1
+            if let mid { s.earlyAcks.removeValue(forKey: mid) }
+            if s.awaitsInProgress == 0 { s.earlyAcks = [:] }
+        }
+    }
+
+    /// Completes when on_publish reported `mid` (or throws on failure/stop/timeout/cancellation).
+    func waitForPublish(mid: Int32, timeout: Duration?) async throws {
+        let id = state.withLock { newWaiterID(&$0) }
+        let timer: Task<Void, any Error>? = timeout.map { timeout in
+            Task { [weak self] in
+                try await Task.sleep(for: timeout)
+                guard let self else { return }
+                let waiter = self.state.withLock { $0.publishWaiters.removeValue(forKey: id) }
+                waiter?.continuation.resume(throwing: self.error(
+                    .timeout, "no acknowledgement for message \(mid) within \(timeout.secondsDouble) s"))
+            }
+        }
+        defer { timer?.cancel() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let immediate: Result<Void, any Error>? = state.withLock { s in
+                    s.awaitsInProgress -= 1
+                    let early = s.earlyAcks.removeValue(forKey: mid)
+                    if s.awaitsInProgress == 0 { s.earlyAcks = [:] }
+                    if let early {
+                        if let failure = publishFailure(early) { return .failure(failure) }
+                        return .success(())
+                    }
+                    if let failure = s.failure { return .failure(failure) }
+                    if s.finished { return .failure(error(.stopped, "stopped before message \(mid) was acknowledged")) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    s.publishWaiters[id] = (mid, continuation)
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.publishWaiters.removeValue(forKey: id) }
+            waiter?.continuation.resume(throwing: CancellationError())
+        }
+    }
+}
+
+extension Duration {
+    var secondsDouble: Double {
+        let c = components
+        return Double(c.seconds) + Double(c.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,207 @@
+// Public value types of the MQTT client: options, messages, events, errors.
+
+/// How to reach and talk to the broker. Everything here is applied before the first connect.
+public struct MQTTOptions: Sendable {
+    public enum ProtocolVersion: Sendable, Equatable {
+        /// MQTT 5: response topic / correlation data, PUBACK reason codes, session expiry.
+        case v5
+        /// MQTT 3.1.1: the properties are simply absent.
+        case v311
+    }
+
+    /// TLS settings (`mosquitto_tls_set` / `mosquitto_tls_insecure_set`).
+    public struct TLSOptions: Sendable {
+        /// PEM file with the CA certificate(s) that signed the broker's certificate.
+        public var caFile: String?
+        /// Directory of hashed CA certificates (alternative to `caFile`).
+        /// When both are nil the operating system's CA store is used.
+        public var caPath: String?
+        /// Client certificate and key, for brokers that require client certificates.
+        public var certFile: String?
+        public var keyFile: String?
+        /// Skip the host name check of the broker's certificate (testing only).
+        public var insecure: Bool
+
+        public init(caFile: String? = nil, caPath: String? = nil, certFile: String? = nil,
+                    keyFile: String? = nil, insecure: Bool = false) {
+            self.caFile = caFile
+            self.caPath = caPath
+            self.certFile = certFile
+            self.keyFile = keyFile
+            self.insecure = insecure
+        }
+    }
+
+    /// Last will: published by the broker when the connection ends without a DISCONNECT.
+    public struct Will: Sendable, Equatable {
+        public var topic: String
+        public var payload: [UInt8]
+        public var qos: Int
+        public var retain: Bool
+
+        public init(topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = true) {
+            self.topic = topic
+            self.payload = payload
+            self.qos = qos
+            self.retain = retain
+        }
+    }
+
+    /// Automatic reconnect back-off of libmosquitto's threaded loop.
+    /// libmosquitto counts in whole seconds: `min` is rounded up to at least 1 s.
+    /// With `exponential`, the n-th consecutive retry waits min * n², capped at `max`.
+    public struct ReconnectDelay: Sendable, Equatable {
+        public var min: Duration
+        public var max: Duration
+        public var exponential: Bool
+
+        public init(min: Duration = .seconds(1), max: Duration = .seconds(30), exponential: Bool = true) {
+            self.min = min
+            self.max = max
+            self.exponential = exponential
+        }
+    }
+
+    public var host: String
+    public var port: Int
+    public var clientId: String
+    public var username: String?
+    public var password: String?
+    /// Seconds; libmosquitto requires at least 5.
+    public var keepAlive: Int
+    /// false (default) = persistent session: QoS 1/2 messages for our subscriptions that arrive while
+    /// we are away are delivered after we reconnect with the same client id.
+    public var cleanSession: Bool
+    /// MQTT 5 only, used when `cleanSession` is false: how long the broker keeps the session after
+    /// we disconnect (seconds; `UInt32.max` = forever). MQTT 3.1.1 persistent sessions never expire
+    /// (unless the broker's `persistent_client_expiration` says otherwise).
+    public var sessionExpiryInterval: UInt32
+    public var protocolVersion: ProtocolVersion
+    public var tls: TLSOptions?
+    public var will: Will?
+    public var reconnectDelay: ReconnectDelay
+
+    public init(host: String = "127.0.0.1", port: Int = 1883, clientId: String,
+                username: String? = nil, password: String? = nil,
+                keepAlive: Int = 30, cleanSession: Bool = false,
+                sessionExpiryInterval: UInt32 = UInt32.max,
+                protocolVersion: ProtocolVersion = .v5,
+                tls: TLSOptions? = nil, will: Will? = nil,
+                reconnectDelay: ReconnectDelay = ReconnectDelay()) {
+        self.host = host
+        self.port = port
+        self.clientId = clientId
+        self.username = username
+        self.password = password
+        self.keepAlive = keepAlive
+        self.cleanSession = cleanSession
+        self.sessionExpiryInterval = sessionExpiryInterval
+        self.protocolVersion = protocolVersion
+        self.tls = tls
+        self.will = will
+        self.reconnectDelay = reconnectDelay
+    }
+}
+
+/// One incoming message, copied out of libmosquitto's buffers. The payload is raw bytes.
+public struct MQTTMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: Int
+    /// True when the broker delivered a stored retained message (i.e. because we just subscribed),
+    /// false for live traffic. The hub ignores retained messages on command topics.
+    public var retain: Bool
+    /// MQTT 5 request/response properties; always nil with MQTT 3.1.1.
+    public var responseTopic: String?
+    public var correlationData: [UInt8]?
+
+    public init(topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false,
+                responseTopic: String? = nil, correlationData: [UInt8]? = nil) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.responseTopic = responseTopic
+        self.correlationData = correlationData
+    }
+}
+
+public enum MQTTConnectionEvent: Sendable, Equatable {
+    /// CONNACK accepted. `sessionPresent`: the broker resumed our persistent session.
+    /// Remembered subscriptions have already been re-sent when this is emitted.
+    case connected(sessionPresent: Bool)
+    /// The connection dropped (or we stopped); libmosquitto reconnects by itself unless we stopped.
+    case disconnected(reason: String)
+    /// The client is dead for good (refused credentials, TLS or protocol error). Both streams finish
+    /// right after this event; build a new `MQTTClient` to try again.
+    case failed(String)
+}
+
+/// An MQTT failure as a sentence naming the broker and the cause.
+public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// CONNACK "not authorized" (MQTT 3.1.1 code 5 / MQTT 5 code 135).
+        case notAuthorized
+        /// CONNACK "bad user name or password" (MQTT 3.1.1 code 4 / MQTT 5 code 134).
+        case badCredentials
+        /// Any other CONNACK refusal (identifier rejected, banned, server unavailable, ...).
+        case connectionRefused
+        case tls
+        /// No TCP connection could be made (refused, host unknown, network down).
+        case unreachable
+        case timeout
+        /// A QoS 0 publish (or other operation) that needs a live connection.
+        case notConnected
+        case protocolError
+        case invalidArgument
+        /// MQTT 5 PUBACK/PUBREC with a failure reason code (e.g. not authorized by the ACL).
+        case publishRejected
+        /// The client was stopped (or aborted) while the operation was waiting.
+        case stopped
+        /// Other libmosquitto error.
+        case library
+    }
+
+    public let kind: Kind
+    public let host: String
+    public let port: Int
+    /// The cause in libmosquitto's or the broker's words.
+    public let detail: String
+
+    public init(kind: Kind, host: String, port: Int, detail: String) {
+        self.kind = kind
+        self.host = host
+        self.port = port
+        self.detail = detail
+    }
+
+    public var description: String {
+        let broker = "MQTT broker \(host):\(port)"
+        switch kind {
+        case .notAuthorized:
+            return "\(broker) refused the connection: not authorized (\(detail)); check the MQTT username, password and the broker's ACL"
+        case .badCredentials:
+            return "\(broker) refused the connection: bad user name or password (\(detail))"
+        case .connectionRefused:
+            return "\(broker) refused the connection: \(detail)"
+        case .tls:
+            return "TLS failure with \(broker): \(detail); check the CA file, the certificates and the host name"
+        case .unreachable:
+            return "\(broker) is unreachable: \(detail)"
+        case .timeout:
+            return "\(broker): \(detail)"
+        case .notConnected:
+            return "not connected to \(broker): \(detail)"
+        case .protocolError:
+            return "MQTT protocol error with \(broker): \(detail)"
+        case .invalidArgument:
+            return "invalid MQTT request for \(broker): \(detail)"
+        case .publishRejected:
+            return "\(broker) rejected the publish: \(detail)"
+        case .stopped:
+            return "MQTT client for \(broker) was stopped: \(detail)"
+        case .library:
+            return "MQTT client error with \(broker): \(detail)"
+        }
+    }
+}

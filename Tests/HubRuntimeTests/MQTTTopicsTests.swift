@@ -1,0 +1,123 @@
+import HubDomain
+@testable import HubRuntime
+import Testing
+
+@Suite struct MQTTTopicsTests {
+    let t = MQTTTopics()
+
+    @Test func builders() {
+        #expect(t.status == "hub/status")
+        #expect(t.deviceState("lamp") == "hub/device/lamp/state")
+        #expect(t.deviceSwitch("lamp") == "hub/device/lamp/switch")
+        #expect(t.devicePower("lamp") == "hub/device/lamp/power")
+        #expect(t.deviceEnergy("lamp") == "hub/device/lamp/energy")
+        #expect(t.deviceAvailability("lamp") == "hub/device/lamp/availability")
+        #expect(t.deviceSwitchSet("lamp") == "hub/device/lamp/switch/set")
+        #expect(t.deviceActivationsSet("lamp") == "hub/device/lamp/activations/set")
+        #expect(t.animalState("rex") == "hub/animal/rex/state")
+        #expect(t.animalAdmit == "hub/animal/admit")
+        #expect(t.animalDischarge("rex") == "hub/animal/rex/discharge")
+        #expect(t.animalVitals("rex") == "hub/animal/rex/vitals")
+        #expect(t.request("device/add") == "hub/request/device/add")
+        #expect(t.event(stream: "device/lamp", type: "SwitchRequested") == "hub/events/device/lamp/SwitchRequested")
+        #expect(t.event(stream: "hub", type: "CommandRejected") == "hub/events/hub/CommandRejected")
+        #expect(t.homeAssistantStatus == "homeassistant/status")
+    }
+
+    @Test func configurableBaseAndPrefix() {
+        let c = MQTTTopics(base: "site1/hub/", discoveryPrefix: "ha")
+        #expect(c.base == "site1/hub")
+        #expect(c.deviceState("a") == "site1/hub/device/a/state")
+        #expect(c.route(topic: "site1/hub/device/a/switch/set") == .switchSet("a"))
+        #expect(c.route(topic: "hub/device/a/switch/set") == .ignored)
+        #expect(c.route(topic: "ha/status") == .homeAssistantStatus)
+        #expect(c.route(topic: "homeassistant/status") == .ignored)
+        #expect(c.subscriptions.contains("ha/status"))
+        #expect(MQTTTopics(base: "", discoveryPrefix: "").base == "hub")
+    }
+
+    @Test func subscriptions() {
+        #expect(t.subscriptions == ["hub/device/+/switch/set", "hub/device/+/activations/set", "hub/animal/admit",
+                                    "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"])
+    }
+
+    @Test func routesEveryCommandPattern() {
+        #expect(t.route(topic: "hub/device/lamp/switch/set") == .switchSet("lamp"))
+        #expect(t.route(topic: "hub/device/Plug_1-a/activations/set") == .activationsSet("Plug_1-a"))
+        #expect(t.route(topic: "hub/animal/admit") == .animalAdmit)
+        #expect(t.route(topic: "hub/animal/rex/discharge") == .animalDischarge("rex"))
+        #expect(t.route(topic: "hub/animal/rex/vitals") == .animalVitals("rex"))
+        #expect(t.route(topic: "hub/request/device/add") == .request("device/add"))
+        #expect(t.route(topic: "hub/request/devices") == .request("devices"))
+        #expect(t.route(topic: "hub/request/nonsense/x/y") == .request("nonsense/x/y"))
+        #expect(t.route(topic: "homeassistant/status") == .homeAssistantStatus)
+        #expect(MQTTRoute.route(topic: "hub/device/x/switch/set") == .switchSet("x"))
+    }
+
+    @Test func invalidIds() {
+        func reason(_ topic: String) -> String? {
+            if case .invalid(let r) = t.route(topic: topic) { return r }
+            return nil
+        }
+        let plus = reason("hub/device/a+b/switch/set")
+        #expect(plus?.contains("device id \"a+b\"") == true)
+        #expect(plus?.contains("wildcard character '+'") == true)
+        #expect(plus?.contains("1 to 64 characters of A-Z, a-z, 0-9, _ and -") == true)
+        #expect(reason("hub/device/+/switch/set")?.contains("'+'") == true)
+        #expect(reason("hub/device/#/activations/set")?.contains("'#'") == true)
+        #expect(reason("hub/animal/r#x/vitals")?.contains("animal id \"r#x\"") == true)
+        #expect(reason("hub/device//switch/set")?.contains("device id in topic \"hub/device//switch/set\" is empty") == true)
+        #expect(reason("hub/animal//discharge")?.contains("is empty") == true)
+        let long = String(repeating: "a", count: 65)
+        #expect(reason("hub/device/\(long)/switch/set")?.contains("is 65 characters long") == true)
+        #expect(t.route(topic: "hub/device/\(String(repeating: "a", count: 64))/switch/set") == .switchSet(String(repeating: "a", count: 64)))
+        #expect(reason("hub/device/l amp/switch/set")?.contains("U+0020") == true)
+        #expect(reason("hub/device/lâmp/switch/set")?.contains("'â'") == true)
+        #expect(reason("hub/device/l.amp/switch/set")?.contains("'.'") == true)
+        // A huge id is shown shortened in the reason.
+        let huge = String(repeating: "x", count: 10_000)
+        #expect((reason("hub/device/\(huge)/switch/set")?.utf8.count ?? .max) < 400)
+        #expect(reason("hub/request")?.contains("names no request") == true)
+        #expect(reason("hub/request/")?.contains("names no request") == true)
+        #expect(reason("hub/request/device/+")?.contains("wildcard") == true)
+    }
+
+    @Test func ignoresEverythingElse() {
+        for topic in ["hub/device/lamp/state", "hub/device/lamp/switch", "hub/device/lamp/power", "hub/device/lamp/availability",
+                      "hub/animal/rex/state", "hub/status", "hub/response/device/add", "hub/events/device/lamp/SwitchToggled",
+                      "hub/device/lamp/switch/set/extra", "hub/device/lamp/dim/set", "hub/animal/rex/feed", "hub/animal/admit/now",
+                      "hub", "hub/", "hubx/device/lamp/switch/set", "other/device/lamp/switch/set", "", "homeassistant/switch/x/config",
+                      "HUB/device/lamp/switch/set", "/hub/device/lamp/switch/set"] {
+            #expect(t.route(topic: topic) == .ignored, "\(topic)")
+        }
+    }
+
+    @Test func responseTopics() {
+        #expect(t.response(for: .switchSet("lamp")) == "hub/response/device/lamp/switch/set")
+        #expect(t.response(for: .activationsSet("lamp")) == "hub/response/device/lamp/activations/set")
+        #expect(t.response(for: .animalAdmit) == "hub/response/animal/admit")
+        #expect(t.response(for: .animalDischarge("rex")) == "hub/response/animal/rex/discharge")
+        #expect(t.response(for: .animalVitals("rex")) == "hub/response/animal/rex/vitals")
+        #expect(t.response(for: .request("device/add")) == "hub/response/device/add")
+        #expect(t.response(for: .ignored) == nil)
+        #expect(t.response(for: .homeAssistantStatus) == nil)
+        #expect(t.response(for: .invalid("x")) == nil)
+        // Topic-based: the same for valid routes, and usable for invalid ones.
+        for topic in ["hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/animal/admit", "hub/animal/rex/discharge",
+                      "hub/animal/rex/vitals", "hub/request/device/add", "hub/request/devices"] {
+            #expect(t.response(forTopic: topic) == t.response(for: t.route(topic: topic)), "\(topic)")
+        }
+        #expect(t.response(forTopic: "hub/device//switch/set") == "hub/response/device//switch/set")
+        #expect(t.response(forTopic: "hub/device/a+b/switch/set") == "hub/response/error")
+        #expect(t.response(forTopic: "hub/request") == "hub/response")
+        #expect(t.response(forTopic: "hub/status") == nil)
+        #expect(t.response(forTopic: "hub/response/device/add") == nil)
+        #expect(t.response(forTopic: "hub/events/hub/CommandRejected") == nil)
+        #expect(t.response(forTopic: "elsewhere/x") == nil)
+        // The incoming topic fits in MQTT's 65,535 bytes, its mirror would not.
+        let tooLong = "hub/device/" + String(repeating: "a", count: 65_510) + "/switch/set"
+        #expect(tooLong.utf8.count <= 65_535)
+        let answer = t.response(forTopic: tooLong)
+        #expect(answer == "hub/response/error", "\(answer?.utf8.count ?? 0) bytes")
+    }
+}

@@ -1,0 +1,194 @@
+import BrokerHarness
+import Foundation
+import HubDomain
+import MQTT
+import Testing
+@testable import HubRuntime
+
+/// The MQTT surface against a real mosquitto on a free loopback port.
+@Suite(.serialized) struct SurfaceTests {
+    @Test func commandBecomesEventAndRetainedState() async throws {
+        let f = try await SurfaceFixture.start()
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        try w.publish("hub/device/lamp/switch/set", "ON")
+        let answer = try await w.waitFor("hub/response/device/lamp/switch/set")
+        #expect(answer.contains(#""status":"ok""#) && answer.contains("SwitchRequested"))
+        try await w.waitFor("hub/events/device/lamp/SwitchRequested")
+        try await w.waitFor("hub/events/device/lamp/SwitchToggled") { $0.contains(#""cause":"command""#) }
+        // A client that subscribes afterwards gets the confirmed state, retained.
+        let late = try await Watcher(port: f.broker.port, filters: ["hub/device/lamp/#"])
+        try await late.waitFor("hub/device/lamp/state") { $0.contains(#""switch":"ON""#) }
+        try await late.waitFor("hub/device/lamp/switch") { $0 == "ON" }
+        #expect(late.messages("hub/device/lamp/switch").first?.retain == true)
+        await late.stop()
+        // Home Assistant discovery is published, retained, with the HA conventions.
+        let discovery = try await Watcher(port: f.broker.port, filters: ["homeassistant/#"])
+        let energy = try await discovery.waitFor("homeassistant/sensor/hub/lamp_energy/config")
+        #expect(energy.contains(#""device_class":"energy""#) && energy.contains(#""state_class":"total_increasing""#) && energy.contains(#""unit_of_measurement":"kWh""#))
+        let power = try await discovery.waitFor("homeassistant/sensor/hub/lamp_power/config")
+        #expect(power.contains(#""device_class":"power""#) && power.contains(#""state_class":"measurement""#))
+        try await discovery.waitFor("homeassistant/switch/hub/lamp_switch/config") { $0.contains("hub/device/lamp/switch/set") }
+        await discovery.stop()
+        try await f.stop()
+    }
+
+    @Test func requestResponseEchoesAndMQTT5ResponseTopicIsHonoured() async throws {
+        let f = try await SurfaceFixture.start()
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        try w.publish("hub/request/device/add", #"{"id":"fan","driver":"virtual","name":"Fan","config":{}}"#)
+        let added = try await w.waitFor("hub/response/device/add")
+        #expect(added.contains(#""status":"ok""#) && added.hasSuffix(#""id":"fan"}"#))
+        try await w.waitFor("homeassistant/switch/hub/fan_switch/config")
+        // MQTT 5: the answer goes to the given response topic with the correlation data, and only there.
+        try w.client.publish("hub/request/devices", Array("{}".utf8), qos: 1, responseTopic: "client/inbox", correlationData: [1, 2, 3])
+        let reply = try await w.waitFor("client/inbox")
+        #expect(reply.contains(#""id":"fan""#) && reply.contains(#""id":"lamp""#))
+        #expect(w.messages("client/inbox").first?.correlationData == [1, 2, 3])
+        #expect(w.messages("hub/response/devices").isEmpty)
+        // Rename and remove: discovery is cleared with empty retained payloads.
+        try w.publish("hub/request/device/remove", #"{"id":"fan"}"#)
+        try await w.waitFor("hub/response/device/remove") { $0.contains(#""status":"ok""#) }
+        try await w.waitFor("homeassistant/switch/hub/fan_switch/config") { $0.isEmpty }
+        try await f.stop()
+    }
+
+    @Test func malformedInputIsAnsweredAndChangesNothing() async throws {
+        let f = try await SurfaceFixture.start()
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        let before = await f.service.hub.state
+        let cases: [(topic: String, payload: [UInt8], expect: String)] = [
+            ("hub/device/lamp/switch/set", [], "empty payload"),
+            ("hub/device/lamp/switch/set", [UInt8](repeating: 0x41, count: 1_000_000), "exceeds"),
+            ("hub/device/lamp/switch/set", [0x4F, 0xFF, 0xFE], "not valid UTF-8"),
+            ("hub/device/lamp/activations/set", Array(#"{"op":"add","name":5}"#.utf8), "name"),
+            ("hub/device/lamp/activations/set", Array("[1,2".utf8), "byte"),
+            ("hub/request/device/add", Array(#"{"id":"a+b","driver":"virtual","name":"X"}"#.utf8), "invalid"),
+            ("hub/request/nonsense", Array("{}".utf8), "unknown request"),
+            ("hub/device/\(String(repeating: "x", count: 70))/switch/set", Array("ON".utf8), "64"),
+        ]
+        for (index, c) in cases.enumerated() {
+            let responseTopic = f.service.surface!.topics.response(forTopic: c.topic)!
+            let earlier = w.messages(responseTopic).count
+            try w.publish(c.topic, bytes: c.payload)
+            let answer = try await w.waitFor(responseTopic, skip: earlier) { $0.contains(#""status":"error""#) }
+            #expect(answer.lowercased().contains(c.expect.lowercased()), "case \(index): \(answer)")
+        }
+        // Unknown device: a well-formed command the domain refuses (recorded as CommandRejected).
+        try w.publish("hub/device/ghost/switch/set", "ON")
+        try await w.waitFor("hub/response/device/ghost/switch/set") { $0.contains("unknown_device") }
+        let after = await f.service.hub.state
+        #expect(after.devices == before.devices)
+        #expect(after.animals == before.animals)
+        // The hub keeps serving.
+        try w.publish("hub/device/lamp/switch/set", "ON")
+        try await w.waitFor("hub/device/lamp/switch") { $0 == "ON" }
+        try await f.stop()
+    }
+
+    @Test func retainedCommandsAreIgnored() async throws {
+        let broker = try TestBroker.start()
+        // A retained command left on the broker before the hub starts must not switch anything.
+        let setter = try await Watcher(port: broker.port, filters: [])
+        try setter.publish("hub/device/lamp/switch/set", "ON", retain: true)
+        try await Task.sleep(for: .milliseconds(200))
+        let f = try await SurfaceFixture.start(broker: broker)
+        try await f.watcher.waitFor("hub/status") { $0 == "online" }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await f.service.hub.state.devices["lamp"]?.switchState != .on)
+        #expect(await f.service.surface!.ignoredRetained >= 1)
+        await setter.stop()
+        try await f.stop()
+    }
+
+    @Test func homeAssistantBirthTriggersRepublication() async throws {
+        let f = try await SurfaceFixture.start()
+        let w = f.watcher
+        try await w.waitFor("homeassistant/switch/hub/lamp_switch/config")
+        let count = w.messages("homeassistant/switch/hub/lamp_switch/config").count
+        try w.publish("homeassistant/status", "online")
+        try await w.waitFor("homeassistant/switch/hub/lamp_switch/config", timeout: .seconds(6), skip: count)
+        try await f.stop()
+    }
+
+    @Test func brokerRestartIsSurvivedAndStateRepublished() async throws {
+        let f = try await SurfaceFixture.start()
+        try await f.watcher.waitFor("hub/status") { $0 == "online" }
+        try f.watcher.publish("hub/device/lamp/switch/set", "ON")
+        try await f.watcher.waitFor("hub/device/lamp/switch") { $0 == "ON" }
+        await f.watcher.stop()
+        try f.broker.restart() // no persistence: every retained message is gone
+        let w = try await Watcher(port: f.broker.port)
+        // The hub reconnects within seconds and publishes status, discovery and state again.
+        try await w.waitFor("hub/status", timeout: .seconds(10)) { $0 == "online" }
+        try await w.waitFor("hub/device/lamp/switch", timeout: .seconds(10)) { $0 == "ON" }
+        try await w.waitFor("homeassistant/switch/hub/lamp_switch/config", timeout: .seconds(10))
+        try w.publish("hub/device/lamp/switch/set", "OFF")
+        try await w.waitFor("hub/device/lamp/switch") { $0 == "OFF" }
+        await w.stop()
+        try await f.service.stop()
+        f.broker.stop()
+    }
+
+    @Test func commandsSentWhileTheHubIsCutOffAreAppliedAfterwards() async throws {
+        let broker = try TestBroker.start()
+        let proxy = try TCPProxy(upstreamPort: broker.port)
+        let f = try await SurfaceFixture.start(broker: broker, hubPort: proxy.port,
+                                               devices: (0..<5).map { HubConfig.Device(id: "d\($0)", driver: "virtual", name: "D\($0)", config: "{}") })
+        try await f.watcher.waitFor("hub/status") { $0 == "online" }
+        proxy.cut()
+        try await f.watcher.waitFor("hub/status") { $0 == "offline" } // the broker published the hub's will
+        for i in 0..<5 { try f.watcher.publish("hub/device/d\(i)/switch/set", #"{"state":"ON","id":"cut-\#(i)"}"#) }
+        try await Task.sleep(for: .milliseconds(300))
+        proxy.restore()
+        for i in 0..<5 {
+            try await f.watcher.waitFor("hub/device/d\(i)/switch", timeout: .seconds(15)) { $0 == "ON" }
+        }
+        let state = await f.service.hub.state
+        #expect((0..<5).allSatisfy { state.devices["d\($0)"]?.switchState == .on })
+        try await f.stop()
+        proxy.close()
+    }
+
+    @Test func eventsResumeFromTheCheckpointAfterARestart() async throws {
+        let broker = try TestBroker.start()
+        let dir = temporaryDirectory()
+        let f = try await SurfaceFixture.start(broker: broker, dataDirectory: dir)
+        try await f.watcher.waitFor("hub/events/device/lamp/DeviceRegistered")
+        try await f.service.stop()
+        // Events appended while the hub is away are published when it comes back.
+        let hub = try Hub(paths: HubPaths(dataDirectory: dir))
+        _ = try await hub.execute(.renameDevice(id: "lamp", name: "Reading lamp"), actor: "offline-test", now: currentMicros())
+        try await hub.close()
+        let again = try await SurfaceFixture.startService(port: broker.port, dataDirectory: dir)
+        try await f.watcher.waitFor("hub/events/device/lamp/DeviceRenamed") { $0.contains("Reading lamp") }
+        #expect(f.watcher.messages("hub/events/device/lamp/DeviceRegistered").count == 1)
+        try await again.stop()
+        await f.watcher.stop()
+        broker.stop()
+    }
+
+    @Test func wrongCredentialsAreAClearErrorNotAHang() async throws {
+        let broker = try TestBroker.start(secured: true, users: [("hub", "right-password")],
+                                          acl: "user hub\ntopic readwrite hub/#\ntopic readwrite homeassistant/#\n")
+        let started = ContinuousClock.now
+        do {
+            let service = try await SurfaceFixture.startService(port: broker.port, dataDirectory: temporaryDirectory(),
+                                                                username: "hub", password: "wrong")
+            try await service.stop()
+            Issue.record("the hub started with a wrong password")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("not authorized") || text.contains("bad user name or password"), "\(text)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        // The right password works on the secured broker.
+        let service = try await SurfaceFixture.startService(port: broker.port, dataDirectory: temporaryDirectory(),
+                                                            username: "hub", password: "right-password")
+        #expect(service.surface?.client.isConnected == true)
+        try await service.stop()
+        broker.stop()
+    }
+}
