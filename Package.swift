@@ -39,7 +39,7 @@ let package = Package(
             "HubDomain", "HubLog", "DriverAPI", "MQTT",
         ]),
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver",
+            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "MQTT", "BrokerHarness",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),

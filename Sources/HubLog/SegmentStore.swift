@@ -50,7 +50,11 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         var waiters: [Int: CheckedContinuation<Void, Error>] = [:]
         var nextWaiterId = 0
         var syncs = 0
+        /// The most recently committed records, so live followers (subscriptions, the hub's read
+        /// models) read the tail from memory instead of the files.
+        var recent: [EventRecord] = []
     }
+    static let recentCapacity = 8192
 
     public let directory: String
     public let recovery: RecoveryReport
@@ -170,7 +174,22 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     }
 
     public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
+        if let records = recentRecords(from: from, through: through) {
+            for record in records where try !body(record) { return }
+            return
+        }
         try readViews(from: from, through: through) { try body($0.record) }
+    }
+
+    /// Committed records `from...through` (clamped to the last committed) when all of them are still
+    /// held in memory; nil when some must be read from the files.
+    public func recentRecords(from: UInt64, through: UInt64) -> [EventRecord]? {
+        shared.withLock { s -> [EventRecord]? in
+            let end = min(through, s.lastSequence)
+            guard from <= end else { return [] }
+            guard let first = s.recent.first?.sequence, from >= first else { return nil }
+            return Array(s.recent[Int(from - first)...Int(end - first)])
+        }
     }
 
     /// Like `read`, but hands out borrowed views (no copies): the fast path for replay.
@@ -325,6 +344,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         var results: [Result<AppendResult, Error>] = []
         results.reserveCapacity(batch.count)
         var newIndex: [IndexEntry] = []
+        var committed: [EventRecord] = []
         var out: [UInt8] = []
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
@@ -367,6 +387,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
                         newIndex.append(IndexEntry(sequence: nextSequence, segment: segmentIndex, offset: segmentSize + out.count))
                     }
                     hash = try RecordFormat.appendFrame(to: &out, record: record, previousHash: hash)
+                    committed.append(record)
                     version = streamVersion
                     nextSequence += 1
                 }
@@ -391,6 +412,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         if !commandOverlay.isEmpty { commandResults.withLock { $0.merge(commandOverlay) { a, _ in a } } }
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
             s.lastSequence = nextSequence - 1
+            s.recent += committed
+            if s.recent.count > 2 * Self.recentCapacity { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }
             s.index += newIndex
             guard nextSequence - 1 > committedLast else { return [] }

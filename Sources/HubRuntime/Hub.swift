@@ -160,7 +160,20 @@ public actor Hub {
     public func catchUp() throws {
         let last = store.lastSequence
         guard last > state.lastSequence else { return }
-        try Self.fold(store: store, into: &state, through: last)
+        if let recent = store.recentRecords(from: state.lastSequence + 1, through: last) {
+            // The live tail, from memory.
+            for record in recent {
+                let context = EventContext(sequence: record.sequence, timestamp: record.timestamp,
+                                           actor: record.causation.actor, commandId: record.causation.commandId)
+                if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
+                    state.apply(event, context: context)
+                } else {
+                    state.skip(sequence: record.sequence)
+                }
+            }
+        } else {
+            try Self.fold(store: store, into: &state, through: last)
+        }
         if state.lastSequence - snapshotSequence >= snapshotEvery { try snapshot() }
     }
 

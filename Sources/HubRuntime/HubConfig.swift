@@ -37,6 +37,13 @@ public struct HubConfig: Sendable, Equatable {
         public var driver: String
         public var name: String
         public var config: String
+
+        public init(id: String, driver: String, name: String, config: String = "{}") {
+            self.id = id
+            self.driver = driver
+            self.name = name
+            self.config = config
+        }
     }
 
     public var mqtt = MQTT()

@@ -45,8 +45,10 @@ public final class HubService: Sendable {
                                                   checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", note: note)
         }
         let service = HubService(hub: hub, drivers: drivers, surface: surface, options: options)
-        await drivers.sync()
+        // Follow the log before the drivers start, so what they report at start-up is published too.
         service.followLog(from: hub.store.lastSequence + 1)
+        await surface?.setFatalHandler { reason in service.fail(reason) }
+        await drivers.sync()
         return service
     }
 
@@ -56,6 +58,15 @@ public final class HubService: Sendable {
         self.surface = surface
         self.options = options
         self.tasks = LockedTasks()
+        (failures, failureSink) = AsyncStream<String>.makeStream()
+    }
+
+    /// Reasons the service cannot go on (e.g. the broker refuses it for good); `hub run` stops on the first.
+    public let failures: AsyncStream<String>
+    let failureSink: AsyncStream<String>.Continuation
+
+    func fail(_ reason: String) {
+        failureSink.yield(reason)
     }
 
     /// Hands every newly committed event to the drivers and marks what the surface must re-publish.
@@ -64,6 +75,8 @@ public final class HubService: Sendable {
         tasks.add(Task {
             do {
                 for try await record in hub.store.subscribe(from: sequence) {
+                    // The read models first, so drivers and the surface see this event's effect.
+                    try? await hub.catchUp()
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
                                                            payload: record.payload) else { continue }
                     await drivers.handle(event)

@@ -13,17 +13,29 @@ public actor MQTTSurface {
     let discovery: HomeAssistantDiscovery
     let checkpointPath: String
     let note: @Sendable (String) -> Void
-    var announcedDevices: Set<String> = []
+    /// Device id -> the name its discovery config was published with (re-announced on rename).
+    var announcedDevices: [String: String] = [:]
     var announcedAnimals: Set<String> = []
     var dirty: Set<String> = []
     let wake: AsyncStream<Void>.Continuation
     let wakes: AsyncStream<Void>
     var tasks: [Task<Void, Never>] = []
+    var eventsTask: Task<Void, Never>?
     /// Commands are handled in lanes keyed by topic: one topic's commands in arrival order, many topics at once.
     static let laneCount = 32
     var lanes: [AsyncStream<MQTTMessage>.Continuation] = []
     /// Counters for the operator.
     public private(set) var ignoredRetained = 0
+    /// Set once start-up is over: from then on a dead connection is reported through `onFatal`.
+    var serving = false
+    var onFatal: (@Sendable (String) -> Void)?
+
+    /// Called when the broker connection is dead for good (credentials revoked, TLS broken): the
+    /// service stops rather than running without its surface.
+    public func setFatalHandler(_ handler: @escaping @Sendable (String) -> Void) {
+        onFatal = handler
+        serving = true
+    }
 
     init(hub: Hub, drivers: DriverHost, client: MQTTClient, topics: MQTTTopics, checkpointPath: String,
          note: @escaping @Sendable (String) -> Void) {
@@ -49,6 +61,7 @@ public actor MQTTSurface {
         options.password = settings.password
         options.keepAlive = settings.keepAlive
         options.cleanSession = false
+        options.retainAsPublished = true // tell retained commands apart even while subscribed
         if let ca = settings.caFile {
             options.tls = MQTTOptions.TLSOptions(caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
         }
@@ -84,7 +97,7 @@ public actor MQTTSurface {
             for await event in client.connectionEvents { await self.connectionChanged(event) }
         })
         tasks.append(Task { await self.publishStates() })
-        tasks.append(Task { await self.publishEvents() })
+        eventsTask = Task { await self.publishEvents() }
     }
 
     /// Publishes `offline` and disconnects.
@@ -93,6 +106,10 @@ public actor MQTTSurface {
         wake.finish()
         for task in tasks { task.cancel() }
         tasks.removeAll()
+        // Let the events publisher record how far it got.
+        eventsTask?.cancel()
+        await eventsTask?.value
+        eventsTask = nil
         await client.stop(finalMessage: (topic: topics.status, payload: Array("offline".utf8), retain: true))
     }
 
@@ -106,7 +123,7 @@ public actor MQTTSurface {
         case .disconnected(let reason):
             note("mqtt: disconnected (\(reason)); reconnecting")
         case .failed(let reason):
-            note("mqtt: \(reason)")
+            if serving { onFatal?("mqtt: \(reason)") }
         }
     }
 
@@ -134,7 +151,7 @@ public actor MQTTSurface {
 
     func announce(_ device: DeviceRecord) {
         for (topic, payload) in discovery.deviceConfigs(device) { publish(topic, payload) }
-        announcedDevices.insert(device.id)
+        announcedDevices[device.id] = device.name
     }
 
     func announce(_ animal: AnimalRecord) {
@@ -165,8 +182,8 @@ public actor MQTTSurface {
                     guard let device = state.devices[id] else { continue }
                     if device.removed {
                         for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
-                        announcedDevices.remove(id)
-                    } else if !announcedDevices.contains(id) {
+                        announcedDevices[id] = nil
+                    } else if announcedDevices[id] != device.name {
                         announce(device)
                     }
                     publishDevice(device, state: state)
@@ -215,7 +232,7 @@ public actor MQTTSurface {
                         lastSave = ContinuousClock.now
                     }
                 }
-                return
+                break // the subscription ends only when this task is cancelled
             } catch {
                 if Task.isCancelled { break }
                 try? await Task.sleep(for: .milliseconds(500))

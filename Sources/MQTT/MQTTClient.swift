@@ -1,7 +1,8 @@
 // MQTTClient: a small async wrapper around libmosquitto's threaded client.
 //
-// - One libmosquitto instance per client; its own loop thread (mosquitto_loop_start) does all
-//   network I/O and reconnects with back-off by itself.
+// - One libmosquitto instance per client and one network thread running mosquitto_loop_forever,
+//   which does all I/O and reconnects with back-off by itself. We start that thread ourselves
+//   (instead of mosquitto_loop_start) so that we learn when, and why, the loop ends for good.
 // - Incoming messages and connection events are delivered through AsyncStreams.
 // - Subscriptions are remembered and re-sent from the connect callback after every (re)connect.
 // - Refused credentials, TLS and protocol errors end libmosquitto's loop for good: the client emits
@@ -23,10 +24,9 @@ private let mosquittoLibraryInitialised: Int32 = mosquitto_lib_init()
 /// stop()/deinit cannot destroy the handle while another task is using it. Callbacks never take it.
 private struct Handle: @unchecked Sendable { // only touched under the Mutex (and in init, before publication)
     var mosq: OpaquePointer?
-    var loopRunning = false
     var started = false
-    /// Retries the very first connect when it failed synchronously (see start()).
-    var initialConnectRetry: Task<Void, Never>?
+    /// The network thread, until joined.
+    var thread: pthread_t?
 }
 
 public final class MQTTClient: Sendable {
@@ -145,51 +145,40 @@ public final class MQTTClient: Sendable {
 
     public var isConnected: Bool { core.isConnected }
 
-    /// Connects in the background (mosquitto_connect_async + mosquitto_loop_start). Returns at once,
-    /// also when the broker is down: the loop thread keeps retrying with back-off.
-    /// (A host *name* is resolved synchronously here; use an address to never block.)
+    /// Connects in the background (mosquitto_connect_async, then a thread running
+    /// mosquitto_loop_forever). Returns at once, also when the broker is down: the loop keeps retrying
+    /// with back-off. (A host *name* is resolved synchronously here; use an address to never block.)
+    ///
+    /// Why not mosquitto_loop_start: in libmosquitto 2.0.11, when connect_async fails synchronously
+    /// (nothing listening on a local port, DNS failure) the handle stays in its "new" state and the
+    /// loop_start thread waits for that state to change forever, never retrying. And when its loop
+    /// ends for good (e.g. a TLS handshake failure) it does so silently, without any callback.
+    /// Running loop_forever on our own thread fixes both: it retries from any state, and we see it return.
     public func start() throws {
         try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "start() after stop()") }
             guard !h.started else { return }
+            // Calls from other threads (publish, subscribe) must wake the loop, not write themselves.
+            _ = mosquitto_threaded_set(mosq, true)
             let rc = mosquitto_connect_async(mosq, options.host, Int32(options.port), Int32(options.keepAlive))
             if rc == Int32(MOSQ_ERR_INVAL.rawValue) || rc == Int32(MOSQ_ERR_NOT_SUPPORTED.rawValue) {
                 throw core.error(.invalidArgument, "cannot connect: \(String(cString: mosquitto_strerror(rc)))")
             }
             if rc != 0 {
-                core.state.withLock { $0.lastProblem = Self.describe(rc) }
+                // Broker down, DNS failure, ...: loop_forever retries after the reconnect delay.
+                let problem = Self.describe(rc)
+                core.state.withLock { $0.lastProblem = problem }
             }
-            let loop = mosquitto_loop_start(mosq)
-            if loop != 0 {
-                throw core.error(.library, "cannot start the network thread: \(String(cString: mosquitto_strerror(loop)))")
+            let context = Unmanaged.passRetained(LoopThreadContext(
+                mosq: mosq, core: core, timeoutMilliseconds: Int32(min(options.keepAlive, 60) * 1000))).toOpaque()
+            var thread = pthread_t()
+            let created = pthread_create(&thread, nil, mqttLoopThreadMain, context)
+            if created != 0 {
+                Unmanaged<LoopThreadContext>.fromOpaque(context).release()
+                throw core.error(.library, "cannot start the network thread: \(String(cString: strerror(created)))")
             }
+            h.thread = thread
             h.started = true
-            h.loopRunning = true
-            if rc != 0 {
-                // libmosquitto 2.0.11 trap: when connect_async fails synchronously (nothing listening
-                // on a local port, DNS failure, network unreachable) the handle stays in its "new"
-                // state and the loop thread waits for that state to change *forever* -- it never
-                // retries. So retry the first connect ourselves until one attempt gets going; from
-                // then on the loop thread reconnects by itself.
-                h.initialConnectRetry = Task.detached { [weak self] in await self?.retryInitialConnect() }
-            }
-        }
-    }
-
-    private func retryInitialConnect() async {
-        let delays = options.reconnectDelay
-        var delay = max(delays.min, .milliseconds(100))
-        while !Task.isCancelled {
-            try? await Task.sleep(for: delay)
-            let done = handle.withLock { h -> Bool in
-                guard let mosq = h.mosq, !Task.isCancelled else { return true }
-                let rc = mosquitto_reconnect_async(mosq)
-                if rc == 0 { return true }
-                core.state.withLock { $0.lastProblem = Self.describe(rc) }
-                return false
-            }
-            if done || core.state.withLock({ $0.stopping || $0.finished }) { return }
-            delay = min(delay * 2, max(delays.max, delays.min))
         }
     }
 
@@ -219,8 +208,7 @@ public final class MQTTClient: Sendable {
         guard core.isConnected else { return } // on_connect will send it
         try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "subscribe after stop()") }
-            // Options 0: no-local off, retain-as-published off, retained messages sent on subscribe.
-            let rc = mosquitto_subscribe_v5(mosq, nil, filter, Int32(qos), 0, nil)
+            let rc = mosquitto_subscribe_v5(mosq, nil, filter, Int32(qos), core.subscribeOptions, nil)
             if rc != 0 && rc != Int32(MOSQ_ERR_NO_CONN.rawValue) {
                 throw core.error(.library, "subscribe \(filter): \(String(cString: mosquitto_strerror(rc)))")
             }
@@ -290,7 +278,7 @@ public final class MQTTClient: Sendable {
     /// Publishes and returns when the broker acknowledged it (QoS 1/2: PUBACK/PUBCOMP; QoS 0: when
     /// written to the socket). QoS 1/2 wait across reconnects unless `timeout` is given.
     /// With MQTT 5 a failure reason code (e.g. ACL "not authorized") throws `.publishRejected`.
-    public func publishAndWait(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false,
+    public func publishAndWait(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
                                responseTopic: String? = nil, correlationData: [UInt8]? = nil,
                                timeout: Duration? = nil) async throws {
         core.beginPublishAwait()
@@ -324,13 +312,15 @@ public final class MQTTClient: Sendable {
             if let mosq = h.mosq { _ = mosquitto_disconnect(mosq) }
         }
         if wasConnected {
-            // Let the loop thread write DISCONNECT; it then leaves its loop by itself.
+            // The loop thread writes DISCONNECT, then leaves loop_forever by itself.
             let deadline = ContinuousClock.now + .seconds(2)
-            while core.isConnected && ContinuousClock.now < deadline {
+            while !core.state.withLock({ $0.loopExited }) && ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(5))
             }
         }
-        teardown(forceLoopStop: !wasConnected || core.isConnected, reason: "stopped by the client")
+        // Not connected: the thread may sleep in its reconnect back-off (up to the max delay), so
+        // it is cancelled (it is outside our callbacks then).
+        teardown(reason: "stopped by the client")
     }
 
     /// Drops the connection without DISCONNECT, as if the process had died: the broker publishes
@@ -341,19 +331,20 @@ public final class MQTTClient: Sendable {
 
     private func hardShutdown(reason: String) {
         core.state.withLock { $0.stopping = true }
-        teardown(forceLoopStop: true, reason: reason)
+        teardown(reason: reason)
     }
 
-    private func teardown(forceLoopStop: Bool, reason: String) {
+    private func teardown(reason: String) {
         let destroyed = handle.withLock { h -> Bool in
-            h.initialConnectRetry?.cancel()
-            h.initialConnectRetry = nil
             guard let mosq = h.mosq else { return false }
-            if h.loopRunning {
-                // force = pthread_cancel: only needed when the thread may be sleeping in its
-                // reconnect back-off (up to the max delay); after a clean DISCONNECT it has ended.
-                _ = mosquitto_loop_stop(mosq, forceLoopStop)
-                h.loopRunning = false
+            if let thread = h.thread {
+                if !core.state.withLock({ $0.loopExited }) {
+                    // What mosquitto_loop_stop(force: true) does: cancel (the loop only blocks in
+                    // select/connect/nanosleep, all cancellation points), then join.
+                    pthread_cancel(thread)
+                }
+                pthread_join(thread, nil)
+                h.thread = nil
             }
             mosquitto_destroy(mosq) // closes the socket; no DISCONNECT is sent from here
             h.mosq = nil

@@ -13,6 +13,8 @@ import Darwin
 
 struct CoreState {
     var connected = false
+    /// mosquitto_loop_forever returned: the network thread is done.
+    var loopExited = false
     /// stop()/abort() was requested: disconnects are ours, not failures.
     var stopping = false
     /// Streams finished (after a failure or a stop); nothing more is emitted.
@@ -40,6 +42,8 @@ final class MQTTClientCore: Sendable {
     let messageSink: AsyncStream<MQTTMessage>.Continuation
     let eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
     let state = Mutex(CoreState())
+    /// MQTT 5 subscription options sent with every subscribe (0 with MQTT 3.1.1).
+    let subscribeOptions: Int32
 
     init(options: MQTTOptions,
          messageSink: AsyncStream<MQTTMessage>.Continuation,
@@ -47,6 +51,8 @@ final class MQTTClientCore: Sendable {
         self.host = options.host
         self.port = options.port
         self.protocolVersion = options.protocolVersion
+        self.subscribeOptions = options.protocolVersion == .v5 && options.retainAsPublished
+            ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
         self.messageSink = messageSink
         self.eventSink = eventSink
     }
@@ -72,7 +78,7 @@ final class MQTTClientCore: Sendable {
                 // Re-subscribe after every (re)connect: a clean session has none, and even a resumed
                 // session is cheap to re-confirm.
                 for sub in subscriptions {
-                    _ = mosquitto_subscribe_v5(mosq, nil, sub.filter, sub.qos, 0, nil)
+                    _ = mosquitto_subscribe_v5(mosq, nil, sub.filter, sub.qos, subscribeOptions, nil)
                 }
             }
             eventSink.yield(.connected(sessionPresent: flags & 1 != 0))
@@ -148,6 +154,30 @@ final class MQTTClientCore: Sendable {
         }
         state.withLock { $0.lastProblem = reason }
         if wasConnected { eventSink.yield(.disconnected(reason: reason)) }
+    }
+
+    /// mosquitto_loop_forever returned on the network thread. Unless we asked for it (stop) or a
+    /// failure was already reported (refused CONNACK), this is the loop dying for good -- e.g. a TLS
+    /// handshake failure, which libmosquitto reports through no callback at all.
+    func handleLoopExit(rc: Int32) {
+        let savedErrno = errno
+        let (expected, lastLog) = state.withLock { s in
+            s.loopExited = true
+            s.connected = false
+            return (s.stopping || s.failure != nil || s.finished, s.lastLog)
+        }
+        if expected { return }
+        let kind: MQTTError.Kind
+        switch rc {
+        case Int32(MOSQ_ERR_TLS.rawValue): kind = .tls
+        case Int32(MOSQ_ERR_PROTOCOL.rawValue), Int32(MOSQ_ERR_MALFORMED_PACKET.rawValue): kind = .protocolError
+        case Int32(MOSQ_ERR_EAI.rawValue): kind = .unreachable
+        case Int32(MOSQ_ERR_AUTH.rawValue): kind = .notAuthorized
+        default: kind = (lastLog ?? "").contains("OpenSSL") ? .tls : .library
+        }
+        var detail = "the network loop ended: \(describeDisconnect(rc, savedErrno: savedErrno))"
+        if let lastLog, !lastLog.isEmpty { detail += " (\(lastLog))" }
+        fail(error(kind, detail))
     }
 
     func describeDisconnect(_ rc: Int32, savedErrno: Int32) -> String {

@@ -80,6 +80,9 @@ public struct MQTTOptions: Sendable {
     public var tls: TLSOptions?
     public var will: Will?
     public var reconnectDelay: ReconnectDelay
+    /// MQTT 5: ask the broker to keep the retain flag on live deliveries ("retain as published"), so
+    /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
+    public var retainAsPublished = false
 
     public init(host: String = "127.0.0.1", port: Int = 1883, clientId: String,
                 username: String? = nil, password: String? = nil,

@@ -82,3 +82,26 @@ func mqttOnLog(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ level:
         core.handleLog(String(cString: text))
     }
 }
+
+/// What the network thread needs; retained for the thread by start(), released here.
+final class LoopThreadContext: @unchecked Sendable { // immutable; mosq outlives the thread (joined before destroy)
+    let mosq: OpaquePointer
+    let core: MQTTClientCore
+    let timeoutMilliseconds: Int32
+
+    init(mosq: OpaquePointer, core: MQTTClientCore, timeoutMilliseconds: Int32) {
+        self.mosq = mosq
+        self.core = core
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+}
+
+/// Entry point of the network thread: mosquitto_loop_forever until it returns (fatal error, or a
+/// disconnect we asked for), then tell the core. pthread_cancel may end it inside the loop instead.
+func mqttLoopThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let arg else { return nil }
+    let context = Unmanaged<LoopThreadContext>.fromOpaque(arg).takeRetainedValue()
+    let rc = mosquitto_loop_forever(context.mosq, context.timeoutMilliseconds, 1)
+    context.core.handleLoopExit(rc: rc)
+    return nil
+}

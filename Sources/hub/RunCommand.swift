@@ -68,12 +68,22 @@ struct RunCommand: AsyncParsableCommand {
             return try await HubService.start(options) { Console.note("hub: \($0)") }
         }
         let state = await service.hub.state
+        let animals = state.animals.admitted.count
         Console.note("hub: running with data directory \(data.dataDir): \(state.lastSequence) events, "
-                     + "\(state.devices.active.count) devices, \(state.animals.admitted.count) animals admitted. Ctrl-C stops.")
-        await waitForTermination()
-        Console.note("hub: stopping")
+                     + "\(state.devices.active.count) device(s), \(animals) animal(s) admitted. Ctrl-C stops.")
+        // Stop on SIGINT/SIGTERM, or when the service cannot go on (then exit non-zero, so a
+        // supervisor such as systemd restarts it).
+        let fatal: String? = await withTaskGroup(of: String?.self) { group in
+            group.addTask { await waitForTermination(); return nil }
+            group.addTask { for await reason in service.failures { return reason }; return nil }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        if let fatal { Console.note("hub: error: \(fatal); stopping") } else { Console.note("hub: stopping") }
         try await Console.guarded { try await service.stop() }
         Console.note("hub: stopped; snapshot written, log closed")
+        if fatal != nil { throw ExitCode(3) }
     }
 }
 

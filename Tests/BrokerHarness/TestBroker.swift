@@ -240,7 +240,7 @@ public final class TestBroker: @unchecked Sendable {
         if secured {
             lines.append("allow_anonymous false")
             let passwords = directory.appendingPathComponent("passwords")
-            FileManager.default.createFile(atPath: passwords.path, contents: Data())
+            _ = FileManager.default.createFile(atPath: passwords.path, contents: Data())
             guard let tool = Self.findTool("mosquitto_passwd") else {
                 throw BrokerHarnessError("mosquitto_passwd is not installed; run scripts/setup-system")
             }
@@ -286,7 +286,7 @@ public final class TestBroker: @unchecked Sendable {
     /// Starts `mosquitto -c <conf>` and waits (10 s max) until the port accepts connections.
     private func launch() throws {
         if !FileManager.default.fileExists(atPath: logURL.path) {
-            FileManager.default.createFile(atPath: logURL.path, contents: Data())
+            _ = FileManager.default.createFile(atPath: logURL.path, contents: Data())
         }
         guard let logHandle = FileHandle(forWritingAtPath: logURL.path) else {
             throw BrokerHarnessError("cannot write the broker log \(logURL.path)")
