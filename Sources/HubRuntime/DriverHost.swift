@@ -77,7 +77,7 @@ public actor DriverHost {
             let name = running.driverName
             Task {
                 try? await Task.sleep(for: timeout)
-                let pending = await hub.state.devices[request.device]?.pending
+                let pending = await hub.device(request.device)?.pending
                 if pending?.state == request.state {
                     _ = try? await hub.execute(.failSwitch(id: request.device, reason: "not confirmed by the device within \(timeout)"),
                                                actor: "driver:\(name)", now: currentMicros())

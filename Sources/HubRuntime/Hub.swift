@@ -156,6 +156,24 @@ public actor Hub {
 
     // MARK: Read models
 
+    /// What the state topics show of one device.
+    public struct DeviceView: Sendable {
+        public var record: DeviceRecord
+        public var energy: EnergyAccount?
+        public var activations: [Activation]
+    }
+
+    /// Narrow reads for hot paths: copying `state` out of the actor would make the next event copy
+    /// every read model (copy-on-write), so publishers ask for just what they show.
+    public func views(devices: [String], animals: [String]) -> (devices: [DeviceView], animals: [AnimalRecord]) {
+        (devices.compactMap { id in
+            state.devices[id].map { DeviceView(record: $0, energy: state.energy[id], activations: state.activations[id]) }
+         },
+         animals.compactMap { state.animals[$0] })
+    }
+
+    public func device(_ id: String) -> DeviceRecord? { state.devices[id] }
+
     /// Folds every committed event the read models have not seen yet.
     public func catchUp() throws {
         let last = store.lastSequence

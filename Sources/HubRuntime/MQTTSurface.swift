@@ -21,9 +21,10 @@ public actor MQTTSurface {
     let wakes: AsyncStream<Void>
     var tasks: [Task<Void, Never>] = []
     var eventsTask: Task<Void, Never>?
-    /// Commands are handled in lanes keyed by topic: one topic's commands in arrival order, many topics at once.
+    /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
+    /// commands in arrival order, many entities at once.
     static let laneCount = 32
-    var lanes: [AsyncStream<MQTTMessage>.Continuation] = []
+    var lanes: [AsyncStream<Work>.Continuation] = []
     /// Counters for the operator.
     public private(set) var ignoredRetained = 0
     /// Set once start-up is over: from then on a dead connection is reported through `onFatal`.
@@ -86,9 +87,9 @@ public actor MQTTSurface {
 
     func run() {
         for _ in 0..<Self.laneCount {
-            let (stream, continuation) = AsyncStream<MQTTMessage>.makeStream()
+            let (stream, continuation) = AsyncStream<Work>.makeStream()
             lanes.append(continuation)
-            tasks.append(Task { for await message in stream { await self.handle(message) } })
+            tasks.append(Task { for await work in stream { await self.handle(work) } })
         }
         tasks.append(Task { [client] in
             for await message in client.messages { await self.dispatch(message) }
@@ -137,7 +138,7 @@ public actor MQTTSurface {
             } else {
                 announce(device)
             }
-            publishDevice(device, state: state)
+            publishDevice(Hub.DeviceView(record: device, energy: state.energy[device.id], activations: state.activations[device.id]))
         }
         for animal in state.animals.byId.values {
             if animal.isAdmitted {
@@ -175,39 +176,36 @@ public actor MQTTSurface {
         for await _ in wakes {
             let streams = dirty
             dirty.removeAll()
-            let state = await hub.state
-            for stream in streams {
-                if stream.hasPrefix("device/") {
-                    let id = String(stream.dropFirst("device/".count))
-                    guard let device = state.devices[id] else { continue }
-                    if device.removed {
-                        for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
-                        announcedDevices[id] = nil
-                    } else if announcedDevices[id] != device.name {
-                        announce(device)
-                    }
-                    publishDevice(device, state: state)
-                } else if stream.hasPrefix("animal/") {
-                    let id = String(stream.dropFirst("animal/".count))
-                    guard let animal = state.animals[id] else { continue }
-                    if animal.isAdmitted, !announcedAnimals.contains(id) {
-                        announce(animal)
-                    } else if !animal.isAdmitted, announcedAnimals.contains(id) {
-                        for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
-                        announcedAnimals.remove(id)
-                    }
-                    publish(topics.animalState(id), StatePayloads.animal(animal))
+            let deviceIds = streams.filter { $0.hasPrefix("device/") }.map { String($0.dropFirst("device/".count)) }
+            let animalIds = streams.filter { $0.hasPrefix("animal/") }.map { String($0.dropFirst("animal/".count)) }
+            let (devices, animals) = await hub.views(devices: deviceIds, animals: animalIds)
+            for view in devices {
+                let device = view.record
+                if device.removed {
+                    for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
+                    announcedDevices[device.id] = nil
+                } else if announcedDevices[device.id] != device.name {
+                    announce(device)
                 }
+                publishDevice(view)
+            }
+            for animal in animals {
+                if animal.isAdmitted, !announcedAnimals.contains(animal.id) {
+                    announce(animal)
+                } else if !animal.isAdmitted, announcedAnimals.contains(animal.id) {
+                    for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
+                    announcedAnimals.remove(animal.id)
+                }
+                publish(topics.animalState(animal.id), StatePayloads.animal(animal))
             }
         }
     }
 
-    func publishDevice(_ device: DeviceRecord, state: HubState) {
-        let energy = state.energy[device.id]
+    func publishDevice(_ view: Hub.DeviceView) {
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
-        publish(topics.deviceState(device.id),
-                StatePayloads.device(device, energy: energy, activations: state.activations[device.id], dayKey: today))
-        for (topic, payload) in StatePayloads.devicePlain(device, energy: energy, topics: topics) {
+        publish(topics.deviceState(view.record.id),
+                StatePayloads.device(view.record, energy: view.energy, activations: view.activations, dayKey: today))
+        for (topic, payload) in StatePayloads.devicePlain(view.record, energy: view.energy, topics: topics) {
             try? client.publish(topic, Array(payload.utf8), qos: 1, retain: true)
         }
     }
@@ -255,14 +253,17 @@ public actor MQTTSurface {
 
     // MARK: Commands in
 
-    func dispatch(_ message: MQTTMessage) {
-        var hasher = Hasher()
-        hasher.combine(message.topic)
-        let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(Self.laneCount))
-        lanes[lane].yield(message)
+    /// One command message, parsed, waiting in its lane.
+    struct Work: Sendable {
+        var message: MQTTMessage
+        var route: MQTTRoute
+        var parsed: MQTTCommands.ParsedCommand
     }
 
-    func handle(_ message: MQTTMessage) async {
+    /// Routes and parses a message (in arrival order), answers what is malformed at once, and hands
+    /// each command to the lane of the device or animal it is about: commands on one entity run in
+    /// arrival order, commands on different entities run side by side.
+    func dispatch(_ message: MQTTMessage) {
         let route = topics.route(topic: message.topic)
         switch route {
         case .ignored:
@@ -285,17 +286,26 @@ public actor MQTTSurface {
             note("mqtt: ignored a retained message on command topic \(message.topic) (commands are never retained)")
             return
         }
-        let answer = await answer(route: route, message: message)
-        respond(answer, to: message, route: route)
-    }
-
-    func answer(route: MQTTRoute, message: MQTTMessage) async -> JSONValue {
         let parsed: MQTTCommands.ParsedCommand
         do {
             parsed = try MQTTCommands.parse(route: route, message: message.payload, now: currentMicros())
         } catch {
-            return MQTTResponse.error(error)
+            respond(MQTTResponse.error(error), to: message, route: route)
+            return
         }
+        let key = parsed.commands.first.map { Hub.serializationKeys($0)[0] } ?? message.topic
+        var hasher = Hasher()
+        hasher.combine(key)
+        let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(Self.laneCount))
+        lanes[lane].yield(Work(message: message, route: route, parsed: parsed))
+    }
+
+    func handle(_ work: Work) async {
+        let answer = await answer(work.parsed)
+        respond(answer, to: work.message, route: work.route)
+    }
+
+    func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
         if let query = parsed.query { return MQTTResponse.ok(await answer(query), echo: parsed.echo) }
         var results: [JSONValue] = []
         for (index, command) in parsed.commands.enumerated() {

@@ -87,6 +87,8 @@ public final class MQTTClient: Sendable {
         }
         let version: Int32 = options.protocolVersion == .v5 ? Int32(MQTT_PROTOCOL_V5) : Int32(MQTT_PROTOCOL_V311)
         try check(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+        // Small packets (a PUBACK, then an answer) must not wait for the broker's delayed ACK (Nagle).
+        try check(mosquitto_int_option(mosq, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
 
         mosquitto_connect_v5_callback_set(mosq, mqttOnConnect)
         mosquitto_disconnect_v5_callback_set(mosq, mqttOnDisconnect)

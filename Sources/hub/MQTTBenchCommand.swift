@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrokerHarness
 import Foundation
+import HubDomain
 import HubRuntime
 import MQTT
 import VirtualDriver
@@ -30,6 +31,8 @@ struct MQTTBench: AsyncParsableCommand {
             defer { try? FileManager.default.removeItem(atPath: root) }
             Console.note("bench: mosquitto on 127.0.0.1:\(broker.port)")
 
+            let bareIngest = try await bareIngestRate(port: broker.port)
+            Console.note("bench: bare broker throughput \(Int(bareIngest)) messages/s")
             let bare = try await bareRoundTrips(port: broker.port)
             Console.note("bench: bare round trip p50 \(ms(bare.p50)) ms, p99 \(ms(bare.p99)) ms")
 
@@ -41,6 +44,8 @@ struct MQTTBench: AsyncParsableCommand {
                                                                        factories: [VirtualDriverFactory()]), note: { _ in })
             let hubLatency = try await hubRoundTrips(port: broker.port)
             Console.note("bench: hub command p50 \(ms(hubLatency.p50)) ms, p99 \(ms(hubLatency.p99)) ms")
+            let direct = try await directRate(service: service)
+            Console.note("bench: direct Hub.execute from 32 tasks: \(Int(direct)) commands/s")
             let rate = try await ingestRate(port: broker.port, service: service)
             Console.note("bench: ingest \(Int(rate)) messages/s into durable events")
             try await service.stop()
@@ -53,7 +58,12 @@ struct MQTTBench: AsyncParsableCommand {
             | hub minus bare | \(ms(hubLatency.p50 - bare.p50)) ms | \(ms(hubLatency.p99 - bare.p99)) ms | |
             | hub / bare | \(ratio(hubLatency.p50, bare.p50)) | \(ratio(hubLatency.p99, bare.p99)) | |
 
-            Ingest: \(ingest) `request/command` record_reading messages from \(publishers) concurrent publishers over 100 devices -> \(Int(rate)) durable events/s (each acknowledged on the response topic, published on the events topic, folded into the read models).
+            | ingest (\(ingest) messages from \(publishers) publishers) | messages/s |
+            |---|---:|
+            | bare broker: QoS 1 publishers -> one QoS 1 subscriber | \(Int(bareIngest)) |
+            | hub: `request/command` record_reading over 100 devices -> durable events (each answered, published as an event, folded) | \(Int(rate)) |
+            | hub core alone: the same commands into `Hub.execute` from 32 tasks, no MQTT | \(Int(direct)) |
+            | hub / bare broker | \(String(format: "%.2f", rate / bareIngest)) |
             """)
         }
     }
@@ -102,7 +112,7 @@ struct MQTTBench: AsyncParsableCommand {
     }
 
     func hubRoundTrips(port: Int) async throws -> Latencies {
-        let watcher = try await client(port, "bench-hub-sub", subscribe: ["hub/device/bench/switch"])
+        let watcher = try await client(port, "bench-hub-sub", subscribe: ["hub/device/bench/switch", "hub/response/device/bench/switch/set", "hub/events/device/bench/#"])
         let sender = try await client(port, "bench-hub-pub")
         var messages = watcher.messages.makeAsyncIterator()
         var samples: [Double] = []
@@ -112,12 +122,63 @@ struct MQTTBench: AsyncParsableCommand {
             on.toggle()
             let start = ContinuousClock.now
             try sender.publish("hub/device/bench/switch/set", Array(target.utf8), qos: 1)
-            while let message = await messages.next(), String(decoding: message.payload, as: UTF8.self) != target {}
+            while let message = await messages.next() {
+                if ProcessInfo.processInfo.environment["HUB_BENCH_TRACE"] != nil && i < 5 {
+                    Console.note("trace \(i): +\(ms(seconds(ContinuousClock.now - start))) ms \(message.topic)")
+                }
+                if message.topic == "hub/device/bench/switch", String(decoding: message.payload, as: UTF8.self) == target { break }
+            }
             if i >= 100 { samples.append(seconds(ContinuousClock.now - start)) }
         }
         await sender.stop(finalMessage: nil)
         await watcher.stop(finalMessage: nil)
         return Latencies(samples: samples)
+    }
+
+    /// The broker alone: the same number of QoS 1 messages from the same publishers to one subscriber.
+    func bareIngestRate(port: Int) async throws -> Double {
+        let receiver = try await client(port, "bench-bare-ingest-sub", subscribe: ["bench/ingest"])
+        var clients: [MQTTClient] = []
+        for p in 0..<publishers { clients.append(try await client(port, "bench-bare-ingest-\(p)")) }
+        let perPublisher = ingest / publishers
+        let total = perPublisher * publishers
+        let payload = Array(#"{"command":"record_reading","device":"meter-1","quantity":"power","value":120}"#.utf8)
+        let start = ContinuousClock.now
+        let counter = Task {
+            var seen = 0
+            for await _ in receiver.messages {
+                seen += 1
+                if seen == total { break }
+            }
+        }
+        for c in clients {
+            Task { for _ in 0..<perPublisher { try? c.publish("bench/ingest", payload, qos: 1) } }
+        }
+        await counter.value
+        let elapsed = seconds(ContinuousClock.now - start)
+        for c in clients { await c.stop(finalMessage: nil) }
+        await receiver.stop(finalMessage: nil)
+        return Double(total) / elapsed
+    }
+
+    /// The hub core alone: the same commands straight into `Hub.execute` from 32 tasks (as many as
+    /// the surface's lanes), no MQTT.
+    func directRate(service: HubService) async throws -> Double {
+        let count = min(ingest, 20_000)
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<32 {
+                group.addTask {
+                    for i in stride(from: lane, to: count, by: 32) {
+                        _ = try await service.hub.execute(.recordReading(subject: .device("meter-\(i % 100)"), quantity: .power,
+                                                                         value: Double(100 + i % 50), measuredAt: currentMicros()),
+                                                          actor: "bench", now: currentMicros())
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return Double(count) / seconds(ContinuousClock.now - start)
     }
 
     func ingestRate(port: Int, service: HubService) async throws -> Double {
@@ -139,8 +200,13 @@ struct MQTTBench: AsyncParsableCommand {
             }
             try await group.waitForAll()
         }
+        var lastReport = ContinuousClock.now
         while service.hub.store.lastSequence < base + total {
             if ContinuousClock.now - start > .seconds(300) { throw HubError.failed("ingest did not finish in 300 s") }
+            if ContinuousClock.now - lastReport > .seconds(2) {
+                lastReport = ContinuousClock.now
+                Console.note("bench: ingest \(service.hub.store.lastSequence - base) of \(total) events so far")
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
         let elapsed = seconds(ContinuousClock.now - start)

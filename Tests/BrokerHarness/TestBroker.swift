@@ -224,6 +224,10 @@ public final class TestBroker: @unchecked Sendable {
         var lines = [
             "# written by BrokerHarness.TestBroker",
             "listener \(port) 127.0.0.1",
+            // Send small packets at once rather than waiting for the peer's delayed ACK (Nagle).
+            "set_tcp_nodelay true",
+            // Never drop queued QoS 1/2 messages for a client that is behind (the default keeps 1000).
+            "max_queued_messages 0",
             "log_dest stderr",
             "log_type error",
             "log_type warning",
