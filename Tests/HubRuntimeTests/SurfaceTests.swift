@@ -99,6 +99,14 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
         #expect(await f.service.hub.state.devices["lamp"]?.switchState != .on)
         #expect(await f.service.surface!.ignoredRetained >= 1)
+        // A retained command published while the hub is connected is ignored too (retain as published).
+        try setter.publish("hub/device/lamp/switch/set", "ON", retain: true)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await f.service.hub.state.devices["lamp"]?.switchState != .on)
+        #expect(await f.service.surface!.ignoredRetained >= 2)
+        // And a plain one is carried out.
+        try setter.publish("hub/device/lamp/switch/set", "ON")
+        try await f.watcher.waitFor("hub/device/lamp/switch") { $0 == "ON" }
         await setter.stop()
         try await f.stop()
     }
