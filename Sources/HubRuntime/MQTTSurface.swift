@@ -131,6 +131,7 @@ public actor MQTTSurface {
     /// Discovery for every device and animal, then their state: after every (re)connect and when
     /// Home Assistant announces itself.
     func republishAll() async {
+        lastRetained.removeAll() // the broker may have lost them (restart): send everything again
         let state = await hub.state
         for device in state.devices.all {
             if device.removed {
@@ -146,7 +147,21 @@ public actor MQTTSurface {
             } else {
                 for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
             }
-            publish(topics.animalState(animal.id), StatePayloads.animal(animal))
+            publishState(topics.animalState(animal.id), Array(StatePayloads.animal(animal).serialized().utf8))
+        }
+    }
+
+    /// The last payload sent on each retained state topic: an unchanged value is not sent again
+    /// (a reading that moves only the power leaves switch and availability alone).
+    var lastRetained: [String: [UInt8]] = [:]
+
+    func publishState(_ topic: String, _ payload: [UInt8]) {
+        guard lastRetained[topic] != payload else { return }
+        do {
+            try client.publish(topic, payload, qos: 1, retain: true)
+            lastRetained[topic] = payload
+        } catch {
+            lastRetained[topic] = nil
         }
     }
 
@@ -196,17 +211,17 @@ public actor MQTTSurface {
                     for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
                     announcedAnimals.remove(animal.id)
                 }
-                publish(topics.animalState(animal.id), StatePayloads.animal(animal))
+                publishState(topics.animalState(animal.id), Array(StatePayloads.animal(animal).serialized().utf8))
             }
         }
     }
 
     func publishDevice(_ view: Hub.DeviceView) {
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
-        publish(topics.deviceState(view.record.id),
-                StatePayloads.device(view.record, energy: view.energy, activations: view.activations, dayKey: today))
+        publishState(topics.deviceState(view.record.id),
+                     Array(StatePayloads.device(view.record, energy: view.energy, activations: view.activations, dayKey: today).serialized().utf8))
         for (topic, payload) in StatePayloads.devicePlain(view.record, energy: view.energy, topics: topics) {
-            try? client.publish(topic, Array(payload.utf8), qos: 1, retain: true)
+            publishState(topic, Array(payload.utf8))
         }
     }
 
