@@ -111,6 +111,31 @@ import Testing
         try await f.stop()
     }
 
+    @Test func animalsEndToEndAndOfflineOnCleanShutdown() async throws {
+        let f = try await SurfaceFixture.start()
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":"31.5","beacon":"1DE4B189115E45F6B44E509352269977","owner_name":"Ana","owner_phone":"+55 11 5555","command_id":"adm-1"}"#)
+        let admitted = try await w.waitFor("hub/response/animal/admit")
+        #expect(admitted.contains(#""status":"ok""#), "\(admitted)")
+        let state = try await w.waitFor("hub/animal/rex/state") { $0.contains(#""status":"admitted""#) }
+        #expect(!state.contains("Ana") && !state.contains("5555"), "owner contact data must stay off the broker: \(state)")
+        try await w.waitFor("homeassistant/sensor/hub/rex_room/config")
+        try w.publish("hub/animal/rex/vitals", #"{"heart_rate":92,"temperature":38.6}"#)
+        try await w.waitFor("hub/animal/rex/state") { $0.contains(#""heart_rate":92"#) && $0.contains(#""temperature":38.6"#) }
+        // Admitting again with the same beacon under another id is refused, naming the rule.
+        try w.publish("hub/animal/admit", #"{"id":"max","name":"Max","species":"dog","weight_kg":20,"beacon":"1de4b189115e45f6b44e509352269977"}"#)
+        try await w.waitFor("hub/response/animal/admit", skip: 1) { $0.contains("beacon_in_use") }
+        try w.publish("hub/animal/rex/discharge", #"{"exit_weight_kg":30.9,"veterinarian":"Dr. Lima"}"#)
+        try await w.waitFor("hub/animal/rex/state") { $0.contains(#""status":"discharged""#) }
+        try await w.waitFor("homeassistant/sensor/hub/rex_room/config") { $0.isEmpty }
+        // A clean stop publishes offline before disconnecting (not the will: the broker still has it retained).
+        try await f.service.stop()
+        try await w.waitFor("hub/status") { $0 == "offline" }
+        await w.stop()
+        f.broker.stop()
+    }
+
     @Test func homeAssistantBirthTriggersRepublication() async throws {
         let f = try await SurfaceFixture.start()
         let w = f.watcher
