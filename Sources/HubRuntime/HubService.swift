@@ -71,7 +71,7 @@ public final class HubService: Sendable {
 
     /// Hands every newly committed event to the drivers and marks what the surface must re-publish.
     func followLog(from sequence: UInt64) {
-        let hub = self.hub, drivers = self.drivers, surface = self.surface
+        let hub = self.hub, drivers = self.drivers, surface = self.surface, failureSink = self.failureSink
         tasks.add(Task {
             do {
                 for try await record in hub.store.subscribe(from: sequence) {
@@ -82,7 +82,11 @@ public final class HubService: Sendable {
                     await drivers.handle(event)
                     await surface?.changed(stream: record.stream)
                 }
-            } catch {}
+            } catch is CancellationError {
+            } catch {
+                // The log cannot be followed (its writer stopped): drivers and state would go stale.
+                if !Task.isCancelled { failureSink.yield("event log: \(error)") }
+            }
         })
     }
 
