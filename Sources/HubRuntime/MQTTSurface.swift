@@ -21,6 +21,7 @@ public actor MQTTSurface {
     let wakes: AsyncStream<Void>
     var tasks: [Task<Void, Never>] = []
     var eventsTask: Task<Void, Never>?
+    var wasDisconnected = false
     /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
     /// commands in arrival order, many entities at once.
     static let laneCount = 32
@@ -118,10 +119,15 @@ public actor MQTTSurface {
 
     func connectionChanged(_ event: MQTTConnectionEvent) async {
         switch event {
-        case .connected:
+        case .connected(let sessionPresent):
+            if wasDisconnected {
+                note("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
+                wasDisconnected = false
+            }
             try? client.publish(topics.status, Array("online".utf8), qos: 1, retain: true)
             await republishAll()
         case .disconnected(let reason):
+            wasDisconnected = true
             note("mqtt: disconnected (\(reason)); reconnecting")
         case .failed(let reason):
             if serving { onFatal?("mqtt: \(reason)") }
