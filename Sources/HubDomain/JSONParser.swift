@@ -215,22 +215,9 @@ struct JSONParser {
             if c < 0x80 { out.append(c); i += 1; continue }
             // Multi-byte UTF-8: validate strictly (no overlongs, no surrogates, <= U+10FFFF).
             let n: Int
-            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
-            switch c {
-            case 0xC2...0xDF: n = 2
-            case 0xE0: n = 3; lo = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: n = 3
-            case 0xED: n = 3; hi = 0x9F
-            case 0xF0: n = 4; lo = 0x90
-            case 0xF1...0xF3: n = 4
-            case 0xF4: n = 4; hi = 0x8F
-            default: throw fail("valid UTF-8")
-            }
-            guard b.count - i >= n else { throw fail("valid UTF-8") }
-            let c1 = b[i + 1]
-            guard c1 >= lo && c1 <= hi else { throw JSONParseError(offset: i + 1, expected: "valid UTF-8") }
-            for k in 2..<max(n, 2) where k < n {
-                guard b[i + k] & 0xC0 == 0x80 else { throw JSONParseError(offset: i + k, expected: "valid UTF-8") }
+            switch UTF8Check.sequence(in: b, at: i) {
+            case .valid(let length): n = length
+            case .invalid(let at): throw JSONParseError(offset: at, expected: "valid UTF-8")
             }
             out.append(contentsOf: b[i..<(i + n)])
             i += n

@@ -133,37 +133,7 @@ public enum MQTTCommands {
 
     /// The offset of the first byte that is not part of a well-formed UTF-8 sequence (RFC 3629: no overlong
     /// forms, no surrogates, nothing above U+10FFFF), or nil when all of it is well formed.
-    public static func firstInvalidUTF8(_ b: [UInt8]) -> Int? {
-        var i = 0
-        let n = b.count
-        while i < n {
-            let c = b[i]
-            if c < 0x80 { i += 1; continue }
-            let need: Int
-            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
-            switch c {
-            case 0xC2...0xDF: need = 1
-            case 0xE0: need = 2; lo = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: need = 2
-            case 0xED: need = 2; hi = 0x9F
-            case 0xF0: need = 3; lo = 0x90
-            case 0xF1...0xF3: need = 3
-            case 0xF4: need = 3; hi = 0x8F
-            default: return i
-            }
-            for k in 1...need {
-                guard i + k < n else { return i + k }
-                let cc = b[i + k]
-                if k == 1 {
-                    guard cc >= lo, cc <= hi else { return i + k }
-                } else {
-                    guard cc >= 0x80, cc <= 0xBF else { return i + k }
-                }
-            }
-            i += need + 1
-        }
-        return nil
-    }
+    public static func firstInvalidUTF8(_ b: [UInt8]) -> Int? { UTF8Check.firstInvalid(b) }
 
     static func isBlank(_ payload: [UInt8]) -> Bool {
         payload.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
