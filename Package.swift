@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Pure domain: events, commands, validation, read models. No I/O, no clock, no dependencies.
@@ -25,6 +26,18 @@ let package = Package(
         .target(name: "DriverAPI"),
         // Driver plugins: each sees the driver API only.
         .target(name: "VirtualDriver", dependencies: ["DriverAPI"], path: "Plugins/Virtual"),
+        // The seed's TCP Wi-Fi power plug: driver and device simulator.
+        .target(name: "PowerPlug", dependencies: [
+            "DriverAPI",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Plugins/PowerPlug"),
+        // TP-Link Kasa plugs on port 9999: driver and HS110 simulator.
+        .target(name: "Kasa", dependencies: [
+            "DriverAPI",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Plugins/Kasa"),
         // System SQLite, used only as the benchmark peer.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The log benchmark and its peer (SQLite with the same durability promise).
@@ -39,14 +52,18 @@ let package = Package(
             "HubDomain", "HubLog", "DriverAPI", "MQTT",
         ]),
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "MQTT", "BrokerHarness",
+            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "MQTT", "BrokerHarness",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog"]),
-        .testTarget(name: "HubRuntimeTests", dependencies: ["HubRuntime", "HubDomain", "HubLog", "VirtualDriver", "MQTT", "BrokerHarness"]),
+        .testTarget(name: "HubRuntimeTests", dependencies: [
+            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "MQTT", "BrokerHarness",
+        ]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
+        .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "DriverAPI"]),
+        .testTarget(name: "KasaTests", dependencies: ["Kasa", "DriverAPI"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,6 +27,8 @@ public final class VirtualSwitch: Driver {
         switch command {
         case .setSwitch(let on):
             await context.report(.switchState(on: on, manual: nil))
+        case .writeActivations:
+            throw DriverError("a virtual switch stores no activations (the hub's scheduler runs them)")
         }
     }
 

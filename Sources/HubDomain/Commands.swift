@@ -19,6 +19,9 @@ public enum HubCommand: Sendable, Equatable {
     case failSwitch(id: String, reason: String)
     case setActivation(device: String, op: ActivationOp, name: String, start: Int64?, lengthMinutes: Int?, periodMinutes: Int?)
     case reportAvailability(id: String, available: Bool, reason: String)
+    /// A driver read back the activations a device stores itself; `policy` says how a difference
+    /// from the log is reconciled.
+    case reportActivations(device: String, found: [Activation], policy: DivergencePolicy)
     case recordReading(subject: Subject, quantity: Quantity, value: Double, measuredAt: Int64)
     case admitAnimal(Admission)
     case dischargeAnimal(id: String, exitWeightKg: Double, veterinarian: String?, observations: String?)
@@ -35,6 +38,7 @@ public enum HubCommand: Sendable, Equatable {
         case .failSwitch: return "fail_switch"
         case .setActivation: return "set_activation"
         case .reportAvailability: return "report_availability"
+        case .reportActivations: return "report_activations"
         case .recordReading: return "record_reading"
         case .admitAnimal: return "admit_animal"
         case .dischargeAnimal: return "discharge_animal"
@@ -53,6 +57,7 @@ public enum HubCommand: Sendable, Equatable {
         case .failSwitch(let id, _): return id
         case .setActivation(let device, _, _, _, _, _): return device
         case .reportAvailability(let id, _, _): return id
+        case .reportActivations(let device, _, _): return device
         case .recordReading(let subject, _, _, _): return subject.id
         case .admitAnimal(let a): return a.animal
         case .dischargeAnimal(let id, _, _, _): return id

@@ -141,6 +141,10 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         if device.available == available { return [] }
         return [.availabilityChanged(AvailabilityChanged(device: id, available: available, reason: reason))]
 
+    case let .reportActivations(deviceId, found, policy):
+        _ = try activeDevice(deviceId, state)
+        return reconcileActivations(device: deviceId, found: found, policy: policy, state: state, limits: limits)
+
     case let .recordReading(subject, quantity, value, measuredAt):
         switch subject {
         case .device(let id):

@@ -40,6 +40,8 @@ extension HubEvent {
             w.i64(e.measuredAt)
         case .energyCounterReset(let e):
             w.string(e.device); w.f64(e.previousWh); w.f64(e.newWh)
+        case .activationsDiverged(let e):
+            w.string(e.device); w.activations(e.expected); w.activations(e.found); w.u8(e.resolution.rawValue)
         case .animalAdmitted(let e):
             w.string(e.animal); w.string(e.name); w.optionalString(e.gender); w.optionalString(e.birthDate)
             w.f64(e.weightKg); w.string(e.species); w.optionalString(e.breed); w.optionalString(e.coat)
@@ -114,6 +116,10 @@ extension HubEvent {
         case ("EnergyCounterReset", 1):
             event = .energyCounterReset(EnergyCounterReset(
                 device: try r.string("device"), previousWh: try r.f64("previousWh"), newWh: try r.f64("newWh")))
+        case ("ActivationsDiverged", 1):
+            event = .activationsDiverged(ActivationsDiverged(
+                device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
+                resolution: try r.enumByte("resolution", DivergencePolicy.init(rawValue:))))
         case ("ActivationChanged", 1):
             event = .activationChanged(ActivationChanged(
                 device: try r.string("device"),

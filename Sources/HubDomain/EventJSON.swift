@@ -37,6 +37,9 @@ extension HubEvent {
         case .energyCounterReset(let e):
             return .object([("device", .string(e.device)), ("previous_wh", .number(e.previousWh)),
                             ("new_wh", .number(e.newWh))])
+        case .activationsDiverged(let e):
+            return .object([("device", .string(e.device)), ("expected", .array(e.expected.map(\.jsonValue))),
+                            ("found", .array(e.found.map(\.jsonValue))), ("resolution", .string(e.resolution.name))])
         case .animalAdmitted(let e):
             return .object([
                 ("animal", .string(e.animal)), ("name", .string(e.name)), ("gender", opt(e.gender)),
@@ -100,6 +103,10 @@ extension HubEvent {
                 device: try r.string("device"), change: try r.named("change", ActivationChange.init(name:)),
                 name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
                 lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes")))
+        case ("ActivationsDiverged", 1):
+            return .activationsDiverged(ActivationsDiverged(
+                device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
+                resolution: try r.named("resolution", DivergencePolicy.init(name:))))
         case ("AvailabilityChanged", 1):
             return .availabilityChanged(AvailabilityChanged(device: try r.string("device"),
                                                             available: try r.bool("available"),

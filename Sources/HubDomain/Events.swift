@@ -339,6 +339,7 @@ public enum HubEvent: Sendable, Equatable {
     case availabilityChanged(AvailabilityChanged)
     case readingRecorded(ReadingRecorded)
     case energyCounterReset(EnergyCounterReset)
+    indirect case activationsDiverged(ActivationsDiverged)
     indirect case animalAdmitted(AnimalAdmitted)
     indirect case animalDischarged(AnimalDischarged)
     case animalSighted(AnimalSighted)
@@ -349,6 +350,7 @@ public enum HubEvent: Sendable, Equatable {
         "DeviceRegistered", "DeviceRenamed", "DeviceRemoved", "SwitchRequested", "SwitchToggled",
         "SwitchFailed", "ModeChanged", "ActivationChanged", "AvailabilityChanged", "ReadingRecorded",
         "EnergyCounterReset", "AnimalAdmitted", "AnimalDischarged", "AnimalSighted", "CommandRejected",
+        "ActivationsDiverged",
     ]
 
     /// The current schema version written for new events of every type.
@@ -367,6 +369,7 @@ public enum HubEvent: Sendable, Equatable {
         case .availabilityChanged: return "AvailabilityChanged"
         case .readingRecorded: return "ReadingRecorded"
         case .energyCounterReset: return "EnergyCounterReset"
+        case .activationsDiverged: return "ActivationsDiverged"
         case .animalAdmitted: return "AnimalAdmitted"
         case .animalDischarged: return "AnimalDischarged"
         case .animalSighted: return "AnimalSighted"
@@ -390,6 +393,7 @@ public enum HubEvent: Sendable, Equatable {
         case .availabilityChanged(let e): return StreamName.device(e.device)
         case .readingRecorded(let e): return e.subject.stream
         case .energyCounterReset(let e): return StreamName.device(e.device)
+        case .activationsDiverged(let e): return StreamName.device(e.device)
         case .animalAdmitted(let e): return StreamName.animal(e.animal)
         case .animalDischarged(let e): return StreamName.animal(e.animal)
         case .animalSighted(let e): return StreamName.animal(e.animal)
@@ -415,6 +419,7 @@ public enum HubEvent: Sendable, Equatable {
             case .animal(let id): return .animal(id)
             }
         case .energyCounterReset(let e): return .device(e.device)
+        case .activationsDiverged(let e): return .device(e.device)
         case .animalAdmitted(let e): return .animal(e.animal)
         case .animalDischarged(let e): return .animal(e.animal)
         case .animalSighted(let e): return .animal(e.animal)

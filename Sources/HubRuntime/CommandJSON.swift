@@ -10,7 +10,7 @@ public enum CommandJSON {
     }
 
     public static let names = ["register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
-                               "set_activation", "report_availability", "record_reading", "admit_animal", "discharge_animal",
+                               "set_activation", "report_availability", "report_activations", "record_reading", "admit_animal", "discharge_animal",
                                "sight_animal"]
 
     /// Parses a command object; `now` fills in measurement times that are not given.
@@ -55,6 +55,29 @@ public enum CommandJSON {
         case "report_availability":
             command = .reportAvailability(id: try f.string("id"), available: try f.bool("available"),
                                           reason: try f.optionalString("reason") ?? "")
+        case "report_activations":
+            guard case .array(let items)? = value["found"] else {
+                throw Failure(field: "found", reason: "must be a list of {\"name\",\"start\",\"length\",\"period\"}")
+            }
+            var found: [Activation] = []
+            for (i, item) in items.enumerated() {
+                guard case .object = item else { throw Failure(field: "found[\(i)]", reason: "must be an object") }
+                let a = Fields(item)
+                guard let start = try a.optionalTime("start", seconds: true) else {
+                    throw Failure(field: "found[\(i)].start", reason: "is required")
+                }
+                let length = try a.optionalInteger("length") ?? 0, period = try a.optionalInteger("period") ?? 0
+                guard (1...65535).contains(length), (0...65535).contains(period) else {
+                    throw Failure(field: "found[\(i)]", reason: "length must be 1 to 65535 and period 0 to 65535 minutes")
+                }
+                found.append(Activation(name: try a.string("name"), start: start, lengthMinutes: UInt16(length),
+                                        periodMinutes: UInt16(period)))
+            }
+            let policyName = try f.optionalString("policy") ?? "report"
+            guard let policy = DivergencePolicy(name: policyName) else {
+                throw Failure(field: "policy", reason: "must be restore, adopt or report, not \"\(policyName)\"")
+            }
+            command = .reportActivations(device: try f.string("id"), found: found, policy: policy)
         case "record_reading":
             let subject: Subject
             if let device = try f.optionalString("device") { subject = .device(device) }

@@ -8,20 +8,61 @@ public func currentMicros() -> Int64 {
     Int64((Date().timeIntervalSince1970 * 1_000_000).rounded())
 }
 
-/// Runs one driver per registered device, hands it switch commands when the log records them,
-/// and turns what the drivers observe into domain commands (actor `driver:<name>`). A command the
-/// device does not confirm within `confirmTimeout` is recorded as failed.
+/// How the host treats what drivers report.
+public struct DriverHostOptions: Sendable {
+    /// A switch command the device does not confirm within this time is recorded as failed.
+    public var confirmTimeout: Duration = .seconds(5)
+    /// What to do when a device's own activations differ from the log's.
+    public var divergencePolicy: DivergencePolicy = .restore
+    /// Deadband and maximum interval per quantity (missing quantities keep the defaults).
+    public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
+
+    public init(confirmTimeout: Duration = .seconds(5), divergencePolicy: DivergencePolicy = .restore,
+                readingRules: [Quantity: ReadingFilter.Rule] = [:]) {
+        self.confirmTimeout = confirmTimeout
+        self.divergencePolicy = divergencePolicy
+        self.readingRules = readingRules
+    }
+}
+
+/// Runs one driver per registered device, hands it switch commands and activation lists when the
+/// log records them, and turns what the drivers observe into domain commands (actor
+/// `driver:<name>`). Commands reach each driver in log order through its own queue, so a slow
+/// device never holds up the others. A command the device does not confirm within the timeout is
+/// recorded as failed.
 public actor DriverHost {
     let hub: Hub
     let factories: [String: any DriverFactory]
-    let confirmTimeout: Duration
-    struct Running { var driver: any Driver; var driverName: String; var settings: String }
+    let options: DriverHostOptions
+
+    final class Running: Sendable {
+        let driver: any Driver
+        let driverName: String
+        let capabilities: DriverCapabilities
+        let queue: AsyncStream<DriverCommand>.Continuation
+        let worker: Task<Void, Never>
+        init(driver: any Driver, driverName: String, capabilities: DriverCapabilities,
+             queue: AsyncStream<DriverCommand>.Continuation, worker: Task<Void, Never>) {
+            self.driver = driver; self.driverName = driverName; self.capabilities = capabilities
+            self.queue = queue; self.worker = worker
+        }
+    }
     var running: [String: Running] = [:]
 
-    public init(hub: Hub, factories: [any DriverFactory], confirmTimeout: Duration = .seconds(5)) {
+    /// Per device that stores its activations: the list last written to it (or, before any write,
+    /// the log's list when its driver started), and how many writes still await their read-back.
+    var written: [String: [Activation]] = [:]
+    var writesInFlight: [String: Int] = [:]
+    /// Devices whose last write could not be sent (not connected): the next read-back triggers the
+    /// write again instead of counting as a divergence.
+    var writeOwed: Set<String> = []
+    var readings: ReadingFilter
+
+    public init(hub: Hub, factories: [any DriverFactory], options: DriverHostOptions = DriverHostOptions()) {
         self.hub = hub
         self.factories = Dictionary(factories.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        self.confirmTimeout = confirmTimeout
+        self.options = options
+        self.readings = ReadingFilter(rules: options.readingRules)
     }
 
     public nonisolated var driverNames: [String] { factories.keys.sorted() }
@@ -30,11 +71,22 @@ public actor DriverHost {
     public func sync() async {
         let devices = await hub.state.devices.all
         for device in devices where device.removed && running[device.id] != nil {
-            await running.removeValue(forKey: device.id)?.driver.stop()
+            await stopDriver(device.id)
         }
         for device in devices where !device.removed && running[device.id] == nil {
             await start(device)
         }
+    }
+
+    private func stopDriver(_ id: String) async {
+        guard let r = running.removeValue(forKey: id) else { return }
+        r.queue.finish()
+        r.worker.cancel()
+        await r.driver.stop()
+        written[id] = nil
+        writesInFlight[id] = nil
+        writeOwed.remove(id)
+        readings.forget(device: id)
     }
 
     private func start(_ device: DeviceRecord) async {
@@ -46,11 +98,38 @@ public actor DriverHost {
         let configuration = DriverConfiguration(deviceId: device.id, driver: device.driver, settingsJSON: device.config)
         do {
             let driver = try factory.make(configuration: configuration)
-            running[device.id] = Running(driver: driver, driverName: device.driver, settings: device.config)
+            let (stream, queue) = AsyncStream<DriverCommand>.makeStream()
+            let worker = Task { [weak self] in
+                for await command in stream {
+                    await self?.perform(command, device: device.id, driver: driver, driverName: device.driver)
+                }
+            }
+            let capabilities = driver.capabilities
+            running[device.id] = Running(driver: driver, driverName: device.driver, capabilities: capabilities,
+                                         queue: queue, worker: worker)
+            if capabilities.storesActivations {
+                written[device.id] = await hub.state.activations[device.id]
+            }
             try await driver.start(context: HostedContext(deviceId: device.id, driverName: device.driver, host: self))
         } catch {
-            running[device.id] = nil
+            await stopDriver(device.id)
             await report(device.id, driver: device.driver, .availability(available: false, reason: "driver could not start: \(error)"))
+        }
+    }
+
+    /// Carries out one queued command (on the device's worker task).
+    private func perform(_ command: DriverCommand, device: String, driver: any Driver, driverName: String) async {
+        do {
+            try await driver.execute(command)
+        } catch {
+            switch command {
+            case .setSwitch:
+                _ = try? await hub.execute(.failSwitch(id: device, reason: "\(driverName): \(error)"),
+                                           actor: "driver:\(driverName)", now: currentMicros())
+            case .writeActivations:
+                writesInFlight[device] = max(0, (writesInFlight[device] ?? 1) - 1)
+                writeOwed.insert(device)
+            }
         }
     }
 
@@ -65,14 +144,8 @@ public actor DriverHost {
                                            actor: "hub", now: currentMicros())
                 return
             }
-            do {
-                try await running.driver.execute(.setSwitch(on: request.state == .on))
-            } catch {
-                _ = try? await hub.execute(.failSwitch(id: request.device, reason: "\(running.driverName): \(error)"),
-                                           actor: "driver:\(running.driverName)", now: currentMicros())
-                return
-            }
-            let timeout = confirmTimeout
+            running.queue.yield(.setSwitch(on: request.state == .on))
+            let timeout = options.confirmTimeout
             let hub = self.hub
             let name = running.driverName
             Task {
@@ -83,32 +156,76 @@ public actor DriverHost {
                                                actor: "driver:\(name)", now: currentMicros())
                 }
             }
+        case .activationChanged(let e):
+            await writeActivations(e.device)
+        case .activationsDiverged(let e) where e.resolution == .restore:
+            await writeActivations(e.device)
         default:
             break
         }
     }
 
-    /// Turns an observation into a domain command.
+    /// Sends the log's activations to a device that stores its own.
+    private func writeActivations(_ device: String) async {
+        guard let running = running[device], running.capabilities.storesActivations else { return }
+        let list = await hub.state.activations[device]
+        written[device] = list
+        writesInFlight[device, default: 0] += 1
+        running.queue.yield(.writeActivations(list.map {
+            DeviceActivation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
+        }))
+    }
+
+    /// Turns an observation into domain commands.
     func report(_ deviceId: String, driver: String, _ observation: Observation) async {
-        let now = currentMicros()
-        let command: HubCommand
+        let actor = "driver:\(driver)"
         switch observation {
         case let .switchState(on, manual):
-            command = .reportSwitch(id: deviceId, state: on ? .on : .off, manual: manual)
+            await execute(.reportSwitch(id: deviceId, state: on ? .on : .off, manual: manual), actor: actor)
         case let .reading(quantity, value, measuredAt):
-            guard let q = Quantity(rawValue: quantity) else { return }
-            command = .recordReading(subject: .device(deviceId), quantity: q, value: value, measuredAt: measuredAt)
+            guard let q = Quantity(rawValue: quantity), value.isFinite else { return }
+            for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
+                await execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value, measuredAt: sample.at),
+                              actor: actor)
+            }
         case let .availability(available, reason):
-            command = .reportAvailability(id: deviceId, available: available, reason: reason)
+            // A lost connection loses the read-backs of writes in flight; the next read compares afresh.
+            writesInFlight[deviceId] = 0
+            await execute(.reportAvailability(id: deviceId, available: available, reason: reason), actor: actor)
         case let .commandFailed(reason):
-            command = .failSwitch(id: deviceId, reason: reason)
+            await execute(.failSwitch(id: deviceId, reason: reason), actor: actor)
+        case let .activations(list):
+            await compareActivations(deviceId, list.map {
+                Activation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
+            }, actor: actor)
         }
-        _ = try? await hub.execute(command, actor: "driver:\(driver)", now: now)
+    }
+
+    /// A device's read-back list. Each write's read-back comes in order; only the last one counts.
+    /// A device that still holds what was last written to it needs no decision (the log may be a
+    /// moment ahead of this host: the next write follows). Anything else goes to the domain, which
+    /// compares it with the log and applies the policy.
+    private func compareActivations(_ device: String, _ found: [Activation], actor: String) async {
+        guard running[device]?.capabilities.storesActivations == true else { return }
+        let pending = writesInFlight[device] ?? 0
+        if pending > 0 {
+            writesInFlight[device] = pending - 1
+            if pending > 1 { return }
+        }
+        if let last = written[device], sameActivations(last, found) { return }
+        if writeOwed.remove(device) != nil {
+            await writeActivations(device)
+            return
+        }
+        await execute(.reportActivations(device: device, found: found, policy: options.divergencePolicy), actor: actor)
+    }
+
+    private func execute(_ command: HubCommand, actor: String) async {
+        _ = try? await hub.execute(command, actor: actor, now: currentMicros())
     }
 
     public func stopAll() async {
-        for (_, running) in running { await running.driver.stop() }
-        running.removeAll()
+        for id in Array(running.keys) { await stopDriver(id) }
     }
 }
 

@@ -32,7 +32,7 @@ public actor Hub {
     public nonisolated let openingNotes: [String]
 
     /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
-    static let snapshotFormat = 1
+    static let snapshotFormat = 2
 
     public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
                 logOptions: SegmentStoreOptions = SegmentStoreOptions()) throws {
@@ -161,13 +161,22 @@ public actor Hub {
         public var record: DeviceRecord
         public var energy: EnergyAccount?
         public var activations: [Activation]
+        /// A difference from the device's own list, recorded and left unreconciled (policy `report`).
+        public var divergence: ActivationsDiverged?
+
+        public init(_ state: HubState, _ record: DeviceRecord) {
+            self.record = record
+            energy = state.energy[record.id]
+            activations = state.activations[record.id]
+            divergence = state.activations.unresolved[record.id]
+        }
     }
 
     /// Narrow reads for hot paths: copying `state` out of the actor would make the next event copy
     /// every read model (copy-on-write), so publishers ask for just what they show.
     public func views(devices: [String], animals: [String]) -> (devices: [DeviceView], animals: [AnimalRecord]) {
         (devices.compactMap { id in
-            state.devices[id].map { DeviceView(record: $0, energy: state.energy[id], activations: state.activations[id]) }
+            state.devices[id].map { DeviceView(state, $0) }
          },
          animals.compactMap { state.animals[$0] })
     }

@@ -11,7 +11,9 @@ import HubDomain
 ///            "discovery_prefix": "homeassistant", "keepalive": 30,
 ///            "tls": {"ca_file": "/etc/hub/ca.crt", "cert_file": null, "key_file": null, "insecure": false}},
 ///   "devices": [{"id": "lamp", "driver": "virtual", "name": "Desk lamp", "config": {}}],
-///   "confirm_timeout_seconds": 5
+///   "confirm_timeout_seconds": 5,
+///   "activation_divergence": "restore",
+///   "readings": {"power": {"deadband": 1, "relative": 0.02, "max_interval_seconds": 300}}
 /// }
 /// ```
 public struct HubConfig: Sendable, Equatable {
@@ -49,6 +51,16 @@ public struct HubConfig: Sendable, Equatable {
     public var mqtt = MQTT()
     public var devices: [Device] = []
     public var confirmTimeoutSeconds = 5.0
+    /// What to do when a device's own activations differ from the log's: restore, adopt or report.
+    public var activationDivergence: DivergencePolicy = .restore
+    /// Per-quantity reading filter rules that replace the defaults.
+    public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
+
+    /// How the driver host treats what drivers report.
+    public var driverHostOptions: DriverHostOptions {
+        DriverHostOptions(confirmTimeout: .milliseconds(Int64(confirmTimeoutSeconds * 1000)),
+                          divergencePolicy: activationDivergence, readingRules: readingRules)
+    }
 
     public init() {}
 
@@ -70,7 +82,30 @@ public struct HubConfig: Sendable, Equatable {
     public static func parse(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
         let root = try Reader(value, path: "")
-        try root.allow(["mqtt", "devices", "confirm_timeout_seconds"])
+        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings"])
+        if let policy = try root.string("activation_divergence") {
+            guard let p = DivergencePolicy(name: policy) else {
+                throw root.problem("activation_divergence", "must be \"restore\", \"adopt\" or \"report\", not \"\(policy)\"")
+            }
+            config.activationDivergence = p
+        }
+        if let readingsValue = value["readings"] {
+            let r = try Reader(readingsValue, path: "readings.")
+            try r.allow(Set(Quantity.allCases.map(\.rawValue)))
+            for quantity in Quantity.allCases {
+                guard let ruleValue = readingsValue[quantity.rawValue] else { continue }
+                let q = try Reader(ruleValue, path: "readings.\(quantity.rawValue).")
+                try q.allow(["deadband", "relative", "max_interval_seconds"])
+                let defaults = ReadingFilter.defaultRules[quantity]!
+                let deadband = try q.number("deadband") ?? defaults.deadband
+                guard deadband >= 0, deadband.isFinite else { throw q.problem("deadband", "must be a number of at least 0 \(quantity.unit)") }
+                let relative = try q.number("relative") ?? defaults.relative
+                guard relative >= 0, relative <= 1 else { throw q.problem("relative", "must be a fraction from 0 to 1 (0.02 = 2 %)") }
+                let interval = try q.number("max_interval_seconds") ?? defaults.maxIntervalSeconds
+                guard interval >= 1, interval <= 86_400 else { throw q.problem("max_interval_seconds", "must be between 1 and 86400") }
+                config.readingRules[quantity] = ReadingFilter.Rule(deadband: deadband, relative: relative, maxIntervalSeconds: interval)
+            }
+        }
         if let timeout = try root.number("confirm_timeout_seconds") {
             guard timeout > 0, timeout <= 600 else { throw root.problem("confirm_timeout_seconds", "must be between 0 and 600 seconds") }
             config.confirmTimeoutSeconds = timeout

@@ -8,8 +8,14 @@ public struct HubServiceOptions: Sendable {
     public var paths: HubPaths
     public var config: HubConfig
     public var factories: [any DriverFactory]
-    /// Register two virtual switches when no device is registered, so a newcomer sees something.
+    /// With no devices in the configuration, register `demoDevices` (those not registered yet), so
+    /// a newcomer sees something.
     public var demo: Bool
+    /// The demo's devices: by default two virtual switches; `hub run --demo` passes its simulated plugs.
+    public var demoDevices: [HubConfig.Device] = [
+        HubConfig.Device(id: "demo-lamp", driver: "virtual", name: "Demo lamp", config: "{}"),
+        HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}"),
+    ]
     public var snapshotEvery: UInt64
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
@@ -36,8 +42,7 @@ public final class HubService: Sendable {
     public static func start(_ options: HubServiceOptions, note: @escaping @Sendable (String) -> Void) async throws -> HubService {
         let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery)
         for line in hub.openingNotes { note(line) }
-        let drivers = DriverHost(hub: hub, factories: options.factories,
-                                 confirmTimeout: .milliseconds(Int64(options.config.confirmTimeoutSeconds * 1000)))
+        let drivers = DriverHost(hub: hub, factories: options.factories, options: options.config.driverHostOptions)
         try await registerConfiguredDevices(hub: hub, options: options, knownDrivers: drivers.driverNames, note: note)
         var surface: MQTTSurface? = nil
         if options.config.mqtt.enabled {
@@ -93,10 +98,12 @@ public final class HubService: Sendable {
     static func registerConfiguredDevices(hub: Hub, options: HubServiceOptions, knownDrivers: [String],
                                           note: @Sendable (String) -> Void) async throws {
         var wanted = options.config.devices
-        if options.demo, wanted.isEmpty, await hub.state.devices.active.isEmpty {
-            wanted = [HubConfig.Device(id: "demo-lamp", driver: "virtual", name: "Demo lamp", config: "{}"),
-                      HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}")]
-            note("demo: registering two virtual switches, demo-lamp and demo-fan")
+        if options.demo, wanted.isEmpty {
+            wanted = options.demoDevices
+            let missing = await wanted.asyncFilter { await hub.state.devices[$0.id].map { $0.removed } ?? true }
+            if !missing.isEmpty {
+                note("demo: registering " + missing.map { "\($0.id) (\($0.driver))" }.joined(separator: ", "))
+            }
         }
         for device in wanted {
             guard knownDrivers.contains(device.driver) else {
@@ -135,5 +142,13 @@ final class LockedTasks: @unchecked Sendable {
     func cancelAll() {
         lock.lock(); let all = tasks; tasks.removeAll(); lock.unlock()
         all.forEach { $0.cancel() }
+    }
+}
+
+extension Array {
+    func asyncFilter(_ keep: (Element) async -> Bool) async -> [Element] {
+        var out: [Element] = []
+        for element in self where await keep(element) { out.append(element) }
+        return out
     }
 }

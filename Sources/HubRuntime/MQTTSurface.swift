@@ -145,7 +145,7 @@ public actor MQTTSurface {
             } else {
                 announce(device)
             }
-            publishDevice(Hub.DeviceView(record: device, energy: state.energy[device.id], activations: state.activations[device.id]))
+            publishDevice(Hub.DeviceView(state, device))
         }
         for animal in state.animals.byId.values {
             if animal.isAdmitted {
@@ -225,7 +225,7 @@ public actor MQTTSurface {
     func publishDevice(_ view: Hub.DeviceView) {
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
         publishState(topics.deviceState(view.record.id),
-                     Array(StatePayloads.device(view.record, energy: view.energy, activations: view.activations, dayKey: today).serialized().utf8))
+                     Array(StatePayloads.device(view, dayKey: today).serialized().utf8))
         for (topic, payload) in StatePayloads.devicePlain(view.record, energy: view.energy, topics: topics) {
             publishState(topic, Array(payload.utf8))
         }
@@ -357,7 +357,7 @@ public actor MQTTSurface {
         let state = await hub.state
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
         func device(_ d: DeviceRecord) -> JSONValue {
-            StatePayloads.device(d, energy: state.energy[d.id], activations: state.activations[d.id], dayKey: today)
+            StatePayloads.device(Hub.DeviceView(state, d), dayKey: today)
         }
         switch query {
         case .devices: return .array(state.devices.active.map(device))

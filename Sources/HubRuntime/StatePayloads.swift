@@ -5,9 +5,13 @@ import HubDomain
 /// Numbers are plain JSON numbers: kWh rounded to 3 decimals, W and V to 1, A to 3. Times are ISO-8601 UTC.
 /// Animal payloads carry no owner data: personal data stays off the broker.
 public enum StatePayloads {
-    /// `<base>/device/<id>/state`. `energy` is the device's ledger account (nil: no energy reading yet),
-    /// `dayKey` the UTC day (`YYYY-MM-DD`) for `energy_today` (nil: `energy_today` is null).
-    public static func device(_ record: DeviceRecord, energy: EnergyAccount?, activations: [Activation], dayKey: String?) -> JSONValue {
+    /// `<base>/device/<id>/state`. The view's `energy` is the device's ledger account (nil: no energy
+    /// reading yet), `dayKey` the UTC day (`YYYY-MM-DD`) for `energy_today` (nil: `energy_today` is null).
+    public static func device(_ view: Hub.DeviceView, dayKey: String?) -> JSONValue {
+        let record = view.record, energy = view.energy
+        let divergence: JSONValue = view.divergence.map { d in
+            .object([("found", .array(d.found.map(activation))), ("expected", .array(d.expected.map(activation)))])
+        } ?? .null
         let pending: JSONValue = record.pending.map { p in
             .object([("state", .string(onOff(p.state))), ("since", .string(ISO8601.format(micros: p.since))),
                      ("command_id", p.commandId.map { .string($0) } ?? .null)])
@@ -32,12 +36,15 @@ public enum StatePayloads {
             ("current", reading(record.lastReadings.current, decimals: 3)),
             ("energy", energy.map { kWh($0.lifetimeWh) } ?? .null),
             ("energy_today", energyToday),
-            ("activations", .array(activations.map { a in
-                .object([("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
-                         ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes)))])
-            })),
+            ("activations", .array(view.activations.map(activation))),
+            ("activations_diverged", divergence),
             ("removed", .bool(record.removed)),
         ])
+    }
+
+    static func activation(_ a: Activation) -> JSONValue {
+        .object([("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
+                 ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes)))])
     }
 
     /// `online`, `offline` or `unknown` (no report yet).

@@ -7,7 +7,7 @@ import HubRuntime
 import Synchronization
 
 struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [LogBench.self, MQTTBench.self])
+    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [LogBench.self, MQTTBench.self, PlugsBench.self])
 }
 
 struct LogBench: AsyncParsableCommand {

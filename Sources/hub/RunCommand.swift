@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import HubRuntime
 import DriverAPI
+import Kasa
+import PowerPlug
 import VirtualDriver
 
 struct RunCommand: AsyncParsableCommand {
@@ -25,7 +27,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The base of every hub topic.") var baseTopic: String?
     @Option(help: "Home Assistant's discovery prefix.") var discoveryPrefix: String?
     @Flag(help: "Run without the MQTT surface.") var noMqtt = false
-    @Flag(help: "Register two virtual switches (demo-lamp, demo-fan) when no device is registered.") var demo = false
+    @Flag(help: "With no devices in the configuration: simulate two TCP power plugs and a Kasa plug in this process and register them (demo-pump, demo-heater, demo-kettle).") var demo = false
     @Option(help: "Write a read-model snapshot after this many new events.") var snapshotEvery: UInt64 = 10_000
 
     func settings() throws -> HubConfig {
@@ -62,11 +64,26 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let service = try await Console.guarded {
-            let options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: try settings(),
+        let (service, demoSimulators) = try await Console.guarded {
+            let config = try settings()
+            var options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: config,
                                             factories: DriverCatalog.all, demo: demo, snapshotEvery: snapshotEvery)
-            return try await HubService.start(options) { Console.note("hub: \($0)") }
+            var simulators: Demo? = nil
+            if demo && config.devices.isEmpty {
+                simulators = try await Demo.start(dataDirectory: data.dataDir)
+                options.demoDevices = Demo.devices()
+                Console.note("hub: demo: simulating power plugs on 127.0.0.1:\(Demo.pumpPort) and :\(Demo.heaterPort), "
+                             + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)")
+            }
+            do {
+                let service = try await HubService.start(options) { Console.note("hub: \($0)") }
+                return (service, simulators)
+            } catch {
+                await simulators?.stop()
+                throw error
+            }
         }
+        await demoSimulators?.kick(service) { Console.note("hub: \($0)") }
         let state = await service.hub.state
         let animals = state.animals.admitted.count
         Console.note("hub: running with data directory \(data.dataDir): \(state.lastSequence) events, "
@@ -82,6 +99,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let fatal { Console.note("hub: error: \(fatal); stopping") } else { Console.note("hub: stopping") }
         try await Console.guarded { try await service.stop() }
+        await demoSimulators?.stop()
         Console.note("hub: stopped; snapshot written, log closed")
         if fatal != nil { throw ExitCode(3) }
     }
@@ -89,7 +107,7 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The driver plugins this executable links.
 enum DriverCatalog {
-    static let all: [any DriverFactory] = [VirtualDriverFactory()]
+    static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory()]
 }
 
 /// Suspends until SIGINT or SIGTERM.

@@ -26,6 +26,14 @@ let sampleEvents: [HubEvent] = [
     .readingRecorded(ReadingRecorded(subject: .device("m"), quantity: .voltage, value: 230.1, measuredAt: t0)),
     .readingRecorded(ReadingRecorded(subject: .device("m"), quantity: .current, value: 1.0e21, measuredAt: t0)),
     .energyCounterReset(EnergyCounterReset(device: "plug-1", previousWh: 5021.25, newWh: 0.5)),
+    .activationsDiverged(ActivationsDiverged(
+        device: "plug-1", expected: [Activation(name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440)],
+        found: [], resolution: .restore)),
+    .activationsDiverged(ActivationsDiverged(
+        device: "plug-1", expected: [],
+        found: [Activation(name: "a", start: 0, lengthMinutes: 1, periodMinutes: 0),
+                Activation(name: "b", start: Int64(UInt32.max), lengthMinutes: 65535, periodMinutes: 65535)],
+        resolution: .report)),
     .animalAdmitted(AnimalAdmitted(animal: "rex", name: "Rex", gender: "male", birthDate: "2020-02-29", weightKg: 31.4,
                                    species: "dog", breed: "mixed", coat: "brown", ownerName: "Ana",
                                    ownerAddress: "Rua 1, Porto", ownerPhone: "+351 900", motive: "surgery",

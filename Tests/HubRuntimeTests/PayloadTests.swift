@@ -324,28 +324,29 @@ private enum P {
     @Test func fullDevice() {
         let w = P.world()
         let lamp = w.state.devices["lamp"]!
-        let json = StatePayloads.device(lamp, energy: w.state.energy["lamp"], activations: w.state.activations["lamp"], dayKey: "2026-11-18")
+        let json = StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-18")
         #expect(json.serialized() == """
             {"id":"lamp","name":"Lamp","driver":"powerplug","switch":"ON","mode":"manual",\
             "pending":{"state":"OFF","since":"2026-11-18T11:06:43.000000Z","command_id":"c-9"},\
             "last_failure":{"state":"ON","reason":"no answer within 5 s","at":"2026-11-18T11:06:41.000000Z"},\
             "availability":"online","availability_reason":"","power":60.5,"voltage":230,"current":0.263,\
             "energy":0.235,"energy_today":0.235,\
-            "activations":[{"name":"evening","start":"2026-11-23T18:00:00.000000Z","length":30,"period":1440}],"removed":false}
+            "activations":[{"name":"evening","start":"2026-11-23T18:00:00.000000Z","length":30,"period":1440}],\
+            "activations_diverged":null,"removed":false}
             """)
-        #expect(StatePayloads.device(lamp, energy: w.state.energy["lamp"], activations: [], dayKey: "2026-11-19")["energy_today"] == 0)
-        #expect(StatePayloads.device(lamp, energy: w.state.energy["lamp"], activations: [], dayKey: nil)["energy_today"] == .null)
+        #expect(StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-19")["energy_today"] == 0)
+        #expect(StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: nil)["energy_today"] == .null)
     }
 
     @Test func freshAndRemovedDevices() {
         let w = P.world()
-        let fresh = StatePayloads.device(w.state.devices["fresh"]!, energy: nil, activations: [], dayKey: "2026-11-18")
+        let fresh = StatePayloads.device(Hub.DeviceView(w.state, w.state.devices["fresh"]!), dayKey: "2026-11-18")
         #expect(fresh.serialized() == """
             {"id":"fresh","name":"Fresh","driver":"virtual","switch":null,"mode":"automatic","pending":null,"last_failure":null,\
             "availability":"unknown","availability_reason":"","power":null,"voltage":null,"current":null,"energy":null,\
-            "energy_today":null,"activations":[],"removed":false}
+            "energy_today":null,"activations":[],"activations_diverged":null,"removed":false}
             """)
-        let gone = StatePayloads.device(w.state.devices["gone"]!, energy: nil, activations: [], dayKey: nil)
+        let gone = StatePayloads.device(Hub.DeviceView(w.state, w.state.devices["gone"]!), dayKey: nil)
         #expect(gone["removed"] == true)
     }
 

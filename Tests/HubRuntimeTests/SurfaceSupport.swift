@@ -1,4 +1,5 @@
 import BrokerHarness
+import DriverAPI
 import Foundation
 import HubDomain
 import MQTT
@@ -69,16 +70,20 @@ struct SurfaceFixture {
 
     static func start(broker: TestBroker? = nil, hubPort: Int? = nil, dataDirectory: String = temporaryDirectory(),
                       devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")],
-                      username: String? = nil, password: String? = nil) async throws -> SurfaceFixture {
+                      username: String? = nil, password: String? = nil,
+                      factories: [any DriverFactory] = [VirtualDriverFactory()],
+                      configure: (inout HubConfig) -> Void = { _ in }) async throws -> SurfaceFixture {
         let broker = try broker ?? TestBroker.start()
         let watcher = try await Watcher(port: broker.port)
         let service = try await startService(port: hubPort ?? broker.port, dataDirectory: dataDirectory, devices: devices,
-                                             username: username, password: password)
+                                             username: username, password: password, factories: factories, configure: configure)
         return SurfaceFixture(broker: broker, service: service, watcher: watcher, dataDirectory: dataDirectory)
     }
 
     static func startService(port: Int, dataDirectory: String, devices: [HubConfig.Device] = [],
-                             username: String? = nil, password: String? = nil) async throws -> HubService {
+                             username: String? = nil, password: String? = nil,
+                             factories: [any DriverFactory] = [VirtualDriverFactory()],
+                             configure: (inout HubConfig) -> Void = { _ in }) async throws -> HubService {
         var config = HubConfig()
         config.mqtt.port = port
         config.mqtt.clientId = "hub-under-test"
@@ -86,8 +91,9 @@ struct SurfaceFixture {
         config.mqtt.password = password
         config.devices = devices
         config.confirmTimeoutSeconds = 2
+        configure(&config)
         return try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config,
-                                                            factories: [VirtualDriverFactory()]), note: { _ in })
+                                                            factories: factories), note: { _ in })
     }
 
     func stop() async throws {

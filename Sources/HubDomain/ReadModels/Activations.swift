@@ -14,6 +14,9 @@ public struct Activation: Sendable, Equatable, Codable {
 /// Per device: the ordered list of activations.
 public struct ActivationsModel: Sendable, Equatable, Codable {
     public private(set) var byDevice: [String: [Activation]] = [:]
+    /// Differences between a device and the log that were recorded but not reconciled (policy
+    /// `report`), until the log's activations for that device change or another resolution is recorded.
+    public private(set) var unresolved: [String: ActivationsDiverged] = [:]
 
     public init() {}
 
@@ -25,7 +28,10 @@ public struct ActivationsModel: Sendable, Equatable, Codable {
 
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         switch event {
+        case .activationsDiverged(let e):
+            unresolved[e.device] = e.resolution == .report ? e : nil
         case .activationChanged(let e):
+            unresolved[e.device] = nil
             let a = Activation(name: e.name, start: e.start, lengthMinutes: e.lengthMinutes, periodMinutes: e.periodMinutes)
             switch e.change {
             case .added:
@@ -42,8 +48,10 @@ public struct ActivationsModel: Sendable, Equatable, Codable {
             }
         case .deviceRemoved(let e):
             byDevice[e.device] = nil
+            unresolved[e.device] = nil
         case .deviceRegistered(let e):
             byDevice[e.device] = nil
+            unresolved[e.device] = nil
         default:
             return
         }

@@ -181,7 +181,7 @@ public struct DevicesModel: Sendable, Equatable, Codable {
             if case .device(let id) = e.subject {
                 update(id) { $0.lastReadings[e.quantity] = ReadingValue(value: e.value, measuredAt: e.measuredAt) }
             }
-        case .activationChanged, .energyCounterReset, .animalAdmitted, .animalDischarged, .animalSighted,
+        case .activationChanged, .activationsDiverged, .energyCounterReset, .animalAdmitted, .animalDischarged, .animalSighted,
              .commandRejected:
             return
         }

@@ -1,0 +1,100 @@
+import NIOCore
+import NIOPosix
+
+/// Timing and limits of a plug connection.
+struct KasaClientConfig: Sendable {
+    var host: String
+    var port: Int
+    /// Seconds to wait for a connection or for one reply.
+    var timeout: Double
+    /// Further attempts after a timeout or a dropped connection.
+    var retries: Int
+    /// Seconds to wait before a retry.
+    var retryBackoff: Double
+    var maxFrameSize = KasaFrameDecoder.defaultMaxFrameSize
+
+    var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// The connection to one plug: opened on demand, re-opened after any error, requests serialised on
+/// it (one in flight), retried after timeouts. Refusals and unreachable hosts fail fast.
+actor KasaClient {
+    let config: KasaClientConfig
+    private let group: any EventLoopGroup
+    private var connection: KasaConnection?
+    private var connecting: Task<KasaConnection, any Error>?
+    private var isShutDown = false
+
+    init(config: KasaClientConfig, group: any EventLoopGroup) {
+        self.config = config
+        self.group = group
+    }
+
+    /// Sends a JSON payload and returns the reply payload, with retries; throws `KasaClientError`
+    /// (or `CancellationError`).
+    func request(_ plain: [UInt8]) async throws -> [UInt8] {
+        var retried = 0
+        while true {
+            var used: KasaConnection?
+            do {
+                try Task.checkCancellation()
+                let connection = try await open()
+                used = connection
+                return try await connection.request(plain, timeout: .nanoseconds(Int64(config.timeout * 1e9)))
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                var failure = KasaClientError.classify(error, endpoint: config.endpoint, host: config.host)
+                if case .timeout = failure { failure = .timeout(seconds: config.timeout) }
+                await drop(used)
+                if isShutDown { throw KasaClientError.stopped }
+                guard failure.isTransient else { throw failure }
+                guard retried < config.retries else {
+                    if case .timeout = failure { throw KasaClientError.noAnswer(seconds: config.timeout, retries: retried) }
+                    throw failure
+                }
+                retried += 1
+                if case .timeout = failure, config.retryBackoff > 0 {
+                    try await Task.sleep(nanoseconds: UInt64(config.retryBackoff * 1e9))
+                }
+            }
+        }
+    }
+
+    private func open() async throws -> KasaConnection {
+        if isShutDown { throw KasaClientError.stopped }
+        if let connection, connection.isActive { return connection }
+        if let connecting { return try await connecting.value }
+        let config = config, group = group
+        let task = Task {
+            try await KasaConnection.connect(host: config.host, port: config.port, group: group,
+                                             timeout: .nanoseconds(Int64(config.timeout * 1e9)),
+                                             maxFrameSize: config.maxFrameSize)
+        }
+        connecting = task
+        defer { connecting = nil }
+        let opened = try await task.value
+        if isShutDown {
+            await opened.close()
+            throw KasaClientError.stopped
+        }
+        connection = opened
+        return opened
+    }
+
+    private func drop(_ used: KasaConnection?) async {
+        guard let used else { return }
+        if connection === used { connection = nil }
+        await used.close()
+    }
+
+    /// Closes the connection; later requests fail with `.stopped`.
+    func shutDown() async {
+        isShutDown = true
+        connecting?.cancel()
+        if let connection {
+            self.connection = nil
+            await connection.close()
+        }
+    }
+}

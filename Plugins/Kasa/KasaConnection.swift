@@ -1,0 +1,208 @@
+import NIOCore
+import NIOPosix
+
+/// Why a request to a plug failed, in words a person can read (used as the availability reason).
+public enum KasaClientError: Error, Equatable, CustomStringConvertible {
+    case refused(endpoint: String)
+    case unreachable(endpoint: String, what: String)
+    case unresolved(host: String)
+    /// One request got no (complete) answer within `seconds`.
+    case timeout(seconds: Double)
+    /// No answer after the retries.
+    case noAnswer(seconds: Double, retries: Int)
+    case closed
+    case protocolError(KasaProtocolError)
+    case io(String)
+    /// The plug answered, with a non-zero `err_code` for `path` ("system.get_sysinfo").
+    case device(path: String, code: Int, message: String)
+    case badReply(String)
+    case stopped
+
+    public var description: String {
+        switch self {
+        case .refused(let endpoint): "connection refused by \(endpoint)"
+        case .unreachable(let endpoint, let what): "\(what) unreachable (\(endpoint))"
+        case .unresolved(let host): "cannot resolve host \(host)"
+        case .timeout(let s): "no answer within \(KasaClientError.seconds(s))"
+        case .noAnswer(let s, let retries):
+            "no answer within \(KasaClientError.seconds(s)) (\(retries) \(retries == 1 ? "retry" : "retries"))"
+        case .closed: "connection closed by the plug"
+        case .protocolError(.frameTooLarge(let size, let limit)): "plug sent a frame of \(size) bytes (limit \(limit))"
+        case .protocolError(let e): e.description
+        case .io(let text): "connection error: \(text)"
+        case .device(let path, let code, let message):
+            "\(path) refused: \(message.isEmpty ? "error" : message) (err_code \(code))"
+        case .badReply(let text): "unexpected reply: \(text)"
+        case .stopped: "driver stopped"
+        }
+    }
+
+    static func seconds(_ s: Double) -> String {
+        s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
+    }
+
+    /// Whether another attempt may help (a timeout or a dropped connection); refusals, unreachable
+    /// hosts and protocol violations fail fast.
+    var isTransient: Bool {
+        switch self {
+        case .timeout, .closed, .io: true
+        default: false
+        }
+    }
+
+    /// Maps NIO and socket errors to a readable reason.
+    static func classify(_ error: any Error, endpoint: String, host: String) -> KasaClientError {
+        if let e = error as? KasaClientError { return e }
+        if let e = error as? KasaProtocolError { return .protocolError(e) }
+        if let e = error as? NIOConnectionError {
+            let errors = e.connectionErrors.map { classify($0.error, endpoint: endpoint, host: host) }
+            if let failFast = errors.first(where: { !$0.isTransient }) { return failFast }
+            if let first = errors.first { return first }
+            return .unresolved(host: host)
+        }
+        if let e = error as? IOError {
+            switch e.errnoCode {
+            case ECONNREFUSED: return .refused(endpoint: endpoint)
+            case EHOSTUNREACH: return .unreachable(endpoint: endpoint, what: "host")
+            case ENETUNREACH: return .unreachable(endpoint: endpoint, what: "network")
+            case ECONNRESET, EPIPE: return .closed
+            default: return .io(e.description)
+            }
+        }
+        if let e = error as? ChannelError {
+            switch e {
+            case .connectTimeout: return .timeout(seconds: 0)
+            case .ioOnClosedChannel, .alreadyClosed, .eof, .outputClosed: return .closed
+            default: return .io("\(e)")
+            }
+        }
+        return .io("\(error)")
+    }
+}
+
+/// One request waiting for the plug's reply.
+struct KasaPendingRequest: Sendable {
+    let frame: [UInt8]
+    let timeout: TimeAmount
+    let promise: EventLoopPromise<[UInt8]>
+}
+
+/// Sends queued requests one at a time (one in flight) and matches each reply frame to the request
+/// in flight. A timeout, a protocol error or a closed socket fails everything and closes the channel.
+final class KasaClientHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = KasaPendingRequest
+    typealias OutboundOut = ByteBuffer
+
+    private var decoder: KasaFrameDecoder
+    private var waiting = CircularBuffer<KasaPendingRequest>()
+    private var inFlight: (request: KasaPendingRequest, timer: Scheduled<Void>, id: Int)?
+    private var nextId = 0
+    private var failure: KasaClientError?
+
+    init(maxFrameSize: Int) {
+        decoder = KasaFrameDecoder(maxFrameSize: maxFrameSize)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        promise?.succeed(())
+        if let failure {
+            request.promise.fail(failure)
+            return
+        }
+        waiting.append(request)
+        sendNext(context: context)
+    }
+
+    private func sendNext(context: ChannelHandlerContext) {
+        guard inFlight == nil, failure == nil, let request = waiting.popFirst() else { return }
+        nextId += 1
+        let id = nextId
+        let seconds = Double(request.timeout.nanoseconds) / 1e9
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: request.timeout) { [self] in
+            guard let current = inFlight, current.id == id else { return }
+            fail(context: context, .timeout(seconds: seconds))
+        }
+        inFlight = (request, timer, id)
+        var buffer = context.channel.allocator.buffer(capacity: request.frame.count)
+        buffer.writeBytes(request.frame)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard failure == nil else { return }
+        let buffer = unwrapInboundIn(data)
+        decoder.append(buffer.readableBytesView)
+        do {
+            while let payload = try decoder.next() {
+                guard let current = inFlight else { continue }  // unsolicited frame: dropped
+                current.timer.cancel()
+                inFlight = nil
+                current.request.promise.succeed(payload)
+                sendNext(context: context)
+            }
+        } catch {
+            fail(context: context, .protocolError(error))
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(context: context, .closed)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(context: context, KasaClientError.classify(error, endpoint: "", host: ""))
+    }
+
+    private func fail(context: ChannelHandlerContext, _ error: KasaClientError) {
+        guard failure == nil else { return }
+        failure = error
+        if let current = inFlight {
+            current.timer.cancel()
+            inFlight = nil
+            current.request.promise.fail(error)
+        }
+        while let request = waiting.popFirst() { request.promise.fail(error) }
+        decoder = KasaFrameDecoder(maxFrameSize: decoder.maxFrameSize)  // release buffered bytes
+        context.close(promise: nil)
+    }
+}
+
+/// One TCP connection to a plug.
+final class KasaConnection: Sendable {
+    let channel: any Channel
+
+    private init(channel: any Channel) { self.channel = channel }
+
+    static func connect(host: String, port: Int, group: any EventLoopGroup, timeout: TimeAmount,
+                        maxFrameSize: Int) async throws -> KasaConnection {
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(KasaClientHandler(maxFrameSize: maxFrameSize))
+                }
+            }
+            .connect(host: host, port: port).get()
+        return KasaConnection(channel: channel)
+    }
+
+    /// Sends one JSON payload and returns the decrypted reply payload.
+    func request(_ plain: [UInt8], timeout: TimeAmount) async throws -> [UInt8] {
+        let promise = channel.eventLoop.makePromise(of: [UInt8].self)
+        let request = KasaPendingRequest(frame: KasaCipher.frame(plain), timeout: timeout, promise: promise)
+        channel.writeAndFlush(request).whenFailure { error in
+            promise.fail(KasaClientError.classify(error, endpoint: "", host: ""))
+        }
+        return try await promise.futureResult.get()
+    }
+
+    var isActive: Bool { channel.isActive }
+
+    func close() async {
+        try? await channel.close()
+    }
+}

@@ -1,0 +1,242 @@
+import DriverAPI
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// Makes drivers for TP-Link Kasa plugs (HS100/HS110...) speaking the local protocol on TCP port 9999.
+///
+/// Settings (JSON object): `host` (required), `port` (default 9999), `poll_interval` seconds
+/// (default 5), `timeout` seconds per request (default 5), `retries` after a timeout (default 3),
+/// `retry_backoff` seconds before a retry (default 1), `max_backoff` seconds between polls while
+/// the plug does not answer (default 60; the wait doubles from `poll_interval` up to it).
+public struct KasaDriverFactory: DriverFactory {
+    public let name = "kasa"
+    private let group: any EventLoopGroup
+
+    /// - Parameter group: the event loops all plugs share (no thread per plug).
+    public init(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.group = group
+    }
+
+    static let keys: Set<String> = ["host", "port", "poll_interval", "timeout", "retries", "retry_backoff", "max_backoff"]
+
+    public func make(configuration: DriverConfiguration) throws -> any Driver {
+        let s = try DriverSettings(configuration, allowed: Self.keys)
+        let pollInterval = try s.double("poll_interval", default: 5, in: 0.01...86_400)
+        let client = KasaClientConfig(
+            host: try s.string("host"),
+            port: try s.int("port", default: 9999, in: 1...65_535),
+            timeout: try s.double("timeout", default: 5, in: 0.01...300),
+            retries: try s.int("retries", default: 3, in: 0...10),
+            retryBackoff: try s.double("retry_backoff", default: 1, in: 0...60))
+        let maxBackoff = try s.double("max_backoff", default: 60, in: 0.01...86_400)
+        return KasaDriver(client: client, pollInterval: pollInterval, maxBackoff: maxBackoff, group: group)
+    }
+}
+
+/// A running Kasa plug: polls it, reports what it says, and switches its relay.
+public final class KasaDriver: Driver {
+    private struct State: Sendable {
+        var started = false
+        var stopped = false
+        var pollTask: Task<Void, Never>?
+        /// nil = not known yet.
+        var available: Bool?
+        var reason = ""
+        var lastRelay: Bool?
+        var hasEmeter: Bool?
+    }
+
+    private let client: KasaClient
+    private let pollInterval: Double
+    private let maxBackoff: Double
+    /// Delay between `set_relay_state` and reading the state back.
+    private let readBackDelay = 0.35
+    private let state = Mutex(State())
+    private let gate = KasaReportGate()
+
+    init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, group: any EventLoopGroup) {
+        self.client = KasaClient(config: client, group: group)
+        self.pollInterval = pollInterval
+        self.maxBackoff = max(maxBackoff, pollInterval)
+    }
+
+    public func start(context: any DriverContext) async throws {
+        let ok = state.withLock { s -> Bool in
+            guard !s.started, !s.stopped else { return false }
+            s.started = true
+            return true
+        }
+        guard ok else { throw DriverError("kasa driver for \(context.deviceId) already started or stopped") }
+        gate.open(context)
+        let task = Task { [self] in await pollLoop() }
+        state.withLock { $0.pollTask = task }
+    }
+
+    public func stop() async {
+        let task = state.withLock { s -> Task<Void, Never>? in
+            s.stopped = true
+            defer { s.pollTask = nil }
+            return s.pollTask
+        }
+        task?.cancel()
+        await client.shutDown()
+        await task?.value
+        await gate.close()
+    }
+
+    public func execute(_ command: DriverCommand) async throws {
+        switch command {
+        case .writeActivations:
+            throw DriverError("a Kasa plug stores no activations here (the hub's scheduler runs them)")
+        case .setSwitch(let on):
+            let (running, available, reason) = state.withLock { ($0.started && !$0.stopped, $0.available, $0.reason) }
+            guard running else { throw DriverError("kasa driver is not running") }
+            if available == false { throw DriverError("plug unavailable: \(reason)") }
+            try await setRelay(on)
+        }
+    }
+
+    // MARK: - Switching
+
+    private func setRelay(_ on: Bool) async throws {
+        let reply: [String: Any]
+        do {
+            reply = try await send(["system": ["set_relay_state": ["state": on ? 1 : 0]]])
+            _ = try KasaReply.method(reply, "system", "set_relay_state")
+        } catch let error as KasaClientError {
+            throw DriverError("set_relay_state failed: \(error)")
+        }
+        try? await Task.sleep(nanoseconds: UInt64(readBackDelay * 1e9))
+        // Read back what the plug now says; if that fails, the next poll reports it.
+        guard let sysinfo = try? await sysinfo(), let relay = KasaJSON.int(sysinfo["relay_state"]) else { return }
+        state.withLock { $0.lastRelay = relay == 1 }
+        await gate.report(.switchState(on: relay == 1, manual: nil))
+    }
+
+    private func sysinfo() async throws -> [String: Any] {
+        try KasaReply.method(try await send(["system": ["get_sysinfo": [String: Any]()]]), "system", "get_sysinfo")
+    }
+
+    /// One request/reply as JSON objects.
+    private func send(_ request: [String: Any]) async throws -> [String: Any] {
+        let reply = try await client.request(KasaJSON.encode(request))
+        do {
+            return try KasaJSON.parseObject(reply)
+        } catch {
+            throw KasaClientError.protocolError(error)
+        }
+    }
+
+    // MARK: - Polling
+
+    private func pollLoop() async {
+        var failureDelay = pollInterval
+        while !Task.isCancelled {
+            let wait: Double
+            do {
+                let description = try await pollOnce()
+                await setAvailability(true, reason: description)
+                failureDelay = pollInterval
+                wait = pollInterval
+            } catch is CancellationError {
+                return
+            } catch {
+                let reason = (error as? KasaClientError)?.description ?? "\(error)"
+                if case .stopped? = error as? KasaClientError { return }
+                await setAvailability(false, reason: reason)
+                wait = failureDelay
+                failureDelay = min(failureDelay * 2, maxBackoff)
+            }
+            do { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) } catch { return }
+        }
+    }
+
+    /// Polls once: sysinfo (with the energy meter when the plug has one); returns a description for
+    /// the availability reason.
+    private func pollOnce() async throws -> String {
+        let knownEmeter = state.withLock { $0.hasEmeter }
+        var request: [String: Any] = ["system": ["get_sysinfo": [String: Any]()]]
+        if knownEmeter == true { request["emeter"] = ["get_realtime": [String: Any]()] }
+        var reply = try await send(request)
+        let sysinfo = try KasaReply.method(reply, "system", "get_sysinfo")
+        guard let relay = KasaJSON.int(sysinfo["relay_state"]) else {
+            throw KasaClientError.badReply("get_sysinfo has no relay_state")
+        }
+        let hasEmeter = (sysinfo["feature"] as? String ?? "").contains("ENE")
+        let relayChanged = state.withLock { s -> Bool in
+            s.hasEmeter = hasEmeter
+            defer { s.lastRelay = relay == 1 }
+            return s.lastRelay != (relay == 1)
+        }
+        if relayChanged { await gate.report(.switchState(on: relay == 1, manual: nil)) }
+        if hasEmeter && knownEmeter != true {
+            reply = try await send(["emeter": ["get_realtime": [String: Any]()]])
+        }
+        if hasEmeter, let realtime = try? KasaReply.method(reply, "emeter", "get_realtime") {
+            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            for (quantity, value) in KasaEmeterSample(realtime: realtime).readings {
+                await gate.report(.reading(quantity: quantity, value: value, measuredAt: now))
+            }
+        }
+        let model = sysinfo["model"] as? String ?? "Kasa plug"
+        let alias = sysinfo["alias"] as? String ?? ""
+        return "\(model)\(alias.isEmpty ? "" : " \"\(alias)\"") answering at \(client.config.endpoint)"
+    }
+
+    private func setAvailability(_ available: Bool, reason: String) async {
+        let changed = state.withLock { s -> Bool in
+            s.reason = reason
+            guard s.available != available else { return false }
+            s.available = available
+            return true
+        }
+        if changed { await gate.report(.availability(available: available, reason: reason)) }
+    }
+}
+
+/// Passes reports to the hub until closed; `close()` returns only when no report is in progress,
+/// so nothing is reported after `stop()` returns.
+final class KasaReportGate: Sendable {
+    private struct State {
+        var context: (any DriverContext)?
+        var closed = false
+        var inFlight = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func open(_ context: any DriverContext) {
+        state.withLock { $0.context = context }
+    }
+
+    func report(_ observation: Observation) async {
+        guard let context = state.withLock({ s -> (any DriverContext)? in
+            guard !s.closed, let c = s.context else { return nil }
+            s.inFlight += 1
+            return c
+        }) else { return }
+        await context.report(observation)
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.inFlight -= 1
+            guard s.inFlight == 0 else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                s.closed = true
+                s.context = nil
+                if s.inFlight == 0 { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}

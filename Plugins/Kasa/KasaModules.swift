@@ -1,0 +1,368 @@
+import Foundation
+
+/// The simulated HS110's modules: each request module is answered by its handler, each method
+/// sub-reply carries its own `err_code`, as the device does.
+extension KasaSimState {
+    typealias Args = [String: Any]
+    typealias Reply = [String: Any]
+
+    static func error(_ code: Int, _ message: String) -> Reply { ["err_code": code, "err_msg": message] }
+    static var moduleNotSupported: Reply { error(-1, "module not support") }
+    static var memberNotSupported: Reply { error(-2, "member not support") }
+    static var invalidArgument: Reply { error(-3, "invalid argument") }
+    static var tableFull: Reply { error(-10, "table is full") }
+    static var entryNotExist: Reply { error(-14, "entry not exist") }
+
+    /// Answers one request object (several modules and methods may be batched) at time `now`.
+    mutating func handle(_ request: [String: Any], now: Double) -> Reply {
+        advance(to: now)
+        requestCount += 1
+        var reply: Reply = [:]
+        for (module, body) in request {
+            guard let handler = Self.handler(for: module) else {
+                reply[module] = Self.moduleNotSupported
+                continue
+            }
+            guard let methods = body as? [String: Any] else {
+                reply[module] = Self.invalidArgument
+                continue
+            }
+            var moduleReply: Reply = [:]
+            for (method, rawArgs) in methods {
+                let args: Args? = rawArgs is NSNull ? [:] : rawArgs as? Args
+                guard let args else {
+                    moduleReply[method] = Self.invalidArgument
+                    continue
+                }
+                var answer = handler(&self, method, args, now) ?? Self.memberNotSupported
+                if answer["err_code"] == nil { answer["err_code"] = 0 }
+                moduleReply[method] = answer
+            }
+            reply[module] = moduleReply
+        }
+        return reply
+    }
+
+    typealias Handler = (inout KasaSimState, String, Args, Double) -> Reply?
+
+    static func handler(for module: String) -> Handler? {
+        switch module {
+        case "system": { $0.system($1, $2, $3) }
+        case "time": { $0.time($1, $2, $3) }
+        case "emeter": { $0.emeter($1, $2, $3) }
+        case "schedule": { $0.scheduleModule($1, $2, $3) }
+        case "count_down": { $0.countdownModule($1, $2, $3) }
+        case "anti_theft": { $0.antiTheftModule($1, $2, $3) }
+        case "cnCloud": { $0.cloud($1, $2, $3) }
+        case "netif": { $0.netif($1, $2, $3) }
+        default: nil
+        }
+    }
+
+    // MARK: - system
+
+    mutating func system(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        switch method {
+        case "get_sysinfo":
+            return sysinfo(now: now)
+        case "set_relay_state":
+            guard let state = KasaJSON.int(args["state"]), state == 0 || state == 1 else { return Self.invalidArgument }
+            setRelay(state == 1, at: now)
+            return [:]
+        case "set_led_off":
+            guard let off = KasaJSON.int(args["off"]), off == 0 || off == 1 else { return Self.invalidArgument }
+            ledOff = off == 1
+            return [:]
+        case "set_dev_alias":
+            guard let name = args["alias"] as? String, name.utf8.count <= 31 else { return Self.invalidArgument }
+            alias = name
+            return [:]
+        case "set_dev_location":
+            guard let lat = KasaJSON.double(args["latitude"]), let lon = KasaJSON.double(args["longitude"]),
+                  abs(lat) <= 90, abs(lon) <= 180 else { return Self.invalidArgument }
+            latitude = lat
+            longitude = lon
+            return [:]
+        case "reboot", "reset":
+            if args["delay"] != nil, (KasaJSON.int(args["delay"]) ?? -1) < 0 { return Self.invalidArgument }
+            return [:]
+        case "set_mac_addr":
+            guard let value = args["mac"] as? String, value.count == 17 else { return Self.invalidArgument }
+            mac = value.replacingOccurrences(of: "-", with: ":").uppercased()
+            return [:]
+        case "set_device_id":
+            guard let value = args["deviceId"] as? String, !value.isEmpty else { return Self.invalidArgument }
+            deviceId = value
+            return [:]
+        case "set_hw_id":
+            guard let value = args["hwId"] as? String, !value.isEmpty else { return Self.invalidArgument }
+            hwId = value
+            return [:]
+        case "get_dev_icon":
+            return ["icon": "", "hash": ""]
+        case "set_dev_icon":
+            return args["icon"] is String ? [:] : Self.invalidArgument
+        case "check_new_config":
+            return [:]
+        default:
+            return nil
+        }
+    }
+
+    func sysinfo(now: Double) -> Reply {
+        var info: Reply = [
+            "sw_ver": firmware == .new ? "1.0.4 Build 191111 Rel.143500" : "1.2.6 Build 200727 Rel.120821",
+            "hw_ver": firmware == .new ? "4.0" : "2.0",
+            "type": "IOT.SMARTPLUGSWITCH",
+            "model": "HS110(EU)",
+            "mac": mac,
+            "dev_name": "Smart Wi-Fi Plug With Energy Monitoring",
+            "alias": alias,
+            "relay_state": relayOn ? 1 : 0,
+            "on_time": relayOn ? Int(max(0, now - relayOnSince)) : 0,
+            "active_mode": activeMode,
+            "feature": "TIM:ENE",
+            "updating": 0,
+            "icon_hash": "",
+            "rssi": -52,
+            "led_off": ledOff ? 1 : 0,
+            "deviceId": deviceId,
+            "hwId": hwId,
+            "fwId": String(repeating: "0", count: 32),
+            "oemId": oemId,
+            "next_action": nextAction(now: now),
+            "err_code": 0,
+        ]
+        if firmware == .new {
+            info["latitude_i"] = Int((latitude * 10_000).rounded())
+            info["longitude_i"] = Int((longitude * 10_000).rounded())
+        } else {
+            info["latitude"] = latitude
+            info["longitude"] = longitude
+        }
+        return info
+    }
+
+    var activeMode: String {
+        if let rule = countdown.rules.first, KasaJSON.int(rule["enable"]) == 1 { return "count_down" }
+        if schedule.enable == 1, schedule.rules.contains(where: { KasaJSON.int($0["enable"]) == 1 }) { return "schedule" }
+        return "none"
+    }
+
+    // MARK: - time
+
+    mutating func time(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        switch method {
+        case "get_time":
+            let c = Self.calendar.dateComponents([.year, .month, .day, .hour, .minute, .second],
+                                                 from: Date(timeIntervalSince1970: now))
+            return ["year": c.year!, "month": c.month!, "mday": c.day!, "hour": c.hour!, "min": c.minute!, "sec": c.second!]
+        case "get_timezone":
+            return ["index": timezoneIndex]
+        case "set_timezone":
+            guard let index = KasaJSON.int(args["index"]), (0...109).contains(index) else { return Self.invalidArgument }
+            timezoneIndex = index
+            return [:]
+        default:
+            return nil
+        }
+    }
+
+    // MARK: - emeter
+
+    mutating func emeter(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        switch method {
+        case "get_realtime":
+            let s = sample()
+            if firmware == .new {
+                return ["current_ma": Int((s.current * 1000).rounded()), "voltage_mv": Int((s.voltage * 1000).rounded()),
+                        "power_mw": Int((s.power * 1000).rounded()), "total_wh": Int(energyWh.rounded(.down))]
+            }
+            return ["current": s.current, "voltage": s.voltage, "power": s.power, "total": Self.kWh(energyWh)]
+        case "get_daystat":
+            guard let year = KasaJSON.int(args["year"]), let month = KasaJSON.int(args["month"]),
+                  (1...12).contains(month), (2000...2100).contains(year) else { return Self.invalidArgument }
+            let days = dayEnergyWh.keys.filter { $0.year == year && $0.month == month }.sorted { $0.day < $1.day }
+            return ["day_list": days.map { day -> Reply in
+                var entry: Reply = ["year": year, "month": month, "day": day.day]
+                entry.merge(energyField(dayEnergyWh[day] ?? 0)) { $1 }
+                return entry
+            }]
+        case "get_monthstat":
+            guard let year = KasaJSON.int(args["year"]), (2000...2100).contains(year) else { return Self.invalidArgument }
+            var months: [Int: Double] = [:]
+            for (day, wh) in dayEnergyWh where day.year == year { months[day.month, default: 0] += wh }
+            return ["month_list": months.keys.sorted().map { month -> Reply in
+                var entry: Reply = ["year": year, "month": month]
+                entry.merge(energyField(months[month] ?? 0)) { $1 }
+                return entry
+            }]
+        case "erase_emeter_stat":
+            eraseEnergy()
+            return [:]
+        case "get_vgain_igain":
+            return ["vgain": 13462, "igain": 16835]
+        case "set_vgain_igain":
+            guard KasaJSON.int(args["vgain"]) != nil, KasaJSON.int(args["igain"]) != nil else { return Self.invalidArgument }
+            return [:]
+        default:
+            return nil
+        }
+    }
+
+    static func kWh(_ wh: Double) -> Double { (wh).rounded(.down) / 1000 }
+
+    func energyField(_ wh: Double) -> Reply {
+        firmware == .new ? ["energy_wh": Int(wh.rounded())] : ["energy": (wh).rounded() / 1000]
+    }
+
+    // MARK: - schedule, anti_theft, count_down
+
+    mutating func scheduleModule(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        switch method {
+        case "get_next_action":
+            return nextAction(now: now)
+        case "get_daystat":
+            guard let year = KasaJSON.int(args["year"]), let month = KasaJSON.int(args["month"]),
+                  (1...12).contains(month) else { return Self.invalidArgument }
+            let days = dayOnSeconds.keys.filter { $0.year == year && $0.month == month }.sorted { $0.day < $1.day }
+            return ["day_list": days.map { ["year": year, "month": month, "day": $0.day,
+                                            "time": Int(((dayOnSeconds[$0] ?? 0) / 60).rounded())] as Reply }]
+        case "get_monthstat":
+            guard let year = KasaJSON.int(args["year"]) else { return Self.invalidArgument }
+            var months: [Int: Double] = [:]
+            for (day, s) in dayOnSeconds where day.year == year { months[day.month, default: 0] += s }
+            return ["month_list": months.keys.sorted().map { ["year": year, "month": $0,
+                                                              "time": Int(((months[$0] ?? 0) / 60).rounded())] as Reply }]
+        case "erase_runtime_stat":
+            dayOnSeconds = [:]
+            return [:]
+        default:
+            return Self.rules(&schedule, method, args, validate: Self.validScheduleRule)
+        }
+    }
+
+    mutating func antiTheftModule(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        Self.rules(&antiTheft, method, args) { rule in
+            Self.validScheduleRule(rule) && KasaJSON.int(rule["emin"]).map { (0...1439).contains($0) } == true
+        }
+    }
+
+    mutating func countdownModule(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        if method == "set_overall_enable" { return nil }
+        let reply = Self.rules(&countdown, method, args) { rule in
+            guard let delay = KasaJSON.int(rule["delay"]), delay > 0, delay <= 86_400,
+                  let act = KasaJSON.int(rule["act"]), act == 0 || act == 1,
+                  let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1 else { return false }
+            return rule["name"] == nil || rule["name"] is String
+        }
+        if (method == "add_rule" || method == "edit_rule"), KasaJSON.int(reply?["err_code"]) ?? 0 == 0 {
+            countdownArmedAt = now
+        }
+        return reply
+    }
+
+    static func validScheduleRule(_ rule: Args) -> Bool {
+        guard let wday = rule["wday"] as? [Any], wday.count == 7, wday.allSatisfy({ KasaJSON.int($0) != nil }),
+              let stime = KasaJSON.int(rule["stime_opt"]), (-1...2).contains(stime),
+              let smin = KasaJSON.int(rule["smin"]), (0...1439).contains(smin),
+              let sact = KasaJSON.int(rule["sact"]), (-1...1).contains(sact),
+              let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1,
+              rule["repeat"] == nil || KasaJSON.int(rule["repeat"]) != nil,
+              rule["name"] == nil || rule["name"] is String else { return false }
+        return true
+    }
+
+    /// The rule-table methods shared by schedule, anti-theft and countdown.
+    static func rules(_ table: inout KasaRuleTable, _ method: String, _ args: Args,
+                      validate: (Args) -> Bool) -> Reply? {
+        switch method {
+        case "get_rules":
+            var reply: Reply = ["rule_list": table.rules]
+            if table.limit > 1 { reply["enable"] = table.enable; reply["version"] = 2 }
+            return reply
+        case "add_rule":
+            guard validate(args) else { return invalidArgument }
+            guard table.rules.count < table.limit else { return tableFull }
+            var rng = SystemRandomNumberGenerator()
+            var rule = args
+            rule["id"] = KasaRuleTable.newId(using: &rng)
+            table.rules.append(rule)
+            return ["id": rule["id"]!]
+        case "edit_rule":
+            guard let id = args["id"] as? String else { return invalidArgument }
+            guard let index = table.index(of: id) else { return entryNotExist }
+            guard validate(args) else { return invalidArgument }
+            table.rules[index] = args
+            return [:]
+        case "delete_rule":
+            guard let id = args["id"] as? String else { return invalidArgument }
+            guard let index = table.index(of: id) else { return entryNotExist }
+            table.rules.remove(at: index)
+            return [:]
+        case "delete_all_rules":
+            table.rules.removeAll()
+            return [:]
+        case "set_overall_enable":
+            guard let enable = KasaJSON.int(args["enable"]), enable == 0 || enable == 1 else { return invalidArgument }
+            table.enable = enable
+            return [:]
+        default:
+            return nil
+        }
+    }
+
+    /// The next schedule action (fixed-time rules only, UTC): `{"type":-1}` when there is none.
+    func nextAction(now: Double) -> Reply {
+        guard schedule.enable == 1 else { return ["type": -1] }
+        let midnight = floor(now / 86_400) * 86_400
+        let weekday = (Self.calendar.component(.weekday, from: Date(timeIntervalSince1970: now)) + 6) % 7  // 0 = Sunday
+        var best: (at: Double, rule: Args, smin: Int)?
+        for rule in schedule.rules where KasaJSON.int(rule["enable"]) == 1 && KasaJSON.int(rule["stime_opt"]) == 0 {
+            guard let smin = KasaJSON.int(rule["smin"]), let wday = rule["wday"] as? [Any], wday.count == 7 else { continue }
+            for offset in 0...7 where KasaJSON.int(wday[(weekday + offset) % 7]) == 1 {
+                let at = midnight + Double(offset * 86_400 + smin * 60)
+                if at > now {
+                    if best == nil || at < best!.at { best = (at, rule, smin) }
+                    break
+                }
+            }
+        }
+        guard let best else { return ["type": -1] }
+        return ["type": 1, "id": best.rule["id"] ?? "", "schd_sec": best.smin * 60, "action": KasaJSON.int(best.rule["sact"]) ?? -1]
+    }
+
+    // MARK: - cnCloud, netif
+
+    mutating func cloud(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        switch method {
+        case "get_info":
+            return ["username": "", "server": cloudServer, "binded": 0, "cld_connection": 0, "illegalType": -1,
+                    "stopConnect": -1, "tcspStatus": -1, "fwDlPage": "", "tcspInfo": "", "fwNotifyType": 0]
+        case "get_intl_fw_list":
+            return ["fw_list": [Any]()]
+        case "set_server_url":
+            guard let server = args["server"] as? String, !server.isEmpty else { return Self.invalidArgument }
+            cloudServer = server
+            return [:]
+        case "bind":
+            guard args["username"] is String, args["password"] is String else { return Self.invalidArgument }
+            return Self.error(-7, "failed to connect to the cloud server")  // the simulator is offline
+        case "unbind":
+            return [:]
+        default:
+            return nil
+        }
+    }
+
+    mutating func netif(_ method: String, _ args: Args, _ now: Double) -> Reply? {
+        switch method {
+        case "get_stainfo":
+            return ["ssid": "SimulatedWiFi", "key_type": 3, "rssi": -52]
+        case "get_scaninfo":
+            return ["ap_list": [["ssid": "SimulatedWiFi", "key_type": 3] as Reply]]
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+/// A UTC calendar day, the key of the simulated daily statistics.
+struct KasaDay: Hashable, Sendable {
+    var year: Int, month: Int, day: Int
+}
+
+/// The simulated HS110's state: relay, load, energy counter and statistics, rules. Time advances
+/// from the injected clock on every access (`advance(to:)`), so nothing runs in the background.
+struct KasaSimState: Sendable {
+    let firmware: KasaSimulator.Firmware
+    let loadWatts: Double
+    var mac: String
+    var deviceId: String
+    var hwId: String
+    var oemId: String
+    var alias: String
+    var relayOn = false
+    var relayOnSince: Double = 0
+    var ledOff = false
+    var latitude = 0.0, longitude = 0.0
+    var timezoneIndex = 39
+    /// The cumulative energy counter, Wh (since the last erase / reset).
+    var energyWh = 0.0
+    /// Energy (Wh) and relay-on time (s) per UTC day.
+    var dayEnergyWh: [KasaDay: Double] = [:]
+    var dayOnSeconds: [KasaDay: Double] = [:]
+    var lastUpdate: Double
+    var schedule = KasaRuleTable(limit: 32)
+    var antiTheft = KasaRuleTable(limit: 1)
+    var countdown = KasaRuleTable(limit: 1)
+    /// When the countdown rule was (re)armed, Unix seconds.
+    var countdownArmedAt: Double = 0
+    var requestCount = 0
+    var cloudServer = "n-devs.tplinkcloud.com"
+    var rng = SystemRandomNumberGenerator()
+
+    static let calendar: Calendar = {
+        var c = Calendar(identifier: .gregorian)
+        c.timeZone = TimeZone(identifier: "UTC")!
+        return c
+    }()
+
+    static func day(_ t: Double) -> KasaDay {
+        let c = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: t))
+        return KasaDay(year: c.year!, month: c.month!, day: c.day!)
+    }
+
+    /// Brings the simulation forward to `now`: energy and on-time accrue while the relay is on,
+    /// split over UTC days; an armed countdown rule fires when due.
+    mutating func advance(to now: Double) {
+        guard now > lastUpdate else { return }
+        if let rule = countdown.rules.first, KasaJSON.int(rule["enable"]) == 1,
+           let delay = KasaJSON.double(rule["delay"]) {
+            let due = countdownArmedAt + delay
+            if due > lastUpdate && due <= now {
+                accrue(to: due)
+                setRelay(KasaJSON.int(rule["act"]) == 1, at: due)
+                countdown.rules[0]["enable"] = 0
+            }
+        }
+        accrue(to: now)
+    }
+
+    private mutating func accrue(to end: Double) {
+        guard end > lastUpdate else { return }
+        var t = lastUpdate
+        if relayOn {
+            while t < end {
+                let dayEnd = (floor(t / 86_400) + 1) * 86_400
+                let segmentEnd = min(end, dayEnd)
+                let seconds = segmentEnd - t
+                let wh = loadWatts * seconds / 3600
+                let day = Self.day(t)
+                energyWh += wh
+                dayEnergyWh[day, default: 0] += wh
+                dayOnSeconds[day, default: 0] += seconds
+                t = segmentEnd
+            }
+        }
+        lastUpdate = end
+    }
+
+    mutating func setRelay(_ on: Bool, at now: Double) {
+        if on && !relayOn { relayOnSince = now }
+        relayOn = on
+    }
+
+    mutating func eraseEnergy() {
+        energyWh = 0
+        dayEnergyWh = [:]
+    }
+
+    /// An instantaneous sample: the load with a little noise while on, 0 W while off.
+    mutating func sample() -> (power: Double, voltage: Double, current: Double) {
+        let voltage = 230 + Double.random(in: -0.8...0.8, using: &rng)
+        guard relayOn else { return (0, voltage, 0) }
+        let power = max(0, loadWatts + Double.random(in: -0.5...0.5, using: &rng) * max(1, loadWatts / 100))
+        return (power, voltage, power / voltage)
+    }
+}
+
+/// A list of rules as the plug keeps them (schedule, anti-theft, countdown), each with an `id`.
+struct KasaRuleTable: Sendable {
+    var limit: Int
+    var enable = 1
+    private var storage: [KasaJSONValue] = []
+
+    /// The rules as JSON objects.
+    var rules: [[String: Any]] {
+        get { storage.compactMap { $0.any as? [String: Any] } }
+        set { storage = newValue.map { KasaJSONValue($0) } }
+    }
+
+    init(limit: Int) { self.limit = limit }
+
+    func index(of id: String) -> Int? {
+        rules.firstIndex { ($0["id"] as? String) == id }
+    }
+
+    static func newId<G: RandomNumberGenerator>(using rng: inout G) -> String {
+        (0..<16).map { _ in String(format: "%02X", UInt8.random(in: 0...255, using: &rng)) }.joined()
+    }
+}
+
+/// A JSON value that can be kept in `Sendable` state (the rules a client stored).
+enum KasaJSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([KasaJSONValue])
+    case object([String: KasaJSONValue])
+
+    /// Converts a `JSONSerialization` value (unknown kinds become null).
+    init(_ value: Any) {
+        if let object = value as? [String: Any] {
+            self = .object(object.mapValues { KasaJSONValue($0) })
+        } else if let array = value as? [Any] {
+            self = .array(array.map { KasaJSONValue($0) })
+        } else if let string = value as? String {
+            self = .string(string)
+        } else if KasaJSON.isBool(value), let n = value as? NSNumber {
+            self = .bool(n.boolValue)
+        } else if let d = KasaJSON.double(value) {
+            self = .number(d)
+        } else {
+            self = .null
+        }
+    }
+
+    /// The value for `JSONSerialization` (whole numbers as Int).
+    var any: Any {
+        switch self {
+        case .null: NSNull()
+        case .bool(let b): b
+        case .number(let d): d == d.rounded() && abs(d) < 1e15 ? Int(d) as Any : d as Any
+        case .string(let s): s
+        case .array(let a): a.map(\.any)
+        case .object(let o): o.mapValues(\.any)
+        }
+    }
+}

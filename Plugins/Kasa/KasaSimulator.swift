@@ -1,0 +1,202 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A simulated TP-Link HS110 smart plug with energy meter: a real TCP server speaking the Kasa
+/// protocol (port 9999 by default). It answers the modules real clients query (`system`, `time`,
+/// `emeter`, `schedule`, `count_down`, `anti_theft`, `cnCloud`, `netif`) with the device's
+/// `err_code`s, and simulates a load whose energy accrues while the relay is on.
+public final class KasaSimulator: Sendable {
+    /// Which firmware's emeter field names and units to speak.
+    public enum Firmware: String, Sendable, CaseIterable {
+        /// `current`/`voltage`/`power`/`total` in A/V/W/kWh; statistics in `energy` (kWh).
+        case old
+        /// `current_ma`/`voltage_mv`/`power_mw`/`total_wh`; statistics in `energy_wh`.
+        case new
+    }
+
+    /// How the simulated plug looks and where it listens.
+    public struct Options: Sendable {
+        public var host: String
+        /// 0 = an ephemeral port (see `start()`'s result).
+        public var port: Int
+        public var firmware: Firmware
+        public var alias: String
+        public var mac: String
+        /// The load plugged in, drawn while the relay is on.
+        public var loadWatts: Double
+
+        public init(host: String = "127.0.0.1", port: Int = 9999, firmware: Firmware = .new,
+                    alias: String = "Kasa Plug", mac: String = "50:C7:BF:00:00:01", loadWatts: Double = 60.0) {
+            self.host = host
+            self.port = port
+            self.firmware = firmware
+            self.alias = alias
+            self.mac = mac
+            self.loadWatts = loadWatts
+        }
+    }
+
+    public let options: Options
+    private let group: any EventLoopGroup
+    private let clock: @Sendable () -> Double
+    let device: Mutex<KasaSimState>
+    private let server = Mutex<(any Channel)?>(nil)
+    private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    /// - Parameters:
+    ///   - group: the event loops to serve on (shared, no thread per plug).
+    ///   - clock: Unix seconds, for the energy simulation and `time`; nil = the wall clock.
+    public init(options: Options = Options(), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                clock: (@Sendable () -> Double)? = nil) {
+        let clock = clock ?? { Date().timeIntervalSince1970 }
+        self.options = options
+        self.group = group
+        self.clock = clock
+        let hex = options.mac.filter(\.isHexDigit).uppercased()
+        device = Mutex(KasaSimState(
+            firmware: options.firmware, loadWatts: options.loadWatts, mac: options.mac,
+            deviceId: String((hex + String(repeating: "8006", count: 10)).prefix(40)),
+            hwId: String(("A0" + hex + String(repeating: "5E", count: 16)).prefix(32)),
+            oemId: String(("C0" + String(repeating: "FFEE", count: 8)).prefix(32)),
+            alias: options.alias, lastUpdate: clock()))
+    }
+
+    /// Starts listening; returns the bound port.
+    @discardableResult
+    public func start() async throws -> Int {
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] channel in
+                track(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(KasaSimHandler(simulator: self))
+                }
+            }
+            .bind(host: options.host, port: options.port).get()
+        server.withLock { $0 = channel }
+        return channel.localAddress?.port ?? options.port
+    }
+
+    private func track(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        connections.withLock { $0[id] = channel }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = connections.withLock { $0.removeValue(forKey: id) }
+        }
+    }
+
+    /// Stops listening and closes every client connection.
+    public func stop() async {
+        let channel = server.withLock { s -> (any Channel)? in defer { s = nil }; return s }
+        try? await channel?.close()
+        let open = connections.withLock { Array($0.values) }
+        for connection in open { try? await connection.close() }
+    }
+
+    /// The relay; setting it acts as if the button on the plug were pressed.
+    public var relayOn: Bool {
+        get { withDevice { $0.relayOn } }
+        set { let now = clock(); withDevice { $0.setRelay(newValue, at: now) } }
+    }
+
+    /// The plug's cumulative energy counter, Wh.
+    public var energyTotalWh: Double { withDevice { $0.energyWh } }
+
+    /// Sets the energy counter (and statistics) back to 0, as after a power loss or an erase.
+    public func resetEnergyCounter() { withDevice { $0.eraseEnergy() } }
+
+    /// Requests answered so far (all connections).
+    public var requestCount: Int { device.withLock { $0.requestCount } }
+
+    /// Runs `body` on the state brought forward to the clock's now.
+    private func withDevice<T: Sendable>(_ body: (inout KasaSimState) -> T) -> T {
+        let now = clock()
+        return device.withLock { state in
+            state.advance(to: now)
+            return body(&state)
+        }
+    }
+
+    /// Answers one decrypted request payload; nil when it is not a JSON object (the plug hangs up).
+    func answer(_ payload: [UInt8]) -> [UInt8]? {
+        guard let request = try? KasaJSON.parseObject(payload) else { return nil }
+        let now = clock()
+        let requestValue = KasaJSONValue(request)
+        return device.withLock { state -> [UInt8] in
+            let request = requestValue.any as? [String: Any] ?? [:]
+            return KasaJSON.encode(state.handle(request, now: now))
+        }
+    }
+
+    /// Serves `count` plugs on ports `options.port ..< options.port + count` (aliases numbered, MACs
+    /// consecutive), printing one line per plug, until the task is cancelled. For `hub sim kasa`.
+    public static func runForever(options: Options, count: Int = 1) async throws {
+        var simulators: [KasaSimulator] = []
+        do {
+            for i in 0..<max(1, count) {
+                var o = options
+                if options.port != 0 { o.port = options.port + i }
+                if count > 1 {
+                    o.alias = "\(options.alias) \(i + 1)"
+                    o.mac = macAdding(i, to: options.mac)
+                }
+                let simulator = KasaSimulator(options: o)
+                let port = try await simulator.start()
+                simulators.append(simulator)
+                print("kasa simulator (HS110, \(o.firmware.rawValue) firmware) listening on \(o.host):\(port)")
+            }
+            while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
+        } catch {
+            for simulator in simulators { await simulator.stop() }
+            if error is CancellationError { return }
+            throw error
+        }
+        for simulator in simulators { await simulator.stop() }
+    }
+
+    static func macAdding(_ n: Int, to mac: String) -> String {
+        let bytes = mac.split(whereSeparator: { $0 == ":" || $0 == "-" }).compactMap { UInt8($0, radix: 16) }
+        guard bytes.count == 6 else { return mac }
+        var value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } &+ UInt64(n)
+        var out: [String] = []
+        for _ in 0..<6 { out.insert(String(format: "%02X", UInt8(value & 0xFF)), at: 0); value >>= 8 }
+        return out.joined(separator: ":")
+    }
+}
+
+/// One client connection: frames in, answers out, in order. Hangs up on a protocol error.
+final class KasaSimHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let simulator: KasaSimulator
+    private var decoder = KasaFrameDecoder()
+
+    init(simulator: KasaSimulator) { self.simulator = simulator }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        decoder.append(unwrapInboundIn(data).readableBytesView)
+        do {
+            while let payload = try decoder.next() {
+                guard let reply = simulator.answer(payload) else {
+                    context.close(promise: nil)
+                    return
+                }
+                let frame = KasaCipher.frame(reply)
+                var buffer = context.channel.allocator.buffer(capacity: frame.count)
+                buffer.writeBytes(frame)
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            }
+        } catch {
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

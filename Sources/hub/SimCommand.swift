@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import Kasa
+import PowerPlug
+
+/// `hub sim ...`: device simulators, real TCP servers that speak each device's protocol byte for byte.
+struct SimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sim",
+        abstract: "Run device simulators (real TCP servers speaking each device's protocol) until interrupted.",
+        subcommands: [PowerPlugSim.self, KasaSim.self])
+}
+
+struct PowerPlugSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "powerplug",
+        abstract: "Simulate the seed's TCP Wi-Fi power plug: status pushes, activations on 'SD card', its own scheduler.")
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "TCP port (the plug's is 230, which needs root); with --count, the first of consecutive ports.") var port = 230
+    @Option(help: "Activation slots.") var slots = 10
+    @Option(help: "File keeping the activations and mode across restarts (with --count N > 1, one file per plug: F.0 ... F.<N-1>).") var stateFile: String?
+    @Option(help: "How many plugs to simulate.") var count = 1
+    @Option(help: "Seconds between the plug's scheduler checks.") var checkInterval = 60
+    @Flag(help: "Pause the plug's own scheduler while a client is connected, as the seed's sketch does (the hub stays connected, so activations would not run).")
+    var pauseWhileConnected = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard (1...255).contains(slots) else { throw ValidationError("--slots must be 1 to 255") }
+        guard (1...5000).contains(count), port == 0 || port + count - 1 <= 65535 else {
+            throw ValidationError("--count must be 1 to 5000 and fit the port range")
+        }
+        guard (1...3600).contains(checkInterval) else { throw ValidationError("--check-interval must be 1 to 3600 seconds") }
+    }
+
+    func run() async throws {
+        var options = PowerPlugSimulator.Options()
+        options.host = host
+        options.port = port
+        options.slots = slots
+        options.stateFile = stateFile
+        options.checkInterval = .seconds(checkInterval)
+        options.pauseSchedulerWhileConnected = pauseWhileConnected
+        try await Console.guarded { try await PowerPlugSimulator.runForever(options: options, count: count) }
+    }
+}
+
+struct KasaSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kasa",
+        abstract: "Simulate TP-Link Kasa HS110 plugs on port 9999 (XOR framing; system, time, emeter, schedule, ... modules).")
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "TCP port; with --count, the first of consecutive ports.") var port = 9999
+    @Option(help: "Emeter field style: old (A, V, W, kWh) or new (mA, mV, mW, Wh).") var firmware = "new"
+    @Option(help: "How many plugs to simulate.") var count = 1
+    @Option(help: "Watts drawn by the simulated load while the relay is on.") var load = 60.0
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard KasaSimulator.Firmware(rawValue: firmware) != nil else { throw ValidationError("--firmware must be old or new") }
+        guard (1...5000).contains(count), port == 0 || port + count - 1 <= 65535 else {
+            throw ValidationError("--count must be 1 to 5000 and fit the port range")
+        }
+        guard load >= 0, load <= 4000 else { throw ValidationError("--load must be 0 to 4000 W") }
+    }
+
+    func run() async throws {
+        var options = KasaSimulator.Options()
+        options.host = host
+        options.port = port
+        options.firmware = KasaSimulator.Firmware(rawValue: firmware)!
+        options.loadWatts = load
+        try await Console.guarded { try await KasaSimulator.runForever(options: options, count: count) }
+    }
+}

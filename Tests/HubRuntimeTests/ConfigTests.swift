@@ -1,0 +1,30 @@
+import HubDomain
+import Testing
+@testable import HubRuntime
+
+@Suite struct ConfigTests {
+    func parse(_ text: String) throws -> HubConfig {
+        try HubConfig.parse(try JSONValue.parse(Array(text.utf8)))
+    }
+
+    func problem(_ text: String) -> String {
+        do { _ = try parse(text); return "no problem" } catch { return "\(error)" }
+    }
+
+    @Test func divergencePolicyAndReadingRules() throws {
+        let c = try parse(#"{"activation_divergence":"adopt","readings":{"power":{"deadband":5},"energy":{"max_interval_seconds":900}}}"#)
+        #expect(c.activationDivergence == .adopt)
+        #expect(c.readingRules[.power] == ReadingFilter.Rule(deadband: 5, relative: 0.02, maxIntervalSeconds: 300))
+        #expect(c.readingRules[.energy] == ReadingFilter.Rule(deadband: 10, maxIntervalSeconds: 900))
+        #expect(c.driverHostOptions.divergencePolicy == .adopt)
+        #expect(try parse("{}").activationDivergence == .restore)
+    }
+
+    @Test func badValuesNameTheKey() {
+        #expect(problem(#"{"activation_divergence":"ignore"}"#).contains("activation_divergence must be \"restore\", \"adopt\" or \"report\", not \"ignore\""))
+        #expect(problem(#"{"readings":{"watts":{}}}"#).contains("unknown key readings.watts"))
+        #expect(problem(#"{"readings":{"power":{"deadband":-1}}}"#).contains("readings.power.deadband"))
+        #expect(problem(#"{"readings":{"power":{"max_interval_seconds":0}}}"#).contains("readings.power.max_interval_seconds"))
+        #expect(problem(#"{"readings":{"power":{"every":3}}}"#).contains("unknown key readings.power.every"))
+    }
+}
