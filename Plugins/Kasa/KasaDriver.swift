@@ -89,7 +89,7 @@ public final class KasaDriver: Driver {
     public func execute(_ command: DriverCommand) async throws {
         switch command {
         case .writeActivations:
-            throw DriverError("a Kasa plug stores no activations here (the hub's scheduler runs them)")
+            throw DriverError("the kasa driver does not write activations to the plug")
         case .setSwitch(let on):
             let (running, available, reason) = state.withLock { ($0.started && !$0.stopped, $0.available, $0.reason) }
             guard running else { throw DriverError("kasa driver is not running") }

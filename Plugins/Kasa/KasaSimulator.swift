@@ -134,7 +134,8 @@ public final class KasaSimulator: Sendable {
 
     /// Serves `count` plugs on ports `options.port ..< options.port + count` (aliases numbered, MACs
     /// consecutive), printing one line per plug, until the task is cancelled. For `hub sim kasa`.
-    public static func runForever(options: Options, count: Int = 1) async throws {
+    public static func runForever(options: Options, count: Int = 1,
+                                  print output: @Sendable (String) -> Void = { Swift.print($0) }) async throws {
         var simulators: [KasaSimulator] = []
         do {
             for i in 0..<max(1, count) {
@@ -147,7 +148,7 @@ public final class KasaSimulator: Sendable {
                 let simulator = KasaSimulator(options: o)
                 let port = try await simulator.start()
                 simulators.append(simulator)
-                print("kasa simulator (HS110, \(o.firmware.rawValue) firmware) listening on \(o.host):\(port)")
+                output("kasa simulator (HS110, \(o.firmware.rawValue) firmware) listening on \(o.host):\(port)")
             }
             while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
         } catch {

@@ -83,6 +83,8 @@ public actor PowerPlugDriver: Driver {
     /// What the plug holds (every slot), as last read back or last written; nil = unknown.
     private var plugSlots: [DeviceActivation?]?
     private var lastSwitch: (on: Bool, manual: Bool)?
+    /// A switch command went out since the last status.
+    private var switchSent = false
     private var lastAvailable: Bool?
     private var sawStatus = false
 
@@ -107,6 +109,7 @@ public actor PowerPlugDriver: Driver {
         switch command {
         case .setSwitch(let on):
             let channel = try connectedChannel()
+            switchSent = true
             try await send(try PlugCommand.setSwitch(on: on).encoded(), on: channel)
         case .writeActivations(let list):
             try await writeActivations(list)
@@ -194,7 +197,10 @@ public actor PowerPlugDriver: Driver {
                 sawStatus = true
                 await setAvailable(true, "connected to \(address)")
             }
-            if lastSwitch?.on != on || lastSwitch?.manual != manual {
+            // The status after a switch command confirms it even when nothing changed (ON while
+            // already on): report it, so the hub can close the pending command.
+            if lastSwitch?.on != on || lastSwitch?.manual != manual || switchSent {
+                switchSent = false
                 lastSwitch = (on, manual)
                 await report(.switchState(on: on, manual: manual))
             }

@@ -28,7 +28,7 @@ public final class VirtualSwitch: Driver {
         case .setSwitch(let on):
             await context.report(.switchState(on: on, manual: nil))
         case .writeActivations:
-            throw DriverError("a virtual switch stores no activations (the hub's scheduler runs them)")
+            throw DriverError("a virtual switch stores no activations")
         }
     }
 

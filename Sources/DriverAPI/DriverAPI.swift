@@ -67,7 +67,7 @@ public enum DriverCommand: Sendable, Equatable {
 /// What a kind of device can do beyond switching.
 public struct DriverCapabilities: Sendable, Equatable {
     /// The device stores and runs its activations itself (the seed's TCP plug): the hub writes the
-    /// log's activations to it and compares what it reads back. Otherwise the hub's scheduler runs them.
+    /// log's activations to it and compares what it reads back. Otherwise the activations are the hub's to run.
     public var storesActivations: Bool
     /// How many activation slots the device has (when it stores them).
     public var activationSlots: Int

@@ -85,7 +85,9 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         var events: [HubEvent] = []
         let confirmsPending = device.pending?.state == reported
         if device.switchState.state != reported || confirmsPending {
-            let cause: SwitchCause = manual == true ? .manual : (confirmsPending ? .command : .deviceReport)
+            // A report that confirms the pending request is the command's doing, even when the device
+            // calls the resulting mode "manual" (the TCP plug does for every ON it is sent).
+            let cause: SwitchCause = confirmsPending ? .command : (manual == true ? .manual : .deviceReport)
             events.append(.switchToggled(SwitchToggled(device: id, state: reported, cause: cause)))
         }
         if let manual {

@@ -42,7 +42,8 @@ struct PowerPlugSim: AsyncParsableCommand {
         options.stateFile = stateFile
         options.checkInterval = .seconds(checkInterval)
         options.pauseSchedulerWhileConnected = pauseWhileConnected
-        try await Console.guarded { try await PowerPlugSimulator.runForever(options: options, count: count) }
+        let settings = options, count = self.count
+        try await serveUntilTerminated { try await PowerPlugSimulator.runForever(options: settings, count: count, print: printLine) }
     }
 }
 
@@ -72,6 +73,24 @@ struct KasaSim: AsyncParsableCommand {
         options.port = port
         options.firmware = KasaSimulator.Firmware(rawValue: firmware)!
         options.loadWatts = load
-        try await Console.guarded { try await KasaSimulator.runForever(options: options, count: count) }
+        let settings = options, count = self.count
+        try await serveUntilTerminated { try await KasaSimulator.runForever(options: settings, count: count, print: printLine) }
+    }
+}
+
+/// One line on standard output, written at once (a pipe would otherwise hold `print`'s lines back).
+@Sendable func printLine(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// Runs simulators until SIGINT/SIGTERM, then stops them cleanly.
+func serveUntilTerminated(_ serve: @escaping @Sendable () async throws -> Void) async throws {
+    try await Console.guarded {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await serve() }
+            group.addTask { await waitForTermination() }
+            try await group.next()
+            group.cancelAll()
+        }
     }
 }

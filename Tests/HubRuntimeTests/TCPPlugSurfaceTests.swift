@@ -212,3 +212,23 @@ final class HostilePeer: Sendable {
         close(fd)
     }
 }
+
+extension TCPPlugSurfaceTests {
+    @Test func switchingAPlugToTheStateItIsAlreadyInIsConfirmed() async throws {
+        let sim = plugSimulator(stateFile: temporaryDirectory() + "/plug.state")
+        let port = try await sim.start()
+        let f = try await SurfaceFixture.start(devices: [], factories: Self.factories)
+        let w = f.watcher
+        try await addDevice(w, #"{"id":"pump","driver":"powerplug","name":"Pump","config":{"host":"127.0.0.1","port":\#(port)}}"#)
+        try await w.waitFor("hub/device/pump/availability") { $0 == "online" }
+        try w.publish("hub/device/pump/switch/set", "OFF") // already off
+        let toggled = try await w.waitFor("hub/events/device/pump/SwitchToggled") { $0.contains(#""cause":"command""#) }
+        #expect(toggled.contains(#""state":"off""#))
+        try w.publish("hub/device/pump/switch/set", "ON")
+        try await w.waitFor("hub/events/device/pump/SwitchToggled") { $0.contains(#""state":"on","cause":"command""#) }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(w.messages("hub/events/device/pump/SwitchFailed").isEmpty)
+        await sim.stop()
+        try await f.stop()
+    }
+}
