@@ -30,6 +30,7 @@ public func rejectionEvent(for command: HubCommand, rejection: Rejection, comman
 }
 
 private func decideEvents(_ command: HubCommand, state: HubState, limits: DomainLimits) throws(Rejection) -> [HubEvent] {
+    if let events = try decideHousehold(command, state: state, limits: limits) { return events }
     switch command {
     case let .registerDevice(id, driver, name, config, hardwareId):
         try requireId("device", id)
@@ -78,6 +79,22 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         case .off: wanted = .off
         case .toggle: wanted = device.switchState.state?.toggled ?? .on
         }
+        var events: [HubEvent] = [.switchRequested(SwitchRequested(device: id, state: wanted))]
+        // The seed plug's manual override, for every device with activations: switching on by hand
+        // suspends the activations (manual mode) until the device is switched off again.
+        if !state.activations[id].isEmpty {
+            if wanted == .on && device.mode != .manual { events.append(.modeChanged(ModeChanged(device: id, mode: .manual))) }
+            if wanted == .off && device.mode == .manual { events.append(.modeChanged(ModeChanged(device: id, mode: .automatic))) }
+        }
+        return events
+
+    case let .scheduleSwitch(id, wanted):
+        let device = try activeDevice(id, state)
+        guard device.mode == .automatic else {
+            throw Rejection(code: "manual_mode",
+                            message: "device \(quoted(id)) is in manual mode: its activations wait until it is switched off")
+        }
+        if device.switchState.state == wanted && device.pending == nil { return [] }
         return [.switchRequested(SwitchRequested(device: id, state: wanted))]
 
     case let .reportSwitch(id, reported, manual):
@@ -87,7 +104,8 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         if device.switchState.state != reported || confirmsPending {
             // A report that confirms the pending request is the command's doing, even when the device
             // calls the resulting mode "manual" (the TCP plug does for every ON it is sent).
-            let cause: SwitchCause = confirmsPending ? .command : (manual == true ? .manual : .deviceReport)
+            let cause: SwitchCause = confirmsPending ? (device.pending!.bySchedule ? .schedule : .command)
+                : (manual == true ? .manual : .deviceReport)
             events.append(.switchToggled(SwitchToggled(device: id, state: reported, cause: cause)))
         }
         if let manual {
@@ -102,7 +120,7 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         let reason = trimmed(reason).isEmpty ? "not confirmed" : reason
         return [.switchFailed(SwitchFailed(device: id, state: pending.state, reason: reason))]
 
-    case let .setActivation(deviceId, op, name, start, lengthMinutes, periodMinutes):
+    case let .setActivation(deviceId, op, name, start, lengthMinutes, periodMinutes, daily):
         _ = try activeDevice(deviceId, state)
         try validActivationName(name, limits: limits)
         let existing = state.activations.activation(device: deviceId, name: name)
@@ -122,20 +140,37 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
             let s = try validStart(start)
             let l = try validLength(lengthMinutes)
             let p = try validPeriod(periodMinutes ?? 0)
+            let d = try daily.map(validDaily)
+            if d != nil && p != 0 {
+                throw Rejection(code: "activation_repeat_conflict",
+                                message: "activation \(quoted(name)) has both a period of \(p) minutes and a daily repeat; give one")
+            }
             return [.activationChanged(ActivationChanged(device: deviceId, change: .added, name: name, start: s,
-                                                         lengthMinutes: l, periodMinutes: p))]
+                                                         lengthMinutes: l, periodMinutes: p, daily: d))]
         case .update:
             guard let old = existing else { throw unknownActivation(deviceId, name) }
             let s = try start.map(validStart) ?? old.start
             let l = try lengthMinutes.map(validLength) ?? old.lengthMinutes
-            let p = try periodMinutes.map(validPeriod) ?? old.periodMinutes
-            if s == old.start && l == old.lengthMinutes && p == old.periodMinutes { return [] }
+            var p = try periodMinutes.map(validPeriod) ?? old.periodMinutes
+            var d = old.daily
+            if let daily {
+                if let periodMinutes, periodMinutes != 0 {
+                    throw Rejection(code: "activation_repeat_conflict",
+                                    message: "activation \(quoted(name)) has both a period of \(periodMinutes) minutes and a daily repeat; give one")
+                }
+                d = try validDaily(daily)
+                p = 0
+            } else if periodMinutes != nil {
+                d = nil
+            }
+            if s == old.start && l == old.lengthMinutes && p == old.periodMinutes && d == old.daily { return [] }
             return [.activationChanged(ActivationChanged(device: deviceId, change: .updated, name: name, start: s,
-                                                         lengthMinutes: l, periodMinutes: p))]
+                                                         lengthMinutes: l, periodMinutes: p, daily: d))]
         case .remove:
             guard let old = existing else { throw unknownActivation(deviceId, name) }
             return [.activationChanged(ActivationChanged(device: deviceId, change: .removed, name: name, start: old.start,
-                                                         lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes))]
+                                                         lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes,
+                                                         daily: old.daily))]
         }
 
     case let .reportAvailability(id, available, reason):
@@ -173,6 +208,9 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
             return [.energyCounterReset(EnergyCounterReset(device: id, previousWh: last, newWh: value)), reading]
         }
         return [reading]
+
+    case .defineGroup, .removeGroup, .switchGroup, .defineScene, .removeScene, .applyScene:
+        return [] // decided by decideHousehold above
 
     case .admitAnimal(let form):
         try requireId("animal", form.animal)
@@ -311,6 +349,20 @@ private func validPeriod(_ minutes: Int) throws(Rejection) -> UInt16 {
                         message: "activation period is \(minutes) minutes; at most \(UInt16.max)")
     }
     return UInt16(minutes)
+}
+
+private func validDaily(_ d: DailyRepeat) throws(Rejection) -> DailyRepeat {
+    guard d.minuteOfDay < 1440 else {
+        throw Rejection(code: "activation_repeat_invalid", message: "daily repeat time \(d.minuteOfDay) is not a minute of the day (0 to 1439)")
+    }
+    guard d.weekdays & DailyRepeat.everyDay != 0, d.weekdays & ~DailyRepeat.everyDay == 0 else {
+        throw Rejection(code: "activation_repeat_invalid", message: "daily repeat needs one or more weekdays (mon...sun)")
+    }
+    let zone = trimmed(d.timeZone)
+    guard !zone.isEmpty, zone.count <= 64, zone.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw Rejection(code: "activation_repeat_invalid", message: "daily repeat needs a time zone name such as \"Europe/Lisbon\"")
+    }
+    return DailyRepeat(minuteOfDay: d.minuteOfDay, weekdays: d.weekdays, timeZone: zone)
 }
 
 private func validWeight(_ kg: Double, _ what: String, _ animal: String, limits: DomainLimits) throws(Rejection) {

@@ -11,8 +11,9 @@ extension Subject {
 }
 
 extension HubEvent {
-    /// The binary payload of this event (schema version `schemaVersion`).
-    public func encodePayload() -> [UInt8] {
+    /// The binary payload of this event in schema version `schemaVersion` (default: the current one).
+    /// An older version is written only to reproduce an old record byte for byte (import).
+    public func encodePayload(schemaVersion version: UInt16? = nil) -> [UInt8] {
         var w = ByteWriter(capacity: 48)
         switch self {
         case .deviceRegistered(let e):
@@ -33,6 +34,13 @@ extension HubEvent {
         case .activationChanged(let e):
             w.string(e.device); w.u8(e.change.rawValue); w.string(e.name); w.i64(e.start)
             w.u16(e.lengthMinutes); w.u16(e.periodMinutes)
+            if (version ?? 2) >= 2 {
+                if let d = e.daily {
+                    w.u8(1); w.u16(d.minuteOfDay); w.u8(d.weekdays); w.string(d.timeZone)
+                } else {
+                    w.u8(0)
+                }
+            }
         case .availabilityChanged(let e):
             w.string(e.device); w.bool(e.available); w.string(e.reason)
         case .readingRecorded(let e):
@@ -42,6 +50,16 @@ extension HubEvent {
             w.string(e.device); w.f64(e.previousWh); w.f64(e.newWh)
         case .activationsDiverged(let e):
             w.string(e.device); w.activations(e.expected); w.activations(e.found); w.u8(e.resolution.rawValue)
+        case .groupDefined(let e):
+            w.string(e.group); w.string(e.name); w.strings(e.members)
+        case .groupRemoved(let e):
+            w.string(e.group)
+        case .sceneDefined(let e):
+            w.string(e.scene); w.string(e.name); w.targets(e.targets)
+        case .sceneRemoved(let e):
+            w.string(e.scene)
+        case .multiSwitchRequested(let e):
+            w.string(e.origin); w.targets(e.targets)
         case .animalAdmitted(let e):
             w.string(e.animal); w.string(e.name); w.optionalString(e.gender); w.optionalString(e.birthDate)
             w.f64(e.weightKg); w.string(e.species); w.optionalString(e.breed); w.optionalString(e.coat)
@@ -116,16 +134,32 @@ extension HubEvent {
         case ("EnergyCounterReset", 1):
             event = .energyCounterReset(EnergyCounterReset(
                 device: try r.string("device"), previousWh: try r.f64("previousWh"), newWh: try r.f64("newWh")))
+        case ("GroupDefined", 1):
+            event = .groupDefined(GroupDefined(group: try r.string("group"), name: try r.string("name"), members: try r.strings("members")))
+        case ("GroupRemoved", 1):
+            event = .groupRemoved(GroupRemoved(group: try r.string("group")))
+        case ("SceneDefined", 1):
+            event = .sceneDefined(SceneDefined(scene: try r.string("scene"), name: try r.string("name"), targets: try r.targets("targets")))
+        case ("SceneRemoved", 1):
+            event = .sceneRemoved(SceneRemoved(scene: try r.string("scene")))
+        case ("MultiSwitchRequested", 1):
+            event = .multiSwitchRequested(MultiSwitchRequested(origin: try r.string("origin"), targets: try r.targets("targets")))
         case ("ActivationsDiverged", 1):
             event = .activationsDiverged(ActivationsDiverged(
                 device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
                 resolution: try r.enumByte("resolution", DivergencePolicy.init(rawValue:))))
-        case ("ActivationChanged", 1):
-            event = .activationChanged(ActivationChanged(
+        case ("ActivationChanged", 1), ("ActivationChanged", 2):
+            var e = ActivationChanged(
                 device: try r.string("device"),
                 change: try r.enumByte("change", ActivationChange.init(rawValue:)),
                 name: try r.string("name"), start: try r.i64("start"),
-                lengthMinutes: try r.u16("lengthMinutes"), periodMinutes: try r.u16("periodMinutes")))
+                lengthMinutes: try r.u16("lengthMinutes"), periodMinutes: try r.u16("periodMinutes"))
+            // Schema 1 had no daily repeat: it upcasts with none.
+            if schemaVersion == 2, try r.bool("hasDaily") {
+                e.daily = DailyRepeat(minuteOfDay: try r.u16("minuteOfDay"), weekdays: try r.u8("weekdays"),
+                                      timeZone: try r.string("timeZone"))
+            }
+            event = .activationChanged(e)
         case ("DeviceRegistered", 1):
             event = .deviceRegistered(DeviceRegistered(
                 device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
@@ -162,8 +196,8 @@ extension HubEvent {
 
     static func unknownTypeOrVersion(type: String, schemaVersion: UInt16) -> DecodingFailure {
         if allTypeNames.contains(type) {
-            let reason = schemaVersion > currentSchemaVersion
-                ? "schema version \(schemaVersion) is newer than this build supports (\(currentSchemaVersion))"
+            let reason = schemaVersion > currentSchemaVersion(of: type)
+                ? "schema version \(schemaVersion) is newer than this build supports (\(currentSchemaVersion(of: type)))"
                 : "unknown schema version \(schemaVersion)"
             return DecodingFailure(type: type, schemaVersion: schemaVersion, field: "", reason: reason)
         }

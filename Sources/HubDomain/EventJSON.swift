@@ -25,7 +25,8 @@ extension HubEvent {
             return .object([("device", .string(e.device)), ("change", .string(e.change.name)),
                             ("name", .string(e.name)), ("start", .string(ISO8601.format(seconds: e.start))),
                             ("length_minutes", .number(Double(e.lengthMinutes))),
-                            ("period_minutes", .number(Double(e.periodMinutes)))])
+                            ("period_minutes", .number(Double(e.periodMinutes))),
+                            ("repeat", e.daily.map(\.jsonValue) ?? .null)])
         case .availabilityChanged(let e):
             return .object([("device", .string(e.device)), ("available", .bool(e.available)),
                             ("reason", .string(e.reason))])
@@ -37,6 +38,16 @@ extension HubEvent {
         case .energyCounterReset(let e):
             return .object([("device", .string(e.device)), ("previous_wh", .number(e.previousWh)),
                             ("new_wh", .number(e.newWh))])
+        case .groupDefined(let e):
+            return .object([("group", .string(e.group)), ("name", .string(e.name)), ("members", .array(e.members.map { .string($0) }))])
+        case .groupRemoved(let e):
+            return .object([("group", .string(e.group))])
+        case .sceneDefined(let e):
+            return .object([("scene", .string(e.scene)), ("name", .string(e.name)), ("targets", .array(e.targets.map(\.jsonValue)))])
+        case .sceneRemoved(let e):
+            return .object([("scene", .string(e.scene))])
+        case .multiSwitchRequested(let e):
+            return .object([("origin", .string(e.origin)), ("targets", .array(e.targets.map(\.jsonValue)))])
         case .activationsDiverged(let e):
             return .object([("device", .string(e.device)), ("expected", .array(e.expected.map(\.jsonValue))),
                             ("found", .array(e.found.map(\.jsonValue))), ("resolution", .string(e.resolution.name))])
@@ -66,7 +77,7 @@ extension HubEvent {
     public static func fromJSON(type: String, schemaVersion: UInt16, body: JSONValue) throws(DecodingFailure) -> HubEvent {
         let r = JSONFieldReader(body: body, type: type, schemaVersion: schemaVersion)
         guard case .object = body else {
-            if !allTypeNames.contains(type) || schemaVersion != currentSchemaVersion {
+            if !allTypeNames.contains(type) || schemaVersion < 1 || schemaVersion > currentSchemaVersion(of: type) {
                 throw unknownTypeOrVersion(type: type, schemaVersion: schemaVersion)
             }
             throw DecodingFailure(type: type, schemaVersion: schemaVersion, field: "", reason: "body is not a JSON object")
@@ -94,7 +105,7 @@ extension HubEvent {
         case ("ModeChanged", 1):
             return .modeChanged(ModeChanged(device: try r.string("device"),
                                             mode: try r.named("mode", DeviceMode.init(name:))))
-        case ("ActivationChanged", 1):
+        case ("ActivationChanged", 1), ("ActivationChanged", 2):
             let startMicros = try r.time("start")
             guard startMicros % Civil.microsPerSecond == 0 else {
                 throw r.failure("start", "must be whole seconds")
@@ -102,7 +113,18 @@ extension HubEvent {
             return .activationChanged(ActivationChanged(
                 device: try r.string("device"), change: try r.named("change", ActivationChange.init(name:)),
                 name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
-                lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes")))
+                lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes"),
+                daily: schemaVersion >= 2 ? try r.dailyRepeat("repeat") : nil))
+        case ("GroupDefined", 1):
+            return .groupDefined(GroupDefined(group: try r.string("group"), name: try r.string("name"), members: try r.strings("members")))
+        case ("GroupRemoved", 1):
+            return .groupRemoved(GroupRemoved(group: try r.string("group")))
+        case ("SceneDefined", 1):
+            return .sceneDefined(SceneDefined(scene: try r.string("scene"), name: try r.string("name"), targets: try r.targets("targets")))
+        case ("SceneRemoved", 1):
+            return .sceneRemoved(SceneRemoved(scene: try r.string("scene")))
+        case ("MultiSwitchRequested", 1):
+            return .multiSwitchRequested(MultiSwitchRequested(origin: try r.string("origin"), targets: try r.targets("targets")))
         case ("ActivationsDiverged", 1):
             return .activationsDiverged(ActivationsDiverged(
                 device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),

@@ -216,11 +216,14 @@ public struct ActivationChanged: Sendable, Equatable, Codable {
     /// Unix seconds, UTC (fits a u32).
     public var start: Int64
     public var lengthMinutes: UInt16
-    /// 0 = one-shot.
+    /// 0 = one-shot (or a daily repeat).
     public var periodMinutes: UInt16
-    public init(device: String, change: ActivationChange, name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16) {
+    /// Schema 2: repeats daily at a local time (nil in schema 1 events, which upcast unchanged).
+    public var daily: DailyRepeat?
+    public init(device: String, change: ActivationChange, name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16,
+                daily: DailyRepeat? = nil) {
         self.device = device; self.change = change; self.name = name; self.start = start
-        self.lengthMinutes = lengthMinutes; self.periodMinutes = periodMinutes
+        self.lengthMinutes = lengthMinutes; self.periodMinutes = periodMinutes; self.daily = daily
     }
 }
 
@@ -340,6 +343,11 @@ public enum HubEvent: Sendable, Equatable {
     case readingRecorded(ReadingRecorded)
     case energyCounterReset(EnergyCounterReset)
     indirect case activationsDiverged(ActivationsDiverged)
+    indirect case groupDefined(GroupDefined)
+    case groupRemoved(GroupRemoved)
+    indirect case sceneDefined(SceneDefined)
+    case sceneRemoved(SceneRemoved)
+    indirect case multiSwitchRequested(MultiSwitchRequested)
     indirect case animalAdmitted(AnimalAdmitted)
     indirect case animalDischarged(AnimalDischarged)
     case animalSighted(AnimalSighted)
@@ -350,11 +358,16 @@ public enum HubEvent: Sendable, Equatable {
         "DeviceRegistered", "DeviceRenamed", "DeviceRemoved", "SwitchRequested", "SwitchToggled",
         "SwitchFailed", "ModeChanged", "ActivationChanged", "AvailabilityChanged", "ReadingRecorded",
         "EnergyCounterReset", "AnimalAdmitted", "AnimalDischarged", "AnimalSighted", "CommandRejected",
-        "ActivationsDiverged",
+        "ActivationsDiverged", "GroupDefined", "GroupRemoved", "SceneDefined", "SceneRemoved", "MultiSwitchRequested",
     ]
 
-    /// The current schema version written for new events of every type.
-    public static let currentSchemaVersion: UInt16 = 1
+    /// The newest schema version of any type (`ActivationChanged` is at 2; every other type at 1).
+    public static let currentSchemaVersion: UInt16 = 2
+
+    /// The schema version written for new events of `type`.
+    public static func currentSchemaVersion(of type: String) -> UInt16 {
+        type == "ActivationChanged" ? 2 : 1
+    }
 
     public var typeName: String {
         switch self {
@@ -370,6 +383,11 @@ public enum HubEvent: Sendable, Equatable {
         case .readingRecorded: return "ReadingRecorded"
         case .energyCounterReset: return "EnergyCounterReset"
         case .activationsDiverged: return "ActivationsDiverged"
+        case .groupDefined: return "GroupDefined"
+        case .groupRemoved: return "GroupRemoved"
+        case .sceneDefined: return "SceneDefined"
+        case .sceneRemoved: return "SceneRemoved"
+        case .multiSwitchRequested: return "MultiSwitchRequested"
         case .animalAdmitted: return "AnimalAdmitted"
         case .animalDischarged: return "AnimalDischarged"
         case .animalSighted: return "AnimalSighted"
@@ -377,7 +395,10 @@ public enum HubEvent: Sendable, Equatable {
         }
     }
 
-    public var schemaVersion: UInt16 { 1 }
+    public var schemaVersion: UInt16 {
+        if case .activationChanged = self { return 2 }
+        return 1
+    }
 
     /// The stream this event belongs to: `device/<id>`, `animal/<id>` or `hub`.
     public var stream: String {
@@ -394,6 +415,11 @@ public enum HubEvent: Sendable, Equatable {
         case .readingRecorded(let e): return e.subject.stream
         case .energyCounterReset(let e): return StreamName.device(e.device)
         case .activationsDiverged(let e): return StreamName.device(e.device)
+        case .groupDefined(let e): return StreamName.group(e.group)
+        case .groupRemoved(let e): return StreamName.group(e.group)
+        case .sceneDefined(let e): return StreamName.scene(e.scene)
+        case .sceneRemoved(let e): return StreamName.scene(e.scene)
+        case .multiSwitchRequested(let e): return e.origin == "all" ? StreamName.hub : e.origin
         case .animalAdmitted(let e): return StreamName.animal(e.animal)
         case .animalDischarged(let e): return StreamName.animal(e.animal)
         case .animalSighted(let e): return StreamName.animal(e.animal)
@@ -420,6 +446,14 @@ public enum HubEvent: Sendable, Equatable {
             }
         case .energyCounterReset(let e): return .device(e.device)
         case .activationsDiverged(let e): return .device(e.device)
+        case .groupDefined(let e): return .group(e.group)
+        case .groupRemoved(let e): return .group(e.group)
+        case .sceneDefined(let e): return .scene(e.scene)
+        case .sceneRemoved(let e): return .scene(e.scene)
+        case .multiSwitchRequested(let e):
+            if e.origin.hasPrefix("group/") { return .group(String(e.origin.dropFirst(6))) }
+            if e.origin.hasPrefix("scene/") { return .scene(String(e.origin.dropFirst(6))) }
+            return .hub
         case .animalAdmitted(let e): return .animal(e.animal)
         case .animalDischarged(let e): return .animal(e.animal)
         case .animalSighted(let e): return .animal(e.animal)
@@ -432,12 +466,16 @@ public enum HubEvent: Sendable, Equatable {
 public enum StreamKey: Sendable, Equatable, Hashable {
     case device(String)
     case animal(String)
+    case group(String)
+    case scene(String)
     case hub
 
     public var name: String {
         switch self {
         case .device(let id): return StreamName.device(id)
         case .animal(let id): return StreamName.animal(id)
+        case .group(let id): return StreamName.group(id)
+        case .scene(let id): return StreamName.scene(id)
         case .hub: return StreamName.hub
         }
     }

@@ -27,4 +27,6 @@ public enum StreamName {
     public static let hub = "hub"
     public static func device(_ id: String) -> String { "device/" + id }
     public static func animal(_ id: String) -> String { "animal/" + id }
+    public static func group(_ id: String) -> String { "group/" + id }
+    public static func scene(_ id: String) -> String { "scene/" + id }
 }

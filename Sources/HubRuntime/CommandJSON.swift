@@ -1,3 +1,4 @@
+import Foundation
 import HubDomain
 
 /// Commands as JSON objects: `{"command":"switch","id":"lamp","state":"ON","command_id":"c-1"}`.
@@ -11,7 +12,8 @@ public enum CommandJSON {
 
     public static let names = ["register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
                                "set_activation", "report_availability", "report_activations", "record_reading", "admit_animal", "discharge_animal",
-                               "sight_animal"]
+                               "sight_animal", "define_group", "remove_group", "switch_group", "define_scene", "remove_scene",
+                               "apply_scene"]
 
     /// Parses a command object; `now` fills in measurement times that are not given.
     public static func parse(_ value: JSONValue, now: Int64) throws -> (command: HubCommand, commandId: String?) {
@@ -35,11 +37,7 @@ public enum CommandJSON {
         case "remove_device":
             command = .removeDevice(id: try f.string("id"))
         case "switch":
-            let state = try f.string("state")
-            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
-                throw Failure(field: "state", reason: "must be ON, OFF or TOGGLE, not \"\(state)\"")
-            }
-            command = .switchDevice(id: try f.string("id"), target: target)
+            command = .switchDevice(id: try f.string("id"), target: try f.switchTarget("state"))
         case "report_switch":
             command = .reportSwitch(id: try f.string("id"), state: try f.switchState("state"), manual: try f.optionalBool("manual"))
         case "fail_switch":
@@ -51,10 +49,38 @@ public enum CommandJSON {
             }
             command = .setActivation(device: try f.optionalString("device") ?? f.string("id"), op: activationOp,
                                      name: try f.string("name"), start: try f.optionalTime("start", seconds: true),
-                                     lengthMinutes: try f.optionalInteger("length"), periodMinutes: try f.optionalInteger("period"))
+                                     lengthMinutes: try f.optionalInteger("length"), periodMinutes: try f.optionalInteger("period"),
+                                     daily: try dailyRepeat(value["repeat"]))
         case "report_availability":
             command = .reportAvailability(id: try f.string("id"), available: try f.bool("available"),
                                           reason: try f.optionalString("reason") ?? "")
+        case "define_group":
+            guard case .array(let items)? = value["members"] else {
+                throw Failure(field: "members", reason: "must be a list of device ids")
+            }
+            let members = items.compactMap { item -> String? in if case .string(let s) = item { return s } else { return nil } }
+            guard members.count == items.count else { throw Failure(field: "members", reason: "must be a list of device ids") }
+            command = .defineGroup(id: try f.string("id"), name: try f.optionalString("name") ?? "", members: members)
+        case "remove_group":
+            command = .removeGroup(id: try f.string("id"))
+        case "switch_group":
+            command = .switchGroup(id: try f.string("id"), target: try f.switchTarget("state"))
+        case "define_scene":
+            guard case .object(let pairs)? = value["states"] else {
+                throw Failure(field: "states", reason: "must be an object {\"<device id>\":\"ON\"|\"OFF\",...}")
+            }
+            var targets: [DeviceTarget] = []
+            for (device, v) in pairs {
+                guard case .string(let s) = v, let state = SwitchState(name: s.lowercased()) else {
+                    throw Failure(field: "states.\(device)", reason: "must be ON or OFF")
+                }
+                targets.append(DeviceTarget(device: device, state: state))
+            }
+            command = .defineScene(id: try f.string("id"), name: try f.optionalString("name") ?? "", targets: targets)
+        case "remove_scene":
+            command = .removeScene(id: try f.string("id"))
+        case "apply_scene":
+            command = .applyScene(id: try f.string("id"))
         case "report_activations":
             guard case .array(let items)? = value["found"] else {
                 throw Failure(field: "found", reason: "must be a list of {\"name\",\"start\",\"length\",\"period\"}")
@@ -110,6 +136,31 @@ public enum CommandJSON {
     }
 
     /// Typed field access with errors that name the field.
+    /// `"repeat": {"at":"18:00","days":["mon","fri"],"time_zone":"Europe/Lisbon"}` (`days` default: every day).
+    static func dailyRepeat(_ value: JSONValue?) throws -> DailyRepeat? {
+        guard let value, value != .null else { return nil }
+        guard case .object = value else { throw Failure(field: "repeat", reason: "must be an object {\"at\":\"HH:MM\",\"days\":[...],\"time_zone\":...}") }
+        let f = Fields(value)
+        let at = try f.string("at")
+        guard let minute = DailyRepeat.minute(of: at) else { throw Failure(field: "repeat.at", reason: "must be HH:MM (00:00 to 23:59), not \"\(at)\"") }
+        var mask = DailyRepeat.everyDay
+        if let days = value["days"], days != .null {
+            guard case .array(let items) = days else { throw Failure(field: "repeat.days", reason: "must be a list of day names (mon ... sun)") }
+            let names = items.compactMap { item -> String? in if case .string(let s) = item { return s } else { return nil } }
+            guard names.count == items.count, let m = DailyRepeat.weekdays(of: names) else {
+                throw Failure(field: "repeat.days", reason: "must be one or more of mon, tue, wed, thu, fri, sat, sun")
+            }
+            mask = m
+        }
+        guard let zone = try f.optionalString("time_zone") else {
+            throw Failure(field: "repeat.time_zone", reason: "is required (an IANA name such as \"Europe/Lisbon\")")
+        }
+        guard TimeZone(identifier: zone) != nil else {
+            throw Failure(field: "repeat.time_zone", reason: "\"\(zone)\" is not a time zone this machine knows (IANA names such as \"Europe/Lisbon\")")
+        }
+        return DailyRepeat(minuteOfDay: minute, weekdays: mask, timeZone: zone)
+    }
+
     struct Fields {
         let value: JSONValue
         init(_ value: JSONValue) { self.value = value }
@@ -117,6 +168,14 @@ public enum CommandJSON {
         func string(_ key: String) throws -> String {
             guard let v = try optionalString(key) else { throw Failure(field: key, reason: "is required") }
             return v
+        }
+        /// `ON`, `OFF` or `TOGGLE`, any case.
+        func switchTarget(_ key: String) throws -> SwitchTarget {
+            let state = try string(key)
+            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+                throw Failure(field: key, reason: "must be ON, OFF or TOGGLE, not \"\(state)\"")
+            }
+            return target
         }
         func optionalString(_ key: String) throws -> String? {
             switch value[key] {

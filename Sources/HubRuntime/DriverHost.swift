@@ -66,6 +66,7 @@ public actor DriverHost {
     }
 
     public nonisolated var driverNames: [String] { factories.keys.sorted() }
+    public nonisolated var confirmTimeout: Duration { options.confirmTimeout }
 
     /// Starts drivers for devices that have none and stops those of removed devices.
     public func sync() async {
@@ -163,6 +164,11 @@ public actor DriverHost {
         default:
             break
         }
+    }
+
+    /// Whether the device's running driver keeps and runs activations itself.
+    public func storesActivations(_ device: String) -> Bool {
+        running[device]?.capabilities.storesActivations == true
     }
 
     /// Sends the log's activations to a device that stores its own.

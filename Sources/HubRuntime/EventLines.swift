@@ -81,7 +81,7 @@ public enum EventLines {
         let record = EventRecord(sequence: try integer("seq"), stream: stream, streamVersion: try integer("version"),
                                  type: type, schemaVersion: UInt16(schema), timestamp: time,
                                  causation: Causation(commandId: commandId, actor: try string("actor")),
-                                 payload: event.encodePayload())
+                                 payload: event.encodePayload(schemaVersion: UInt16(schema)))
         return Parsed(record: record, event: event, hash: value["hash"]?.stringValue)
     }
 }

@@ -149,3 +149,33 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
          configTopic(component: "sensor", objectId: id + "_temperature")]
     }
 }
+
+// MARK: Groups
+
+extension HomeAssistantDiscovery {
+    /// A group is one switch entity (on when any member is on; switching it switches every member).
+    public func groupConfig(_ group: GroupRecord) -> (topic: String, payload: JSONValue) {
+        let identity = nodeId + "_group_" + group.id
+        let config: JSONValue = .object([
+            ("name", .null),
+            ("unique_id", .string(identity + "_switch")),
+            ("state_topic", .string(topics.groupSwitch(group.id))),
+            ("command_topic", .string(topics.groupSwitchSet(group.id))),
+            ("payload_on", "ON"),
+            ("payload_off", "OFF"),
+            ("availability_topic", .string(topics.status)),
+            ("device", .object([
+                ("identifiers", .array([.string(identity)])),
+                ("name", .string(group.name)),
+                ("model", .string("group of \(group.members.count) devices")),
+                ("manufacturer", .string(Self.manufacturer)),
+            ])),
+            ("origin", .object([("name", .string(Self.manufacturer))])),
+        ])
+        return (groupConfigTopic(group.id), config)
+    }
+
+    public func groupConfigTopic(_ id: String) -> String {
+        configTopic(component: "switch", objectId: "group_" + id)
+    }
+}

@@ -32,7 +32,7 @@ public actor Hub {
     public nonisolated let openingNotes: [String]
 
     /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
-    static let snapshotFormat = 2
+    static let snapshotFormat = 3
 
     public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
                 logOptions: SegmentStoreOptions = SegmentStoreOptions()) throws {
@@ -107,6 +107,8 @@ public actor Hub {
         case .registerDevice(let id, _, _, _, _): return ["device/" + id, "rule:hardware-ids"]
         case .recordReading(let subject, _, _, _): return [subject.stream]
         case .dischargeAnimal(let id, _, _, _), .sightAnimal(let id, _, _, _): return ["animal/" + id]
+        case .defineGroup(let id, _, _), .removeGroup(let id), .switchGroup(let id, _): return ["group/" + id]
+        case .defineScene(let id, _, _), .removeScene(let id), .applyScene(let id): return ["scene/" + id]
         default: return ["device/" + (command.target ?? "")]
         }
     }
@@ -182,6 +184,9 @@ public actor Hub {
     }
 
     public func device(_ id: String) -> DeviceRecord? { state.devices[id] }
+
+    /// Groups and scenes with the devices' records, for the group state publisher.
+    public func householdView() -> (HouseholdModel, DevicesModel) { (state.household, state.devices) }
 
     /// Folds every committed event the read models have not seen yet.
     public func catchUp() throws {

@@ -17,6 +17,8 @@ public struct HubServiceOptions: Sendable {
         HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}"),
     ]
     public var snapshotEvery: UInt64
+    /// The scheduler's clock (tests set it by hand).
+    public var scheduleClock: any ScheduleClock = WallClock()
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -33,6 +35,7 @@ public struct HubServiceOptions: Sendable {
 public final class HubService: Sendable {
     public let hub: Hub
     public let drivers: DriverHost
+    public let scheduler: Scheduler
     public let surface: MQTTSurface?
     let options: HubServiceOptions
     let tasks: LockedTasks
@@ -49,17 +52,20 @@ public final class HubService: Sendable {
             surface = try await MQTTSurface.start(hub: hub, drivers: drivers, settings: options.config.mqtt,
                                                   checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", note: note)
         }
-        let service = HubService(hub: hub, drivers: drivers, surface: surface, options: options)
+        let scheduler = Scheduler(hub: hub, drivers: drivers, clock: options.scheduleClock)
+        let service = HubService(hub: hub, drivers: drivers, scheduler: scheduler, surface: surface, options: options)
         // Follow the log before the drivers start, so what they report at start-up is published too.
         service.followLog(from: hub.store.lastSequence + 1)
         await surface?.setFatalHandler { reason in service.fail(reason) }
         await drivers.sync()
+        await scheduler.start()
         return service
     }
 
-    init(hub: Hub, drivers: DriverHost, surface: MQTTSurface?, options: HubServiceOptions) {
+    init(hub: Hub, drivers: DriverHost, scheduler: Scheduler, surface: MQTTSurface?, options: HubServiceOptions) {
         self.hub = hub
         self.drivers = drivers
+        self.scheduler = scheduler
         self.surface = surface
         self.options = options
         self.tasks = LockedTasks()
@@ -76,7 +82,8 @@ public final class HubService: Sendable {
 
     /// Hands every newly committed event to the drivers and marks what the surface must re-publish.
     func followLog(from sequence: UInt64) {
-        let hub = self.hub, drivers = self.drivers, surface = self.surface, failureSink = self.failureSink
+        let hub = self.hub, drivers = self.drivers, scheduler = self.scheduler, surface = self.surface
+        let failureSink = self.failureSink
         tasks.add(Task {
             do {
                 for try await record in hub.store.subscribe(from: sequence) {
@@ -85,6 +92,7 @@ public final class HubService: Sendable {
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
                                                            payload: record.payload) else { continue }
                     await drivers.handle(event)
+                    await scheduler.handle(event)
                     await surface?.changed(stream: record.stream)
                 }
             } catch is CancellationError {
@@ -128,6 +136,7 @@ public final class HubService: Sendable {
     /// Stops the surface (publishing `offline`), the drivers and the log, writing a snapshot.
     public func stop() async throws {
         tasks.cancelAll()
+        await scheduler.stop()
         await surface?.stop()
         await drivers.stopAll()
         try await hub.close()

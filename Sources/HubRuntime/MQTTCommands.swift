@@ -25,7 +25,9 @@ public enum MQTTCommands {
 
     /// Names accepted under `<base>/request/`.
     public static let requestNames = ["device/add", "device/rename", "device/remove", "switch", "command",
-                                      "devices", "device/get", "animals", "animal/get"]
+                                      "devices", "device/get", "animals", "animal/get",
+                                      "group/define", "group/remove", "groups", "scene/define", "scene/remove", "scene/apply",
+                                      "scenes", "all-off"]
 
     /// Requests answered from the read models, without a command.
     public enum Query: Sendable, Equatable {
@@ -37,6 +39,10 @@ public enum MQTTCommands {
         case animals
         /// `request/animal/get` `{"id"}`.
         case animal(String)
+        /// `request/groups`: every group with its derived state.
+        case groups
+        /// `request/scenes`: every scene.
+        case scenes
     }
 
     /// The values a JSON request carried for the answer to echo: `id` and `transaction`, verbatim.
@@ -93,14 +99,29 @@ public enum MQTTCommands {
                 throw MQTTCommandError("unknown request \"\(MQTTTopics.shown(name))\"; known: \(requestNames.joined(separator: ", "))",
                                        echo: bestEffortEcho(payload))
             }
-            if name == "devices" || name == "animals", isBlank(payload) {
-                return ParsedCommand(commands: [], commandId: nil, query: name == "devices" ? .devices : .animals)
+            if isBlank(payload) {
+                switch name {
+                case "devices": return ParsedCommand(commands: [], commandId: nil, query: .devices)
+                case "animals": return ParsedCommand(commands: [], commandId: nil, query: .animals)
+                case "groups": return ParsedCommand(commands: [], commandId: nil, query: .groups)
+                case "scenes": return ParsedCommand(commands: [], commandId: nil, query: .scenes)
+                case "all-off": return ParsedCommand(commands: [.applyScene(id: HouseholdLimits.allOff)], commandId: nil)
+                default: break
+                }
             }
             try checkPayload(payload)
             return try request(name, payload, now: now)
         case .switchSet(let device):
             try checkPayload(payload)
             return try switchSet(device, payload)
+        case .groupSwitchSet(let group):
+            try checkPayload(payload)
+            var parsed = try switchSet(group, payload)
+            parsed.commands = parsed.commands.map { command in
+                if case let .switchDevice(id, target) = command { return .switchGroup(id: id, target: target) }
+                return command
+            }
+            return parsed
         case .activationsSet(let device):
             try checkPayload(payload)
             return try activationsSet(device, payload)
@@ -319,6 +340,23 @@ public enum MQTTCommands {
         case "command":
             let parsed = try fields(echo) { try CommandJSON.parse(object, now: now) }
             return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
+        case "group/define":
+            return try viaCommandJSON("define_group", object, topicId: nil, now: now)
+        case "group/remove":
+            return try viaCommandJSON("remove_group", object, topicId: nil, now: now)
+        case "scene/define":
+            return try viaCommandJSON("define_scene", object, topicId: nil, now: now)
+        case "scene/remove":
+            return try viaCommandJSON("remove_scene", object, topicId: nil, now: now)
+        case "scene/apply":
+            return try viaCommandJSON("apply_scene", object, topicId: nil, now: now)
+        case "all-off":
+            let commandId = try fields(echo) { try f.optionalString("command_id") ?? f.optionalString("id") }
+            return ParsedCommand(commands: [.applyScene(id: HouseholdLimits.allOff)], commandId: commandId, echo: echo)
+        case "groups":
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .groups)
+        case "scenes":
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .scenes)
         case "devices":
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .devices)
         case "animals":

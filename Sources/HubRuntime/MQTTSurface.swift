@@ -147,6 +147,7 @@ public actor MQTTSurface {
             }
             publishDevice(Hub.DeviceView(state, device))
         }
+        for group in state.household.groups.values { publishGroup(group, state.devices, announce: true) }
         for animal in state.animals.byId.values {
             if animal.isAdmitted {
                 announce(animal)
@@ -200,6 +201,8 @@ public actor MQTTSurface {
             let deviceIds = streams.filter { $0.hasPrefix("device/") }.map { String($0.dropFirst("device/".count)) }
             let animalIds = streams.filter { $0.hasPrefix("animal/") }.map { String($0.dropFirst("animal/".count)) }
             let (devices, animals) = await hub.views(devices: deviceIds, animals: animalIds)
+            let groupIds = Set(streams.filter { $0.hasPrefix("group/") }.map { String($0.dropFirst("group/".count)) })
+            if !groupIds.isEmpty || !deviceIds.isEmpty { await publishGroups(changed: groupIds, devices: Set(deviceIds)) }
             for view in devices {
                 let device = view.record
                 if device.removed {
@@ -223,12 +226,41 @@ public actor MQTTSurface {
     }
 
     func publishDevice(_ view: Hub.DeviceView) {
-        let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
+        let now = currentMicros()
+        let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: now))
         publishState(topics.deviceState(view.record.id),
-                     Array(StatePayloads.device(view, dayKey: today).serialized().utf8))
+                     Array(StatePayloads.device(view, dayKey: today, now: now).serialized().utf8))
         for (topic, payload) in StatePayloads.devicePlain(view.record, energy: view.energy, topics: topics) {
             publishState(topic, Array(payload.utf8))
         }
+    }
+
+    /// Groups announced to Home Assistant.
+    var announcedGroups: Set<String> = []
+
+    /// The state (and discovery) of groups that changed, or that contain a device that changed.
+    func publishGroups(changed: Set<String>, devices: Set<String>) async {
+        let (household, deviceModel) = await hub.householdView()
+        for id in changed where household.groups[id] == nil {
+            publishState(topics.groupState(id), [])
+            publishState(topics.groupSwitch(id), [])
+            try? client.publish(discovery.groupConfigTopic(id), [], qos: 1, retain: true)
+            announcedGroups.remove(id)
+        }
+        for group in household.groups.values where changed.contains(group.id) || group.members.contains(where: devices.contains) {
+            publishGroup(group, deviceModel, announce: changed.contains(group.id) || !announcedGroups.contains(group.id))
+        }
+    }
+
+    func publishGroup(_ group: GroupRecord, _ devices: DevicesModel, announce: Bool) {
+        if announce {
+            let (topic, payload) = discovery.groupConfig(group)
+            publish(topic, payload)
+            announcedGroups.insert(group.id)
+        }
+        let state = StatePayloads.group(group, devices: devices)
+        publishState(topics.groupState(group.id), Array(state.serialized().utf8))
+        if case .string(let s)? = state["switch"] { publishState(topics.groupSwitch(group.id), Array(s.utf8)) }
     }
 
     // MARK: Events out
@@ -335,6 +367,22 @@ public actor MQTTSurface {
                                           code: "unknown_driver", echo: parsed.echo)
             }
             let commandId = index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId
+            if case let .setActivation(device, _, _, _, _, _, daily) = command, daily != nil, await drivers.storesActivations(device) {
+                return MQTTResponse.error("device \"\(device)\" runs its activations itself and cannot hold a daily repeat at a local time; "
+                                          + "use a period (1440 minutes for daily)", code: "activation_repeat_unsupported", echo: parsed.echo)
+            }
+            if HouseholdControl.isMultiDevice(command) {
+                do {
+                    switch try await HouseholdControl(hub: hub, confirmTimeout: drivers.confirmTimeout)
+                        .run(command, commandId: commandId, actor: "mqtt") {
+                    case .success(let data): results.append(data)
+                    case .failure(let rejection): return MQTTResponse.error(rejection.message, code: rejection.code, echo: parsed.echo)
+                    }
+                } catch {
+                    return MQTTResponse.error("the hub could not record the command: \(error)", code: "internal", echo: parsed.echo)
+                }
+                continue
+            }
             do {
                 switch try await hub.execute(command, commandId: commandId, actor: "mqtt", now: currentMicros()) {
                 case let .accepted(events, result, duplicate):
@@ -342,7 +390,7 @@ public actor MQTTSurface {
                         ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
                         ("duplicate", .bool(duplicate)),
                         ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) })),
-                    ]))
+                    ] + (await activationConflicts(after: command))))
                 case let .rejected(rejection, _, _):
                     return MQTTResponse.error(rejection.message, code: rejection.code, echo: parsed.echo)
                 }
@@ -353,17 +401,30 @@ public actor MQTTSurface {
         return MQTTResponse.ok(results.count == 1 ? results[0] : .array(results), echo: parsed.echo)
     }
 
+    /// For an activation added or updated: the device's activations it now overlaps (empty: none).
+    func activationConflicts(after command: HubCommand) async -> [(String, JSONValue)] {
+        guard case let .setActivation(device, op, name, _, _, _, _) = command, op != .remove else { return [] }
+        let list = await hub.state.activations[device]
+        guard let candidate = list.first(where: { $0.name == name }) else { return [] }
+        let others = list.filter { $0.name != name }
+        return [("conflicts", StatePayloads.conflicts(ScheduleMath.conflicts(of: candidate, with: others, from: currentMicros() / 1_000_000)))]
+    }
+
     func answer(_ query: MQTTCommands.Query) async -> JSONValue {
         let state = await hub.state
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
         func device(_ d: DeviceRecord) -> JSONValue {
-            StatePayloads.device(Hub.DeviceView(state, d), dayKey: today)
+            StatePayloads.device(Hub.DeviceView(state, d), dayKey: today, now: currentMicros())
         }
         switch query {
         case .devices: return .array(state.devices.active.map(device))
         case .device(let id): return state.devices[id].map(device) ?? .null
         case .animals: return .array(state.animals.byId.values.sorted { $0.id < $1.id }.map(StatePayloads.animal))
         case .animal(let id): return state.animals[id].map(StatePayloads.animal) ?? .null
+        case .groups:
+            return .array(state.household.groups.values.sorted { $0.id < $1.id }.map { StatePayloads.group($0, devices: state.devices) })
+        case .scenes:
+            return .array(state.household.scenes.values.sorted { $0.id < $1.id }.map(StatePayloads.scene))
         }
     }
 

@@ -48,6 +48,11 @@ public struct MQTTTopics: Sendable, Equatable {
     /// Plain `online` / `offline`.
     public func deviceAvailability(_ id: String) -> String { device(id, "availability") }
     public func animalState(_ id: String) -> String { base + "/animal/" + id + "/state" }
+    /// JSON (retained): members, how many are on.
+    public func groupState(_ id: String) -> String { base + "/group/" + id + "/state" }
+    /// Plain `ON` (any member on) / `OFF` (retained).
+    public func groupSwitch(_ id: String) -> String { base + "/group/" + id + "/switch" }
+    public func groupSwitchSet(_ id: String) -> String { base + "/group/" + id + "/switch/set" }
     /// `<base>/events/<stream>/<type>`; a stream such as `device/lamp` keeps its slash.
     public func event(stream: String, type: String) -> String { base + "/events/" + stream + "/" + type }
 
@@ -65,7 +70,7 @@ public struct MQTTTopics: Sendable, Equatable {
 
     /// Every filter the hub subscribes to.
     public var subscriptions: [String] {
-        [base + "/device/+/switch/set", base + "/device/+/activations/set", base + "/animal/admit",
+        [base + "/device/+/switch/set", base + "/device/+/activations/set", base + "/group/+/switch/set", base + "/animal/admit",
          base + "/animal/+/discharge", base + "/animal/+/vitals", base + "/request/#", homeAssistantStatus]
     }
 
@@ -109,6 +114,7 @@ public struct MQTTTopics: Sendable, Equatable {
         switch route {
         case .switchSet(let id): return base + "/response/device/" + id + "/switch/set"
         case .activationsSet(let id): return base + "/response/device/" + id + "/activations/set"
+        case .groupSwitchSet(let id): return base + "/response/group/" + id + "/switch/set"
         case .animalAdmit: return base + "/response/animal/admit"
         case .animalDischarge(let id): return base + "/response/animal/" + id + "/discharge"
         case .animalVitals(let id): return base + "/response/animal/" + id + "/vitals"
@@ -134,6 +140,9 @@ public struct MQTTTopics: Sendable, Equatable {
             case "activations": return MQTTTopics.checked("device", id, topic) ?? .activationsSet(id)
             default: return .ignored
             }
+        case "group" where levels.count == 4 && levels[2] == "switch" && levels[3] == "set":
+            let id = String(levels[1])
+            return MQTTTopics.checked("group", id, topic) ?? .groupSwitchSet(id)
         case "animal" where levels.count == 2 && levels[1] == "admit":
             return .animalAdmit
         case "animal" where levels.count == 3:
@@ -202,6 +211,8 @@ public enum MQTTRoute: Sendable, Equatable {
     case switchSet(String)
     /// `<base>/device/<id>/activations/set`
     case activationsSet(String)
+    /// `<base>/group/<id>/switch/set`
+    case groupSwitchSet(String)
     /// `<base>/animal/admit`
     case animalAdmit
     /// `<base>/animal/<id>/discharge`

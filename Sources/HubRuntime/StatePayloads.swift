@@ -7,7 +7,7 @@ import HubDomain
 public enum StatePayloads {
     /// `<base>/device/<id>/state`. The view's `energy` is the device's ledger account (nil: no energy
     /// reading yet), `dayKey` the UTC day (`YYYY-MM-DD`) for `energy_today` (nil: `energy_today` is null).
-    public static func device(_ view: Hub.DeviceView, dayKey: String?) -> JSONValue {
+    public static func device(_ view: Hub.DeviceView, dayKey: String?, now: Int64? = nil) -> JSONValue {
         let record = view.record, energy = view.energy
         let divergence: JSONValue = view.divergence.map { d in
             .object([("found", .array(d.found.map(activation))), ("expected", .array(d.expected.map(activation)))])
@@ -38,13 +38,15 @@ public enum StatePayloads {
             ("energy_today", energyToday),
             ("activations", .array(view.activations.map(activation))),
             ("activations_diverged", divergence),
+            ("activation_conflicts", now.map { conflicts(ScheduleMath.conflicts(in: view.activations, from: $0 / 1_000_000)) } ?? .array([])),
             ("removed", .bool(record.removed)),
         ])
     }
 
     static func activation(_ a: Activation) -> JSONValue {
         .object([("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
-                 ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes)))])
+                 ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes))),
+                 ("repeat", a.daily?.jsonValue ?? .null)])
     }
 
     /// `online`, `offline` or `unknown` (no report yet).
@@ -116,5 +118,38 @@ public enum StatePayloads {
         for _ in 0..<decimals { scale *= 10 }
         let r = (value * scale).rounded() / scale
         return .number(r == 0 ? 0 : r) // no "-0"
+    }
+}
+
+// MARK: Groups, scenes, conflicts
+
+extension StatePayloads {
+    /// `<base>/group/<id>/state`: members, how many are on, and the group's switch (ON when any member is on).
+    public static func group(_ group: GroupRecord, devices: DevicesModel) -> JSONValue {
+        let members = group.members.compactMap { id in devices[id].flatMap { $0.removed ? nil : $0 } }
+        let on = members.filter { $0.switchState == .on }.count
+        return .object([
+            ("id", .string(group.id)),
+            ("name", .string(group.name)),
+            ("members", .array(group.members.map { .string($0) })),
+            ("switch", .string(on > 0 ? "ON" : "OFF")),
+            ("on", .number(Double(on))),
+            ("total", .number(Double(members.count))),
+        ])
+    }
+
+    public static func scene(_ scene: SceneRecord) -> JSONValue {
+        .object([
+            ("id", .string(scene.id)),
+            ("name", .string(scene.name)),
+            ("states", .object(scene.targets.map { ($0.device, .string($0.state.name.uppercased())) })),
+        ])
+    }
+
+    /// `[{"first","second","at"}]`: activations of one device whose windows overlap in the next 14 days.
+    public static func conflicts(_ list: [ActivationConflict]) -> JSONValue {
+        .array(list.map { c in
+            .object([("first", .string(c.first)), ("second", .string(c.second)), ("at", .string(ISO8601.format(seconds: c.at)))])
+        })
     }
 }

@@ -19,7 +19,7 @@ import Testing
         let bytes = event.encodePayload()
         for n in 0..<bytes.count {
             #expect(throws: DecodingFailure.self) {
-                try HubEvent.decode(type: event.typeName, schemaVersion: 1, payload: Array(bytes[0..<n]))
+                try HubEvent.decode(type: event.typeName, schemaVersion: event.schemaVersion, payload: Array(bytes[0..<n]))
             }
         }
     }
@@ -27,7 +27,7 @@ import Testing
     @Test(arguments: sampleEvents)
     func trailingBytesFail(_ event: HubEvent) {
         #expect(throws: DecodingFailure.self) {
-            try HubEvent.decode(type: event.typeName, schemaVersion: 1, payload: event.encodePayload() + [0])
+            try HubEvent.decode(type: event.typeName, schemaVersion: event.schemaVersion, payload: event.encodePayload() + [0])
         }
     }
 
@@ -118,7 +118,7 @@ import Testing
         let text = body.serialized()
         let reparsed = try JSONValue.parse(text)
         #expect(reparsed == body)
-        let decoded = try HubEvent.fromJSON(type: event.typeName, schemaVersion: 1, body: reparsed)
+        let decoded = try HubEvent.fromJSON(type: event.typeName, schemaVersion: event.schemaVersion, body: reparsed)
         #expect(decoded == event)
         #expect(decoded.jsonBody().serialized() == text)
     }
@@ -130,7 +130,7 @@ import Testing
         let a = HubEvent.activationChanged(ActivationChanged(device: "p", change: .updated, name: "n", start: 1_795_370_400,
                                                              lengthMinutes: 30, periodMinutes: 1440))
         #expect(a.jsonBody().serialized() ==
-            #"{"device":"p","change":"updated","name":"n","start":"2026-11-22T18:00:00.000000Z","length_minutes":30,"period_minutes":1440}"#)
+            #"{"device":"p","change":"updated","name":"n","start":"2026-11-22T18:00:00.000000Z","length_minutes":30,"period_minutes":1440,"repeat":null}"#)
         let t = HubEvent.switchToggled(SwitchToggled(device: "p", state: .on, cause: .deviceReport))
         #expect(t.jsonBody().serialized() == #"{"device":"p","state":"on","cause":"device_report"}"#)
     }
@@ -174,11 +174,13 @@ import Testing
 
     @Test func streamsAndTypeNames() {
         #expect(sampleEvents[0].stream == "device/plug-1")
-        #expect(sampleEvents[13].stream == "animal/rex")
+        #expect(sampleEvents.first { $0.typeName == "AnimalAdmitted" }?.stream == "animal/rex")
+        #expect(sampleEvents.first { $0.typeName == "GroupDefined" }?.stream == "group/kitchen")
+        #expect(sampleEvents.first { $0.typeName == "SceneDefined" }?.stream == "scene/movie")
         #expect(sampleEvents.last!.stream == "hub")
         for e in sampleEvents {
             #expect(e.streamKey.name == e.stream)
-            #expect(e.schemaVersion == 1)
+            #expect(e.schemaVersion == HubEvent.currentSchemaVersion(of: e.typeName))
         }
         #expect(Quantity.heartRate.rawValue == "heart_rate")
         #expect(Quantity.temperature.unit == "°C")

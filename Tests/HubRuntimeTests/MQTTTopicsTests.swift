@@ -37,8 +37,15 @@ import Testing
     }
 
     @Test func subscriptions() {
-        #expect(t.subscriptions == ["hub/device/+/switch/set", "hub/device/+/activations/set", "hub/animal/admit",
+        #expect(t.subscriptions == ["hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
                                     "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"])
+    }
+
+    @Test func routesGroupSwitches() {
+        #expect(t.route(topic: "hub/group/living/switch/set") == .groupSwitchSet("living"))
+        #expect(t.response(for: .groupSwitchSet("living")) == "hub/response/group/living/switch/set")
+        if case .invalid = t.route(topic: "hub/group/a b/switch/set") {} else { Issue.record("a bad group id must be invalid") }
+        #expect(t.route(topic: "hub/group/living/switch") == .ignored)
     }
 
     @Test func routesEveryCommandPattern() {

@@ -304,7 +304,7 @@ private enum P {
 
     @Test func unknownRequest() {
         let e = P.fullError(.request("reboot"), #"{"id":"r-1"}"#)
-        #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get")
+        #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get, group/define, group/remove, groups, scene/define, scene/remove, scene/apply, scenes, all-off")
         #expect(e?.echo.id == "r-1")
         #expect(P.error(.request("device/explode"), "")?.hasPrefix("unknown request \"device/explode\"") == true)
     }
@@ -331,8 +331,8 @@ private enum P {
             "last_failure":{"state":"ON","reason":"no answer within 5 s","at":"2026-11-18T11:06:41.000000Z"},\
             "availability":"online","availability_reason":"","power":60.5,"voltage":230,"current":0.263,\
             "energy":0.235,"energy_today":0.235,\
-            "activations":[{"name":"evening","start":"2026-11-23T18:00:00.000000Z","length":30,"period":1440}],\
-            "activations_diverged":null,"removed":false}
+            "activations":[{"name":"evening","start":"2026-11-23T18:00:00.000000Z","length":30,"period":1440,"repeat":null}],\
+            "activations_diverged":null,"activation_conflicts":[],"removed":false}
             """)
         #expect(StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-19")["energy_today"] == 0)
         #expect(StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: nil)["energy_today"] == .null)
@@ -344,7 +344,7 @@ private enum P {
         #expect(fresh.serialized() == """
             {"id":"fresh","name":"Fresh","driver":"virtual","switch":null,"mode":"automatic","pending":null,"last_failure":null,\
             "availability":"unknown","availability_reason":"","power":null,"voltage":null,"current":null,"energy":null,\
-            "energy_today":null,"activations":[],"activations_diverged":null,"removed":false}
+            "energy_today":null,"activations":[],"activations_diverged":null,"activation_conflicts":[],"removed":false}
             """)
         let gone = StatePayloads.device(Hub.DeviceView(w.state, w.state.devices["gone"]!), dayKey: nil)
         #expect(gone["removed"] == true)

@@ -6,8 +6,13 @@ public struct Activation: Sendable, Equatable, Codable {
     public var lengthMinutes: UInt16
     /// 0 = one-shot.
     public var periodMinutes: UInt16
-    public init(name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16) {
+    /// Repeats daily at a local time instead of every `periodMinutes` (which is then 0); its first
+    /// run is the first matching local time at or after `start`. Run by the hub's scheduler only:
+    /// a device that stores activations itself cannot hold it.
+    public var daily: DailyRepeat?
+    public init(name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16, daily: DailyRepeat? = nil) {
         self.name = name; self.start = start; self.lengthMinutes = lengthMinutes; self.periodMinutes = periodMinutes
+        self.daily = daily
     }
 }
 
@@ -32,7 +37,8 @@ public struct ActivationsModel: Sendable, Equatable, Codable {
             unresolved[e.device] = e.resolution == .report ? e : nil
         case .activationChanged(let e):
             unresolved[e.device] = nil
-            let a = Activation(name: e.name, start: e.start, lengthMinutes: e.lengthMinutes, periodMinutes: e.periodMinutes)
+            let a = Activation(name: e.name, start: e.start, lengthMinutes: e.lengthMinutes, periodMinutes: e.periodMinutes,
+                               daily: e.daily)
             switch e.change {
             case .added:
                 byDevice[e.device, default: []].append(a)

@@ -16,6 +16,8 @@ public struct PendingSwitch: Sendable, Equatable, Codable {
     public var state: SwitchState
     public var since: Int64
     public var commandId: String?
+    /// Requested by the hub's scheduler (actor `scheduler`): its confirmation has cause `schedule`.
+    public var bySchedule: Bool = false
 }
 
 public struct SwitchFailure: Sendable, Equatable, Codable {
@@ -168,7 +170,10 @@ public struct DevicesModel: Sendable, Equatable, Codable {
         case .deviceRemoved(let e):
             update(e.device) { $0.markRemoved(at: context.timestamp) }
         case .switchRequested(let e):
-            update(e.device) { $0.pending = PendingSwitch(state: e.state, since: context.timestamp, commandId: context.commandId) }
+            update(e.device) {
+                $0.pending = PendingSwitch(state: e.state, since: context.timestamp, commandId: context.commandId,
+                                           bySchedule: context.actor == Scheduling.actor)
+            }
         case .switchToggled(let e):
             update(e.device) { $0.applyToggled(e, at: context.timestamp) }
         case .switchFailed(let e):
@@ -181,7 +186,8 @@ public struct DevicesModel: Sendable, Equatable, Codable {
             if case .device(let id) = e.subject {
                 update(id) { $0.lastReadings[e.quantity] = ReadingValue(value: e.value, measuredAt: e.measuredAt) }
             }
-        case .activationChanged, .activationsDiverged, .energyCounterReset, .animalAdmitted, .animalDischarged, .animalSighted,
+        case .activationChanged, .activationsDiverged, .energyCounterReset, .groupDefined, .groupRemoved, .sceneDefined,
+             .sceneRemoved, .multiSwitchRequested, .animalAdmitted, .animalDischarged, .animalSighted,
              .commandRejected:
             return
         }

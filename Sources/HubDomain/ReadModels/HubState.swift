@@ -4,6 +4,7 @@ public struct HubState: Sendable, Equatable, Codable {
     public var energy = EnergyLedger()
     public var activations = ActivationsModel()
     public var animals = AnimalsModel()
+    public var household = HouseholdModel()
     public var audit: AuditTrail
     /// Sequence of the last applied event (0 = none).
     public private(set) var lastSequence: UInt64 = 0
@@ -23,6 +24,7 @@ public struct HubState: Sendable, Equatable, Codable {
         energy.apply(event, context: context)
         activations.apply(event, context: context)
         animals.apply(event, context: context)
+        household.apply(event, context: context)
         audit.apply(event, context: context)
         lastSequence = context.sequence
     }
