@@ -38,6 +38,12 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Plugins/Kasa"),
+        // MQTT-native plugs: Shelly Gen1 and Gen2/Gen3 (driver) and its simulator (an MQTT client).
+        .target(name: "Shelly", dependencies: ["DriverAPI"], path: "Plugins/Shelly/Driver"),
+        .target(name: "ShellySimulator", dependencies: ["MQTT"], path: "Plugins/Shelly/Simulator"),
+        // BLE beacon observations from ESPresense, OpenMQTTGateway and Theengs bridges, and a simulator.
+        .target(name: "BeaconBridge", dependencies: ["DriverAPI"], path: "Plugins/BeaconBridge/Bridge"),
+        .target(name: "BeaconSimulator", dependencies: ["MQTT"], path: "Plugins/BeaconBridge/Simulator"),
         // System SQLite, used only as the benchmark peer.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The log benchmark and its peer (SQLite with the same durability promise).
@@ -47,12 +53,16 @@ let package = Package(
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
         // Test-only helper: runs a private mosquitto broker on a free port.
         .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
+        // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.
+        .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // Command handling, projections, replay, import/export.
         .target(name: "HubRuntime", dependencies: [
             "HubDomain", "HubLog", "DriverAPI", "MQTT",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "MQTT", "BrokerHarness",
+            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator",
+            "MQTT", "BrokerHarness",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
@@ -60,10 +70,13 @@ let package = Package(
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "MQTT", "BrokerHarness",
+            "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator",
         ]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "DriverAPI"]),
+        .testTarget(name: "ShellyTests", dependencies: ["Shelly", "ShellySimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
+        .testTarget(name: "BeaconBridgeTests", dependencies: ["BeaconBridge", "BeaconSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

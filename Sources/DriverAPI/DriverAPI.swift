@@ -71,10 +71,14 @@ public struct DriverCapabilities: Sendable, Equatable {
     public var storesActivations: Bool
     /// How many activation slots the device has (when it stores them).
     public var activationSlots: Int
+    /// MQTT-native devices: the topic filters this driver may subscribe and publish to (e.g.
+    /// `["cmnd/plug1/#", "stat/plug1/#", "tele/plug1/#"]`); the context's `mqtt` handle is scoped to them.
+    public var mqttScope: [String]
 
-    public init(storesActivations: Bool = false, activationSlots: Int = 0) {
+    public init(storesActivations: Bool = false, activationSlots: Int = 0, mqttScope: [String] = []) {
         self.storesActivations = storesActivations
         self.activationSlots = activationSlots
+        self.mqttScope = mqttScope
     }
 
     public static let switchOnly = DriverCapabilities()
@@ -84,6 +88,13 @@ public struct DriverCapabilities: Sendable, Equatable {
 public protocol DriverContext: Sendable {
     var deviceId: String { get }
     func report(_ observation: Observation) async
+    /// The hub's broker connection scoped to `capabilities.mqttScope` (nil when the driver declared
+    /// no scope, or the hub runs without MQTT).
+    var mqtt: (any DriverMQTT)? { get }
+}
+
+extension DriverContext {
+    public var mqtt: (any DriverMQTT)? { nil }
 }
 
 /// One running device connection.

@@ -40,6 +40,10 @@ public enum HubCommand: Sendable, Equatable {
     case admitAnimal(Admission)
     case dischargeAnimal(id: String, exitWeightKg: Double, veterinarian: String?, observations: String?)
     case sightAnimal(id: String, room: String, beacon: String, at: Int64)
+    /// Erase the animal's owner contact data (the runtime deletes the key that seals it).
+    case eraseOwnerData(id: String)
+    /// A bridge stopped hearing the animal's beacon.
+    case markAnimalUnseen(id: String, lastRoom: String, lastSeen: Int64)
 
     /// The stable command name (used in CommandRejected and on the wire).
     public var name: String {
@@ -64,6 +68,8 @@ public enum HubCommand: Sendable, Equatable {
         case .admitAnimal: return "admit_animal"
         case .dischargeAnimal: return "discharge_animal"
         case .sightAnimal: return "sight_animal"
+        case .markAnimalUnseen: return "mark_animal_unseen"
+        case .eraseOwnerData: return "erase_owner_data"
         }
     }
 
@@ -86,6 +92,8 @@ public enum HubCommand: Sendable, Equatable {
         case .admitAnimal(let a): return a.animal
         case .dischargeAnimal(let id, _, _, _): return id
         case .sightAnimal(let id, _, _, _): return id
+        case .markAnimalUnseen(let id, _, _): return id
+        case .eraseOwnerData(let id): return id
         }
     }
 }

@@ -257,8 +257,18 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
             throw Rejection(code: "beacon_mismatch",
                             message: "beacon \(quoted(beacon)) is not the beacon of animal \(quoted(id)) (\(quoted(animal.beacon)))")
         }
-        if animal.lastRoom == room { return [] }
+        if animal.lastRoom == room && animal.unseenSince == nil { return [] }
         return [.animalSighted(AnimalSighted(animal: id, room: room, beacon: animal.beacon, at: at))]
+
+    case let .eraseOwnerData(id):
+        try requireId("animal", id)
+        guard state.animals[id] != nil else { throw Rejection.unknownAnimal(id) }
+        return [.ownerDataErased(OwnerDataErased(animal: id))]
+
+    case let .markAnimalUnseen(id, lastRoom, lastSeen):
+        let animal = try admittedAnimal(id, state)
+        if animal.unseenSince != nil { return [] }
+        return [.animalUnseen(AnimalUnseen(animal: id, lastRoom: lastRoom, lastSeen: lastSeen))]
     }
 }
 

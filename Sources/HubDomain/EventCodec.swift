@@ -71,6 +71,10 @@ extension HubEvent {
             w.optionalString(e.observations)
         case .animalSighted(let e):
             w.string(e.animal); w.string(e.room); w.string(e.beacon); w.i64(e.at)
+        case .animalUnseen(let e):
+            w.string(e.animal); w.string(e.lastRoom); w.i64(e.lastSeen)
+        case .ownerDataErased(let e):
+            w.string(e.animal)
         case .commandRejected(let e):
             w.string(e.command); w.optionalString(e.target); w.string(e.code); w.string(e.message)
             w.optionalString(e.commandId)
@@ -117,6 +121,10 @@ extension HubEvent {
         case ("SwitchRequested", 1):
             event = .switchRequested(SwitchRequested(
                 device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:))))
+        case ("OwnerDataErased", 1):
+            event = .ownerDataErased(OwnerDataErased(animal: try r.string("animal")))
+        case ("AnimalUnseen", 1):
+            event = .animalUnseen(AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("lastRoom"), lastSeen: try r.i64("lastSeen")))
         case ("AnimalSighted", 1):
             event = .animalSighted(AnimalSighted(
                 animal: try r.string("animal"), room: try r.string("room"), beacon: try r.string("beacon"),

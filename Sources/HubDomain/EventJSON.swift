@@ -63,6 +63,11 @@ extension HubEvent {
         case .animalDischarged(let e):
             return .object([("animal", .string(e.animal)), ("exit_weight_kg", .number(e.exitWeightKg)),
                             ("veterinarian", opt(e.veterinarian)), ("observations", opt(e.observations))])
+        case .ownerDataErased(let e):
+            return .object([("animal", .string(e.animal))])
+        case .animalUnseen(let e):
+            return .object([("animal", .string(e.animal)), ("last_room", .string(e.lastRoom)),
+                            ("last_seen", .string(ISO8601.format(micros: e.lastSeen)))])
         case .animalSighted(let e):
             return .object([("animal", .string(e.animal)), ("room", .string(e.room)), ("beacon", .string(e.beacon)),
                             ("at", .string(ISO8601.format(micros: e.at)))])
@@ -170,6 +175,11 @@ extension HubEvent {
             return .animalDischarged(AnimalDischarged(
                 animal: try r.string("animal"), exitWeightKg: try r.double("exit_weight_kg"),
                 veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
+        case ("OwnerDataErased", 1):
+            return .ownerDataErased(OwnerDataErased(animal: try r.string("animal")))
+        case ("AnimalUnseen", 1):
+            return .animalUnseen(AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("last_room"),
+                                              lastSeen: try r.time("last_seen")))
         case ("AnimalSighted", 1):
             return .animalSighted(AnimalSighted(animal: try r.string("animal"), room: try r.string("room"),
                                                 beacon: try r.string("beacon"), at: try r.time("at")))

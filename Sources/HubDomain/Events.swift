@@ -303,6 +303,23 @@ public struct AnimalDischarged: Sendable, Equatable, Codable {
     }
 }
 
+/// The owner contact data of an animal was erased: its key is gone, the sealed values unreadable.
+public struct OwnerDataErased: Sendable, Equatable, Codable {
+    public var animal: String
+    public init(animal: String) { self.animal = animal }
+}
+
+/// An admitted animal's beacon has not been heard for the bridge's configured silence.
+public struct AnimalUnseen: Sendable, Equatable, Codable {
+    public var animal: String
+    public var lastRoom: String
+    /// When it was last heard, µs since the Unix epoch.
+    public var lastSeen: Int64
+    public init(animal: String, lastRoom: String, lastSeen: Int64) {
+        self.animal = animal; self.lastRoom = lastRoom; self.lastSeen = lastSeen
+    }
+}
+
 public struct AnimalSighted: Sendable, Equatable, Codable {
     public var animal: String
     public var room: String
@@ -351,6 +368,8 @@ public enum HubEvent: Sendable, Equatable {
     indirect case animalAdmitted(AnimalAdmitted)
     indirect case animalDischarged(AnimalDischarged)
     case animalSighted(AnimalSighted)
+    case animalUnseen(AnimalUnseen)
+    case ownerDataErased(OwnerDataErased)
     indirect case commandRejected(CommandRejected)
 
     /// Every type name, in declaration order.
@@ -358,7 +377,7 @@ public enum HubEvent: Sendable, Equatable {
         "DeviceRegistered", "DeviceRenamed", "DeviceRemoved", "SwitchRequested", "SwitchToggled",
         "SwitchFailed", "ModeChanged", "ActivationChanged", "AvailabilityChanged", "ReadingRecorded",
         "EnergyCounterReset", "AnimalAdmitted", "AnimalDischarged", "AnimalSighted", "CommandRejected",
-        "ActivationsDiverged", "GroupDefined", "GroupRemoved", "SceneDefined", "SceneRemoved", "MultiSwitchRequested",
+        "ActivationsDiverged", "GroupDefined", "GroupRemoved", "SceneDefined", "SceneRemoved", "MultiSwitchRequested", "AnimalUnseen", "OwnerDataErased",
     ]
 
     /// The newest schema version of any type (`ActivationChanged` is at 2; every other type at 1).
@@ -391,6 +410,8 @@ public enum HubEvent: Sendable, Equatable {
         case .animalAdmitted: return "AnimalAdmitted"
         case .animalDischarged: return "AnimalDischarged"
         case .animalSighted: return "AnimalSighted"
+        case .animalUnseen: return "AnimalUnseen"
+        case .ownerDataErased: return "OwnerDataErased"
         case .commandRejected: return "CommandRejected"
         }
     }
@@ -423,6 +444,8 @@ public enum HubEvent: Sendable, Equatable {
         case .animalAdmitted(let e): return StreamName.animal(e.animal)
         case .animalDischarged(let e): return StreamName.animal(e.animal)
         case .animalSighted(let e): return StreamName.animal(e.animal)
+        case .animalUnseen(let e): return StreamName.animal(e.animal)
+        case .ownerDataErased(let e): return StreamName.animal(e.animal)
         case .commandRejected: return StreamName.hub
         }
     }
@@ -457,6 +480,8 @@ public enum HubEvent: Sendable, Equatable {
         case .animalAdmitted(let e): return .animal(e.animal)
         case .animalDischarged(let e): return .animal(e.animal)
         case .animalSighted(let e): return .animal(e.animal)
+        case .animalUnseen(let e): return .animal(e.animal)
+        case .ownerDataErased(let e): return .animal(e.animal)
         case .commandRejected: return .hub
         }
     }

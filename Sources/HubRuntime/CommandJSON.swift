@@ -13,7 +13,7 @@ public enum CommandJSON {
     public static let names = ["register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
                                "set_activation", "report_availability", "report_activations", "record_reading", "admit_animal", "discharge_animal",
                                "sight_animal", "define_group", "remove_group", "switch_group", "define_scene", "remove_scene",
-                               "apply_scene"]
+                               "apply_scene", "erase_owner_data"]
 
     /// Parses a command object; `now` fills in measurement times that are not given.
     public static func parse(_ value: JSONValue, now: Int64) throws -> (command: HubCommand, commandId: String?) {
@@ -61,6 +61,8 @@ public enum CommandJSON {
             let members = items.compactMap { item -> String? in if case .string(let s) = item { return s } else { return nil } }
             guard members.count == items.count else { throw Failure(field: "members", reason: "must be a list of device ids") }
             command = .defineGroup(id: try f.string("id"), name: try f.optionalString("name") ?? "", members: members)
+        case "erase_owner_data":
+            command = .eraseOwnerData(id: try f.string("id"))
         case "remove_group":
             command = .removeGroup(id: try f.string("id"))
         case "switch_group":

@@ -34,6 +34,7 @@ public actor DriverHost {
     let hub: Hub
     let factories: [String: any DriverFactory]
     let options: DriverHostOptions
+    let relay: MQTTRelay?
 
     final class Running: Sendable {
         let driver: any Driver
@@ -41,10 +42,11 @@ public actor DriverHost {
         let capabilities: DriverCapabilities
         let queue: AsyncStream<DriverCommand>.Continuation
         let worker: Task<Void, Never>
+        let mqtt: (any DriverMQTT)?
         init(driver: any Driver, driverName: String, capabilities: DriverCapabilities,
-             queue: AsyncStream<DriverCommand>.Continuation, worker: Task<Void, Never>) {
+             queue: AsyncStream<DriverCommand>.Continuation, worker: Task<Void, Never>, mqtt: (any DriverMQTT)?) {
             self.driver = driver; self.driverName = driverName; self.capabilities = capabilities
-            self.queue = queue; self.worker = worker
+            self.queue = queue; self.worker = worker; self.mqtt = mqtt
         }
     }
     var running: [String: Running] = [:]
@@ -58,8 +60,9 @@ public actor DriverHost {
     var writeOwed: Set<String> = []
     var readings: ReadingFilter
 
-    public init(hub: Hub, factories: [any DriverFactory], options: DriverHostOptions = DriverHostOptions()) {
+    public init(hub: Hub, factories: [any DriverFactory], options: DriverHostOptions = DriverHostOptions(), relay: MQTTRelay? = nil) {
         self.hub = hub
+        self.relay = relay
         self.factories = Dictionary(factories.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.options = options
         self.readings = ReadingFilter(rules: options.readingRules)
@@ -84,6 +87,7 @@ public actor DriverHost {
         r.queue.finish()
         r.worker.cancel()
         await r.driver.stop()
+        if let mqtt = r.mqtt { relay?.release(mqtt) }
         written[id] = nil
         writesInFlight[id] = nil
         writeOwed.remove(id)
@@ -106,12 +110,13 @@ public actor DriverHost {
                 }
             }
             let capabilities = driver.capabilities
+            let mqtt = relay?.handle(scope: capabilities.mqttScope)
             running[device.id] = Running(driver: driver, driverName: device.driver, capabilities: capabilities,
-                                         queue: queue, worker: worker)
+                                         queue: queue, worker: worker, mqtt: mqtt)
             if capabilities.storesActivations {
                 written[device.id] = await hub.state.activations[device.id]
             }
-            try await driver.start(context: HostedContext(deviceId: device.id, driverName: device.driver, host: self))
+            try await driver.start(context: HostedContext(deviceId: device.id, driverName: device.driver, host: self, mqtt: mqtt))
         } catch {
             await stopDriver(device.id)
             await report(device.id, driver: device.driver, .availability(available: false, reason: "driver could not start: \(error)"))
@@ -231,7 +236,54 @@ public actor DriverHost {
     }
 
     public func stopAll() async {
+        discoveryTask?.cancel()
+        if let discoveryHandle { relay?.release(discoveryHandle) }
         for id in Array(running.keys) { await stopDriver(id) }
+    }
+
+    // MARK: Discovery
+
+    var discoveryTask: Task<Void, Never>?
+    var discoveryHandle: (any DriverMQTT)?
+    /// Devices announced on the broker, by suggested id (the newest announcement wins).
+    var found: [String: DiscoveredDevice] = [:]
+    static let maxFound = 1000
+
+    /// Listens on the discovery filters of every factory that has them.
+    public func startDiscovery() {
+        let discovering = factories.values.compactMap { $0 as? any DiscoveringDriverFactory }
+        let filters = discovering.flatMap(\.discoveryFilters)
+        guard discoveryTask == nil, !filters.isEmpty, let handle = relay?.handle(scope: filters) else { return }
+        for filter in filters { try? handle.subscribe(filter) }
+        discoveryHandle = handle
+        discoveryTask = Task { [weak self] in
+            for await message in handle.messages {
+                for factory in discovering where factory.discoveryFilters.contains(where: { mqttTopic(message.topic, matches: $0) }) {
+                    if let device = factory.discover(message) { await self?.offer(device) }
+                }
+            }
+        }
+    }
+
+    func offer(_ device: DiscoveredDevice) {
+        if found[device.suggestedId] == nil && found.count >= Self.maxFound { return }
+        found[device.suggestedId] = device
+    }
+
+    /// Announced devices that are not registered yet (same driver and settings, or same hardware id).
+    public func discovered() async -> [DiscoveredDevice] {
+        let devices = await hub.state.devices.active
+        return found.values.filter { candidate in
+            !devices.contains { d in
+                (d.driver == candidate.driver && sameSettings(d.config, candidate.settingsJSON))
+                    || (candidate.hardwareId != nil && d.hardwareId == candidate.hardwareId)
+            }
+        }.sorted { $0.suggestedId < $1.suggestedId }
+    }
+
+    private func sameSettings(_ a: String, _ b: String) -> Bool {
+        guard let x = try? JSONValue.parse(Array(a.utf8)), let y = try? JSONValue.parse(Array(b.utf8)) else { return a == b }
+        return x == y
     }
 }
 
@@ -240,6 +292,7 @@ struct HostedContext: DriverContext {
     let deviceId: String
     let driverName: String
     let host: DriverHost
+    let mqtt: (any DriverMQTT)?
 
     func report(_ observation: Observation) async {
         await host.report(deviceId, driver: driverName, observation)

@@ -30,6 +30,8 @@ public actor Hub {
     var snapshotSequence: UInt64 = 0
     /// What opening found (snapshot used, torn tail cut, events replayed), for the log.
     public nonisolated let openingNotes: [String]
+    /// Seals owner contact data before it is logged; erasing deletes the key.
+    public nonisolated let vault: OwnerDataVault
 
     /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
     static let snapshotFormat = 3
@@ -38,6 +40,8 @@ public actor Hub {
                 logOptions: SegmentStoreOptions = SegmentStoreOptions()) throws {
         store = try SegmentStore(directory: paths.log, options: logOptions)
         snapshots = try SnapshotStore(directory: paths.snapshots)
+        let vault = OwnerDataVault(dataDirectory: paths.dataDirectory)
+        self.vault = vault
         self.limits = limits
         self.snapshotEvery = snapshotEvery
         var notes: [String] = []
@@ -57,6 +61,10 @@ public actor Hub {
         let before = state.lastSequence
         try Self.fold(store: store, into: &state, through: store.lastSequence)
         notes.append("replayed \(state.lastSequence - before) events; log holds \(store.lastSequence)")
+        // An erasure logged just before a crash: finish it (the key must not outlive the event).
+        for animal in state.animals.byId.values where animal.ownerErased && vault.hasKey(animal: animal.id) {
+            vault.erase(animal: animal.id)
+        }
         self.state = state
         openingNotes = notes
     }
@@ -66,6 +74,19 @@ public actor Hub {
     /// Validates and applies one command. Rejections of well-formed commands are recorded as
     /// CommandRejected events (nothing hidden). A retried command id returns the original outcome.
     public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64) async throws -> CommandOutcome {
+        var command = command
+        if case .admitAnimal(let admission) = command {
+            // Owner contact data is logged sealed, so that it can be erased later (see OwnerDataVault).
+            command = .admitAnimal(try vault.sealOwner(admission))
+        }
+        let outcome = try await decideAndAppend(command, commandId: commandId, actor: actor, now: now)
+        if case .eraseOwnerData(let id) = command, case .accepted(let events, _, _) = outcome, !events.isEmpty {
+            vault.erase(animal: id)
+        }
+        return outcome
+    }
+
+    private func decideAndAppend(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async throws -> CommandOutcome {
         // Commands on one stream (and those guarding a cross-stream rule) take turns; others overlap
         // and share the log's group commit.
         let keys = Self.serializationKeys(command)
@@ -106,7 +127,8 @@ public actor Hub {
         case .admitAnimal(let a): return ["animal/" + a.animal, "rule:beacons"]
         case .registerDevice(let id, _, _, _, _): return ["device/" + id, "rule:hardware-ids"]
         case .recordReading(let subject, _, _, _): return [subject.stream]
-        case .dischargeAnimal(let id, _, _, _), .sightAnimal(let id, _, _, _): return ["animal/" + id]
+        case .dischargeAnimal(let id, _, _, _), .sightAnimal(let id, _, _, _), .markAnimalUnseen(let id, _, _), .eraseOwnerData(let id):
+            return ["animal/" + id]
         case .defineGroup(let id, _, _), .removeGroup(let id), .switchGroup(let id, _): return ["group/" + id]
         case .defineScene(let id, _, _), .removeScene(let id), .applyScene(let id): return ["scene/" + id]
         default: return ["device/" + (command.target ?? "")]

@@ -53,6 +53,8 @@ public struct HubConfig: Sendable, Equatable {
     public var confirmTimeoutSeconds = 5.0
     /// What to do when a device's own activations differ from the log's: restore, adopt or report.
     public var activationDivergence: DivergencePolicy = .restore
+    /// The beacon bridge's settings (a JSON object text), or nil when it is turned off (`"beacons": false`).
+    public var beacons: String? = "{}"
     /// Per-quantity reading filter rules that replace the defaults.
     public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
 
@@ -82,7 +84,13 @@ public struct HubConfig: Sendable, Equatable {
     public static func parse(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
         let root = try Reader(value, path: "")
-        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings"])
+        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons"])
+        switch value["beacons"] {
+        case nil, .null?: break
+        case .bool(let on)?: config.beacons = on ? "{}" : nil
+        case .object?: config.beacons = value["beacons"]!.serialized()
+        default: throw root.problem("beacons", "must be false (off) or the beacon bridge's settings object")
+        }
         if let policy = try root.string("activation_divergence") {
             guard let p = DivergencePolicy(name: policy) else {
                 throw root.problem("activation_divergence", "must be \"restore\", \"adopt\" or \"report\", not \"\(policy)\"")

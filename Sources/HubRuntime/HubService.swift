@@ -17,6 +17,8 @@ public struct HubServiceOptions: Sendable {
         HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}"),
     ]
     public var snapshotEvery: UInt64
+    /// Bridges the hub runs (the executable passes the beacon bridge); `config.beacons` configures "beacons".
+    public var bridgeFactories: [any BridgeFactory] = []
     /// The scheduler's clock (tests set it by hand).
     public var scheduleClock: any ScheduleClock = WallClock()
 
@@ -36,6 +38,7 @@ public final class HubService: Sendable {
     public let hub: Hub
     public let drivers: DriverHost
     public let scheduler: Scheduler
+    public let bridges: BridgeHost
     public let surface: MQTTSurface?
     let options: HubServiceOptions
     let tasks: LockedTasks
@@ -45,27 +48,39 @@ public final class HubService: Sendable {
     public static func start(_ options: HubServiceOptions, note: @escaping @Sendable (String) -> Void) async throws -> HubService {
         let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery)
         for line in hub.openingNotes { note(line) }
-        let drivers = DriverHost(hub: hub, factories: options.factories, options: options.config.driverHostOptions)
+        let relay = MQTTRelay()
+        let drivers = DriverHost(hub: hub, factories: options.factories, options: options.config.driverHostOptions, relay: relay)
         try await registerConfiguredDevices(hub: hub, options: options, knownDrivers: drivers.driverNames, note: note)
         var surface: MQTTSurface? = nil
         if options.config.mqtt.enabled {
-            surface = try await MQTTSurface.start(hub: hub, drivers: drivers, settings: options.config.mqtt,
+            surface = try await MQTTSurface.start(hub: hub, drivers: drivers, relay: relay, settings: options.config.mqtt,
                                                   checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", note: note)
         }
         let scheduler = Scheduler(hub: hub, drivers: drivers, clock: options.scheduleClock)
-        let service = HubService(hub: hub, drivers: drivers, scheduler: scheduler, surface: surface, options: options)
+        let bridges = BridgeHost(hub: hub, relay: relay)
+        let service = HubService(hub: hub, drivers: drivers, scheduler: scheduler, bridges: bridges, surface: surface, options: options)
         // Follow the log before the drivers start, so what they report at start-up is published too.
         service.followLog(from: hub.store.lastSequence + 1)
         await surface?.setFatalHandler { reason in service.fail(reason) }
         await drivers.sync()
+        await drivers.startDiscovery()
+        if let surface {
+            await surface.setBridges(bridges)
+            await bridges.setPresenceHandler { animal in await surface.changed(stream: "animal/" + animal) }
+            for factory in options.bridgeFactories {
+                guard factory.name == "beacons", let settings = options.config.beacons else { continue }
+                if let problem = await bridges.start(factory, settingsJSON: settings) { note(problem) }
+            }
+        }
         await scheduler.start()
         return service
     }
 
-    init(hub: Hub, drivers: DriverHost, scheduler: Scheduler, surface: MQTTSurface?, options: HubServiceOptions) {
+    init(hub: Hub, drivers: DriverHost, scheduler: Scheduler, bridges: BridgeHost, surface: MQTTSurface?, options: HubServiceOptions) {
         self.hub = hub
         self.drivers = drivers
         self.scheduler = scheduler
+        self.bridges = bridges
         self.surface = surface
         self.options = options
         self.tasks = LockedTasks()
@@ -137,6 +152,7 @@ public final class HubService: Sendable {
     public func stop() async throws {
         tasks.cancelAll()
         await scheduler.stop()
+        await bridges.stopAll()
         await surface?.stop()
         await drivers.stopAll()
         try await hub.close()

@@ -27,7 +27,7 @@ public enum MQTTCommands {
     public static let requestNames = ["device/add", "device/rename", "device/remove", "switch", "command",
                                       "devices", "device/get", "animals", "animal/get",
                                       "group/define", "group/remove", "groups", "scene/define", "scene/remove", "scene/apply",
-                                      "scenes", "all-off"]
+                                      "scenes", "all-off", "discovered", "beacons/unknown", "animal/erase-owner"]
 
     /// Requests answered from the read models, without a command.
     public enum Query: Sendable, Equatable {
@@ -43,6 +43,10 @@ public enum MQTTCommands {
         case groups
         /// `request/scenes`: every scene.
         case scenes
+        /// `request/discovered`: devices announced on the broker and not registered yet.
+        case discovered
+        /// `request/beacons/unknown`: beacons heard that no admitted animal wears.
+        case unknownBeacons
     }
 
     /// The values a JSON request carried for the answer to echo: `id` and `transaction`, verbatim.
@@ -105,6 +109,8 @@ public enum MQTTCommands {
                 case "animals": return ParsedCommand(commands: [], commandId: nil, query: .animals)
                 case "groups": return ParsedCommand(commands: [], commandId: nil, query: .groups)
                 case "scenes": return ParsedCommand(commands: [], commandId: nil, query: .scenes)
+                case "discovered": return ParsedCommand(commands: [], commandId: nil, query: .discovered)
+                case "beacons/unknown": return ParsedCommand(commands: [], commandId: nil, query: .unknownBeacons)
                 case "all-off": return ParsedCommand(commands: [.applyScene(id: HouseholdLimits.allOff)], commandId: nil)
                 default: break
                 }
@@ -340,6 +346,8 @@ public enum MQTTCommands {
         case "command":
             let parsed = try fields(echo) { try CommandJSON.parse(object, now: now) }
             return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
+        case "animal/erase-owner":
+            return try viaCommandJSON("erase_owner_data", object, topicId: nil, now: now)
         case "group/define":
             return try viaCommandJSON("define_group", object, topicId: nil, now: now)
         case "group/remove":
@@ -357,6 +365,10 @@ public enum MQTTCommands {
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .groups)
         case "scenes":
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .scenes)
+        case "discovered":
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .discovered)
+        case "beacons/unknown":
+            return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .unknownBeacons)
         case "devices":
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .devices)
         case "animals":

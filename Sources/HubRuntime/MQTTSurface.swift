@@ -8,6 +8,10 @@ import MQTT
 public actor MQTTSurface {
     let hub: Hub
     let drivers: DriverHost
+    let relay: MQTTRelay?
+    /// Live beacon presence for the animals' state (set by the service when bridges run).
+    var bridges: BridgeHost?
+    public func setBridges(_ host: BridgeHost) { bridges = host }
     public nonisolated let client: MQTTClient
     public nonisolated let topics: MQTTTopics
     let discovery: HomeAssistantDiscovery
@@ -39,10 +43,11 @@ public actor MQTTSurface {
         serving = true
     }
 
-    init(hub: Hub, drivers: DriverHost, client: MQTTClient, topics: MQTTTopics, checkpointPath: String,
+    init(hub: Hub, drivers: DriverHost, relay: MQTTRelay?, client: MQTTClient, topics: MQTTTopics, checkpointPath: String,
          note: @escaping @Sendable (String) -> Void) {
         self.hub = hub
         self.drivers = drivers
+        self.relay = relay
         self.client = client
         self.topics = topics
         self.discovery = HomeAssistantDiscovery(topics: topics)
@@ -53,7 +58,7 @@ public actor MQTTSurface {
 
     /// Connects (waiting a few seconds; a broker that is down is retried in the background, bad
     /// credentials or TLS failures are errors) and starts serving.
-    public static func start(hub: Hub, drivers: DriverHost, settings: HubConfig.MQTT, checkpointPath: String,
+    public static func start(hub: Hub, drivers: DriverHost, relay: MQTTRelay? = nil, settings: HubConfig.MQTT, checkpointPath: String,
                              note: @escaping @Sendable (String) -> Void) async throws -> MQTTSurface {
         let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
         var options = MQTTOptions(clientId: settings.clientId)
@@ -69,7 +74,8 @@ public actor MQTTSurface {
         }
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
         let client = try MQTTClient(options: options)
-        let surface = MQTTSurface(hub: hub, drivers: drivers, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
+        let surface = MQTTSurface(hub: hub, drivers: drivers, relay: relay, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
+        relay?.attach(client)
         await surface.run()
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
         try client.start()
@@ -220,7 +226,8 @@ public actor MQTTSurface {
                     for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
                     announcedAnimals.remove(animal.id)
                 }
-                publishState(topics.animalState(animal.id), Array(StatePayloads.animal(animal).serialized().utf8))
+                let live = await bridges?.presence[animal.id]
+                publishState(topics.animalState(animal.id), Array(StatePayloads.animal(animal, live: live).serialized().utf8))
             }
         }
     }
@@ -320,6 +327,8 @@ public actor MQTTSurface {
         let route = topics.route(topic: message.topic)
         switch route {
         case .ignored:
+            // Not the hub's: a device's or a bridge's topic (Tasmota, Shelly, beacons).
+            relay?.deliver(message)
             return
         case .homeAssistantStatus:
             if String(decoding: message.payload, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "online" {
@@ -419,8 +428,20 @@ public actor MQTTSurface {
         switch query {
         case .devices: return .array(state.devices.active.map(device))
         case .device(let id): return state.devices[id].map(device) ?? .null
-        case .animals: return .array(state.animals.byId.values.sorted { $0.id < $1.id }.map(StatePayloads.animal))
-        case .animal(let id): return state.animals[id].map(StatePayloads.animal) ?? .null
+        case .animals:
+            let live = await bridges?.presence ?? [:]
+            return .array(state.animals.byId.values.sorted { $0.id < $1.id }.map { StatePayloads.animal($0, live: live[$0.id]) })
+        case .animal(let id):
+            let live = await bridges?.presence[id]
+            return state.animals[id].map { StatePayloads.animal($0, live: live) } ?? .null
+        case .discovered:
+            return .array(await drivers.discovered().map { d in
+                .object([("id", .string(d.suggestedId)), ("driver", .string(d.driver)), ("name", .string(d.name)),
+                         ("config", (try? JSONValue.parse(Array(d.settingsJSON.utf8))) ?? .string(d.settingsJSON)),
+                         ("hardware_id", d.hardwareId.map { .string($0) } ?? .null)])
+            })
+        case .unknownBeacons:
+            return await bridges?.unknownBeacons() ?? .array([])
         case .groups:
             return .array(state.household.groups.values.sorted { $0.id < $1.id }.map { StatePayloads.group($0, devices: state.devices) })
         case .scenes:

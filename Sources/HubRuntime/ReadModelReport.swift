@@ -6,7 +6,19 @@ public enum ReadModelReport {
     static func number(_ value: Double?) -> JSONValue { value.map { .number($0) } ?? .null }
     static func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
 
-    public static func json(_ state: HubState, asOf: String) -> JSONValue {
+    /// The owner contact data as `hub replay --json` shows it: opened with the vault's key, or
+    /// `"erased"` once the key is gone.
+    static func owner(_ animal: AnimalRecord, vault: OwnerDataVault?) -> JSONValue {
+        let a = animal.admission
+        guard a.ownerName != nil || a.ownerAddress != nil || a.ownerPhone != nil else { return .null }
+        guard let vault else { return .string("sealed") }
+        let name = vault.open(a.ownerName, animal: a.animal), address = vault.open(a.ownerAddress, animal: a.animal)
+        let phone = vault.open(a.ownerPhone, animal: a.animal)
+        if animal.ownerErased || (name == nil && address == nil && phone == nil) { return .string("erased") }
+        return .object([("name", text(name)), ("address", text(address)), ("phone", text(phone))])
+    }
+
+    public static func json(_ state: HubState, asOf: String, vault: OwnerDataVault? = nil) -> JSONValue {
         let devices = state.devices.all.sorted { $0.id < $1.id }
         return .object([
             ("as_of", .string(asOf)),
@@ -47,6 +59,7 @@ public enum ReadModelReport {
                     ("admitted_at", time(animal.admittedAt)), ("discharged_at", time(animal.dischargedAt)),
                     ("beacon", .string(animal.beacon)), ("room", text(animal.lastRoom)), ("last_seen", time(animal.lastSeenAt)),
                     ("heart_rate", number(animal.heartRate?.value)), ("temperature", number(animal.temperature?.value)),
+                    ("owner", owner(animal, vault: vault)),
                 ])
             })),
             ("audit", .object([

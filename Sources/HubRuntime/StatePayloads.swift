@@ -81,14 +81,17 @@ public enum StatePayloads {
     }
 
     /// `<base>/animal/<id>/state`. No owner name, address or phone.
-    public static func animal(_ record: AnimalRecord) -> JSONValue {
-        .object([
+    /// `live`: where and when a bridge last heard the beacon (not logged; newer than the log's last fact).
+    public static func animal(_ record: AnimalRecord, live: (room: String, at: Int64)? = nil) -> JSONValue {
+        let lastSeen = max(record.lastSeenAt ?? Int64.min, live?.at ?? Int64.min)
+        return .object([
             ("id", .string(record.id)),
             ("name", .string(record.admission.name)),
             ("species", .string(record.admission.species)),
             ("status", .string(record.status.rawValue)),
             ("room", record.lastRoom.map { .string($0) } ?? .null),
-            ("last_seen", record.lastSeenAt.map { .string(ISO8601.format(micros: $0)) } ?? .null),
+            ("last_seen", lastSeen == Int64.min ? .null : .string(ISO8601.format(micros: lastSeen))),
+            ("present", .bool(record.isAdmitted && lastSeen != Int64.min && record.unseenSince == nil)),
             ("beacon", .string(record.beacon)),
             ("heart_rate", record.heartRate.map { .number($0.value) } ?? .null),
             ("temperature", record.temperature.map { .number($0.value) } ?? .null),

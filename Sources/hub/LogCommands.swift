@@ -97,7 +97,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let unreadable = try Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
             let asOf = bound?.description ?? "the end of the log"
             if json {
-                print(ReadModelReport.json(state, asOf: asOf).serialized())
+                print(ReadModelReport.json(state, asOf: asOf, vault: OwnerDataVault(dataDirectory: data.dataDir)).serialized())
             } else {
                 print(ReadModelReport.table(state, asOf: asOf), terminator: "")
             }

@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import HubRuntime
 import DriverAPI
+import BeaconBridge
 import Kasa
 import PowerPlug
+import Shelly
 import VirtualDriver
 
 struct RunCommand: AsyncParsableCommand {
@@ -68,6 +70,7 @@ struct RunCommand: AsyncParsableCommand {
             let config = try settings()
             var options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: config,
                                             factories: DriverCatalog.all, demo: demo, snapshotEvery: snapshotEvery)
+            options.bridgeFactories = DriverCatalog.bridges
             var simulators: Demo? = nil
             if demo && config.devices.isEmpty {
                 simulators = try await Demo.start(dataDirectory: data.dataDir)
@@ -107,7 +110,8 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The driver plugins this executable links.
 enum DriverCatalog {
-    static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory()]
+    static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), ShellyDriverFactory()]
+    static let bridges: [any BridgeFactory] = [BeaconBridgeFactory()]
 }
 
 /// Suspends until SIGINT or SIGTERM.

@@ -1,14 +1,16 @@
 import ArgumentParser
 import Foundation
+import BeaconSimulator
 import Kasa
 import PowerPlug
+import ShellySimulator
 
 /// `hub sim ...`: device simulators, real TCP servers that speak each device's protocol byte for byte.
 struct SimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
         abstract: "Run device simulators (real TCP servers speaking each device's protocol) until interrupted.",
-        subcommands: [PowerPlugSim.self, KasaSim.self])
+        subcommands: [PowerPlugSim.self, KasaSim.self, ShellySim.self, BeaconSim.self])
 }
 
 struct PowerPlugSim: AsyncParsableCommand {
@@ -92,5 +94,63 @@ func serveUntilTerminated(_ serve: @escaping @Sendable () async throws -> Void) 
             try await group.next()
             group.cancelAll()
         }
+    }
+}
+
+struct ShellySim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shelly",
+        abstract: "Simulate Shelly plugs on an MQTT broker: Gen1 (shellies/<id>/relay/0...) or Gen2 (RPC, NotifyStatus).")
+
+    @Option(help: "Broker host.") var host = "127.0.0.1"
+    @Option(help: "Broker port.") var port = 1883
+    @Option(help: "Generation: 1, or 2 (Gen2/Gen3 RPC).") var gen = 2
+    @Option(help: "Device id (default: shellyplug-s-7AB1C2 for Gen1, shellyplus1pm-441793ab3fb4 for Gen2).") var id: String?
+    @Option(help: "How many plugs (ids count up).") var count = 1
+    @Option(help: "Seconds between status publishes.") var statusPeriod = 10.0
+    @Option(help: "Watts drawn while on.") var load = 60.0
+
+    func validate() throws {
+        guard gen == 1 || gen == 2 || gen == 3 else { throw ValidationError("--gen must be 1 or 2 (3 speaks Gen2)") }
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
+        guard (1...5000).contains(count) else { throw ValidationError("--count must be 1 to 5000") }
+        guard statusPeriod >= 0.1 else { throw ValidationError("--status-period must be at least 0.1 s") }
+    }
+
+    func run() async throws {
+        let options = ShellySimulator.Options(host: host, port: port, gen: gen == 1 ? 1 : 2, id: id, loadWatts: load,
+                                              statusPeriod: statusPeriod)
+        let count = self.count
+        try await serveUntilTerminated { try await ShellySimulator.runForever(options: options, count: count, print: printLine) }
+    }
+}
+
+struct BeaconSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "beacons",
+        abstract: "Simulate animals wearing BLE beacons walking between rooms, as ESPresense / OpenMQTTGateway / Theengs bridges report them.")
+
+    @Option(help: "Broker host.") var host = "127.0.0.1"
+    @Option(help: "Broker port.") var port = 1883
+    @Option(help: "Animals (beacons).") var animals = 3
+    @Option(help: "Rooms (one bridge node each).") var rooms = 3
+    @Option(help: "Messages per second per beacon per room.") var rate = 2.0
+    @Option(help: "Seconds between an animal's moves (0: never).") var moveEvery = 30.0
+
+    func validate() throws {
+        guard (1...10_000).contains(animals), (1...100).contains(rooms) else { throw ValidationError("--animals 1 to 10000, --rooms 1 to 100") }
+        guard rate > 0, rate <= 50 else { throw ValidationError("--rate must be above 0 and at most 50") }
+    }
+
+    func run() async throws {
+        var options = BeaconSimulator.Options()
+        options.host = host
+        options.port = port
+        options.animals = animals
+        options.rooms = rooms
+        options.rate = rate
+        options.moveEverySeconds = moveEvery
+        let settings = options
+        try await serveUntilTerminated { try await BeaconSimulator.runForever(options: settings, print: printLine) }
     }
 }

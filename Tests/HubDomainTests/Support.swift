@@ -52,6 +52,8 @@ let sampleEvents: [HubEvent] = [
     .animalAdmitted(AnimalAdmitted(animal: "tom", name: "Tom", weightKg: 4, species: "cat", beacon: "b-2")),
     .animalDischarged(AnimalDischarged(animal: "rex", exitWeightKg: 30.9, veterinarian: "Dr. Lee", observations: nil)),
     .animalSighted(AnimalSighted(animal: "rex", room: "ward 2", beacon: "1de4b189115e45f6b44e509352269977", at: t0 + 1)),
+    .animalUnseen(AnimalUnseen(animal: "rex", lastRoom: "ward 2", lastSeen: t0 + 2)),
+    .ownerDataErased(OwnerDataErased(animal: "rex")),
     .commandRejected(CommandRejected(command: "switch", target: "nope", code: "unknown_device",
                                      message: "no device \"nope\" is registered", commandId: "c-1")),
     .commandRejected(CommandRejected(command: "admit_animal", target: nil, code: "missing_field", message: "m", commandId: nil)),

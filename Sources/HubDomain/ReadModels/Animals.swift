@@ -29,9 +29,15 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
         return beacon
     }
 
+    /// Since when the beacon has been silent (nil: heard recently, or never unseen).
+    public var unseenSince: Int64?
+    /// The owner contact data was erased (its key deleted).
+    public var ownerErased: Bool = false
+
     mutating func markSeen(room: String, at time: Int64) {
         lastRoom = room
         lastSeenAt = time
+        unseenSince = nil
     }
 }
 
@@ -70,6 +76,11 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
             if beaconIndex[beacon] == e.animal { beaconIndex[beacon] = nil }
         case .animalSighted(let e):
             byId[e.animal]?.markSeen(room: e.room, at: e.at)
+        case .ownerDataErased(let e):
+            byId[e.animal]?.ownerErased = true
+        case .animalUnseen(let e):
+            byId[e.animal]?.unseenSince = e.lastSeen
+            if byId[e.animal]?.lastSeenAt.map({ $0 < e.lastSeen }) ?? true { byId[e.animal]?.lastSeenAt = e.lastSeen }
         case .readingRecorded(let e):
             guard case .animal(let id) = e.subject else { return }
             switch e.quantity {

@@ -187,7 +187,7 @@ public struct DevicesModel: Sendable, Equatable, Codable {
                 update(id) { $0.lastReadings[e.quantity] = ReadingValue(value: e.value, measuredAt: e.measuredAt) }
             }
         case .activationChanged, .activationsDiverged, .energyCounterReset, .groupDefined, .groupRemoved, .sceneDefined,
-             .sceneRemoved, .multiSwitchRequested, .animalAdmitted, .animalDischarged, .animalSighted,
+             .sceneRemoved, .multiSwitchRequested, .animalUnseen, .ownerDataErased, .animalAdmitted, .animalDischarged, .animalSighted,
              .commandRejected:
             return
         }

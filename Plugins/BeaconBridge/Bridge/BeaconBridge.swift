@@ -1,0 +1,171 @@
+import DriverAPI
+import Foundation
+import Synchronization
+
+/// Makes `BeaconBridge`s: BLE beacon observations from ESPresense, OpenMQTTGateway and Theengs
+/// Gateway on the hub's broker, turned into facts (sighted / present / unseen).
+public struct BeaconBridgeFactory: BridgeFactory {
+    public let name = "beacons"
+    public init() {}
+
+    public func make(settingsJSON: String) throws -> any Bridge {
+        try BeaconBridge(settings: BeaconSettings(json: settingsJSON))
+    }
+}
+
+/// What the bridge has seen so far.
+public struct BeaconBridgeCounters: Sendable, Equatable {
+    /// Every message delivered to the bridge.
+    public var messages = 0
+    /// Messages that were valid observations.
+    public var observations = 0
+    /// Messages dropped (garbage, foreign topics, retained), also by reason.
+    public var dropped = 0
+    public var droppedByReason: [String: Int] = [:]
+    public var sighted = 0
+    public var present = 0
+    public var unseen = 0
+    /// Beacons dropped because `max_beacons` was reached.
+    public var evicted = 0
+    /// Beacons tracked now.
+    public var tracked = 0
+
+    public var facts: Int { sighted + present + unseen }
+}
+
+/// The bridge: a thin MQTT loop around `BeaconParser` and `BeaconTracker`.
+///
+/// Three tasks after `start`: the reader (parses each message — outside the lock — and feeds the
+/// tracker), the checker (every `checkInterval`, reports beacons gone silent) and the emitter (calls
+/// the context for each fact, in the order the tracker produced them, so a slow context never
+/// holds up reading).
+/// The bridge does not subscribe itself: the hub subscribes `mqttScope` for it.
+public final class BeaconBridge: Bridge {
+    public let settings: BeaconSettings
+    public let mqttScope: [String]
+    private let parser: BeaconParser
+    private let clock: @Sendable () -> Int64
+    private let checkInterval: Duration
+
+    private struct Core {
+        var tracker: BeaconTracker
+        var counters = BeaconBridgeCounters()
+        var sink: AsyncStream<BeaconFact>.Continuation?
+    }
+    private let core: Mutex<Core>
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    /// µs since the epoch, from the system clock.
+    public static let systemClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1_000_000) }
+
+    /// - clock: µs since the epoch (inject one in tests).
+    /// - checkInterval: how often silence is checked.
+    public init(settings: BeaconSettings, clock: @escaping @Sendable () -> Int64 = BeaconBridge.systemClock,
+                checkInterval: Duration = .seconds(1)) {
+        self.settings = settings
+        self.mqttScope = settings.mqttScope
+        self.parser = settings.parser
+        self.clock = clock
+        self.checkInterval = checkInterval
+        self.core = Mutex(Core(tracker: BeaconTracker(settings: settings)))
+    }
+
+    public var counters: BeaconBridgeCounters { core.withLock { $0.counters } }
+
+    public func start(context: any BridgeContext) async throws {
+        let (facts, sink) = AsyncStream<BeaconFact>.makeStream()
+        let fresh = core.withLock { c -> Bool in
+            guard c.sink == nil else { return false }
+            c.sink = sink
+            return true
+        }
+        guard fresh else { return }
+        let emitter = Task {
+            for await fact in facts {
+                switch fact {
+                case .sighted(let b, let r, let t): await context.sighted(beacon: b, room: r, at: t)
+                case .present(let b, let r, let t): await context.present(beacon: b, room: r, at: t)
+                case .unseen(let b, let r, let t): await context.unseen(beacon: b, lastRoom: r, lastSeen: t)
+                }
+            }
+        }
+        let messages = context.mqtt.messages
+        let reader = Task { [weak self] in
+            for await message in messages {
+                guard let self else { return }
+                self.handle(message)
+            }
+        }
+        let interval = checkInterval
+        let checker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                self.checkNow()
+            }
+        }
+        tasks.withLock { $0 = [reader, checker, emitter] }
+    }
+
+    public func stop() async {
+        let running = tasks.withLock { t -> [Task<Void, Never>] in defer { t = [] }; return t }
+        guard running.count == 3 else { return }
+        running[0].cancel()
+        running[1].cancel()
+        _ = await running[0].value
+        _ = await running[1].value
+        core.withLock { c in c.sink?.finish() }
+        _ = await running[2].value  // the facts already produced are delivered
+    }
+
+    /// Processes one message (the reader does this for every message); returns the facts it produced
+    /// (also sent to the context when started).
+    @discardableResult
+    public func handle(_ message: DriverMQTTMessage) -> [BeaconFact] {
+        let parsed: Result<BeaconObservation, BeaconDropReason>
+        if message.retained {
+            parsed = .failure(.retained)
+        } else {
+            parsed = parser.parse(topic: message.topic, payload: message.payload)
+        }
+        let now = clock()
+        return core.withLock { c -> [BeaconFact] in
+            c.counters.messages += 1
+            switch parsed {
+            case .failure(let reason):
+                c.counters.dropped += 1
+                c.counters.droppedByReason[reason.rawValue, default: 0] += 1
+                return []
+            case .success(let observation):
+                c.counters.observations += 1
+                let facts = c.tracker.observe(observation, at: now)
+                Self.record(facts, in: &c)
+                return facts
+            }
+        }
+    }
+
+    /// Reports beacons silent for `unseen_seconds` (the checker does this every `checkInterval`).
+    @discardableResult
+    public func checkNow() -> [BeaconFact] {
+        let now = clock()
+        return core.withLock { c -> [BeaconFact] in
+            let facts = c.tracker.tick(now: now)
+            Self.record(facts, in: &c)
+            return facts
+        }
+    }
+
+    private static func record(_ facts: [BeaconFact], in c: inout Core) {
+        for fact in facts {
+            switch fact {
+            case .sighted: c.counters.sighted += 1
+            case .present: c.counters.present += 1
+            case .unseen: c.counters.unseen += 1
+            }
+            c.sink?.yield(fact)
+        }
+        c.counters.evicted = c.tracker.evicted
+        c.counters.tracked = c.tracker.trackedCount
+    }
+}

@@ -1,0 +1,415 @@
+import DriverAPI
+import Foundation
+import Synchronization
+
+struct ShellyDriverConfig: Sendable, Equatable {
+    enum Generation: Sendable, Equatable { case gen1, gen2 }
+
+    /// Where Gen2 RPC replies come back: `hub-shelly/<id>/ch<n>/rpc`.
+    static let replyRoot = "hub-shelly"
+
+    var id: String
+    var generation: Generation
+    var channel: Int
+    /// How long a Gen2 `Switch.Set` may go unanswered before it is reported failed.
+    var rpcTimeout: Duration = .seconds(10)
+    /// How long after a command an unchanged state still counts as its confirmation.
+    var confirmWindow: Duration = .seconds(30)
+
+    /// The RPC `src` (Gen2): replies go to `<src>/rpc`.
+    var rpcSource: String { "\(Self.replyRoot)/\(id)/ch\(channel)" }
+
+    var scope: [String] {
+        ShellyDriverFactory.mqttScope(id: id, gen: generation == .gen1 ? 1 : 2)
+    }
+}
+
+/// A Shelly relay channel on the hub's broker: follows its state, power and energy topics (Gen1) or
+/// its status and NotifyStatus notifications (Gen2/Gen3), and switches it (Gen1 `relay/<n>/command`,
+/// Gen2 `Switch.Set` RPC).
+public final class ShellyDriver: Driver {
+    private enum RPCPurpose: Sendable {
+        case set(on: Bool)
+        /// Status asked after a successful `Switch.Set`: its output is the confirmation.
+        case confirm
+        case status
+    }
+
+    private struct PendingRPC: Sendable {
+        var purpose: RPCPurpose
+        var sentAt: ContinuousClock.Instant
+    }
+
+    private struct State: Sendable {
+        var started = false
+        var stopped = false
+        var mqtt: (any DriverMQTT)?
+        var task: Task<Void, Never>?
+        var timers: [Int: Task<Void, Never>] = [:]
+        var available: Bool?
+        /// Last known relay state (nil = not known yet).
+        var relay: Bool?
+        /// The state the last command asked for, until confirmed or `confirmUntil` passes.
+        var commanded: Bool?
+        var confirmUntil: ContinuousClock.Instant?
+        /// Gen2: the status built from full statuses and the partial notifications laid over them.
+        var status = ShellySwitchStatus()
+        var nextRPCId = Int.random(in: 1...1_000_000)
+        var pendingRPCs: [Int: PendingRPC] = [:]
+    }
+
+    let config: ShellyDriverConfig
+    private let state = Mutex(State())
+    private let gate = ShellyReportGate()
+
+    init(config: ShellyDriverConfig) {
+        self.config = config
+    }
+
+    public var capabilities: DriverCapabilities { DriverCapabilities(mqttScope: config.scope) }
+
+    /// Gen2: the status as merged so far (full statuses with the notifications laid over them).
+    var mergedStatus: ShellySwitchStatus { state.withLock { $0.status } }
+
+    private var gen1Base: String { "shellies/\(config.id)" }
+    private var relayTopic: String { "\(gen1Base)/relay/\(config.channel)" }
+    private var replyTopic: String { "\(config.rpcSource)/rpc" }
+    private var component: String { "switch:\(config.channel)" }
+
+    // MARK: - Lifecycle
+
+    public func start(context: any DriverContext) async throws {
+        guard let mqtt = context.mqtt else {
+            throw DriverError("shelly driver for \(context.deviceId) needs the hub's MQTT broker connection (none is configured)")
+        }
+        let ok = state.withLock { s -> Bool in
+            guard !s.started, !s.stopped else { return false }
+            s.started = true
+            s.mqtt = mqtt
+            return true
+        }
+        guard ok else { throw DriverError("shelly driver for \(context.deviceId) already started or stopped") }
+        gate.open(context)
+        do {
+            switch config.generation {
+            case .gen1:
+                try mqtt.subscribe("\(gen1Base)/#")
+            case .gen2:
+                try mqtt.subscribe("\(config.id)/#")
+                try mqtt.subscribe(replyTopic)
+            }
+        } catch {
+            await stop()
+            throw DriverError("shelly driver for \(context.deviceId) cannot subscribe to its topics: \(error)")
+        }
+        let task = Task { [self] in
+            for await message in mqtt.messages {
+                if Task.isCancelled { break }
+                await handle(message)
+            }
+        }
+        state.withLock { $0.task = task }
+        requestStatus()
+    }
+
+    public func stop() async {
+        let (task, timers) = state.withLock { s -> (Task<Void, Never>?, [Task<Void, Never>]) in
+            s.stopped = true
+            defer { s.task = nil; s.timers = [:]; s.mqtt = nil }
+            return (s.task, Array(s.timers.values))
+        }
+        task?.cancel()
+        for timer in timers { timer.cancel() }
+        await gate.close()
+    }
+
+    // MARK: - Commands
+
+    public func execute(_ command: DriverCommand) async throws {
+        guard case .setSwitch(let on) = command else {
+            throw DriverError("the shelly driver does not write activations to the device")
+        }
+        let (mqtt, available) = state.withLock { s -> ((any DriverMQTT)?, Bool?) in
+            (s.started && !s.stopped ? s.mqtt : nil, s.available)
+        }
+        guard let mqtt else { throw DriverError("shelly driver is not running") }
+        if available == false {
+            throw DriverError("Shelly \(config.id) is offline (its last will says so)")
+        }
+        let unchanged = state.withLock { s -> Bool in
+            s.commanded = on
+            s.confirmUntil = .now + config.confirmWindow
+            return s.relay == on
+        }
+        switch config.generation {
+        case .gen1:
+            try mqtt.publish("\(relayTopic)/command", Array((on ? "on" : "off").utf8), retain: false)
+            // A relay that is already in that state may not announce it again: ask for the status.
+            if unchanged { try? mqtt.publish("\(gen1Base)/command", Array("update".utf8), retain: false) }
+        case .gen2:
+            try sendRPC("Switch.Set", params: ["id": config.channel, "on": on], purpose: .set(on: on), via: mqtt)
+        }
+    }
+
+    /// Asks the device for its full status (after subscribing, and when it comes back online).
+    private func requestStatus() {
+        guard let mqtt = state.withLock({ $0.stopped ? nil : $0.mqtt }) else { return }
+        switch config.generation {
+        case .gen1:
+            try? mqtt.publish("\(gen1Base)/command", Array("update".utf8), retain: false)
+        case .gen2:
+            try? sendRPC("Switch.GetStatus", params: ["id": config.channel], purpose: .status, via: mqtt)
+        }
+    }
+
+    private func sendRPC(_ method: String, params: [String: Any], purpose: RPCPurpose, via mqtt: any DriverMQTT) throws {
+        let id = state.withLock { s -> Int in
+            let id = s.nextRPCId
+            s.nextRPCId = id >= 1_000_000_000 ? 1 : id + 1
+            // Forget requests that were never answered.
+            let horizon = ContinuousClock.now - .seconds(120)
+            s.pendingRPCs = s.pendingRPCs.filter { $0.value.sentAt > horizon }
+            s.pendingRPCs[id] = PendingRPC(purpose: purpose, sentAt: .now)
+            return id
+        }
+        let request: [String: Any] = ["id": id, "src": config.rpcSource, "method": method, "params": params]
+        let data = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys, .withoutEscapingSlashes])
+        do {
+            try mqtt.publish("\(config.id)/rpc", Array(data), retain: false)
+        } catch {
+            _ = state.withLock { $0.pendingRPCs.removeValue(forKey: id) }
+            throw error
+        }
+        if case .set = purpose { armTimeout(rpcId: id, method: method) }
+    }
+
+    private func armTimeout(rpcId: Int, method: String) {
+        let timeout = config.rpcTimeout
+        let timer = Task { [self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            let expired = state.withLock { s -> Bool in
+                s.timers[rpcId] = nil
+                return s.pendingRPCs.removeValue(forKey: rpcId) != nil
+            }
+            if expired {
+                await gate.report(.commandFailed(reason: "Shelly \(config.id) did not answer \(method) within \(timeout)"))
+            }
+        }
+        state.withLock { s in
+            if s.stopped { timer.cancel() } else { s.timers[rpcId] = timer }
+        }
+    }
+
+    // MARK: - Incoming
+
+    private func handle(_ message: DriverMQTTMessage) async {
+        switch config.generation {
+        case .gen1: await handleGen1(message)
+        case .gen2: await handleGen2(message)
+        }
+    }
+
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
+
+    private func handleGen1(_ message: DriverMQTTMessage) async {
+        let topic = message.topic
+        if topic == "\(gen1Base)/online" {
+            guard let online = ShellyPayload.bool(word: ShellyPayload.word(message.payload)) else { return }
+            await setAvailability(online, reason: online ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (shellies/\(config.id)/online is false)")
+        } else if topic == relayTopic {
+            let word = ShellyPayload.word(message.payload)
+            // "overpower": the relay switched itself off to protect the load.
+            let on: Bool? = word == "overpower" ? false : ShellyPayload.bool(word: word)
+            guard let on else { return }
+            if !message.retained { await noteAlive() }
+            await relayObserved(on)
+        } else if topic == "\(gen1Base)/info" {
+            // The full status (answer to `update`): {"relays":[{"ison":true,...}],"meters":[...],...}
+            guard let json = ShellyPayload.object(message.payload),
+                  let relays = json["relays"] as? [Any], config.channel < relays.count,
+                  let relay = relays[config.channel] as? [String: Any],
+                  let on = ShellyPayload.bool(relay["ison"]) else { return }
+            if !message.retained { await noteAlive() }
+            await relayObserved(on)
+        } else if topic == "\(relayTopic)/power" {
+            guard !message.retained,
+                  let watts = Plausible.check(ShellyPayload.number(text: message.text), Plausible.power) else { return }
+            await noteAlive()
+            await gate.report(.reading(quantity: "power", value: watts, measuredAt: Self.now()))
+        } else if topic == "\(relayTopic)/energy" {
+            // Watt-minutes since the device booted.
+            guard !message.retained,
+                  let wattMinutes = ShellyPayload.number(text: message.text),
+                  let wh = Plausible.check(wattMinutes / 60, Plausible.energyWh) else { return }
+            await noteAlive()
+            await gate.report(.reading(quantity: "energy", value: wh, measuredAt: Self.now()))
+        }
+    }
+
+    private func handleGen2(_ message: DriverMQTTMessage) async {
+        let topic = message.topic
+        if topic == "\(config.id)/online" {
+            guard let online = ShellyPayload.bool(word: ShellyPayload.word(message.payload)) else { return }
+            await setAvailability(online, reason: online ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (\(config.id)/online is false)")
+        } else if topic == "\(config.id)/status/\(component)" {
+            guard let json = ShellyPayload.object(message.payload) else { return }
+            await statusObserved(ShellySwitchStatus(json: json), readings: !message.retained, forceOutput: false)
+        } else if topic == "\(config.id)/events/rpc" {
+            guard let json = ShellyPayload.object(message.payload),
+                  let method = json["method"] as? String,
+                  method == "NotifyStatus" || method == "NotifyFullStatus",
+                  let params = json["params"] as? [String: Any],
+                  let part = params[component] as? [String: Any] else { return }
+            await statusObserved(ShellySwitchStatus(json: part), readings: !message.retained, forceOutput: false)
+        } else if topic == replyTopic {
+            await handleReply(message)
+        }
+    }
+
+    private func handleReply(_ message: DriverMQTTMessage) async {
+        guard let json = ShellyPayload.object(message.payload), let id = ShellyPayload.int(json["id"]) else { return }
+        let (pending, timer) = state.withLock { s -> (PendingRPC?, Task<Void, Never>?) in
+            (s.pendingRPCs.removeValue(forKey: id), s.timers.removeValue(forKey: id))
+        }
+        timer?.cancel()
+        guard let pending else { return }  // not ours, answered already, or given up on
+        if let error = json["error"], !(error is NSNull) {
+            let detail = Self.describe(rpcError: error)
+            switch pending.purpose {
+            case .set(let on):
+                state.withLock { s in
+                    if s.commanded == on { s.commanded = nil; s.confirmUntil = nil }
+                }
+                await gate.report(.commandFailed(reason: "Shelly \(config.id) refused Switch.Set \(on ? "on" : "off"): \(detail)"))
+            case .confirm, .status:
+                break
+            }
+            return
+        }
+        switch pending.purpose {
+        case .set:
+            // The result ({"was_on":...}) does not say the new state: ask for it, unless a
+            // notification already confirmed it.
+            let stillPending = state.withLock { $0.commanded != nil }
+            if stillPending, let mqtt = state.withLock({ $0.stopped ? nil : $0.mqtt }) {
+                try? sendRPC("Switch.GetStatus", params: ["id": config.channel], purpose: .confirm, via: mqtt)
+            }
+        case .confirm, .status:
+            guard let result = json["result"] as? [String: Any] else { return }
+            var isConfirmation = false
+            if case .confirm = pending.purpose { isConfirmation = true }
+            await statusObserved(ShellySwitchStatus(json: result), readings: true, forceOutput: isConfirmation)
+        }
+    }
+
+    static func describe(rpcError: Any) -> String {
+        guard let object = rpcError as? [String: Any] else { return "error \(String(describing: rpcError).prefix(200))" }
+        let text = (object["message"] as? String).map { String($0.prefix(300)) } ?? "unknown error"
+        if let code = ShellyPayload.int(object["code"]) { return "\(text) (code \(code))" }
+        return text
+    }
+
+    // MARK: - Reporting
+
+    /// A (partial) Gen2 status: merged onto what is known; output reported on change or as the
+    /// confirmation of a command; readings for the values it carries.
+    private func statusObserved(_ update: ShellySwitchStatus, readings: Bool, forceOutput: Bool) async {
+        state.withLock { s in s.status = s.status.merging(update) }
+        if readings { await noteAlive() }
+        if let output = update.output {
+            await relayObserved(output, force: forceOutput)
+        }
+        guard readings else { return }
+        let now = Self.now()
+        for (quantity, value) in update.readings {
+            await gate.report(.reading(quantity: quantity, value: value, measuredAt: now))
+        }
+    }
+
+    /// Reports the relay state when it changed, or when it is what the last command asked for
+    /// (every command gets its confirmation, even when the state did not change).
+    private func relayObserved(_ on: Bool, force: Bool = false) async {
+        let report = state.withLock { s -> Bool in
+            var confirms = false
+            if let commanded = s.commanded {
+                if let until = s.confirmUntil, until < .now {
+                    s.commanded = nil
+                    s.confirmUntil = nil
+                } else if commanded == on || force {
+                    confirms = true
+                    s.commanded = nil
+                    s.confirmUntil = nil
+                }
+            }
+            let changed = s.relay != on
+            s.relay = on
+            return changed || confirms
+        }
+        if report { await gate.report(.switchState(on: on, manual: nil)) }
+    }
+
+    /// A device that reports is reachable (used when its online topic has not been seen).
+    private func noteAlive() async {
+        let first = state.withLock { s -> Bool in
+            guard s.available == nil else { return false }
+            s.available = true
+            return true
+        }
+        if first { await gate.report(.availability(available: true, reason: "Shelly \(config.id) is reporting")) }
+    }
+
+    private func setAvailability(_ available: Bool, reason: String) async {
+        let (changed, cameBack) = state.withLock { s -> (Bool, Bool) in
+            let previous = s.available
+            s.available = available
+            return (previous != available, available && previous == false)
+        }
+        if changed { await gate.report(.availability(available: available, reason: reason)) }
+        if cameBack { requestStatus() }
+    }
+}
+
+/// Passes reports to the hub until closed; `close()` returns only when no report is in progress,
+/// so nothing is reported after `stop()` returns.
+final class ShellyReportGate: Sendable {
+    private struct State {
+        var context: (any DriverContext)?
+        var closed = false
+        var inFlight = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func open(_ context: any DriverContext) {
+        state.withLock { $0.context = context }
+    }
+
+    func report(_ observation: Observation) async {
+        guard let context = state.withLock({ s -> (any DriverContext)? in
+            guard !s.closed, let c = s.context else { return nil }
+            s.inFlight += 1
+            return c
+        }) else { return }
+        await context.report(observation)
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.inFlight -= 1
+            guard s.inFlight == 0 else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                s.closed = true
+                s.context = nil
+                if s.inFlight == 0 { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}

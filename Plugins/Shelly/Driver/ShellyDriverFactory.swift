@@ -1,0 +1,108 @@
+import DriverAPI
+import Foundation
+
+/// Makes drivers for Shelly relays and plugs that talk MQTT to the hub's broker.
+///
+/// Settings (JSON object; unknown keys are errors):
+/// - `id` (required): Gen1 the device id under `shellies/` (e.g. `shellyplug-s-7AB1C2`); Gen2/Gen3
+///   the MQTT topic prefix (by default the device id, e.g. `shellyplus1pm-441793ab3fb4`).
+/// - `gen`: 1, or 2 (default; Gen3 and later speak the Gen2 protocol, `3` is accepted as 2).
+/// - `channel`: the relay / switch index (default 0).
+///
+/// Discovery: Gen1 devices answer `announce` on `shellies/announce`; Gen2/Gen3 devices publish a
+/// retained `<id>/online` `true`.
+public struct ShellyDriverFactory: DiscoveringDriverFactory {
+    public let name = "shelly"
+
+    public init() {}
+
+    public static let settingKeys: Set<String> = ["id", "gen", "channel"]
+
+    public func make(configuration: DriverConfiguration) throws -> any Driver {
+        let s = try DriverSettings(configuration, allowed: Self.settingKeys)
+        let id = try s.string("id")
+        guard Self.isValidTopicId(id) else {
+            throw DriverError("shelly setting \"id\" of device \"\(configuration.deviceId)\" must be the device's id or topic prefix without /, + or # (e.g. \"shellyplug-s-7AB1C2\" or \"shellyplus1pm-441793ab3fb4\"), got \"\(id)\"")
+        }
+        let gen = try s.int("gen", default: 2, in: 1...3)
+        let channel = try s.int("channel", default: 0, in: 0...15)
+        return ShellyDriver(config: ShellyDriverConfig(id: id, generation: gen == 1 ? .gen1 : .gen2, channel: channel))
+    }
+
+    /// The topic filters a configured device needs (its `capabilities.mqttScope`).
+    public static func mqttScope(id: String, gen: Int) -> [String] {
+        gen == 1 ? ["shellies/\(id)/#"] : ["\(id)/#", "\(ShellyDriverConfig.replyRoot)/\(id)/#"]
+    }
+
+    // MARK: - Discovery
+
+    public var discoveryFilters: [String] { ["shellies/announce", "+/online"] }
+
+    public func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice? {
+        if message.topic == "shellies/announce" { return discoverGen1(message.payload) }
+        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, levels[1] == "online" else { return nil }
+        return discoverGen2(prefix: String(levels[0]), payload: message.payload)
+    }
+
+    /// `{"id":"shellyplug-s-7AB1C2","model":"SHPLG-S","mac":"A4CF127AB1C2","ip":"...","new_fw":false,"fw_ver":"..."}`
+    private func discoverGen1(_ payload: [UInt8]) -> DiscoveredDevice? {
+        guard let json = ShellyPayload.object(payload),
+              let id = (json["id"] as? String)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              Self.isValidTopicId(id) else { return nil }
+        let model = (json["model"] as? String).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let mac = Self.normalizedMAC(json["mac"] as? String)
+        let ip = (json["ip"] as? String).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        var name = "Shelly \(model.isEmpty ? id : "\(model) \(id)")"
+        if !ip.isEmpty && ip.count <= 64 { name += " at \(ip)" }
+        return DiscoveredDevice(
+            suggestedId: Self.hubId(id), driver: self.name, name: name,
+            settingsJSON: Self.settingsJSON(id: id, gen: 1),
+            hardwareId: mac ?? id)
+    }
+
+    /// `<id>/online` = `true` from a device whose id starts with "shelly".
+    private func discoverGen2(prefix: String, payload: [UInt8]) -> DiscoveredDevice? {
+        let lower = prefix.lowercased()
+        guard lower.hasPrefix("shelly"), lower != "shellies", Self.isValidTopicId(prefix),
+              ShellyPayload.bool(word: ShellyPayload.word(payload)) == true else { return nil }
+        // The default prefix ends with the MAC: shellyplus1pm-441793ab3fb4.
+        let suffix = prefix.split(separator: "-").last.map(String.init) ?? ""
+        return DiscoveredDevice(
+            suggestedId: Self.hubId(prefix), driver: name, name: "Shelly \(prefix)",
+            settingsJSON: Self.settingsJSON(id: prefix, gen: 2),
+            hardwareId: Self.normalizedMAC(suffix) ?? prefix)
+    }
+
+    // MARK: - Helpers
+
+    /// One topic level, printable, without wildcards; at most 128 characters.
+    static func isValidTopicId(_ id: String) -> Bool {
+        !id.isEmpty && id.count <= 128
+            && id.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F && !"/+#".unicodeScalars.contains($0) }
+    }
+
+    /// 12 hex digits, upper case, without separators; nil when it is not a MAC.
+    static func normalizedMAC(_ text: String?) -> String? {
+        guard let text else { return nil }
+        let hex = text.filter { $0 != ":" && $0 != "-" }.uppercased()
+        guard hex.count == 12, hex.allSatisfy({ $0.isHexDigit && $0.isASCII }) else { return nil }
+        return hex
+    }
+
+    /// A valid hub id (1 to 64 of A-Z a-z 0-9 _ -) made from the Shelly id.
+    static func hubId(_ id: String) -> String {
+        let mapped = String(id.map { c -> Character in
+            c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-") ? c : "-"
+        }.prefix(64))
+        return mapped.isEmpty ? "shelly" : mapped
+    }
+
+    static func settingsJSON(id: String, gen: Int) -> String {
+        let object: [String: Any] = ["id": id, "gen": gen]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return "{\"gen\":\(gen)}"
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

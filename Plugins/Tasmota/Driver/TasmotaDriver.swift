@@ -1,0 +1,218 @@
+import DriverAPI
+import Foundation
+import Synchronization
+
+/// A running Tasmota device on the hub's broker: follows its last will, relay state and energy
+/// meter, and switches its relay with `cmnd/<t>/POWER<n>`.
+///
+/// - Availability comes from the retained `tele/<t>/LWT` (`Online`/`Offline`, any case).
+/// - The relay state comes from `stat/<t>/RESULT`, `stat/<t>/POWER<n>` and `tele/<t>/STATE`. After a
+///   command, the device's next confirmation is reported even if the state did not change;
+///   otherwise only changes are reported. A command not confirmed within the confirmation timeout
+///   (10 s) or interrupted by the device's last will is reported with `.commandFailed`.
+/// - `tele/<t>/SENSOR` `ENERGY` gives power (W), voltage (V), current (A) and energy
+///   (`Total` kWh as Wh). Malformed or absurd payloads are ignored and counted (`ignoredPayloads`).
+public final class TasmotaDriver: Driver {
+    private struct State: Sendable {
+        var started = false
+        var stopped = false
+        var context: (any DriverContext)?
+        var mqtt: (any DriverMQTT)?
+        var loop: Task<Void, Never>?
+        var timers: [Int: Task<Void, Never>] = [:]
+        /// nil = not known yet.
+        var available: Bool?
+        var lastOn: Bool?
+        /// Switch commands sent, and how many of them were confirmed (or given up on).
+        var issued = 0
+        var confirmed = 0
+        /// The last stat confirmation not yet matched with its twin (Tasmota answers a switch on
+        /// both `stat/<t>/RESULT` and `stat/<t>/POWER`): one device event, one confirmation.
+        var unpaired: (fromResult: Bool, on: Bool)?
+        var ignored = 0
+    }
+
+    let topics: TasmotaTopics
+    let energyChannel: Int
+    let confirmationTimeout: Duration
+    private let state = Mutex(State())
+
+    init(topics: TasmotaTopics, energyChannel: Int, confirmationTimeout: Duration) {
+        self.topics = topics
+        self.energyChannel = energyChannel
+        self.confirmationTimeout = confirmationTimeout
+    }
+
+    public var capabilities: DriverCapabilities { DriverCapabilities(mqttScope: topics.scope) }
+
+    /// Payloads on the device's topics that could not be read (malformed JSON, garbage, absurd values).
+    public var ignoredPayloads: Int { state.withLock { $0.ignored } }
+
+    public func start(context: any DriverContext) async throws {
+        let ok = state.withLock { s -> Bool in
+            guard !s.started, !s.stopped else { return false }
+            s.started = true
+            s.context = context
+            s.mqtt = context.mqtt
+            return true
+        }
+        guard ok else { throw DriverError("tasmota driver for \(context.deviceId) already started or stopped") }
+        guard let mqtt = context.mqtt else {
+            await report(.availability(available: false, reason: "the hub has no MQTT connection for Tasmota device \(topics.topic)"))
+            return
+        }
+        let loop = Task { [self] in
+            for await message in mqtt.messages {
+                if Task.isCancelled || state.withLock({ $0.stopped }) { break }
+                await handle(message)
+            }
+        }
+        state.withLock { $0.loop = loop }
+        try mqtt.subscribe(topics.base("stat") + "#")
+        try mqtt.subscribe(topics.base("tele") + "#")
+        // Ask for the relay state (an empty payload is a query; never retained).
+        try mqtt.publish(topics.commandTopic, [], retain: false)
+    }
+
+    public func stop() async {
+        let (loop, timers) = state.withLock { s -> (Task<Void, Never>?, [Task<Void, Never>]) in
+            s.stopped = true
+            defer { s.loop = nil; s.timers = [:]; s.context = nil }
+            return (s.loop, Array(s.timers.values))
+        }
+        loop?.cancel()
+        for timer in timers { timer.cancel() }
+        await loop?.value
+        for timer in timers { await timer.value }
+    }
+
+    public func execute(_ command: DriverCommand) async throws {
+        switch command {
+        case .writeActivations:
+            throw DriverError("the tasmota driver does not store activations on the device")
+        case .setSwitch(let on):
+            let (running, mqtt, available) = state.withLock { ($0.started && !$0.stopped, $0.mqtt, $0.available) }
+            guard running else { throw DriverError("tasmota driver for \(topics.topic) is not running") }
+            guard let mqtt else { throw DriverError("no MQTT connection: cannot switch Tasmota device \(topics.topic)") }
+            if available == false {
+                throw DriverError("Tasmota device \(topics.topic) is offline (its last will says Offline)")
+            }
+            let n = state.withLock { s -> Int in s.issued += 1; return s.issued }
+            do {
+                try mqtt.publish(topics.commandTopic, Array((on ? "ON" : "OFF").utf8), retain: false)
+            } catch {
+                state.withLock { s in if s.issued == n && s.confirmed < n { s.issued -= 1 } }
+                throw (error as? DriverError) ?? DriverError("publishing \(topics.commandTopic) failed: \(error)")
+            }
+            armTimeout(for: n)
+        }
+    }
+
+    // MARK: - Messages
+
+    private func handle(_ message: DriverMQTTMessage) async {
+        let topic = message.topic
+        if topic == topics.lwtTopic {
+            guard message.payload.count <= 64, let online = TasmotaPayload.availability(message.text) else { return ignore() }
+            await setAvailability(online, reason: online ? "Tasmota LWT Online" : "Tasmota reports Offline (last will)")
+        } else if topic == topics.resultTopic {
+            // RESULT answers every command (also other ones); only a POWER field concerns us.
+            guard let object = TasmotaPayload.object(message.payload) else { return ignore() }
+            guard let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames) else { return }
+            await deviceTalks(message)
+            await relay(on, confirmation: .result)
+        } else if topics.statPowerTopics.contains(topic) {
+            guard message.payload.count <= 16, let on = TasmotaPayload.power(message.text) else { return ignore() }
+            await deviceTalks(message)
+            await relay(on, confirmation: .power)
+        } else if topic == topics.stateTopic {
+            guard let object = TasmotaPayload.object(message.payload) else { return ignore() }
+            await deviceTalks(message)
+            if let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames) {
+                await relay(on, confirmation: nil)
+            }
+        } else if topic == topics.sensorTopic {
+            guard let object = TasmotaPayload.object(message.payload) else { return ignore() }
+            await deviceTalks(message)
+            let readings = TasmotaPayload.energyReadings(object, channel: energyChannel)
+            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            for (quantity, value) in readings {
+                await report(.reading(quantity: quantity, value: value, measuredAt: now))
+            }
+        }
+        // Anything else (INFO1, UPTIME, our own cmnd echo...) is not ours to read.
+    }
+
+    private func ignore() {
+        state.withLock { $0.ignored += 1 }
+    }
+
+    /// A live message from the device while its availability is unknown (no retained LWT): it is up.
+    private func deviceTalks(_ message: DriverMQTTMessage) async {
+        guard !message.retained, state.withLock({ $0.available == nil }) else { return }
+        await setAvailability(true, reason: "Tasmota answering on \(topics.base("stat"))")
+    }
+
+    private enum Confirmation { case result, power }
+
+    private func relay(_ on: Bool, confirmation: Confirmation?) async {
+        let (changed, confirms) = state.withLock { s -> (Bool, Bool) in
+            let changed = s.lastOn != on
+            s.lastOn = on
+            guard let confirmation else { return (changed, false) }
+            let fromResult = confirmation == .result
+            if let twin = s.unpaired, twin.fromResult != fromResult, twin.on == on {
+                s.unpaired = nil
+                return (changed, false)
+            }
+            s.unpaired = (fromResult, on)
+            guard s.confirmed < s.issued else { return (changed, false) }
+            s.confirmed += 1
+            return (changed, true)
+        }
+        if changed || confirms { await report(.switchState(on: on, manual: nil)) }
+    }
+
+    private func setAvailability(_ available: Bool, reason: String) async {
+        let (changed, failedCommands) = state.withLock { s -> (Bool, Bool) in
+            let changed = s.available != available
+            s.available = available
+            var failed = false
+            if !available && s.confirmed < s.issued {
+                s.confirmed = s.issued
+                failed = true
+            }
+            if !available { s.unpaired = nil }
+            return (changed, failed)
+        }
+        if changed { await report(.availability(available: available, reason: reason)) }
+        if failedCommands {
+            await report(.commandFailed(reason: "Tasmota device \(topics.topic) went offline before confirming the switch command"))
+        }
+    }
+
+    private func armTimeout(for n: Int) {
+        let timeout = confirmationTimeout
+        let task = Task { [self] in
+            try? await Task.sleep(for: timeout)
+            let failed = state.withLock { s -> Bool in
+                guard !Task.isCancelled, !s.stopped, s.confirmed < n else { return false }
+                s.confirmed = n
+                return true
+            }
+            if failed {
+                await report(.commandFailed(reason: "Tasmota device \(topics.topic) did not confirm \(topics.powerName) within \(timeout)"))
+            }
+            // Removed only now, so that stop() awaits a report in progress.
+            state.withLock { _ = $0.timers.removeValue(forKey: n) }
+        }
+        state.withLock { s in
+            if s.stopped { task.cancel() } else { s.timers[n] = task }
+        }
+    }
+
+    private func report(_ observation: Observation) async {
+        guard let context = state.withLock({ $0.stopped ? nil : $0.context }) else { return }
+        await context.report(observation)
+    }
+}

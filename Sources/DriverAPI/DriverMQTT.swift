@@ -1,0 +1,103 @@
+/// MQTT for drivers of MQTT-native devices (Tasmota, Shelly) and for beacon bridges: a handle on
+/// the hub's own broker connection, scoped to the topics the driver declared
+/// (`DriverCapabilities.mqttScope`). It never reaches the hub's own topics or another device's.
+
+/// One message on a topic the driver subscribed to.
+public struct DriverMQTTMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    /// Delivered from the broker's retained store (e.g. a device's last will `Offline`).
+    public var retained: Bool
+
+    public init(topic: String, payload: [UInt8], retained: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.retained = retained
+    }
+
+    /// The payload as text (invalid UTF-8 replaced).
+    public var text: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// The hub's broker connection as a driver sees it.
+public protocol DriverMQTT: Sendable {
+    /// Every message on the filters this handle subscribed to, in arrival order. Subscriptions are
+    /// restored by the hub after a reconnect.
+    var messages: AsyncStream<DriverMQTTMessage> { get }
+    /// Subscribes at QoS 1. Throws a `DriverError` for a filter outside the driver's scope.
+    func subscribe(_ filter: String) throws
+    /// Publishes at QoS 1 (never retain a command: a retained command re-switches a device on every
+    /// reconnect). Throws a `DriverError` for a topic outside the driver's scope.
+    func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws
+}
+
+/// Whether `topic` matches the MQTT filter `filter` (`+` one level, `#` the rest).
+public func mqttTopic(_ topic: String, matches filter: String) -> Bool {
+    let t = topic.split(separator: "/", omittingEmptySubsequences: false)
+    let f = filter.split(separator: "/", omittingEmptySubsequences: false)
+    var i = 0
+    while i < f.count {
+        if f[i] == "#" { return true }
+        guard i < t.count else { return false }
+        if f[i] != "+" && f[i] != t[i] { return false }
+        i += 1
+    }
+    return i == t.count
+}
+
+/// A device found on the broker (its announcement or last will), offered to the user for adoption
+/// with `request/device/add` rather than added silently.
+public struct DiscoveredDevice: Sendable, Equatable {
+    /// A suggested device id (valid hub id characters).
+    public var suggestedId: String
+    public var driver: String
+    public var name: String
+    /// The `config` object to register it with, as JSON text.
+    public var settingsJSON: String
+    /// The device's own identity (MAC, Shelly id), when known.
+    public var hardwareId: String?
+
+    public init(suggestedId: String, driver: String, name: String, settingsJSON: String, hardwareId: String? = nil) {
+        self.suggestedId = suggestedId
+        self.driver = driver
+        self.name = name
+        self.settingsJSON = settingsJSON
+        self.hardwareId = hardwareId
+    }
+}
+
+/// Factories of MQTT-native drivers may find devices on the broker.
+public protocol DiscoveringDriverFactory: DriverFactory {
+    /// Filters the hub subscribes to on the factory's behalf (e.g. `tele/+/LWT`).
+    var discoveryFilters: [String] { get }
+    /// A device announced by this message, or nil.
+    func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice?
+}
+
+// MARK: - Bridges
+
+/// What a beacon bridge reports: facts about beacons, never raw observations.
+public protocol BridgeContext: Sendable {
+    /// The hub's broker connection, scoped to the bridge's filters.
+    var mqtt: any DriverMQTT { get }
+    /// A beacon's nearest room changed (after smoothing and hysteresis). Logged for admitted animals.
+    func sighted(beacon: String, room: String, at: Int64) async
+    /// A beacon is still in `room` (at most every few seconds per beacon): live presence, not logged.
+    func present(beacon: String, room: String, at: Int64) async
+    /// A beacon has not been heard for the configured silence. Logged for admitted animals.
+    func unseen(beacon: String, lastRoom: String, lastSeen: Int64) async
+}
+
+/// A long-running source of observations that is not one device (BLE beacon bridges).
+public protocol Bridge: AnyObject, Sendable {
+    /// The MQTT filters the bridge reads; the hub subscribes to them for it.
+    var mqttScope: [String] { get }
+    func start(context: any BridgeContext) async throws
+    func stop() async
+}
+
+public protocol BridgeFactory: Sendable {
+    var name: String { get }
+    /// Checks the settings (a JSON object text, empty = defaults) and makes the bridge.
+    func make(settingsJSON: String) throws -> any Bridge
+}

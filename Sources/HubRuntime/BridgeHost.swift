@@ -1,0 +1,125 @@
+import DriverAPI
+import Foundation
+import HubDomain
+
+/// Runs the bridges (BLE beacon observations fed by ESPresense, OpenMQTTGateway, Theengs) and
+/// turns their facts into the log: a beacon bound to an admitted animal that changes rooms becomes
+/// `AnimalSighted`, one that falls silent `AnimalUnseen` (actor `bridge:<name>`). Live presence
+/// ("still in the kitchen at 18:03") is kept in memory for the animal's state, not logged. Beacons
+/// bound to no admitted animal are counted and listed (`request/beacons/unknown`), never logged.
+public actor BridgeHost {
+    let hub: Hub
+    let relay: MQTTRelay?
+    var bridges: [(name: String, bridge: any Bridge, mqtt: any DriverMQTT)] = []
+    /// Animal id -> where and when its beacon was last heard (live, not logged).
+    public private(set) var presence: [String: (room: String, at: Int64)] = [:]
+    /// Beacons no admitted animal wears: last room, last heard, facts seen. Bounded.
+    public private(set) var unknown: [String: UnknownBeacon] = [:]
+    static let maxUnknown = 1000
+    var onPresence: (@Sendable (String) async -> Void)?
+
+    public struct UnknownBeacon: Sendable, Equatable {
+        public var room: String
+        public var lastSeen: Int64
+        public var reports: Int
+    }
+
+    public init(hub: Hub, relay: MQTTRelay?) {
+        self.hub = hub
+        self.relay = relay
+    }
+
+    /// Called with an animal id whenever its live presence changed (the surface re-publishes its state).
+    public func setPresenceHandler(_ handler: @escaping @Sendable (String) async -> Void) {
+        onPresence = handler
+    }
+
+    /// Starts one bridge; returns a problem to report instead of throwing (a bridge must not stop the hub).
+    public func start(_ factory: any BridgeFactory, settingsJSON: String) async -> String? {
+        let bridge: any Bridge
+        do { bridge = try factory.make(settingsJSON: settingsJSON) } catch { return "bridge \(factory.name): \(error)" }
+        guard let mqtt = relay?.handle(scope: bridge.mqttScope) else { return "bridge \(factory.name): no MQTT connection" }
+        do {
+            for filter in bridge.mqttScope { try mqtt.subscribe(filter) }
+            try await bridge.start(context: HostedBridgeContext(name: factory.name, mqtt: mqtt, host: self))
+        } catch {
+            relay?.release(mqtt)
+            return "bridge \(factory.name): \(error)"
+        }
+        bridges.append((factory.name, bridge, mqtt))
+        return nil
+    }
+
+    public func stopAll() async {
+        for b in bridges {
+            await b.bridge.stop()
+            relay?.release(b.mqtt)
+        }
+        bridges.removeAll()
+    }
+
+    func animal(wearing beacon: String) async -> String? {
+        await hub.state.animals.beaconIndex[beacon.lowercased()]
+    }
+
+    func sighted(_ bridge: String, beacon: String, room: String, at: Int64) async {
+        guard let animal = await animal(wearing: beacon) else {
+            noteUnknown(beacon, room: room, at: at)
+            return
+        }
+        presence[animal] = (room, at)
+        _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", now: currentMicros())
+        await onPresence?(animal)
+    }
+
+    func present(beacon: String, room: String, at: Int64) async {
+        guard let animal = await animal(wearing: beacon) else {
+            noteUnknown(beacon, room: room, at: at)
+            return
+        }
+        presence[animal] = (room, at)
+        // Heard again after an "unseen": that is a fact again.
+        if await hub.state.animals[animal]?.unseenSince != nil {
+            _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:beacons", now: currentMicros())
+        }
+        await onPresence?(animal)
+    }
+
+    func unseen(_ bridge: String, beacon: String, lastRoom: String, lastSeen: Int64) async {
+        guard let animal = await animal(wearing: beacon) else { return }
+        _ = try? await hub.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)",
+                                   now: currentMicros())
+        await onPresence?(animal)
+    }
+
+    func noteUnknown(_ beacon: String, room: String, at: Int64) {
+        let key = beacon.lowercased()
+        if unknown[key] == nil, unknown.count >= Self.maxUnknown,
+           let oldest = unknown.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key {
+            unknown[oldest] = nil
+        }
+        unknown[key, default: UnknownBeacon(room: room, lastSeen: at, reports: 0)].reports += 1
+        unknown[key]?.room = room
+        unknown[key]?.lastSeen = at
+    }
+
+    /// For `request/beacons/unknown`.
+    public func unknownBeacons() -> JSONValue {
+        .array(unknown.sorted { $0.value.lastSeen > $1.value.lastSeen }.map { beacon, u in
+            .object([("beacon", .string(beacon)), ("room", .string(u.room)), ("last_seen", .string(ISO8601.format(micros: u.lastSeen))),
+                     ("reports", .number(Double(u.reports)))])
+        })
+    }
+}
+
+struct HostedBridgeContext: BridgeContext {
+    let name: String
+    let mqtt: any DriverMQTT
+    let host: BridgeHost
+
+    func sighted(beacon: String, room: String, at: Int64) async { await host.sighted(name, beacon: beacon, room: room, at: at) }
+    func present(beacon: String, room: String, at: Int64) async { await host.present(beacon: beacon, room: room, at: at) }
+    func unseen(beacon: String, lastRoom: String, lastSeen: Int64) async {
+        await host.unseen(name, beacon: beacon, lastRoom: lastRoom, lastSeen: lastSeen)
+    }
+}

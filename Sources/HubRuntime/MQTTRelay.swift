@@ -1,0 +1,114 @@
+import DriverAPI
+import Foundation
+import MQTT
+import Synchronization
+
+/// Shares the hub's one broker connection with MQTT-native drivers and bridges: each gets a
+/// `DriverMQTT` handle scoped to the filters it declared; messages outside the hub's own topics are
+/// delivered to every handle that subscribed to a matching filter. Subscriptions are made on the
+/// hub's client, so they are restored after every reconnect with the hub's own.
+public final class MQTTRelay: Sendable {
+    struct State {
+        var client: MQTTClient?
+        var handles: [ObjectIdentifier: ScopedMQTT] = [:]
+    }
+    let state = Mutex(State())
+
+    public init() {}
+
+    /// The hub's client, once the surface is connected; filters asked for earlier are subscribed now.
+    public func attach(_ client: MQTTClient) {
+        let handles = state.withLock { s -> [ScopedMQTT] in
+            s.client = client
+            return Array(s.handles.values)
+        }
+        for handle in handles { for filter in handle.filters { try? client.subscribe(filter, qos: 1) } }
+    }
+
+    /// A handle limited to `scope` (MQTT filters); nil when the hub runs without MQTT.
+    public func handle(scope: [String]) -> (any DriverMQTT)? {
+        guard !scope.isEmpty, state.withLock({ $0.client != nil }) else { return nil }
+        let handle = ScopedMQTT(scope: scope, relay: self)
+        state.withLock { $0.handles[ObjectIdentifier(handle)] = handle }
+        return handle
+    }
+
+    /// Stops a handle: its stream ends and filters no one else uses are unsubscribed.
+    public func release(_ handle: any DriverMQTT) {
+        guard let scoped = handle as? ScopedMQTT else { return }
+        scoped.finish()
+        let (client, orphaned) = state.withLock { s -> (MQTTClient?, [String]) in
+            s.handles[ObjectIdentifier(scoped)] = nil
+            let inUse = Set(s.handles.values.flatMap(\.filters))
+            return (s.client, scoped.filters.filter { !inUse.contains($0) })
+        }
+        for filter in orphaned { try? client?.unsubscribe(filter) }
+    }
+
+    /// Hands a message to every handle subscribed to a matching filter; false when none wanted it.
+    @discardableResult
+    public func deliver(_ message: MQTTMessage) -> Bool {
+        let handles = state.withLock { Array($0.handles.values) }
+        var delivered = false
+        for handle in handles where handle.wants(message.topic) {
+            handle.yield(DriverMQTTMessage(topic: message.topic, payload: message.payload, retained: message.retain))
+            delivered = true
+        }
+        return delivered
+    }
+
+    func subscribe(_ filter: String) throws {
+        guard let client = state.withLock({ $0.client }) else { throw DriverError("the hub has no broker connection") }
+        try client.subscribe(filter, qos: 1)
+    }
+
+    func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
+        guard let client = state.withLock({ $0.client }) else { throw DriverError("the hub has no broker connection") }
+        try client.publish(topic, payload, qos: 1, retain: retain)
+    }
+}
+
+/// One driver's or bridge's view of the hub's connection.
+final class ScopedMQTT: DriverMQTT {
+    let scope: [String]
+    let messages: AsyncStream<DriverMQTTMessage>
+    private let continuation: AsyncStream<DriverMQTTMessage>.Continuation
+    private let subscribed = Mutex<[String]>([])
+    private weak let relay: MQTTRelay?
+
+    init(scope: [String], relay: MQTTRelay) {
+        self.scope = scope
+        self.relay = relay
+        // Bounded: a device flooding its topics cannot grow the hub's memory without limit.
+        (messages, continuation) = AsyncStream<DriverMQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    var filters: [String] { subscribed.withLock { $0 } }
+
+    func wants(_ topic: String) -> Bool {
+        subscribed.withLock { $0.contains { mqttTopic(topic, matches: $0) } }
+    }
+
+    /// Inside the scope: the filter is one of the scope's filters or narrower than one of them.
+    func allowed(_ filterOrTopic: String) -> Bool {
+        scope.contains { s in s == filterOrTopic || mqttTopic(filterOrTopic, matches: s) }
+    }
+
+    func subscribe(_ filter: String) throws {
+        guard allowed(filter) else { throw DriverError("MQTT filter \"\(filter)\" is outside this driver's scope (\(scope.joined(separator: ", ")))") }
+        guard let relay else { throw DriverError("the hub is stopping") }
+        try relay.subscribe(filter)
+        subscribed.withLock { if !$0.contains(filter) { $0.append(filter) } }
+    }
+
+    func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
+        guard !topic.contains("+"), !topic.contains("#"), allowed(topic) else {
+            throw DriverError("MQTT topic \"\(topic)\" is outside this driver's scope (\(scope.joined(separator: ", ")))")
+        }
+        guard let relay else { throw DriverError("the hub is stopping") }
+        try relay.publish(topic, payload, retain: retain)
+    }
+
+    func yield(_ message: DriverMQTTMessage) { continuation.yield(message) }
+    func finish() { continuation.finish() }
+}
