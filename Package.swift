@@ -38,6 +38,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Plugins/Kasa"),
+        // MQTT-native plugs: Tasmota (driver) and its simulator (an MQTT client).
+        .target(name: "Tasmota", dependencies: ["DriverAPI"], path: "Plugins/Tasmota/Driver"),
+        .target(name: "TasmotaSimulator", dependencies: ["MQTT"], path: "Plugins/Tasmota/Simulator"),
         // MQTT-native plugs: Shelly Gen1 and Gen2/Gen3 (driver) and its simulator (an MQTT client).
         .target(name: "Shelly", dependencies: ["DriverAPI"], path: "Plugins/Shelly/Driver"),
         .target(name: "ShellySimulator", dependencies: ["MQTT"], path: "Plugins/Shelly/Simulator"),
@@ -62,7 +65,7 @@ let package = Package(
         ]),
         .executableTarget(name: "hub", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator",
-            "MQTT", "BrokerHarness",
+            "Tasmota", "TasmotaSimulator", "MQTT", "BrokerHarness",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
@@ -70,11 +73,12 @@ let package = Package(
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "MQTT", "BrokerHarness",
-            "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator",
+            "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
         ]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "DriverAPI"]),
+        .testTarget(name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),
         .testTarget(name: "ShellyTests", dependencies: ["Shelly", "ShellySimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
         .testTarget(name: "BeaconBridgeTests", dependencies: ["BeaconBridge", "BeaconSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
     ],

@@ -72,6 +72,13 @@ public protocol DiscoveringDriverFactory: DriverFactory {
     var discoveryFilters: [String] { get }
     /// A device announced by this message, or nil.
     func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice?
+    /// Messages the hub publishes once its discovery listens, asking devices to announce themselves
+    /// (Shelly Gen1: `announce` on `shellies/command`). Default: none.
+    var discoveryProbes: [DriverMQTTMessage] { get }
+}
+
+extension DiscoveringDriverFactory {
+    public var discoveryProbes: [DriverMQTTMessage] { [] }
 }
 
 // MARK: - Bridges

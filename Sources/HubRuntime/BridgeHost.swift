@@ -72,7 +72,7 @@ public actor BridgeHost {
         await onPresence?(animal)
     }
 
-    func present(beacon: String, room: String, at: Int64) async {
+    func present(_ bridge: String, beacon: String, room: String, at: Int64) async {
         guard let animal = await animal(wearing: beacon) else {
             noteUnknown(beacon, room: room, at: at)
             return
@@ -80,7 +80,7 @@ public actor BridgeHost {
         presence[animal] = (room, at)
         // Heard again after an "unseen": that is a fact again.
         if await hub.state.animals[animal]?.unseenSince != nil {
-            _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:beacons", now: currentMicros())
+            _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", now: currentMicros())
         }
         await onPresence?(animal)
     }
@@ -118,7 +118,7 @@ struct HostedBridgeContext: BridgeContext {
     let host: BridgeHost
 
     func sighted(beacon: String, room: String, at: Int64) async { await host.sighted(name, beacon: beacon, room: room, at: at) }
-    func present(beacon: String, room: String, at: Int64) async { await host.present(beacon: beacon, room: room, at: at) }
+    func present(beacon: String, room: String, at: Int64) async { await host.present(name, beacon: beacon, room: room, at: at) }
     func unseen(beacon: String, lastRoom: String, lastSeen: Int64) async {
         await host.unseen(name, beacon: beacon, lastRoom: lastRoom, lastSeen: lastSeen)
     }

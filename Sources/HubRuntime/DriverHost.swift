@@ -253,8 +253,10 @@ public actor DriverHost {
     public func startDiscovery() {
         let discovering = factories.values.compactMap { $0 as? any DiscoveringDriverFactory }
         let filters = discovering.flatMap(\.discoveryFilters)
-        guard discoveryTask == nil, !filters.isEmpty, let handle = relay?.handle(scope: filters) else { return }
+        let probes = discovering.flatMap(\.discoveryProbes)
+        guard discoveryTask == nil, !filters.isEmpty, let handle = relay?.handle(scope: filters + probes.map(\.topic)) else { return }
         for filter in filters { try? handle.subscribe(filter) }
+        for probe in probes { try? handle.publish(probe.topic, probe.payload, retain: false) }
         discoveryHandle = handle
         discoveryTask = Task { [weak self] in
             for await message in handle.messages {
@@ -275,15 +277,19 @@ public actor DriverHost {
         let devices = await hub.state.devices.active
         return found.values.filter { candidate in
             !devices.contains { d in
-                (d.driver == candidate.driver && sameSettings(d.config, candidate.settingsJSON))
+                (d.driver == candidate.driver && covers(d.config, candidate.settingsJSON))
                     || (candidate.hardwareId != nil && d.hardwareId == candidate.hardwareId)
             }
         }.sorted { $0.suggestedId < $1.suggestedId }
     }
 
-    private func sameSettings(_ a: String, _ b: String) -> Bool {
-        guard let x = try? JSONValue.parse(Array(a.utf8)), let y = try? JSONValue.parse(Array(b.utf8)) else { return a == b }
-        return x == y
+    /// Whether a registered device's settings name the announced device: they share at least one
+    /// key, and every key both have is equal (`{"id":"x"}` covers `{"id":"x","gen":2}`).
+    private func covers(_ registered: String, _ announced: String) -> Bool {
+        guard let have = try? JSONValue.parse(Array(registered.utf8)), let want = try? JSONValue.parse(Array(announced.utf8)),
+              case .object(let wanted) = want else { return registered == announced }
+        let shared = wanted.filter { key, _ in have[key] != nil }
+        return !shared.isEmpty && shared.allSatisfy { key, value in have[key] == value }
     }
 }
 

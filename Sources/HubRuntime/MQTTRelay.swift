@@ -11,15 +11,18 @@ public final class MQTTRelay: Sendable {
     struct State {
         var client: MQTTClient?
         var handles: [ObjectIdentifier: ScopedMQTT] = [:]
+        /// The hub's own subtrees (base topic, discovery prefix): no driver reads or writes there.
+        var reserved: [String] = []
     }
     let state = Mutex(State())
 
     public init() {}
 
     /// The hub's client, once the surface is connected; filters asked for earlier are subscribed now.
-    public func attach(_ client: MQTTClient) {
+    public func attach(_ client: MQTTClient, reserved: [String] = []) {
         let handles = state.withLock { s -> [ScopedMQTT] in
             s.client = client
+            s.reserved = reserved
             return Array(s.handles.values)
         }
         for handle in handles { for filter in handle.filters { try? client.subscribe(filter, qos: 1) } }
@@ -48,6 +51,7 @@ public final class MQTTRelay: Sendable {
     /// Hands a message to every handle subscribed to a matching filter; false when none wanted it.
     @discardableResult
     public func deliver(_ message: MQTTMessage) -> Bool {
+        guard !isReserved(message.topic) else { return false }
         let handles = state.withLock { Array($0.handles.values) }
         var delivered = false
         for handle in handles where handle.wants(message.topic) {
@@ -57,12 +61,23 @@ public final class MQTTRelay: Sendable {
         return delivered
     }
 
+    /// Under the hub's own topics (or a filter that would reach them: `#`, `+/...` over the base).
+    func isReserved(_ topicOrFilter: String) -> Bool {
+        let reserved = state.withLock { $0.reserved }
+        return reserved.contains { base in
+            topicOrFilter == base || topicOrFilter.hasPrefix(base + "/") || topicOrFilter == "#"
+                || mqttTopic(base + "/x", matches: topicOrFilter)
+        }
+    }
+
     func subscribe(_ filter: String) throws {
+        guard !isReserved(filter) else { throw DriverError("MQTT filter \"\(filter)\" would reach the hub's own topics") }
         guard let client = state.withLock({ $0.client }) else { throw DriverError("the hub has no broker connection") }
         try client.subscribe(filter, qos: 1)
     }
 
     func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
+        guard !isReserved(topic) else { throw DriverError("MQTT topic \"\(topic)\" is one of the hub's own") }
         guard let client = state.withLock({ $0.client }) else { throw DriverError("the hub has no broker connection") }
         try client.publish(topic, payload, qos: 1, retain: retain)
     }

@@ -75,7 +75,7 @@ public actor MQTTSurface {
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
         let client = try MQTTClient(options: options)
         let surface = MQTTSurface(hub: hub, drivers: drivers, relay: relay, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
-        relay?.attach(client)
+        relay?.attach(client, reserved: [topics.base, topics.discoveryPrefix])
         await surface.run()
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
         try client.start()

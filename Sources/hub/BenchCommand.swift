@@ -7,7 +7,7 @@ import HubRuntime
 import Synchronization
 
 struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [LogBench.self, MQTTBench.self, PlugsBench.self])
+    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [LogBench.self, MQTTBench.self, PlugsBench.self, BeaconsBench.self])
 }
 
 struct LogBench: AsyncParsableCommand {

@@ -1,18 +1,37 @@
 import Foundation
 import HubDomain
 import HubRuntime
+import BeaconSimulator
 import Kasa
 import PowerPlug
+import ShellySimulator
+import TasmotaSimulator
 
 /// `hub run --demo` with no devices configured: two simulated TCP power plugs and one simulated
-/// Kasa HS110 in this process, registered as devices, with an activation that switches the pump
-/// every other minute and the kettle's load on, so switching, activations and energy show on the
-/// MQTT surface within a minute.
+/// Kasa HS110 in this process, and — on the hub's broker — a simulated Tasmota plug, a Shelly Plus
+/// (Gen2) and three animals' beacon collars walking between three rooms. The plugs are registered
+/// as devices and two animals admitted; the pump gets an activation every other minute and the
+/// kettle's load is switched on, so switching, activations, energy and animals moving between rooms
+/// show on the MQTT surface within a minute.
 struct Demo {
     static let pumpPort = 23001, heaterPort = 23002, kasaPort = 29999
+    static let tasmotaTopic = "demo_tasmota"
+    static let shellyId = "shellyplus1pm-d3m0d3m0d3m0"
 
     let plugs: [PowerPlugSimulator]
     let kasa: KasaSimulator
+    let tasmota: TasmotaSimulator?
+    let shelly: ShellySimulator?
+    let beacons: BeaconSimulator?
+
+    static func devices(withMQTT: Bool) -> [HubConfig.Device] {
+        devices() + (withMQTT ? [
+            HubConfig.Device(id: "demo-tasmota", driver: "tasmota", name: "Desk lamp (simulated Tasmota)",
+                             config: #"{"topic":"\#(tasmotaTopic)"}"#),
+            HubConfig.Device(id: "demo-shelly", driver: "shelly", name: "Boiler (simulated Shelly Plus 1PM)",
+                             config: #"{"id":"\#(shellyId)","gen":2}"#),
+        ] : [])
+    }
 
     static func devices() -> [HubConfig.Device] {
         [HubConfig.Device(id: "demo-pump", driver: "powerplug", name: "Lawn pump (simulated TCP plug)",
@@ -23,8 +42,9 @@ struct Demo {
                           config: #"{"host":"127.0.0.1","port":\#(kasaPort),"poll_interval":2}"#)]
     }
 
-    /// Starts the simulators; their state files live in `<data-dir>/demo`.
-    static func start(dataDirectory: String) async throws -> Demo {
+    /// Starts the simulators; their state files live in `<data-dir>/demo`. The MQTT ones connect to
+    /// the hub's broker (when the hub has MQTT).
+    static func start(dataDirectory: String, mqtt: HubConfig.MQTT?) async throws -> Demo {
         let dir = dataDirectory + "/demo"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var plugs: [PowerPlugSimulator] = []
@@ -47,7 +67,21 @@ struct Demo {
         do { _ = try await kasa.start() } catch {
             throw HubError.usage("demo: cannot listen on 127.0.0.1:\(kasaPort) for a simulated Kasa plug (\(error)); is another demo hub running?")
         }
-        return Demo(plugs: plugs, kasa: kasa)
+        guard let mqtt else { return Demo(plugs: plugs, kasa: kasa, tasmota: nil, shelly: nil, beacons: nil) }
+        let tasmota = TasmotaSimulator(options: TasmotaSimulator.Options(host: mqtt.host, port: mqtt.port, topic: tasmotaTopic,
+                                                                         telePeriod: 10, loadWatts: 40))
+        let shelly = ShellySimulator(options: ShellySimulator.Options(host: mqtt.host, port: mqtt.port, gen: 2, id: shellyId,
+                                                                      loadWatts: 2000, statusPeriod: 10))
+        var beaconOptions = BeaconSimulator.Options()
+        beaconOptions.host = mqtt.host
+        beaconOptions.port = mqtt.port
+        beaconOptions.moveEverySeconds = 20
+        let beacons = BeaconSimulator(options: beaconOptions)
+        // The broker may still be starting: the simulators' own clients retry, so failures here are not fatal.
+        try? await tasmota.start()
+        try? await shelly.start()
+        try? await beacons.start()
+        return Demo(plugs: plugs, kasa: kasa, tasmota: tasmota, shelly: shelly, beacons: beacons)
     }
 
     /// Gives the demo something to show: the pump gets a 1-minute activation every 2 minutes (run by
@@ -60,6 +94,17 @@ struct Demo {
                                                               lengthMinutes: 1, periodMinutes: 2),
                                                actor: "demo", now: now)
             note("demo: demo-pump runs 1 minute in every 2 from \(ISO8601.format(seconds: nextMinute)) (its own scheduler)")
+        }
+        if let beacons {
+            for (i, name) in ["Rex", "Tom"].enumerated() where i < beacons.beaconIds.count {
+                let id = "demo-" + name.lowercased()
+                guard await service.hub.state.animals[id]?.isAdmitted != true else { continue }
+                let admission = Admission(animal: id, name: name, weightKg: i == 0 ? 23.5 : 4.2, species: i == 0 ? "dog" : "cat",
+                                          ownerName: "Demo Owner", motive: "demo", beacon: beacons.beaconIds[i])
+                _ = try? await service.hub.execute(.admitAnimal(admission), actor: "demo", now: now)
+            }
+            note("demo: demo-rex and demo-tom wear beacons walking between \(beacons.roomNames.joined(separator: ", ")); "
+                 + "a third beacon nobody wears shows in request/beacons/unknown")
         }
         // Give the kettle's driver its first poll before switching it.
         for _ in 0..<50 where await service.hub.device("demo-kettle")?.available != true {
@@ -74,5 +119,8 @@ struct Demo {
     func stop() async {
         for plug in plugs { await plug.stop() }
         await kasa.stop()
+        await tasmota?.stop()
+        await shelly?.stop()
+        await beacons?.stop()
     }
 }

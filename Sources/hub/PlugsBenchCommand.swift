@@ -184,58 +184,6 @@ struct PlugsBench: AsyncParsableCommand {
 
     // MARK: - Helpers
 
-    func launch(_ exe: String, _ arguments: [String]) throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = arguments
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        return p
-    }
-
-    func waitForPort(_ port: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if canConnect(port) { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw HubError.failed("nothing listens on 127.0.0.1:\(port) after 30 s")
-    }
-
-    func canConnect(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
-    /// utime + stime of a process, in seconds.
-    func cpuSeconds(_ pid: Int32) throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // Fields after the command name (which is in parentheses and may hold spaces).
-        guard let close = stat.lastIndex(of: ")") else { throw HubError.failed("cannot read /proc/\(pid)/stat") }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
-            throw HubError.failed("cannot parse /proc/\(pid)/stat")
-        }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    func memoryKiB(_ pid: Int32, _ field: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
-            if let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") { return kib }
-        }
-        throw HubError.failed("no \(field) in /proc/\(pid)/status")
-    }
-
     func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
     func ms(_ s: Double) -> String { String(format: "%.1f", s * 1000) }
     func percent(_ fraction: Double) -> String { String(format: "%.1f %%", fraction * 100) }

@@ -6,6 +6,7 @@ import BeaconBridge
 import Kasa
 import PowerPlug
 import Shelly
+import Tasmota
 import VirtualDriver
 
 struct RunCommand: AsyncParsableCommand {
@@ -73,10 +74,11 @@ struct RunCommand: AsyncParsableCommand {
             options.bridgeFactories = DriverCatalog.bridges
             var simulators: Demo? = nil
             if demo && config.devices.isEmpty {
-                simulators = try await Demo.start(dataDirectory: data.dataDir)
-                options.demoDevices = Demo.devices()
+                simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
+                options.demoDevices = Demo.devices(withMQTT: config.mqtt.enabled)
                 Console.note("hub: demo: simulating power plugs on 127.0.0.1:\(Demo.pumpPort) and :\(Demo.heaterPort), "
-                             + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)")
+                             + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)"
+                             + (config.mqtt.enabled ? ", and on the broker a Tasmota plug, a Shelly Plus 1PM and three beacon collars" : ""))
             }
             do {
                 let service = try await HubService.start(options) { Console.note("hub: \($0)") }
@@ -110,7 +112,8 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The driver plugins this executable links.
 enum DriverCatalog {
-    static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), ShellyDriverFactory()]
+    static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), TasmotaDriverFactory(),
+                                                   ShellyDriverFactory()]
     static let bridges: [any BridgeFactory] = [BeaconBridgeFactory()]
 }
 

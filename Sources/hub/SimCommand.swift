@@ -4,13 +4,14 @@ import BeaconSimulator
 import Kasa
 import PowerPlug
 import ShellySimulator
+import TasmotaSimulator
 
 /// `hub sim ...`: device simulators, real TCP servers that speak each device's protocol byte for byte.
 struct SimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
         abstract: "Run device simulators (real TCP servers speaking each device's protocol) until interrupted.",
-        subcommands: [PowerPlugSim.self, KasaSim.self, ShellySim.self, BeaconSim.self])
+        subcommands: [PowerPlugSim.self, KasaSim.self, TasmotaSim.self, ShellySim.self, BeaconSim.self])
 }
 
 struct PowerPlugSim: AsyncParsableCommand {
@@ -152,5 +153,37 @@ struct BeaconSim: AsyncParsableCommand {
         options.moveEverySeconds = moveEvery
         let settings = options
         try await serveUntilTerminated { try await BeaconSimulator.runForever(options: settings, print: printLine) }
+    }
+}
+
+struct TasmotaSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tasmota",
+        abstract: "Simulate Tasmota plugs on an MQTT broker (cmnd/stat/tele topics, LWT, ENERGY telemetry).")
+
+    @Option(help: "Broker host.") var host = "127.0.0.1"
+    @Option(help: "Broker port.") var port = 1883
+    @Option(help: "The device's %topic% (with --count N: <topic>_1 ... <topic>_N).") var topic = "tasmota_A1B2C3"
+    @Option(help: "How many plugs.") var count = 1
+    @Option(help: "Relays per plug.") var relays = 1
+    @Option(help: "Seconds between STATE/SENSOR telemetry (a real Tasmota: 300).") var telePeriod = 10.0
+    @Option(help: "Watts drawn per relay while on.") var load = 60.0
+
+    func validate() throws {
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
+        guard (1...5000).contains(count), (1...8).contains(relays) else { throw ValidationError("--count 1 to 5000, --relays 1 to 8") }
+        guard telePeriod >= 0.1 else { throw ValidationError("--tele-period must be at least 0.1 s") }
+    }
+
+    func run() async throws {
+        var options = TasmotaSimulator.Options()
+        options.host = host
+        options.port = port
+        options.topic = topic
+        options.relays = relays
+        options.telePeriod = telePeriod
+        options.loadWatts = load
+        let settings = options, count = self.count
+        try await serveUntilTerminated { try await TasmotaSimulator.runForever(options: settings, count: count, print: printLine) }
     }
 }

@@ -38,6 +38,9 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
 
     public var discoveryFilters: [String] { ["shellies/announce", "+/online"] }
 
+    /// Gen1 devices announce themselves when asked on `shellies/command`.
+    public var discoveryProbes: [DriverMQTTMessage] { [DriverMQTTMessage(topic: "shellies/command", payload: Array("announce".utf8))] }
+
     public func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice? {
         if message.topic == "shellies/announce" { return discoverGen1(message.payload) }
         let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)

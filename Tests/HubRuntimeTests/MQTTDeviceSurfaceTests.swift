@@ -1,0 +1,129 @@
+import BeaconBridge
+import BeaconSimulator
+import BrokerHarness
+import DriverAPI
+import Foundation
+import HubDomain
+import Shelly
+import ShellySimulator
+import Tasmota
+import TasmotaSimulator
+import Testing
+import VirtualDriver
+@testable import HubRuntime
+
+/// MQTT-native devices and beacon bridges through the hub's own broker connection.
+@Suite(.serialized) struct MQTTDeviceSurfaceTests {
+    static let factories: [any DriverFactory] = [VirtualDriverFactory(), ShellyDriverFactory(), TasmotaDriverFactory()]
+
+    @Test func tasmotaThroughTheHub() async throws {
+        let broker = try TestBroker.start()
+        let sim = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3, loadWatts: 3_600_000))
+        try await sim.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        try w.publish("hub/request/device/add", #"{"id":"lamp7","driver":"tasmota","name":"Lamp 7","config":{"topic":"plug7"}}"#)
+        try await w.waitFor("hub/device/lamp7/availability") { $0 == "online" }
+        try w.publish("hub/device/lamp7/switch/set", "ON")
+        try await w.waitFor("hub/device/lamp7/switch") { $0 == "ON" }
+        #expect(sim.relayOn == [true])
+        let confirmed = try await w.waitFor("hub/events/device/lamp7/SwitchToggled") { $0.contains(#""state":"on""#) }
+        #expect(confirmed.contains(#""cause":"command""#) && confirmed.contains(#""actor":"driver:tasmota""#))
+        // A megawatt-hour an hour: the energy ledger moves within the test (Tasmota Total kWh -> Wh).
+        try await w.waitFor("hub/device/lamp7/energy", timeout: .seconds(10)) { (Double($0) ?? 0) > 0.1 }
+        // Power cycle: the last will says Offline, then Online again.
+        try await sim.restart()
+        try await w.waitFor("hub/device/lamp7/availability") { $0 == "offline" }
+        let seen = w.messages("hub/device/lamp7/availability").count
+        try await w.waitFor("hub/device/lamp7/availability", timeout: .seconds(10), skip: seen) { $0 == "online" }
+        await sim.stop()
+        try await f.stop()
+    }
+
+    @Test func shellyThroughTheHubAndDiscovery() async throws {
+        let broker = try TestBroker.start()
+        let gen2 = ShellySimulator(options: ShellySimulator.Options(port: broker.port, gen: 2, loadWatts: 120, statusPeriod: 0.3))
+        try await gen2.start()
+        let gen1 = ShellySimulator(options: ShellySimulator.Options(port: broker.port, gen: 1, statusPeriod: 0.3))
+        try await gen1.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+
+        // Both plugs announced themselves: offered for adoption, not added.
+        let deadline = ContinuousClock.now + .seconds(8)
+        var listed = ""
+        while ContinuousClock.now < deadline {
+            let before = w.messages("hub/response/discovered").count
+            try w.publish("hub/request/discovered", "")
+            listed = try await w.waitFor("hub/response/discovered", skip: before)
+            if listed.contains(gen2.deviceId) && listed.contains(gen1.deviceId) { break }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(listed.contains(#""driver":"shelly""#) && listed.contains(gen2.deviceId), "\(listed)")
+        #expect(await f.service.hub.state.devices.active.isEmpty)
+
+        try w.publish("hub/request/device/add", #"{"id":"boiler","driver":"shelly","name":"Boiler","config":{"id":"\#(gen2.deviceId)","gen":2}}"#)
+        try await w.waitFor("hub/device/boiler/availability") { $0 == "online" }
+        try w.publish("hub/device/boiler/switch/set", "ON")
+        try await w.waitFor("hub/device/boiler/switch") { $0 == "ON" }
+        #expect(gen2.relayOn)
+        try await w.waitFor("hub/device/boiler/power") { (Double($0) ?? 0) > 100 }
+        // Pressed at the device: reported, not a command.
+        gen2.press()
+        let manual = try await w.waitFor("hub/events/device/boiler/SwitchToggled") { $0.contains(#""state":"off""#) }
+        #expect(manual.contains(#""cause":"device_report""#))
+        // Adopted: no longer offered.
+        let before = w.messages("hub/response/discovered").count
+        try w.publish("hub/request/discovered", "")
+        let after = try await w.waitFor("hub/response/discovered", skip: before)
+        #expect(!after.contains(gen2.deviceId) && after.contains(gen1.deviceId), "\(after) / before: \(listed)")
+
+        await gen2.stop()
+        try await w.waitFor("hub/device/boiler/availability") { $0 == "offline" }
+        await gen1.stop()
+        try await f.stop()
+    }
+
+    @Test func beaconsBecomeSightingsOfAdmittedAnimalsOnly() async throws {
+        let broker = try TestBroker.start()
+        var options = BeaconSimulator.Options()
+        options.port = broker.port
+        options.animals = 3
+        options.rooms = 3
+        options.rate = 5
+        options.moveEverySeconds = 0
+        let sim = BeaconSimulator(options: options)
+        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        // `hub run` passes the bridge factory to the service; here the test starts it the same way.
+        #expect(await f.service.bridges.start(BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#) == nil)
+        let w = f.watcher
+        let admitted = sim.beaconIds[0]
+        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"\#(admitted)","owner_name":"Ana"}"#)
+        try await w.waitFor("hub/response/animal/admit") { $0.contains(#""status":"ok""#) }
+        sim.place(animal: 0, room: 1)
+        sim.place(animal: 1, room: 2)
+        try await sim.start()
+        let sighted = try await w.waitFor("hub/events/animal/rex/AnimalSighted", timeout: .seconds(10))
+        #expect(sighted.contains(#""actor":"bridge:beacons""#))
+        try await w.waitFor("hub/animal/rex/state", timeout: .seconds(10)) { $0.contains(#""room":"\#(sim.roomNames[1])""#) && $0.contains(#""present":true"#) }
+        // The other beacons are counted and listed, never logged.
+        let unknown = try await {
+            let before = w.messages("hub/response/beacons/unknown").count
+            try w.publish("hub/request/beacons/unknown", "")
+            return try await w.waitFor("hub/response/beacons/unknown", skip: before)
+        }()
+        #expect(unknown.contains(sim.beaconIds[1]), "\(unknown)")
+        #expect(w.received.withLock { $0.filter { $0.topic.hasPrefix("hub/events/") && $0.topic.contains("Sighted") && !$0.topic.contains("/rex/") }.isEmpty })
+        // Out of every node's range: unseen after the configured silence.
+        sim.place(animal: 0, room: nil)
+        let unseen = try await w.waitFor("hub/events/animal/rex/AnimalUnseen", timeout: .seconds(15))
+        #expect(unseen.contains(#""last_room":"\#(sim.roomNames[1])""#))
+        try await w.waitFor("hub/animal/rex/state") { $0.contains(#""present":false"#) }
+        // Owner data stays off the broker, sealed in the event.
+        #expect(w.received.withLock { $0.filter { $0.topic != "hub/animal/admit" }.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("\"Ana\"") } })
+        await sim.stop()
+        try await f.stop()
+    }
+}
