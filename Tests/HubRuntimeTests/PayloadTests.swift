@@ -304,7 +304,7 @@ private enum P {
 
     @Test func unknownRequest() {
         let e = P.fullError(.request("reboot"), #"{"id":"r-1"}"#)
-        #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get, group/define, group/remove, groups, scene/define, scene/remove, scene/apply, scenes, all-off")
+        #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get, group/define, group/remove, groups, scene/define, scene/remove, scene/apply, scenes, all-off, discovered, beacons/unknown, animal/erase-owner")
         #expect(e?.echo.id == "r-1")
         #expect(P.error(.request("device/explode"), "")?.hasPrefix("unknown request \"device/explode\"") == true)
     }
@@ -378,7 +378,7 @@ private enum P {
         let rex = StatePayloads.animal(w.state.animals["rex"]!)
         #expect(rex.serialized() == """
             {"id":"rex","name":"Rex","species":"dog","status":"admitted","room":"ward-2","last_seen":"2026-11-18T11:07:40.000000Z",\
-            "beacon":"1de4b189115e45f6b44e5093522699a1","heart_rate":88,"temperature":38.6,\
+            "present":true,"beacon":"1de4b189115e45f6b44e5093522699a1","heart_rate":88,"temperature":38.6,\
             "admitted_at":"2026-11-18T11:06:40.000000Z","discharged_at":null}
             """)
         let text = rex.serialized()
