@@ -59,7 +59,7 @@ public actor BridgeHost {
     }
 
     func animal(wearing beacon: String) async -> String? {
-        await hub.state.animals.beaconIndex[beacon.lowercased()]
+        await hub.animal(wearing: beacon.lowercased())
     }
 
     func sighted(_ bridge: String, beacon: String, room: String, at: Int64) async {
@@ -79,7 +79,7 @@ public actor BridgeHost {
         }
         presence[animal] = (room, at)
         // Heard again after an "unseen": that is a fact again.
-        if await hub.state.animals[animal]?.unseenSince != nil {
+        if await hub.animal(animal)?.unseenSince != nil {
             _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", now: currentMicros())
         }
         await onPresence?(animal)

@@ -114,7 +114,7 @@ public actor DriverHost {
             running[device.id] = Running(driver: driver, driverName: device.driver, capabilities: capabilities,
                                          queue: queue, worker: worker, mqtt: mqtt)
             if capabilities.storesActivations {
-                written[device.id] = await hub.state.activations[device.id]
+                written[device.id] = await hub.activations(of: device.id)
             }
             try await driver.start(context: HostedContext(deviceId: device.id, driverName: device.driver, host: self, mqtt: mqtt))
         } catch {
@@ -179,7 +179,7 @@ public actor DriverHost {
     /// Sends the log's activations to a device that stores its own.
     private func writeActivations(_ device: String) async {
         guard let running = running[device], running.capabilities.storesActivations else { return }
-        let list = await hub.state.activations[device]
+        let list = await hub.activations(of: device)
         written[device] = list
         writesInFlight[device, default: 0] += 1
         running.queue.yield(.writeActivations(list.map {

@@ -207,8 +207,22 @@ public actor Hub {
 
     public func device(_ id: String) -> DeviceRecord? { state.devices[id] }
 
-    /// Groups and scenes with the devices' records, for the group state publisher.
-    public func householdView() -> (HouseholdModel, DevicesModel) { (state.household, state.devices) }
+    public func animal(_ id: String) -> AnimalRecord? { state.animals[id] }
+    /// The admitted animal wearing `beacon` (lowercased), if any.
+    public func animal(wearing beacon: String) -> String? { state.animals.beaconIndex[beacon] }
+    public func activations(of device: String) -> [Activation] { state.activations[device] }
+    /// Every device's activations (the scheduler's working set; changes only with ActivationChanged).
+    public func allActivations() -> [String: [Activation]] { state.activations.byDevice }
+
+    /// The state payloads of the groups named in `groups` or containing one of `devices`, and the
+    /// ids in `groups` that no longer exist (computed here, so no read model leaves the actor).
+    public func groupPayloads(groups: Set<String>, devices: Set<String>) -> (current: [(GroupRecord, JSONValue)], removed: [String]) {
+        let household = state.household
+        let current = household.groups.values
+            .filter { groups.contains($0.id) || $0.members.contains(where: devices.contains) }
+            .map { ($0, StatePayloads.group($0, devices: state.devices)) }
+        return (current, groups.filter { household.groups[$0] == nil }.sorted())
+    }
 
     /// Folds every committed event the read models have not seen yet.
     public func catchUp() throws {

@@ -153,7 +153,9 @@ public actor MQTTSurface {
             }
             publishDevice(Hub.DeviceView(state, device))
         }
-        for group in state.household.groups.values { publishGroup(group, state.devices, announce: true) }
+        for group in state.household.groups.values {
+            publishGroup(group, StatePayloads.group(group, devices: state.devices), announce: true)
+        }
         for animal in state.animals.byId.values {
             if animal.isAdmitted {
                 announce(animal)
@@ -247,25 +249,24 @@ public actor MQTTSurface {
 
     /// The state (and discovery) of groups that changed, or that contain a device that changed.
     func publishGroups(changed: Set<String>, devices: Set<String>) async {
-        let (household, deviceModel) = await hub.householdView()
-        for id in changed where household.groups[id] == nil {
+        let (current, removed) = await hub.groupPayloads(groups: changed, devices: devices)
+        for id in removed {
             publishState(topics.groupState(id), [])
             publishState(topics.groupSwitch(id), [])
             try? client.publish(discovery.groupConfigTopic(id), [], qos: 1, retain: true)
             announcedGroups.remove(id)
         }
-        for group in household.groups.values where changed.contains(group.id) || group.members.contains(where: devices.contains) {
-            publishGroup(group, deviceModel, announce: changed.contains(group.id) || !announcedGroups.contains(group.id))
+        for (group, state) in current {
+            publishGroup(group, state, announce: changed.contains(group.id) || !announcedGroups.contains(group.id))
         }
     }
 
-    func publishGroup(_ group: GroupRecord, _ devices: DevicesModel, announce: Bool) {
+    func publishGroup(_ group: GroupRecord, _ state: JSONValue, announce: Bool) {
         if announce {
             let (topic, payload) = discovery.groupConfig(group)
             publish(topic, payload)
             announcedGroups.insert(group.id)
         }
-        let state = StatePayloads.group(group, devices: devices)
         publishState(topics.groupState(group.id), Array(state.serialized().utf8))
         if case .string(let s)? = state["switch"] { publishState(topics.groupSwitch(group.id), Array(s.utf8)) }
     }
@@ -413,7 +414,7 @@ public actor MQTTSurface {
     /// For an activation added or updated: the device's activations it now overlaps (empty: none).
     func activationConflicts(after command: HubCommand) async -> [(String, JSONValue)] {
         guard case let .setActivation(device, op, name, _, _, _, _) = command, op != .remove else { return [] }
-        let list = await hub.state.activations[device]
+        let list = await hub.activations(of: device)
         guard let candidate = list.first(where: { $0.name == name }) else { return [] }
         let others = list.filter { $0.name != name }
         return [("conflicts", StatePayloads.conflicts(ScheduleMath.conflicts(of: candidate, with: others, from: currentMicros() / 1_000_000)))]

@@ -90,14 +90,14 @@ public actor Scheduler {
     }
 
     func evaluateAll(now: Int64) async {
-        let ids = await hub.state.activations.byDevice.keys.sorted()
+        let ids = await hub.allActivations().keys.sorted()
         for id in ids { await evaluate(id, now: now) }
         nextDue = await computeNextDue(after: now)
     }
 
     /// The earliest window edge after `now` over every device the scheduler runs.
     func computeNextDue(after now: Int64) async -> Int64? {
-        let byDevice = await hub.state.activations.byDevice
+        let byDevice = await hub.allActivations()
         var best: Int64?
         let seconds = now / 1_000_000
         for (device, list) in byDevice where await runsActivations(of: device) {
@@ -118,9 +118,8 @@ public actor Scheduler {
     /// Brings one device to what its activations want now.
     func evaluate(_ id: String, now: Int64) async {
         guard await runsActivations(of: id) else { return }
-        let state = await hub.state
-        guard let device = state.devices[id], !device.removed, device.mode == .automatic else { return }
-        let list = state.activations[id]
+        guard let device = await hub.device(id), !device.removed, device.mode == .automatic else { return }
+        let list = await hub.activations(of: id)
         guard !list.isEmpty else { return }
         let seconds = now / 1_000_000
         // The open window that opened first keeps the device on.

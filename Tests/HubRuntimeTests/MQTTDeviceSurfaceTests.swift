@@ -99,6 +99,7 @@ import VirtualDriver
         // `hub run` passes the bridge factory to the service; here the test starts it the same way.
         #expect(await f.service.bridges.start(BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#) == nil)
         let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
         let admitted = sim.beaconIds[0]
         try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"\#(admitted)","owner_name":"Ana"}"#)
         try await w.waitFor("hub/response/animal/admit") { $0.contains(#""status":"ok""#) }

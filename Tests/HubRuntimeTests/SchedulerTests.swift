@@ -128,7 +128,9 @@ final class HandClock: ScheduleClock {
             if let d = await s.hub.device("lamp"), d.switchState == .on { switchedAt = d.switchChangedAt }
         }
         let late = (switchedAt ?? Int64.max) - start * 1_000_000
-        #expect(late >= 0 && late < 1_000_000, "switched \(late) µs after the window opened")
+        // A timer, not a poll: on an idle machine this is a few milliseconds; the bound leaves room
+        // for a CI machine busy compiling (a once-a-minute poll would miss it by tens of seconds).
+        #expect(late >= 0 && late < 3_000_000, "switched \(late) µs after the window opened")
         try await s.stop()
     }
 
