@@ -106,16 +106,16 @@ import Testing
         try await driver.execute(.writeActivations([keep]))
         try await context.waitFor("written") { $0 == .activations([keep]) }
 
+        let mark = await context.observations.count // before the stop: the driver may report it at once
         await sim.stop()
-        let mark = await context.observations.count
         let reason = try await context.waitAvailability(false, from: mark)
         #expect(reason.contains("closed the connection") || reason.contains("reset"), "\(reason)")
         await #expect(throws: DriverError.self) { try await driver.execute(.setSwitch(on: true)) }
 
+        let mark2 = await context.observations.count // before the restart, for the same reason
         let again = simulator(stateFile: path, port: port)
         #expect(try await again.start() == port)
         #expect(again.activations == [keep])
-        let mark2 = await context.observations.count
         _ = try await context.waitAvailability(true, from: mark2, timeout: .seconds(15))
         try await context.waitFor("list after restart", from: mark2) { $0 == .activations([keep]) }
         // one unavailable report for the whole outage, not one per retry
