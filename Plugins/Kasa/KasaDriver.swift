@@ -54,7 +54,7 @@ public final class KasaDriver: Driver {
     /// Delay between `set_relay_state` and reading the state back.
     private let readBackDelay = 0.35
     private let state = Mutex(State())
-    private let gate = KasaReportGate()
+    private let gate = DriverReportGate()
 
     init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, group: any EventLoopGroup) {
         self.client = KasaClient(config: client, group: group)
@@ -193,50 +193,5 @@ public final class KasaDriver: Driver {
             return true
         }
         if changed { await gate.report(.availability(available: available, reason: reason)) }
-    }
-}
-
-/// Passes reports to the hub until closed; `close()` returns only when no report is in progress,
-/// so nothing is reported after `stop()` returns.
-final class KasaReportGate: Sendable {
-    private struct State {
-        var context: (any DriverContext)?
-        var closed = false
-        var inFlight = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state = Mutex(State())
-
-    func open(_ context: any DriverContext) {
-        state.withLock { $0.context = context }
-    }
-
-    func report(_ observation: Observation) async {
-        guard let context = state.withLock({ s -> (any DriverContext)? in
-            guard !s.closed, let c = s.context else { return nil }
-            s.inFlight += 1
-            return c
-        }) else { return }
-        await context.report(observation)
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.inFlight -= 1
-            guard s.inFlight == 0 else { return [] }
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s -> Bool in
-                s.closed = true
-                s.context = nil
-                if s.inFlight == 0 { return true }
-                s.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
     }
 }
