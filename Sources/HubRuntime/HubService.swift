@@ -65,8 +65,8 @@ public final class HubService: Sendable {
         await drivers.sync()
         await drivers.startDiscovery()
         if let surface {
-            await surface.setBridges(bridges)
-            await bridges.setPresenceHandler { animal in await surface.changed(stream: "animal/" + animal) }
+            surface.setBridges(bridges)
+            await bridges.setPresenceHandler { animal in surface.changed(stream: "animal/" + animal) }
             for factory in options.bridgeFactories {
                 guard factory.name == "beacons", let settings = options.config.beacons else { continue }
                 if let problem = await bridges.start(factory, settingsJSON: settings) { note(problem) }
@@ -104,11 +104,11 @@ public final class HubService: Sendable {
                 for try await record in hub.store.subscribe(from: sequence) {
                     // The read models first, so drivers and the surface see this event's effect.
                     try? await hub.catchUp()
+                    surface?.changed(stream: record.stream)
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
                                                            payload: record.payload) else { continue }
                     await drivers.handle(event)
                     await scheduler.handle(event)
-                    await surface?.changed(stream: record.stream)
                 }
             } catch is CancellationError {
             } catch {

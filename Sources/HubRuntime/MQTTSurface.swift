@@ -2,26 +2,33 @@ import Foundation
 import HubDomain
 import HubLog
 import MQTT
+import Synchronization
 
 /// The hub's MQTT topic surface: commands in (answered on the response topics), retained state
 /// and Home Assistant discovery out, and every logged event on `<base>/events/<stream>/<type>`.
+///
+/// The command path (route, parse, lane, `Hub.execute`, answer) never enters this actor: under
+/// load, thousands of messages a second must not queue behind each other for it. The actor keeps
+/// only what the state and discovery publishers remember.
 public actor MQTTSurface {
-    let hub: Hub
-    let drivers: DriverHost
-    let relay: MQTTRelay?
+    nonisolated let hub: Hub
+    nonisolated let drivers: DriverHost
+    nonisolated let relay: MQTTRelay?
     /// Live beacon presence for the animals' state (set by the service when bridges run).
-    var bridges: BridgeHost?
-    public func setBridges(_ host: BridgeHost) { bridges = host }
+    private nonisolated let bridgeHost = Mutex<BridgeHost?>(nil)
+    nonisolated var bridges: BridgeHost? { bridgeHost.withLock { $0 } }
+    public nonisolated func setBridges(_ host: BridgeHost) { bridgeHost.withLock { $0 = host } }
     public nonisolated let client: MQTTClient
     public nonisolated let topics: MQTTTopics
     let discovery: HomeAssistantDiscovery
-    let checkpointPath: String
-    let note: @Sendable (String) -> Void
+    nonisolated let events: MQTTEventsPublisher
+    nonisolated let note: @Sendable (String) -> Void
     /// Device id -> the name its discovery config was published with (re-announced on rename).
     var announcedDevices: [String: String] = [:]
     var announcedAnimals: Set<String> = []
-    var dirty: Set<String> = []
-    let wake: AsyncStream<Void>.Continuation
+    /// Streams whose state must be re-published; filled from any task, drained by `publishStates`.
+    private nonisolated let dirty = Mutex<Set<String>>([])
+    nonisolated let wake: AsyncStream<Void>.Continuation
     let wakes: AsyncStream<Void>
     var tasks: [Task<Void, Never>] = []
     var eventsTask: Task<Void, Never>?
@@ -29,9 +36,14 @@ public actor MQTTSurface {
     /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
     /// commands in arrival order, many entities at once.
     static let laneCount = 32
-    var lanes: [AsyncStream<Work>.Continuation] = []
+    nonisolated let lanes: [AsyncStream<Work>.Continuation]
+    let laneStreams: [AsyncStream<Work>]
     /// Counters for the operator.
-    public private(set) var ignoredRetained = 0
+    private nonisolated let ignoredRetainedCount = Atomic<Int>(0)
+    public nonisolated var ignoredRetained: Int { ignoredRetainedCount.load(ordering: .relaxed) }
+    private nonisolated let answeredCount = Atomic<Int>(0)
+    /// Answers handed to the broker connection since start (one per command message).
+    public nonisolated var answered: Int { answeredCount.load(ordering: .relaxed) }
     /// Set once start-up is over: from then on a dead connection is reported through `onFatal`.
     var serving = false
     var onFatal: (@Sendable (String) -> Void)?
@@ -51,9 +63,17 @@ public actor MQTTSurface {
         self.client = client
         self.topics = topics
         self.discovery = HomeAssistantDiscovery(topics: topics)
-        self.checkpointPath = checkpointPath
+        events = MQTTEventsPublisher(hub: hub, client: client, topics: topics, checkpointPath: checkpointPath)
         self.note = note
         (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        var lanes: [AsyncStream<Work>.Continuation] = [], streams: [AsyncStream<Work>] = []
+        for _ in 0..<Self.laneCount {
+            let (stream, continuation) = AsyncStream<Work>.makeStream()
+            lanes.append(continuation)
+            streams.append(stream)
+        }
+        self.lanes = lanes
+        laneStreams = streams
     }
 
     /// Connects (waiting a few seconds; a broker that is down is retried in the background, bad
@@ -93,19 +113,17 @@ public actor MQTTSurface {
     }
 
     func run() {
-        for _ in 0..<Self.laneCount {
-            let (stream, continuation) = AsyncStream<Work>.makeStream()
-            lanes.append(continuation)
+        for stream in laneStreams {
             tasks.append(Task { for await work in stream { await self.handle(work) } })
         }
         tasks.append(Task { [client] in
-            for await message in client.messages { await self.dispatch(message) }
+            for await message in client.messages { self.dispatch(message) }
         })
         tasks.append(Task { [client] in
             for await event in client.connectionEvents { await self.connectionChanged(event) }
         })
         tasks.append(Task { await self.publishStates() })
-        eventsTask = Task { await self.publishEvents() }
+        eventsTask = Task { [events] in await events.run() }
     }
 
     /// Publishes `offline` and disconnects.
@@ -197,15 +215,17 @@ public actor MQTTSurface {
     // MARK: State out
 
     /// Called for every committed event: its stream's state is re-published (coalesced under load).
-    public func changed(stream: String) {
-        dirty.insert(stream)
+    public nonisolated func changed(stream: String) {
+        dirty.withLock { _ = $0.insert(stream) }
         wake.yield()
     }
 
     func publishStates() async {
         for await _ in wakes {
-            let streams = dirty
-            dirty.removeAll()
+            let streams = dirty.withLock { dirty in
+                defer { dirty.removeAll() }
+                return dirty
+            }
             let deviceIds = streams.filter { $0.hasPrefix("device/") }.map { String($0.dropFirst("device/".count)) }
             let animalIds = streams.filter { $0.hasPrefix("animal/") }.map { String($0.dropFirst("animal/".count)) }
             let (devices, animals) = await hub.views(devices: deviceIds, animals: animalIds)
@@ -237,11 +257,13 @@ public actor MQTTSurface {
     func publishDevice(_ view: Hub.DeviceView) {
         let now = currentMicros()
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: now))
-        publishState(topics.deviceState(view.record.id),
-                     Array(StatePayloads.device(view, dayKey: today, now: now).serialized().utf8))
+        // The plain subtopics first: they are what Home Assistant's entities follow, and the
+        // cheapest to build.
         for (topic, payload) in StatePayloads.devicePlain(view.record, energy: view.energy, topics: topics) {
             publishState(topic, Array(payload.utf8))
         }
+        publishState(topics.deviceState(view.record.id),
+                     Array(StatePayloads.device(view, dayKey: today, now: now).serialized().utf8))
     }
 
     /// Groups announced to Home Assistant.
@@ -273,44 +295,8 @@ public actor MQTTSurface {
 
     // MARK: Events out
 
-    /// Every event, in order, at QoS 1, from the last one the broker acknowledged (kept in a
-    /// checkpoint file), so none is skipped across restarts (at least once: a crash may repeat a few).
-    func publishEvents() async {
-        var next = readCheckpoint() + 1
-        var lastSaved = next - 1
-        var lastSave = ContinuousClock.now
-        while !Task.isCancelled {
-            do {
-                for try await record in hub.store.subscribe(from: next) {
-                    let topic = topics.event(stream: record.stream, type: record.type)
-                    try await client.publishAndWait(topic, Array(EventLines.render(record).utf8), qos: 1)
-                    next = record.sequence + 1
-                    if next - 1 - lastSaved >= 1000 || ContinuousClock.now - lastSave > .seconds(1) {
-                        writeCheckpoint(next - 1)
-                        lastSaved = next - 1
-                        lastSave = ContinuousClock.now
-                    }
-                }
-                break // the subscription ends only when this task is cancelled
-            } catch {
-                if Task.isCancelled { break }
-                try? await Task.sleep(for: .milliseconds(500))
-            }
-        }
-        if next - 1 > lastSaved { writeCheckpoint(next - 1) }
-    }
-
-    nonisolated func readCheckpoint() -> UInt64 {
-        guard let text = try? String(contentsOfFile: checkpointPath, encoding: .utf8),
-              let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return 0 }
-        return value
-    }
-
-    nonisolated func writeCheckpoint(_ sequence: UInt64) {
-        let temp = checkpointPath + ".tmp"
-        guard (try? "\(sequence)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
-        _ = rename(temp, checkpointPath)
-    }
+    /// How far the events stream has got: every event up to this sequence was acknowledged by the broker.
+    public nonisolated var eventsAcknowledged: UInt64 { events.acknowledged }
 
     // MARK: Commands in
 
@@ -324,7 +310,7 @@ public actor MQTTSurface {
     /// Routes and parses a message (in arrival order), answers what is malformed at once, and hands
     /// each command to the lane of the device or animal it is about: commands on one entity run in
     /// arrival order, commands on different entities run side by side.
-    func dispatch(_ message: MQTTMessage) {
+    nonisolated func dispatch(_ message: MQTTMessage) {
         let route = topics.route(topic: message.topic)
         switch route {
         case .ignored:
@@ -345,7 +331,7 @@ public actor MQTTSurface {
         }
         if message.retain {
             // A retained command would be replayed at every subscription: never act on one.
-            ignoredRetained += 1
+            ignoredRetainedCount.add(1, ordering: .relaxed)
             note("mqtt: ignored a retained message on command topic \(message.topic) (commands are never retained)")
             return
         }
@@ -363,12 +349,12 @@ public actor MQTTSurface {
         lanes[lane].yield(Work(message: message, route: route, parsed: parsed))
     }
 
-    func handle(_ work: Work) async {
+    nonisolated func handle(_ work: Work) async {
         let answer = await answer(work.parsed)
         respond(answer, to: work.message, route: work.route)
     }
 
-    func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
+    nonisolated func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
         if let query = parsed.query { return MQTTResponse.ok(await answer(query), echo: parsed.echo) }
         var results: [JSONValue] = []
         for (index, command) in parsed.commands.enumerated() {
@@ -412,7 +398,7 @@ public actor MQTTSurface {
     }
 
     /// For an activation added or updated: the device's activations it now overlaps (empty: none).
-    func activationConflicts(after command: HubCommand) async -> [(String, JSONValue)] {
+    nonisolated func activationConflicts(after command: HubCommand) async -> [(String, JSONValue)] {
         guard case let .setActivation(device, op, name, _, _, _, _) = command, op != .remove else { return [] }
         let list = await hub.activations(of: device)
         guard let candidate = list.first(where: { $0.name == name }) else { return [] }
@@ -420,7 +406,7 @@ public actor MQTTSurface {
         return [("conflicts", StatePayloads.conflicts(ScheduleMath.conflicts(of: candidate, with: others, from: currentMicros() / 1_000_000)))]
     }
 
-    func answer(_ query: MQTTCommands.Query) async -> JSONValue {
+    nonisolated func answer(_ query: MQTTCommands.Query) async -> JSONValue {
         let state = await hub.state
         let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
         func device(_ d: DeviceRecord) -> JSONValue {
@@ -452,12 +438,13 @@ public actor MQTTSurface {
 
     /// Exactly one answer per command: on the MQTT 5 response topic (with the correlation data)
     /// when the request named one, else on the surface's response topic.
-    func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {
+    nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {
         let payload = Array(answer.serialized().utf8)
         if let responseTopic = message.responseTopic, !responseTopic.isEmpty {
             try? client.publish(responseTopic, payload, qos: 1, retain: false, correlationData: message.correlationData)
         } else if let topic = topics.response(for: route) ?? topics.response(forTopic: message.topic) {
             try? client.publish(topic, payload, qos: 1, retain: false)
         }
+        answeredCount.add(1, ordering: .relaxed)
     }
 }

@@ -234,46 +234,62 @@ public final class MQTTClient: Sendable {
     @discardableResult
     public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
                         responseTopic: String? = nil, correlationData: [UInt8]? = nil) throws -> Int32 {
+        try publish(topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData,
+                    register: false).mid
+    }
+
+    /// `register`: the message id is registered for `PublishAcknowledgements.wait` in the same
+    /// critical section as the publish (so its acknowledgement cannot be missed).
+    private func publish(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool, responseTopic: String?,
+                         correlationData: [UInt8]?, register: Bool) throws -> (mid: Int32, token: UInt64) {
         guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
         if let correlationData, correlationData.count > Int(UInt16.max) {
             throw core.error(.invalidArgument, "correlation data is longer than 65535 bytes")
         }
         return try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "publish after stop()") }
-            var props: OpaquePointer?
-            defer { mosquitto_property_free_all(&props) }
-            if options.protocolVersion == .v5 {
-                if let responseTopic {
-                    let rc = mosquitto_property_add_string(&props, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic)
-                    if rc != 0 { throw core.error(.invalidArgument, "response topic: \(String(cString: mosquitto_strerror(rc)))") }
+            if register { return try core.acks.publishRegistered { try publish(mosq, topic, payload, qos: qos, retain: retain,
+                                                                               responseTopic: responseTopic, correlationData: correlationData) } }
+            return (try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData), 0)
+        }
+    }
+
+    /// mosquitto_publish_v5, under the handle lock.
+    private func publish(_ mosq: OpaquePointer, _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool,
+                         responseTopic: String?, correlationData: [UInt8]?) throws -> Int32 {
+        var props: OpaquePointer?
+        defer { mosquitto_property_free_all(&props) }
+        if options.protocolVersion == .v5 {
+            if let responseTopic {
+                let rc = mosquitto_property_add_string(&props, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic)
+                if rc != 0 { throw core.error(.invalidArgument, "response topic: \(String(cString: mosquitto_strerror(rc)))") }
+            }
+            if let correlationData {
+                let rc = correlationData.withUnsafeBytes { bytes in
+                    mosquitto_property_add_binary(&props, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
+                                                  bytes.baseAddress, UInt16(bytes.count))
                 }
-                if let correlationData {
-                    let rc = correlationData.withUnsafeBytes { bytes in
-                        mosquitto_property_add_binary(&props, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
-                                                      bytes.baseAddress, UInt16(bytes.count))
-                    }
-                    if rc != 0 { throw core.error(.invalidArgument, "correlation data: \(String(cString: mosquitto_strerror(rc)))") }
-                }
+                if rc != 0 { throw core.error(.invalidArgument, "correlation data: \(String(cString: mosquitto_strerror(rc)))") }
             }
-            var mid: Int32 = 0
-            let rc = payload.withUnsafeBytes { bytes in
-                mosquitto_publish_v5(mosq, &mid, topic, Int32(bytes.count), bytes.baseAddress,
-                                     Int32(qos), retain, props)
-            }
-            switch rc {
-            case 0:
-                return mid
-            case Int32(MOSQ_ERR_NO_CONN.rawValue) where qos > 0:
-                return mid // queued by libmosquitto, sent after reconnect
-            case Int32(MOSQ_ERR_NO_CONN.rawValue):
-                throw core.error(.notConnected, "QoS 0 message to \(topic) dropped")
-            case Int32(MOSQ_ERR_INVAL.rawValue), Int32(MOSQ_ERR_MALFORMED_UTF8.rawValue):
-                throw core.error(.invalidArgument, "cannot publish to \"\(topic)\": \(String(cString: mosquitto_strerror(rc)))")
-            case Int32(MOSQ_ERR_PAYLOAD_SIZE.rawValue), Int32(MOSQ_ERR_OVERSIZE_PACKET.rawValue):
-                throw core.error(.invalidArgument, "payload of \(payload.count) bytes for \(topic) is too large")
-            default:
-                throw core.error(.library, "publish to \(topic): \(String(cString: mosquitto_strerror(rc)))")
-            }
+        }
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(mosq, &mid, topic, Int32(bytes.count), bytes.baseAddress,
+                                 Int32(qos), retain, props)
+        }
+        switch rc {
+        case 0:
+            return mid
+        case Int32(MOSQ_ERR_NO_CONN.rawValue) where qos > 0:
+            return mid // queued by libmosquitto, sent after reconnect
+        case Int32(MOSQ_ERR_NO_CONN.rawValue):
+            throw core.error(.notConnected, "QoS 0 message to \(topic) dropped")
+        case Int32(MOSQ_ERR_INVAL.rawValue), Int32(MOSQ_ERR_MALFORMED_UTF8.rawValue):
+            throw core.error(.invalidArgument, "cannot publish to \"\(topic)\": \(String(cString: mosquitto_strerror(rc)))")
+        case Int32(MOSQ_ERR_PAYLOAD_SIZE.rawValue), Int32(MOSQ_ERR_OVERSIZE_PACKET.rawValue):
+            throw core.error(.invalidArgument, "payload of \(payload.count) bytes for \(topic) is too large")
+        default:
+            throw core.error(.library, "publish to \(topic): \(String(cString: mosquitto_strerror(rc)))")
         }
     }
 
@@ -283,17 +299,20 @@ public final class MQTTClient: Sendable {
     public func publishAndWait(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
                                responseTopic: String? = nil, correlationData: [UInt8]? = nil,
                                timeout: Duration? = nil) async throws {
-        core.beginPublishAwait()
-        let mid: Int32
-        do {
-            mid = try publish(topic, payload, qos: qos, retain: retain,
-                              responseTopic: responseTopic, correlationData: correlationData)
-        } catch {
-            core.abandonPublishAwait(mid: nil)
-            throw error
-        }
-        try await core.waitForPublish(mid: mid, timeout: timeout)
+        try await publishTracked(topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
+                                 correlationData: correlationData).acknowledged(timeout: timeout)
     }
+
+    /// Publishes now (so that messages published one after another go out in that order) and
+    /// returns a handle to wait for the broker's acknowledgement later. Wait on every handle:
+    /// its registration is only forgotten once waited for.
+    public func publishTracked(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
+                               responseTopic: String? = nil, correlationData: [UInt8]? = nil) throws -> PublishTicket {
+        let (mid, token) = try publish(topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
+                                       correlationData: correlationData, register: true)
+        return PublishTicket(core: core, mid: mid, token: token)
+    }
+
 
     /// Clean shutdown: publish `finalMessage` at QoS 1 and wait (at most `ackTimeout`) for its
     /// acknowledgement, send DISCONNECT (no will), stop the network thread and free libmosquitto.
@@ -356,5 +375,22 @@ public final class MQTTClient: Sendable {
         // libmosquitto is gone: release the retain that its `obj` pointer stood for.
         Unmanaged.passUnretained(core).release()
         core.finish(reason: reason)
+    }
+}
+
+/// One published message whose acknowledgement can be awaited (see `MQTTClient.publishTracked`).
+public struct PublishTicket: Sendable {
+    let core: MQTTClientCore
+    public let mid: Int32
+    let token: UInt64
+
+    /// Returns when the broker acknowledged the message (QoS 1/2: PUBACK/PUBCOMP; QoS 0: written
+    /// to the socket); across reconnects unless `timeout` is given. Throws `.publishRejected` for
+    /// an MQTT 5 failure reason code, `.stopped` if the client stops first.
+    public func acknowledged(timeout: Duration? = nil) async throws {
+        let core = self.core, mid = self.mid
+        try await core.acks.wait(mid: mid, token: token, timeout: timeout,
+                                 timeoutError: { core.error(.timeout, "no acknowledgement for message \(mid) within \(timeout?.secondsDouble ?? 0) s") },
+                                 failure: core.publishFailure)
     }
 }

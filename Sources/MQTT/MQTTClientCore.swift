@@ -28,11 +28,6 @@ struct CoreState {
     var subscriptions: [(filter: String, qos: Int32)] = []
     var nextWaiterID: UInt64 = 0
     var connectWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
-    var publishWaiters: [UInt64: (mid: Int32, continuation: CheckedContinuation<Void, any Error>)] = [:]
-    /// publishAndWait calls between "publish called" and "waiter registered": acks that arrive in
-    /// that window are parked here (mid -> reason code) so that none is lost.
-    var awaitsInProgress = 0
-    var earlyAcks: [Int32: Int32] = [:]
 }
 
 final class MQTTClientCore: Sendable {
@@ -42,6 +37,8 @@ final class MQTTClientCore: Sendable {
     let messageSink: AsyncStream<MQTTMessage>.Continuation
     let eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
     let state = Mutex(CoreState())
+    /// Publishes someone waits to see acknowledged (publishAndWait).
+    let acks = PublishAcknowledgements()
     /// MQTT 5 subscription options sent with every subscribe (0 with MQTT 3.1.1).
     let subscribeOptions: Int32
 
@@ -192,20 +189,7 @@ final class MQTTClientCore: Sendable {
     }
 
     func handlePublished(mid: Int32, reasonCode: Int32) {
-        let waiter: CheckedContinuation<Void, any Error>? = state.withLock { s in
-            if let entry = s.publishWaiters.first(where: { $0.value.mid == mid }) {
-                s.publishWaiters.removeValue(forKey: entry.key)
-                return entry.value.continuation
-            }
-            if s.awaitsInProgress > 0 { s.earlyAcks[mid] = reasonCode }
-            return nil
-        }
-        guard let waiter else { return }
-        if let failure = publishFailure(reasonCode) {
-            waiter.resume(throwing: failure)
-        } else {
-            waiter.resume()
-        }
+        acks.acknowledged(mid: mid, reasonCode: reasonCode, failure: publishFailure)
     }
 
     /// MQTT 5 PUBACK/PUBREC reason codes >= 128 are failures (e.g. 135 not authorized by the ACL).
@@ -234,6 +218,7 @@ final class MQTTClientCore: Sendable {
             return takeAllWaiters(&s)
         }
         guard let taken else { return }
+        acks.close(with: failure)
         eventSink.yield(.failed(failure.description))
         eventSink.finish()
         messageSink.finish()
@@ -249,19 +234,17 @@ final class MQTTClientCore: Sendable {
             s.connected = false
             return (takeAllWaiters(&s), was)
         }
+        let stopped = error(.stopped, reason)
+        acks.close(with: stopped)
         if wasConnected { eventSink.yield(.disconnected(reason: reason)) }
         eventSink.finish()
         messageSink.finish()
-        let stopped = error(.stopped, reason)
         for waiter in taken { waiter.resume(throwing: stopped) }
     }
 
     private func takeAllWaiters(_ s: inout CoreState) -> [CheckedContinuation<Void, any Error>] {
-        var all = Array(s.connectWaiters.values)
-        all.append(contentsOf: s.publishWaiters.values.map(\.continuation))
+        let all = Array(s.connectWaiters.values)
         s.connectWaiters = [:]
-        s.publishWaiters = [:]
-        s.earlyAcks = [:]
         return all
     }
 
@@ -314,56 +297,6 @@ final class MQTTClientCore: Sendable {
                                           "not connected after \(shown) s; last error: \(problem)"))
         } else {
             waiter.resume(throwing: error(.timeout, "not connected after \(shown) s (no answer from the broker)"))
-        }
-    }
-
-    func beginPublishAwait() {
-        state.withLock { $0.awaitsInProgress += 1 }
-    }
-
-    /// Undo beginPublishAwait when the publish itself failed.
-    func abandonPublishAwait(mid: Int32?) {
-        state.withLock { s in
-            s.awaitsInProgress -= 1
-            if let mid { s.earlyAcks.removeValue(forKey: mid) }
-            if s.awaitsInProgress == 0 { s.earlyAcks = [:] }
-        }
-    }
-
-    /// Completes when on_publish reported `mid` (or throws on failure/stop/timeout/cancellation).
-    func waitForPublish(mid: Int32, timeout: Duration?) async throws {
-        let id = state.withLock { newWaiterID(&$0) }
-        let timer: Task<Void, any Error>? = timeout.map { timeout in
-            Task { [weak self] in
-                try await Task.sleep(for: timeout)
-                guard let self else { return }
-                let waiter = self.state.withLock { $0.publishWaiters.removeValue(forKey: id) }
-                waiter?.continuation.resume(throwing: self.error(
-                    .timeout, "no acknowledgement for message \(mid) within \(timeout.secondsDouble) s"))
-            }
-        }
-        defer { timer?.cancel() }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let immediate: Result<Void, any Error>? = state.withLock { s in
-                    s.awaitsInProgress -= 1
-                    let early = s.earlyAcks.removeValue(forKey: mid)
-                    if s.awaitsInProgress == 0 { s.earlyAcks = [:] }
-                    if let early {
-                        if let failure = publishFailure(early) { return .failure(failure) }
-                        return .success(())
-                    }
-                    if let failure = s.failure { return .failure(failure) }
-                    if s.finished { return .failure(error(.stopped, "stopped before message \(mid) was acknowledged")) }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    s.publishWaiters[id] = (mid, continuation)
-                    return nil
-                }
-                if let immediate { continuation.resume(with: immediate) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.publishWaiters.removeValue(forKey: id) }
-            waiter?.continuation.resume(throwing: CancellationError())
         }
     }
 }

@@ -19,6 +19,8 @@ struct MQTTBench: AsyncParsableCommand {
     var ingest = 100_000
     @Option(help: "Concurrent publishers for the ingest run.")
     var publishers = 16
+    @Flag(help: "Measure ingest only (skip the latency runs).")
+    var ingestOnly = false
     @Option(help: "Where to put the hub's data (removed afterwards).")
     var dir = "./hub-bench-mqtt"
 
@@ -30,26 +32,44 @@ struct MQTTBench: AsyncParsableCommand {
             try? FileManager.default.removeItem(atPath: root)
             defer { try? FileManager.default.removeItem(atPath: root) }
             Console.note("bench: mosquitto on 127.0.0.1:\(broker.port)")
+            let cpu = CPUMeter(brokerPid: broker.pid)
 
+            var mark = cpu.now()
             let bareIngest = try await bareIngestRate(port: broker.port)
+            let bareCPU = cpu.since(mark, messages: ingest)
             Console.note("bench: bare broker throughput \(Int(bareIngest)) messages/s")
-            let bare = try await bareRoundTrips(port: broker.port)
+            mark = cpu.now()
+            let relayIngest = try await bareIngestRate(port: broker.port, answering: true)
+            let relayCPU = cpu.since(mark, messages: ingest)
+            Console.note("bench: bare broker, receiver answering each message and publishing an event: \(Int(relayIngest)) messages/s")
+            let bare = ingestOnly ? Latencies(samples: []) : try await bareRoundTrips(port: broker.port)
             Console.note("bench: bare round trip p50 \(ms(bare.p50)) ms, p99 \(ms(bare.p99)) ms")
+
+            mark = cpu.now()
+            let direct = try await directRate(root: root + "/core-alone")
+            let directCPU = cpu.since(mark, messages: directCount)
+            Console.note("bench: hub core alone, Hub.execute from 32 tasks: \(Int(direct)) commands/s")
 
             var config = HubConfig()
             config.mqtt.port = broker.port
             config.devices = [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")]
                 + (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
-            let service = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: root), config: config,
+            let service = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config,
                                                                        factories: [VirtualDriverFactory()]), note: { _ in })
-            let hubLatency = try await hubRoundTrips(port: broker.port)
+            let hubLatency = ingestOnly ? Latencies(samples: []) : try await hubRoundTrips(port: broker.port)
             Console.note("bench: hub command p50 \(ms(hubLatency.p50)) ms, p99 \(ms(hubLatency.p99)) ms")
-            let direct = try await directRate(service: service)
-            Console.note("bench: direct Hub.execute from 32 tasks: \(Int(direct)) commands/s")
+            mark = cpu.now()
             let rate = try await ingestRate(port: broker.port, service: service)
-            Console.note("bench: ingest \(Int(rate)) messages/s into durable events")
+            let hubCPU = cpu.since(mark, messages: ingest)
+            Console.note("bench: ingest \(Int(rate.durable)) messages/s into durable events, \(Int(rate.complete)) messages/s answered and published as events")
             try await service.stop()
 
+            // If the work of a message were only the hub core's plus what the broker and clients
+            // spend carrying the hub's traffic, all cores busy: the most this machine could take in.
+            let ceiling = Double(CPUMeter.cores) / ((directCPU.total + relayCPU.total) / 1e6)
+            func cpuCell(_ c: CPUMeter.PerMessage) -> String {
+                String(format: "%.0f µs (%.0f + %.0f)", c.total, c.process, c.broker)
+            }
             print("""
             | measure | p50 | p99 | mean |
             |---|---:|---:|---:|
@@ -58,12 +78,16 @@ struct MQTTBench: AsyncParsableCommand {
             | hub minus bare | \(ms(hubLatency.p50 - bare.p50)) ms | \(ms(hubLatency.p99 - bare.p99)) ms | |
             | hub / bare | \(ratio(hubLatency.p50, bare.p50)) | \(ratio(hubLatency.p99, bare.p99)) | |
 
-            | ingest (\(ingest) messages from \(publishers) publishers) | messages/s |
-            |---|---:|
-            | bare broker: QoS 1 publishers -> one QoS 1 subscriber | \(Int(bareIngest)) |
-            | hub: `request/command` record_reading over 100 devices -> durable events (each answered, published as an event, folded) | \(Int(rate)) |
-            | hub core alone: the same commands into `Hub.execute` from 32 tasks, no MQTT | \(Int(direct)) |
-            | hub / bare broker | \(String(format: "%.2f", rate / bareIngest)) |
+            | ingest (\(ingest) messages from \(publishers) publishers, \(CPUMeter.cores) cores) | messages/s | CPU per message (bench process + broker) |
+            |---|---:|---:|
+            | bare broker: QoS 1 publishers -> one QoS 1 subscriber | \(Int(bareIngest)) | \(cpuCell(bareCPU)) |
+            | bare broker, the hub's traffic without the hub: the subscriber publishes an answer and an event (QoS 1) per message | \(Int(relayIngest)) | \(cpuCell(relayCPU)) |
+            | hub core alone: record_reading into `Hub.execute` from 32 tasks, durable, no MQTT (\(directCount) commands) | \(Int(direct)) | \(cpuCell(directCPU)) |
+            | hub: `request/command` record_reading over 100 devices -> durable events | \(Int(rate.durable)) | |
+            | hub: the same, until every command is also answered and every event acknowledged on `hub/events` | \(Int(rate.complete)) | \(cpuCell(hubCPU)) |
+            | ceiling from CPU: cores / (hub core + the hub's traffic without the hub) | \(Int(ceiling)) | |
+            | hub (answered and published) / bare broker with the hub's traffic | \(String(format: "%.2f", rate.complete / relayIngest)) | |
+            | hub (answered and published) / CPU ceiling | \(String(format: "%.2f", rate.complete / ceiling)) | |
             """)
         }
     }
@@ -136,7 +160,9 @@ struct MQTTBench: AsyncParsableCommand {
     }
 
     /// The broker alone: the same number of QoS 1 messages from the same publishers to one subscriber.
-    func bareIngestRate(port: Int) async throws -> Double {
+    /// `answering`: the subscriber also publishes two QoS 1 messages per message it receives, as the
+    /// hub must (the answer and the event): the most this broker and machine allow the hub.
+    func bareIngestRate(port: Int, answering: Bool = false) async throws -> Double {
         let receiver = try await client(port, "bench-bare-ingest-sub", subscribe: ["bench/ingest"])
         var clients: [MQTTClient] = []
         for p in 0..<publishers { clients.append(try await client(port, "bench-bare-ingest-\(p)")) }
@@ -146,8 +172,12 @@ struct MQTTBench: AsyncParsableCommand {
         let start = ContinuousClock.now
         let counter = Task {
             var seen = 0
-            for await _ in receiver.messages {
+            for await message in receiver.messages {
                 seen += 1
+                if answering {
+                    try? receiver.publish("bench/answer", message.payload, qos: 1)
+                    try? receiver.publish("bench/event", message.payload, qos: 1)
+                }
                 if seen == total { break }
             }
         }
@@ -155,36 +185,56 @@ struct MQTTBench: AsyncParsableCommand {
             Task { for _ in 0..<perPublisher { try? c.publish("bench/ingest", payload, qos: 1) } }
         }
         await counter.value
+        // The answers may still sit in the client's queue: done when the broker acknowledged them all.
+        if answering { try await receiver.publishAndWait("bench/event", [], qos: 1) }
         let elapsed = seconds(ContinuousClock.now - start)
         for c in clients { await c.stop(finalMessage: nil) }
         await receiver.stop(finalMessage: nil)
         return Double(total) / elapsed
     }
 
-    /// The hub core alone: the same commands straight into `Hub.execute` from 32 tasks (as many as
-    /// the surface's lanes), no MQTT.
-    func directRate(service: HubService) async throws -> Double {
-        let count = min(ingest, 20_000)
+    var directCount: Int { min(ingest, 50_000) }
+
+    /// The hub core alone: a hub of its own (no MQTT surface, no drivers, its own log) takes the same
+    /// commands straight into `Hub.execute` from 32 tasks (as many as the surface's lanes).
+    func directRate(root: String) async throws -> Double {
+        let hub = try Hub(paths: HubPaths(dataDirectory: root))
+        for d in 0..<100 {
+            _ = try await hub.execute(.registerDevice(id: "meter-\(d)", driver: "virtual", name: "Meter \(d)", config: "{}", hardwareId: nil),
+                                      actor: "bench", now: currentMicros())
+        }
+        let count = directCount
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<32 {
                 group.addTask {
                     for i in stride(from: lane, to: count, by: 32) {
-                        _ = try await service.hub.execute(.recordReading(subject: .device("meter-\(i % 100)"), quantity: .power,
-                                                                         value: Double(100 + i % 50), measuredAt: currentMicros()),
-                                                          actor: "bench", now: currentMicros())
+                        _ = try await hub.execute(.recordReading(subject: .device("meter-\(i % 100)"), quantity: .power,
+                                                                 value: Double(100 + i % 50), measuredAt: currentMicros()),
+                                                  actor: "bench", now: currentMicros())
                     }
                 }
             }
             try await group.waitForAll()
         }
-        return Double(count) / seconds(ContinuousClock.now - start)
+        let rate = Double(count) / seconds(ContinuousClock.now - start)
+        try await hub.close()
+        return rate
     }
 
-    func ingestRate(port: Int, service: HubService) async throws -> Double {
+    struct IngestRates {
+        /// Until the last event was durable in the log.
+        var durable: Double
+        /// Until, in addition, every command was answered and every event acknowledged on `hub/events`.
+        var complete: Double
+    }
+
+    func ingestRate(port: Int, service: HubService) async throws -> IngestRates {
+        guard let surface = service.surface else { throw HubError.failed("the hub has no MQTT surface") }
         var clients: [MQTTClient] = []
         for p in 0..<publishers { clients.append(try await client(port, "bench-ingest-\(p)")) }
         let base = service.hub.store.lastSequence
+        let answeredBefore = surface.answered
         let perPublisher = ingest / publishers
         let total = UInt64(perPublisher * publishers)
         let start = ContinuousClock.now
@@ -201,16 +251,51 @@ struct MQTTBench: AsyncParsableCommand {
             try await group.waitForAll()
         }
         var lastReport = ContinuousClock.now
-        while service.hub.store.lastSequence < base + total {
-            if ContinuousClock.now - start > .seconds(300) { throw HubError.failed("ingest did not finish in 300 s") }
-            if ContinuousClock.now - lastReport > .seconds(2) {
-                lastReport = ContinuousClock.now
-                Console.note("bench: ingest \(service.hub.store.lastSequence - base) of \(total) events so far")
+        func wait(until done: () -> Bool, _ what: String, progress: () -> String) async throws {
+            while !done() {
+                if ContinuousClock.now - start > .seconds(300) { throw HubError.failed("ingest: \(what) did not finish in 300 s") }
+                if ContinuousClock.now - lastReport > .seconds(2) {
+                    lastReport = ContinuousClock.now
+                    Console.note("bench: ingest \(progress())")
+                }
+                try await Task.sleep(for: .milliseconds(1))
             }
-            try await Task.sleep(for: .milliseconds(5))
         }
-        let elapsed = seconds(ContinuousClock.now - start)
+        try await wait(until: { service.hub.store.lastSequence >= base + total }, "logging") {
+            "\(service.hub.store.lastSequence - base) of \(total) events durable"
+        }
+        let durable = seconds(ContinuousClock.now - start)
+        try await wait(until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged >= base + total }, "answering") {
+            "\(surface.answered - answeredBefore) answered, \(surface.eventsAcknowledged - min(base, surface.eventsAcknowledged)) events acknowledged"
+        }
+        // Answers may still sit in the client's queue (it sends in order): done when a later message is acknowledged.
+        try await surface.client.publishAndWait("bench/flush", [], qos: 1)
+        let complete = seconds(ContinuousClock.now - start)
         for c in clients { await c.stop(finalMessage: nil) }
-        return Double(total) / elapsed
+        return IngestRates(durable: Double(total) / durable, complete: Double(total) / complete)
+    }
+}
+
+/// CPU time of this process (hub, publishers, subscribers) and of the broker, per phase.
+struct CPUMeter {
+    let brokerPid: Int32?
+    static let cores = ProcessInfo.processInfo.activeProcessorCount
+
+    struct Reading { var process: Double; var broker: Double }
+    struct PerMessage {
+        var process: Double
+        var broker: Double
+        var total: Double { process + broker }
+    }
+
+    func now() -> Reading {
+        Reading(process: (try? cpuSeconds(getpid())) ?? 0, broker: brokerPid.flatMap { try? cpuSeconds($0) } ?? 0)
+    }
+
+    /// Microseconds of CPU per message since `start`.
+    func since(_ start: Reading, messages: Int) -> PerMessage {
+        let end = now()
+        let n = Double(max(1, messages))
+        return PerMessage(process: (end.process - start.process) * 1e6 / n, broker: (end.broker - start.broker) * 1e6 / n)
     }
 }

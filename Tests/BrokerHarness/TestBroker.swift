@@ -28,6 +28,8 @@ public final class TestBroker: @unchecked Sendable {
     private let executable: String
     private let lock = NSLock()
     private var process: Process?
+    /// The broker's process id while it runs (for CPU accounting in benchmarks).
+    public var pid: Int32? { process?.processIdentifier }
 
     private init(port: Int, directory: URL, executable: String) {
         self.port = port

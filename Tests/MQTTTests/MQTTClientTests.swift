@@ -85,6 +85,39 @@ struct MQTTClientTests {
         await h.client.stop()
     }
 
+    @Test("acknowledgements are tracked by message id: thousands of waits among plain publishes, each done only when acknowledged")
+    func manyWaitsAmongPlainPublishes() async throws {
+        let broker = try await TestBroker.startAsync()
+        let h = try await makeClient(broker, id: "acks", subscriptions: [("acks/waited", 1)])
+        try await ensureSubscribed(h, probeTopic: "acks/waited")
+        // Plain publishes are acknowledged too; none of those acknowledgements may be kept for, or
+        // complete, a later wait (message ids wrap at 65535: more than that go through here).
+        let plain = Task {
+            for i in 0..<70_000 { _ = try? h.client.publish("acks/plain", bytes("\(i)"), qos: 1) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<16 {
+                group.addTask {
+                    for i in 0..<250 {
+                        try await h.client.publishAndWait("acks/waited", bytes("\(worker)-\(i)"), qos: 1, timeout: .seconds(30))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await plain.value
+        let deadline = ContinuousClock.now + .seconds(30)
+        func waited() -> [String] { h.messages.items.filter { $0.topic == "acks/waited" }.map(\.text).filter { $0.contains("-") } }
+        while waited().count < 4000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let waited = waited()
+        #expect(waited.count == 4000 && Set(waited).count == 4000, "got \(waited.count) (\(Set(waited).count) distinct)")
+        // A wait that outlives the client fails instead of hanging.
+        let pending = Task { try await h.client.publishAndWait("acks/waited", bytes("last"), qos: 1) }
+        await h.client.stop()
+        _ = await pending.result // acknowledged just before the stop, or failed by it: either way it returns
+        await #expect(throws: MQTTError.self) { try await h.client.publishAndWait("acks/waited", bytes("after"), qos: 1) }
+    }
+
     @Test("the will is published when the client vanishes without DISCONNECT")
     func lastWill() async throws {
         let broker = try await TestBroker.startAsync()
