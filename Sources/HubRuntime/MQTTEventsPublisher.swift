@@ -5,7 +5,7 @@ import Synchronization
 
 /// Every logged event on `<base>/events/<stream>/<type>`, at QoS 1, in log order, starting after
 /// the last one the broker acknowledged (kept in a checkpoint file), so none is skipped across
-/// restarts. At least once: after a crash the events sent but not yet checkpointed go out again.
+/// restarts. At least once: after a crash the events sent since the last checkpoint go out again.
 ///
 /// Up to `window` events are in flight at once. Waiting for each PUBACK before sending the next
 /// would cap the stream at one event per broker round trip, below what the log takes in under load.
@@ -15,27 +15,37 @@ final class MQTTEventsPublisher: Sendable {
     let topics: MQTTTopics
     let checkpointPath: String
     let window: Int
+    let note: @Sendable (String) -> Void
     private let progress = Mutex(Progress())
 
-    /// The contiguous prefix of the log the broker has acknowledged.
+    /// The contiguous prefix of the log the broker has acknowledged, and how much of it is saved.
     struct Progress {
         var acknowledged: UInt64 = 0
         /// Acknowledged out of order (beyond a gap), folded in when the gap closes.
         var ahead: Set<UInt64> = []
+        var saved: UInt64 = 0
+        var savedAt = ContinuousClock.now
 
         mutating func complete(_ sequence: UInt64) {
             guard sequence > acknowledged else { return }
             ahead.insert(sequence)
             while ahead.remove(acknowledged + 1) != nil { acknowledged += 1 }
         }
+
+        /// Whether the checkpoint is due: every 1,000 events, or a second after the last save.
+        var saveDue: Bool {
+            acknowledged >= saved + 1000 || (acknowledged > saved && ContinuousClock.now - savedAt > .seconds(1))
+        }
     }
 
-    init(hub: Hub, client: MQTTClient, topics: MQTTTopics, checkpointPath: String, window: Int = 256) {
+    init(hub: Hub, client: MQTTClient, topics: MQTTTopics, checkpointPath: String, window: Int = 256,
+         note: @escaping @Sendable (String) -> Void) {
         self.hub = hub
         self.client = client
         self.topics = topics
         self.checkpointPath = checkpointPath
         self.window = window
+        self.note = note
     }
 
     /// The last sequence such that it and every event before it were acknowledged by the broker.
@@ -44,58 +54,96 @@ final class MQTTEventsPublisher: Sendable {
     /// Runs until its task is cancelled, then waits briefly for what is in flight and saves the checkpoint.
     func run() async {
         let start = readCheckpoint()
-        progress.withLock { $0 = Progress(acknowledged: start) }
-        var lastSaved = start
-        var lastSave = ContinuousClock.now
+        progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
+        var lastProblem: (text: String, at: ContinuousClock.Instant)?
+        while !Task.isCancelled {
+            let (pending, error) = await feedUntilFailure(from: acknowledged + 1)
+            if Task.isCancelled {
+                await settle(pending)
+                break
+            }
+            // A refused or failed publish: everything after the acknowledged prefix goes out again.
+            for task in pending { task.cancel() }
+            // Said once, and again every minute while it lasts: a stalled feed is not hidden.
+            let problem = "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); retrying"
+            if lastProblem?.text != problem || ContinuousClock.now - (lastProblem?.at ?? .now) > .seconds(60) {
+                note(problem)
+                lastProblem = (problem, ContinuousClock.now)
+            }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+        saveCheckpoint(force: true)
+    }
+
+    /// Publishes from `first` on until cancelled or until the broker refuses (or fails) one event;
+    /// returns what is still in flight and the failure.
+    private func feedUntilFailure(from first: UInt64) async -> (pending: [Task<Void, any Error>], error: (any Error)?) {
+        let (failures, failed) = AsyncStream<any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        return await withTaskGroup(of: (pending: [Task<Void, any Error>], error: (any Error)?).self) { group in
+            group.addTask { await self.feed(from: first, failed: failed) }
+            group.addTask {
+                for await error in failures { return ([], error) }
+                return ([], nil)
+            }
+            // Whichever ends first (a failed acknowledgement, or the feed itself) ends the other.
+            var result = await group.next() ?? ([], nil)
+            group.cancelAll()
+            failed.finish()
+            for await other in group {
+                result.pending += other.pending
+                if result.error == nil { result.error = other.error }
+            }
+            return result
+        }
+    }
+
+    private func feed(from first: UInt64, failed: AsyncStream<any Error>.Continuation) async -> (pending: [Task<Void, any Error>], error: (any Error)?) {
         var inFlight: [Task<Void, any Error>] = []
         var head = 0
-        while !Task.isCancelled {
-            do {
-                for try await record in hub.store.subscribe(from: acknowledged + UInt64(inFlight.count - head) + 1) {
-                    let topic = topics.event(stream: record.stream, type: record.type)
-                    let payload = Array(EventLines.render(record).utf8)
-                    let sequence = record.sequence
-                    // Published here, in log order; only the wait for the acknowledgement runs apart.
-                    let ticket = try client.publishTracked(topic, payload, qos: 1)
-                    inFlight.append(Task {
-                        try await ticket.acknowledged()
-                        self.progress.withLock { $0.complete(sequence) }
-                    })
-                    while inFlight.count - head >= window {
-                        try await inFlight[head].value
-                        head += 1
-                    }
-                    if head >= 4096 {
-                        inFlight.removeFirst(head)
-                        head = 0
-                    }
-                    let done = acknowledged
-                    if done - lastSaved >= 1000 || (done > lastSaved && ContinuousClock.now - lastSave > .seconds(1)) {
-                        writeCheckpoint(done)
-                        lastSaved = done
-                        lastSave = ContinuousClock.now
-                    }
+        do {
+            for try await record in hub.store.subscribe(from: first) {
+                let topic = topics.event(stream: record.stream, type: record.type)
+                let payload = Array(EventLines.render(record).utf8)
+                let sequence = record.sequence
+                // While disconnected the events stay in the log rather than pile up in the client's
+                // queue (libmosquitto would send them all at once, racing the new connection's set-up).
+                while !client.isConnected {
+                    do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout {}
                 }
-                break // the subscription ends only when this task is cancelled
-            } catch {
-                if Task.isCancelled { break }
-                // A refused or failed publish: everything after the acknowledged prefix goes out again.
-                for task in inFlight[head...] { task.cancel() }
-                for task in inFlight[head...] { _ = await task.result }
-                inFlight = []
-                head = 0
-                try? await Task.sleep(for: .milliseconds(500))
+                let ticket = try client.publishTracked(topic, payload, qos: 1)
+                inFlight.append(Task {
+                    do {
+                        try await ticket.acknowledged()
+                    } catch {
+                        failed.yield(error)
+                        throw error
+                    }
+                    self.progress.withLock { $0.complete(sequence) }
+                    self.saveCheckpoint(force: false)
+                })
+                while inFlight.count - head >= window {
+                    try await inFlight[head].value
+                    head += 1
+                }
+                if head >= 4096 {
+                    inFlight.removeFirst(head)
+                    head = 0
+                }
             }
+            return (Array(inFlight[head...]), nil)
+        } catch {
+            return (Array(inFlight[head...]), error)
         }
-        await settle(inFlight[head...])
-        writeCheckpoint(acknowledged)
     }
 
     /// Stopping: what is in flight gets a moment to be acknowledged (so it is not sent again after
     /// the restart); then the rest is given up.
-    private func settle(_ pending: ArraySlice<Task<Void, any Error>>) async {
+    private func settle(_ pending: [Task<Void, any Error>]) async {
         guard !pending.isEmpty else { return }
-        let pending = Array(pending)
+        guard client.isConnected else {
+            for task in pending { task.cancel() } // nothing will be acknowledged soon: sent again after the restart
+            return
+        }
         let timer = Task {
             try? await Task.sleep(for: .seconds(2))
             for task in pending { task.cancel() }
@@ -110,9 +158,15 @@ final class MQTTEventsPublisher: Sendable {
         return value
     }
 
-    func writeCheckpoint(_ sequence: UInt64) {
-        let temp = checkpointPath + ".tmp"
-        guard (try? "\(sequence)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
-        _ = rename(temp, checkpointPath)
+    /// Writes the acknowledged prefix when due (or now, with `force`); one writer at a time.
+    func saveCheckpoint(force: Bool) {
+        progress.withLock { p in
+            guard p.saveDue || (force && p.acknowledged != p.saved) else { return }
+            let temp = checkpointPath + ".tmp"
+            guard (try? "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
+            _ = rename(temp, checkpointPath)
+            p.saved = p.acknowledged
+            p.savedAt = ContinuousClock.now
+        }
     }
 }

@@ -63,7 +63,7 @@ public actor MQTTSurface {
         self.client = client
         self.topics = topics
         self.discovery = HomeAssistantDiscovery(topics: topics)
-        events = MQTTEventsPublisher(hub: hub, client: client, topics: topics, checkpointPath: checkpointPath)
+        events = MQTTEventsPublisher(hub: hub, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
         self.note = note
         (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         var lanes: [AsyncStream<Work>.Continuation] = [], streams: [AsyncStream<Work>] = []

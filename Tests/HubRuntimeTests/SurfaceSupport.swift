@@ -83,7 +83,8 @@ struct SurfaceFixture {
     static func startService(port: Int, dataDirectory: String, devices: [HubConfig.Device] = [],
                              username: String? = nil, password: String? = nil,
                              factories: [any DriverFactory] = [VirtualDriverFactory()],
-                             configure: (inout HubConfig) -> Void = { _ in }) async throws -> HubService {
+                             configure: (inout HubConfig) -> Void = { _ in },
+                             note: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HubService {
         var config = HubConfig()
         config.mqtt.port = port
         config.mqtt.clientId = "hub-under-test"
@@ -93,7 +94,7 @@ struct SurfaceFixture {
         config.confirmTimeoutSeconds = 2
         configure(&config)
         return try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config,
-                                                            factories: factories), note: { _ in })
+                                                            factories: factories), note: note)
     }
 
     func stop() async throws {

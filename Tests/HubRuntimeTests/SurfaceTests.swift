@@ -2,6 +2,7 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import MQTT
+import Synchronization
 import Testing
 @testable import HubRuntime
 
@@ -235,6 +236,37 @@ import Testing
         #expect(sequences == sequences.sorted())
         #expect(Set(sequences).count == sequences.count)
         try await f.stop()
+    }
+
+    @Test func anEventFeedTheBrokerRefusesIsReportedAndCommandsStillWork() async throws {
+        // The hub may not write hub/events/# (a misconfigured ACL): MQTT 5 PUBACKs say "not authorized".
+        let acl = "user hub\ntopic readwrite hub/status\ntopic readwrite hub/device/#\ntopic readwrite hub/request/#\n"
+            + "topic readwrite hub/response/#\ntopic readwrite homeassistant/#\ntopic read hub/events/#\n"
+            + "user watcher\ntopic readwrite #\n"
+        let broker = try TestBroker.start(secured: true, users: [("hub", "hub-pw"), ("watcher", "watcher-pw")], acl: acl)
+        let watcher = try await Watcher(port: broker.port, username: "watcher", password: "watcher-pw")
+        let notes = Mutex<[String]>([])
+        let service = try await SurfaceFixture.startService(
+            port: broker.port, dataDirectory: temporaryDirectory(),
+            devices: [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")],
+            username: "hub", password: "hub-pw", note: { line in notes.withLock { $0.append(line) } })
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !notes.withLock({ $0.contains { $0.contains("event feed stopped") } }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let said = notes.withLock { $0 }
+        #expect(said.contains { $0.contains("event feed stopped after event 0") && $0.lowercased().contains("not authorized") }, "\(said)")
+        // Said once, not at every retry (one every half second).
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(notes.withLock { $0.filter { $0.contains("event feed stopped") }.count } == 1)
+        // The rest of the surface goes on.
+        try await watcher.waitFor("hub/status") { $0 == "online" }
+        try watcher.publish("hub/device/lamp/switch/set", "ON")
+        try await watcher.waitFor("hub/device/lamp/switch") { $0 == "ON" }
+        #expect(watcher.messages("hub/events/device/lamp/SwitchToggled").isEmpty)
+        try await service.stop()
+        await watcher.stop()
+        broker.stop()
     }
 
     @Test func wrongCredentialsAreAClearErrorNotAHang() async throws {

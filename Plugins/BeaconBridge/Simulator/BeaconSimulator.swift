@@ -124,7 +124,9 @@ public final class BeaconSimulator: Sendable {
         let (client, task) = running.withLock { r in defer { r = (nil, nil) }; return r }
         task?.cancel()
         await task?.value
-        await client?.stop()
+        // A last message, acknowledged before the client disconnects: everything published before it
+        // has reached the broker by then (a client sends in order), so nothing queued is lost.
+        await client?.stop(finalMessage: (topic: "beacon-simulator/status", payload: Array("stopped".utf8), retain: false))
     }
 
     private func run(_ client: MQTTClient) async {
