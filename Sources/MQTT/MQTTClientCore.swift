@@ -37,7 +37,7 @@ final class MQTTClientCore: Sendable {
     let messageSink: AsyncStream<MQTTMessage>.Continuation
     let eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
     let state = Mutex(CoreState())
-    /// Publishes someone waits to see acknowledged (publishAndWait).
+    /// Publishes whose acknowledgement someone awaits (publishAndWait, publishTracked).
     let acks = PublishAcknowledgements()
     /// MQTT 5 subscription options sent with every subscribe (0 with MQTT 3.1.1).
     let subscribeOptions: Int32
