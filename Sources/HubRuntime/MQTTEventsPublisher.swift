@@ -72,7 +72,7 @@ final class MQTTEventsPublisher: Sendable {
             }
             try? await Task.sleep(for: .milliseconds(500))
         }
-        saveCheckpoint(force: true)
+        saveCheckpoint()
     }
 
     /// Publishes from `first` on until cancelled or until the broker refuses (or fails) one event;
@@ -118,8 +118,7 @@ final class MQTTEventsPublisher: Sendable {
                         failed.yield(error)
                         throw error
                     }
-                    self.progress.withLock { $0.complete(sequence) }
-                    self.saveCheckpoint(force: false)
+                    self.acknowledge(sequence)
                 })
                 while inFlight.count - head >= window {
                     try await inFlight[head].value
@@ -158,15 +157,27 @@ final class MQTTEventsPublisher: Sendable {
         return value
     }
 
-    /// Writes the acknowledged prefix when due (or now, with `force`); one writer at a time.
-    func saveCheckpoint(force: Bool) {
+    /// One event acknowledged: advance the prefix, and save it when due (one lock per event).
+    private func acknowledge(_ sequence: UInt64) {
         progress.withLock { p in
-            guard p.saveDue || (force && p.acknowledged != p.saved) else { return }
-            let temp = checkpointPath + ".tmp"
-            guard (try? "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
-            _ = rename(temp, checkpointPath)
-            p.saved = p.acknowledged
-            p.savedAt = ContinuousClock.now
+            p.complete(sequence)
+            if p.saveDue { save(&p) }
         }
+    }
+
+    /// Writes the acknowledged prefix now, if it moved since the last save.
+    func saveCheckpoint() {
+        progress.withLock { p in
+            if p.acknowledged != p.saved { save(&p) }
+        }
+    }
+
+    /// Under the progress lock: one writer at a time.
+    private func save(_ p: inout Progress) {
+        let temp = checkpointPath + ".tmp"
+        guard (try? "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
+        _ = rename(temp, checkpointPath)
+        p.saved = p.acknowledged
+        p.savedAt = ContinuousClock.now
     }
 }

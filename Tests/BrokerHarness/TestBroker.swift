@@ -29,7 +29,7 @@ public final class TestBroker: @unchecked Sendable {
     private let lock = NSLock()
     private var process: Process?
     /// The broker's process id while it runs (for CPU accounting in benchmarks).
-    public var pid: Int32? { process?.processIdentifier }
+    public var pid: Int32? { lock.withLock { process?.processIdentifier } }
 
     private init(port: Int, directory: URL, executable: String) {
         self.port = port
