@@ -1,22 +1,33 @@
 import DriverAPI
 import Foundation
 import HubDomain
+import Logging
+import ServiceLifecycle
 
 /// Runs the bridges (BLE beacon observations fed by ESPresense, OpenMQTTGateway, Theengs) and
 /// turns their facts into the log: a beacon bound to an admitted animal that changes rooms becomes
 /// `AnimalSighted`, one that falls silent `AnimalUnseen` (actor `bridge:<name>`). Live presence
 /// ("still in the kitchen at 18:03") is kept in memory for the animal's state, not logged. Beacons
 /// bound to no admitted animal are counted and listed (`request/beacons/unknown`), never logged.
-public actor BridgeHost {
+///
+/// As a service it starts its bridges and stops them at shutdown. A bridge that cannot start is
+/// reported and left out: a bridge must not stop the hub.
+public actor BridgeHost: Service {
     let hub: Hub
+    let commands: CommandService
     let relay: MQTTRelay?
+    let logger: Logger
+    /// The bridges to start, with their settings (JSON).
+    let configured: [(factory: any BridgeFactory, settingsJSON: String)]
     var bridges: [(name: String, bridge: any Bridge, mqtt: any DriverMQTT)] = []
     /// Animal id -> where and when its beacon was last heard (live, not logged).
     public private(set) var presence: [String: (room: String, at: Int64)] = [:]
     /// Beacons no admitted animal wears: last room, last heard, facts seen. Bounded.
     public private(set) var unknown: [String: UnknownBeacon] = [:]
     static let maxUnknown = 1000
-    var onPresence: (@Sendable (String) async -> Void)?
+    /// Animal ids whose live presence changed (the surface re-publishes their state).
+    public nonisolated let presenceChanges: AsyncStream<String>
+    nonisolated let presenceSink: AsyncStream<String>.Continuation
 
     public struct UnknownBeacon: Sendable, Equatable {
         public var room: String
@@ -24,14 +35,22 @@ public actor BridgeHost {
         public var reports: Int
     }
 
-    public init(hub: Hub, relay: MQTTRelay?) {
-        self.hub = hub
+    public init(commands: CommandService, relay: MQTTRelay?, bridges: [(factory: any BridgeFactory, settingsJSON: String)] = [],
+                logger: Logger) {
+        self.hub = commands.hub
+        self.commands = commands
         self.relay = relay
+        self.configured = bridges
+        self.logger = logger
+        (presenceChanges, presenceSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
     }
 
-    /// Called with an animal id whenever its live presence changed (the surface re-publishes its state).
-    public func setPresenceHandler(_ handler: @escaping @Sendable (String) async -> Void) {
-        onPresence = handler
+    public func run() async throws {
+        for (factory, settings) in configured {
+            if let problem = await start(factory, settingsJSON: settings) { logger.error("\(problem)") }
+        }
+        try? await gracefulShutdown() // shut down or cancelled: stop the bridges either way
+        await stopAll()
     }
 
     /// Starts one bridge; returns a problem to report instead of throwing (a bridge must not stop the hub).
@@ -50,7 +69,7 @@ public actor BridgeHost {
         return nil
     }
 
-    public func stopAll() async {
+    func stopAll() async {
         for b in bridges {
             await b.bridge.stop()
             relay?.release(b.mqtt)
@@ -68,8 +87,8 @@ public actor BridgeHost {
             return
         }
         presence[animal] = (room, at)
-        _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", now: currentMicros())
-        await onPresence?(animal)
+        await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)")
+        presenceSink.yield(animal)
     }
 
     func present(_ bridge: String, beacon: String, room: String, at: Int64) async {
@@ -80,16 +99,15 @@ public actor BridgeHost {
         presence[animal] = (room, at)
         // Heard again after an "unseen": that is a fact again.
         if await hub.animal(animal)?.unseenSince != nil {
-            _ = try? await hub.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", now: currentMicros())
+            await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)")
         }
-        await onPresence?(animal)
+        presenceSink.yield(animal)
     }
 
     func unseen(_ bridge: String, beacon: String, lastRoom: String, lastSeen: Int64) async {
         guard let animal = await animal(wearing: beacon) else { return }
-        _ = try? await hub.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)",
-                                   now: currentMicros())
-        await onPresence?(animal)
+        await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)")
+        presenceSink.yield(animal)
     }
 
     func noteUnknown(_ beacon: String, room: String, at: Int64) {

@@ -2,6 +2,8 @@ import DriverAPI
 import Foundation
 import HubDomain
 import HubLog
+import Logging
+import ServiceLifecycle
 
 /// Microseconds since the Unix epoch: the runtime's one clock read (the domain never reads a clock).
 public func currentMicros() -> Int64 {
@@ -30,23 +32,32 @@ public struct DriverHostOptions: Sendable {
 /// `driver:<name>`). Commands reach each driver in log order through its own queue, so a slow
 /// device never holds up the others. A command the device does not confirm within the timeout is
 /// recorded as failed.
-public actor DriverHost {
+///
+/// As a service it starts the registered devices' drivers and discovery, and on shutdown stops
+/// every driver. The device workers, confirmation timers and discovery all run as child tasks of
+/// `run()`.
+public actor DriverHost: Service {
     let hub: Hub
-    let factories: [String: any DriverFactory]
+    let commands: CommandService
+    let catalog: DriverCatalog
+    var factories: [String: any DriverFactory] { catalog.factories }
     let options: DriverHostOptions
     let relay: MQTTRelay?
+    let logger: Logger
+    /// Work for `run()`'s task group: device workers, confirmation timers, discovery.
+    nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
+    nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
 
     final class Running: Sendable {
         let driver: any Driver
         let driverName: String
         let capabilities: DriverCapabilities
         let queue: AsyncStream<DriverCommand>.Continuation
-        let worker: Task<Void, Never>
         let mqtt: (any DriverMQTT)?
         init(driver: any Driver, driverName: String, capabilities: DriverCapabilities,
-             queue: AsyncStream<DriverCommand>.Continuation, worker: Task<Void, Never>, mqtt: (any DriverMQTT)?) {
+             queue: AsyncStream<DriverCommand>.Continuation, mqtt: (any DriverMQTT)?) {
             self.driver = driver; self.driverName = driverName; self.capabilities = capabilities
-            self.queue = queue; self.worker = worker; self.mqtt = mqtt
+            self.queue = queue; self.mqtt = mqtt
         }
     }
     var running: [String: Running] = [:]
@@ -60,16 +71,37 @@ public actor DriverHost {
     var writeOwed: Set<String> = []
     var readings: ReadingFilter
 
-    public init(hub: Hub, factories: [any DriverFactory], options: DriverHostOptions = DriverHostOptions(), relay: MQTTRelay? = nil) {
-        self.hub = hub
+    public init(commands: CommandService, options: DriverHostOptions = DriverHostOptions(), relay: MQTTRelay? = nil, logger: Logger) {
+        self.hub = commands.hub
+        self.commands = commands
+        self.catalog = commands.catalog
         self.relay = relay
-        self.factories = Dictionary(factories.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         self.options = options
+        self.logger = logger
         self.readings = ReadingFilter(rules: options.readingRules)
+        (jobs, jobSink) = AsyncStream.makeStream()
     }
 
-    public nonisolated var driverNames: [String] { factories.keys.sorted() }
+    public nonisolated var driverNames: [String] { catalog.names }
     public nonisolated var confirmTimeout: Duration { options.confirmTimeout }
+
+    /// Starts the drivers and discovery; at graceful shutdown stops every driver.
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await self.sync()
+                await self.startDiscovery()
+            }
+            for await job in jobs.cancelOnGracefulShutdown() { group.addTask { await job() } }
+            await stopAll()
+            group.cancelAll()
+        }
+    }
+
+    /// Runs `job` as a child of `run()` (queued until it runs).
+    private func spawn(_ job: @escaping @Sendable () async -> Void) {
+        jobSink.yield(job)
+    }
 
     /// Starts drivers for devices that have none and stops those of removed devices.
     public func sync() async {
@@ -85,7 +117,6 @@ public actor DriverHost {
     private func stopDriver(_ id: String) async {
         guard let r = running.removeValue(forKey: id) else { return }
         r.queue.finish()
-        r.worker.cancel()
         await r.driver.stop()
         if let mqtt = r.mqtt { relay?.release(mqtt) }
         written[id] = nil
@@ -104,7 +135,7 @@ public actor DriverHost {
         do {
             let driver = try factory.make(configuration: configuration)
             let (stream, queue) = AsyncStream<DriverCommand>.makeStream()
-            let worker = Task { [weak self] in
+            spawn { [weak self] in
                 for await command in stream {
                     await self?.perform(command, device: device.id, driver: driver, driverName: device.driver)
                 }
@@ -112,7 +143,7 @@ public actor DriverHost {
             let capabilities = driver.capabilities
             let mqtt = relay?.handle(scope: capabilities.mqttScope)
             running[device.id] = Running(driver: driver, driverName: device.driver, capabilities: capabilities,
-                                         queue: queue, worker: worker, mqtt: mqtt)
+                                         queue: queue, mqtt: mqtt)
             if capabilities.storesActivations {
                 written[device.id] = await hub.activations(of: device.id)
             }
@@ -130,8 +161,7 @@ public actor DriverHost {
         } catch {
             switch command {
             case .setSwitch:
-                _ = try? await hub.execute(.failSwitch(id: device, reason: "\(driverName): \(error)"),
-                                           actor: "driver:\(driverName)", now: currentMicros())
+                await execute(.failSwitch(id: device, reason: "\(driverName): \(error)"), actor: "driver:\(driverName)")
             case .writeActivations:
                 writesInFlight[device] = max(0, (writesInFlight[device] ?? 1) - 1)
                 writeOwed.insert(device)
@@ -146,20 +176,19 @@ public actor DriverHost {
             await sync()
         case .switchRequested(let request):
             guard let running = running[request.device] else {
-                _ = try? await hub.execute(.failSwitch(id: request.device, reason: "the device has no running driver"),
-                                           actor: "hub", now: currentMicros())
+                await execute(.failSwitch(id: request.device, reason: "the device has no running driver"), actor: "hub")
                 return
             }
             running.queue.yield(.setSwitch(on: request.state == .on))
             let timeout = options.confirmTimeout
-            let hub = self.hub
+            let hub = self.hub, commands = self.commands
             let name = running.driverName
-            Task {
-                try? await Task.sleep(for: timeout)
+            spawn {
+                do { try await Task.sleep(for: timeout) } catch { return } // shutting down
                 let pending = await hub.device(request.device)?.pending
                 if pending?.state == request.state {
-                    _ = try? await hub.execute(.failSwitch(id: request.device, reason: "not confirmed by the device within \(timeout)"),
-                                               actor: "driver:\(name)", now: currentMicros())
+                    await commands.execute(.failSwitch(id: request.device, reason: "not confirmed by the device within \(timeout)"),
+                                           actor: "driver:\(name)")
                 }
             }
         case .activationChanged(let e):
@@ -231,34 +260,39 @@ public actor DriverHost {
         await execute(.reportActivations(device: device, found: found, policy: options.divergencePolicy), actor: actor)
     }
 
+    /// Through the one command path: a failure to record is logged and counted there.
     private func execute(_ command: HubCommand, actor: String) async {
-        _ = try? await hub.execute(command, actor: actor, now: currentMicros())
+        await commands.execute(command, actor: actor)
     }
 
-    public func stopAll() async {
-        discoveryTask?.cancel()
+    func stopAll() async {
         if let discoveryHandle { relay?.release(discoveryHandle) }
+        discoveryHandle = nil
         for id in Array(running.keys) { await stopDriver(id) }
     }
 
     // MARK: Discovery
 
-    var discoveryTask: Task<Void, Never>?
     var discoveryHandle: (any DriverMQTT)?
     /// Devices announced on the broker, by suggested id (the newest announcement wins).
     var found: [String: DiscoveredDevice] = [:]
     static let maxFound = 1000
 
     /// Listens on the discovery filters of every factory that has them.
-    public func startDiscovery() {
+    func startDiscovery() {
         let discovering = factories.values.compactMap { $0 as? any DiscoveringDriverFactory }
         let filters = discovering.flatMap(\.discoveryFilters)
         let probes = discovering.flatMap(\.discoveryProbes)
-        guard discoveryTask == nil, !filters.isEmpty, let handle = relay?.handle(scope: filters + probes.map(\.topic)) else { return }
-        for filter in filters { try? handle.subscribe(filter) }
-        for probe in probes { try? handle.publish(probe.topic, probe.payload, retain: false) }
+        guard discoveryHandle == nil, !filters.isEmpty, let handle = relay?.handle(scope: filters + probes.map(\.topic)) else { return }
+        do {
+            for filter in filters { try handle.subscribe(filter) }
+            for probe in probes { try handle.publish(probe.topic, probe.payload, retain: false) }
+        } catch {
+            logger.warning("discovery: could not subscribe or probe; devices announced on the broker may not be found",
+                           metadata: ["error": "\(error)"])
+        }
         discoveryHandle = handle
-        discoveryTask = Task { [weak self] in
+        spawn { [weak self] in
             for await message in handle.messages {
                 for factory in discovering where factory.discoveryFilters.contains(where: { mqttTopic(message.topic, matches: $0) }) {
                     if let device = factory.discover(message) { await self?.offer(device) }

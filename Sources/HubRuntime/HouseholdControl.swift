@@ -7,11 +7,11 @@ import HubLog
 /// command has one, so a repeated command switches nobody twice), and waits for every device's
 /// outcome: `confirmed`, `failed` (with the reason), `unavailable` (not sent: the device is
 /// offline) or `pending` (no answer within the confirm timeout).
-public struct HouseholdControl: Sendable {
+struct HouseholdControl: Sendable {
     let hub: Hub
     let confirmTimeout: Duration
 
-    public init(hub: Hub, confirmTimeout: Duration) {
+    init(hub: Hub, confirmTimeout: Duration) {
         self.hub = hub
         self.confirmTimeout = confirmTimeout
     }
@@ -35,16 +35,17 @@ public struct HouseholdControl: Sendable {
         }
     }
 
-    /// The answer's data, or the rejection.
-    public func run(_ command: HubCommand, commandId: String?, actor: String) async throws -> Result<JSONValue, Rejection> {
+    /// The answer (its data lists every member's outcome), or the rejection. With a zero confirm
+    /// timeout (no drivers run, as in `hub exec`) members that were sent a switch stay `pending`.
+    func run(_ command: HubCommand, commandId: String?, actor: String) async throws -> CommandAnswer {
         let started = currentMicros()
         let outcome = try await hub.execute(command, commandId: commandId, actor: actor, now: started)
         let events: [HubEvent], result: AppendResult?
         switch outcome {
         case let .accepted(e, r, _): events = e; result = r
-        case let .rejected(rejection, _, _): return .failure(rejection)
+        case let .rejected(rejection, result, duplicate): return .refused(rejection, seq: result?.lastSequence, duplicate: duplicate)
         }
-        guard case .multiSwitchRequested(let request)? = events.first else { return .success(.null) }
+        guard case .multiSwitchRequested(let request)? = events.first else { return .ok(.null) }
         var outcomes: [DeviceOutcome] = []
         var waiting: [Int] = []
         for target in request.targets {
@@ -66,7 +67,7 @@ public struct HouseholdControl: Sendable {
             outcomes.append(o)
         }
         let deadline = ContinuousClock.now + confirmTimeout + .milliseconds(500)
-        while !waiting.isEmpty, ContinuousClock.now < deadline {
+        while !waiting.isEmpty, confirmTimeout > .zero, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
             var still: [Int] = []
             for i in waiting {
@@ -90,6 +91,6 @@ public struct HouseholdControl: Sendable {
             ("seq", seq), ("origin", .string(request.origin)), ("devices", .array(devices)),
             ("confirmed", .number(confirmed)), ("total", .number(Double(outcomes.count))),
         ]
-        return .success(.object(fields))
+        return .ok(.object(fields))
     }
 }

@@ -2,6 +2,10 @@ import DriverAPI
 import Foundation
 import HubDomain
 import HubLog
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import Synchronization
 
 /// Everything `hub run` needs to start the long-running hub.
 public struct HubServiceOptions: Sendable {
@@ -32,141 +36,178 @@ public struct HubServiceOptions: Sendable {
     }
 }
 
-/// The running hub: the log and read models (`Hub`), the drivers, and the MQTT surface, wired
-/// together by catch-up subscriptions on the log.
+/// The running hub, composed of services run by one `ServiceGroup` (as hummingbird's
+/// `Application` runs its server): the log, the MQTT connection, event feed and state publisher,
+/// the log follower, the drivers, the bridges, the scheduler and the MQTT command dispatch. They
+/// start in that order and shut down gracefully in the reverse one: commands stop being taken
+/// first (those taken are answered), the log is closed (with a snapshot) last.
 public final class HubService: Sendable {
     public let hub: Hub
+    /// The one command path every entry point uses.
+    public let commands: CommandService
     public let drivers: DriverHost
     public let scheduler: Scheduler
     public let bridges: BridgeHost
     public let surface: MQTTSurface?
-    let options: HubServiceOptions
-    let tasks: LockedTasks
+    let group: ServiceGroup
+    let logger: Logger
+    private let running = Mutex<Task<String?, Never>?>(nil)
 
-    /// Opens the log, registers configured devices, starts drivers and (unless disabled) connects
-    /// to the broker. `note` receives start-up lines for the operator.
-    public static func start(_ options: HubServiceOptions, note: @escaping @Sendable (String) -> Void) async throws -> HubService {
+    /// Opens the log, registers configured devices and (unless disabled) connects to the broker:
+    /// everything that can fail for a reason a person must fix fails here, before anything runs.
+    ///
+    /// - Parameters:
+    ///   - options: what to run.
+    ///   - logger: start-up lines and every service's diagnostics.
+    ///   - signals: signals that shut the hub down gracefully (`hub run`: SIGINT and SIGTERM).
+    public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery)
-        for line in hub.openingNotes { note(line) }
-        let relay = MQTTRelay()
-        let drivers = DriverHost(hub: hub, factories: options.factories, options: options.config.driverHostOptions, relay: relay)
-        try await registerConfiguredDevices(hub: hub, options: options, knownDrivers: drivers.driverNames, note: note)
+        for line in hub.openingNotes { logger.info("\(line)") }
+        let catalog = DriverCatalog(options.factories)
+        let commands = CommandService(hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
+                                      logger: logger)
+        let relay = MQTTRelay(logger: logger)
+        let drivers = DriverHost(commands: commands, options: options.config.driverHostOptions, relay: relay, logger: logger)
+        try await Self.registerConfiguredDevices(commands: commands, options: options, logger: logger)
+        let bridgeSettings = options.config.beacons.map { settings in
+            options.bridgeFactories.filter { $0.name == "beacons" }.map { (factory: $0, settingsJSON: settings) }
+        } ?? []
+        let bridges = BridgeHost(commands: commands, relay: relay, bridges: options.config.mqtt.enabled ? bridgeSettings : [], logger: logger)
         var surface: MQTTSurface? = nil
         if options.config.mqtt.enabled {
-            surface = try await MQTTSurface.start(hub: hub, drivers: drivers, relay: relay, settings: options.config.mqtt,
-                                                  checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", note: note)
+            surface = try await MQTTSurface.connect(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
+                                                    settings: options.config.mqtt,
+                                                    checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", logger: logger)
         }
-        let scheduler = Scheduler(hub: hub, drivers: drivers, clock: options.scheduleClock)
-        let bridges = BridgeHost(hub: hub, relay: relay)
-        let service = HubService(hub: hub, drivers: drivers, scheduler: scheduler, bridges: bridges, surface: surface, options: options)
-        // Follow the log before the drivers start, so what they report at start-up is published too.
-        service.followLog(from: hub.store.lastSequence + 1)
-        await surface?.setFatalHandler { reason in service.fail(reason) }
-        await drivers.sync()
-        await drivers.startDiscovery()
-        if let surface {
-            surface.setBridges(bridges)
-            await bridges.setPresenceHandler { animal in surface.changed(stream: "animal/" + animal) }
-            for factory in options.bridgeFactories {
-                guard factory.name == "beacons", let settings = options.config.beacons else { continue }
-                if let problem = await bridges.start(factory, settingsJSON: settings) { note(problem) }
-            }
-        }
-        await scheduler.start()
-        return service
-    }
-
-    init(hub: Hub, drivers: DriverHost, scheduler: Scheduler, bridges: BridgeHost, surface: MQTTSurface?, options: HubServiceOptions) {
+        let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
+        // Follow the log from here, before the drivers start, so what they report at start-up is published too.
+        let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
+        var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
+        if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
+        services += [follower, drivers, bridges, scheduler]
+        if let surface { services.append(surface.commandDispatch) }
+        group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: services.map {
+                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
+            gracefulShutdownSignals: signals, logger: logger))
         self.hub = hub
+        self.commands = commands
         self.drivers = drivers
         self.scheduler = scheduler
         self.bridges = bridges
         self.surface = surface
-        self.options = options
-        self.tasks = LockedTasks()
-        (failures, failureSink) = AsyncStream<String>.makeStream()
+        self.logger = logger
     }
 
-    /// Reasons the service cannot go on (e.g. the broker refuses it for good); `hub run` stops on the first.
-    public let failures: AsyncStream<String>
-    let failureSink: AsyncStream<String>.Continuation
-
-    func fail(_ reason: String) {
-        failureSink.yield(reason)
+    /// Opens the hub (see `init`) and runs it in the background until `stop()` or a fatal failure.
+    public static func start(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws -> HubService {
+        let service = try await HubService(options, logger: logger, signals: signals)
+        service.launch()
+        return service
     }
 
-    /// Hands every newly committed event to the drivers and marks what the surface must re-publish.
-    func followLog(from sequence: UInt64) {
-        let hub = self.hub, drivers = self.drivers, scheduler = self.scheduler, surface = self.surface
-        let failureSink = self.failureSink
-        tasks.add(Task {
-            do {
-                for try await record in hub.store.subscribe(from: sequence) {
-                    // The read models first, so drivers and the surface see this event's effect.
-                    try? await hub.catchUp()
-                    surface?.changed(stream: record.stream)
-                    guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
-                                                           payload: record.payload) else { continue }
-                    await drivers.handle(event)
-                    await scheduler.handle(event)
+    /// Runs the services in the background.
+    public func launch() {
+        running.withLock { task in
+            guard task == nil else { return }
+            task = Task { [group] in
+                do {
+                    try await group.run()
+                    return nil
+                } catch {
+                    return "\(error)"
                 }
-            } catch is CancellationError {
-            } catch {
-                // The log cannot be followed (its writer stopped): drivers and state would go stale.
-                if !Task.isCancelled { failureSink.yield("event log: \(error)") }
             }
-        })
+        }
     }
 
-    static func registerConfiguredDevices(hub: Hub, options: HubServiceOptions, knownDrivers: [String],
-                                          note: @Sendable (String) -> Void) async throws {
+    /// Waits until the hub stopped: nil after a graceful shutdown (`stop()` or a signal), or why it
+    /// could not go on (the broker refused it for good, the log cannot be followed).
+    public func finished() async -> String? {
+        guard let task = running.withLock({ $0 }) else { return nil }
+        return await task.value
+    }
+
+    /// Shuts the services down in order (the surface publishes `offline`, the drivers stop, the
+    /// log is snapshotted and closed) and waits for them.
+    public func stop() async throws {
+        await group.triggerGracefulShutdown()
+        if let reason = await finished() { throw HubError.failed(reason) }
+    }
+
+    static func registerConfiguredDevices(commands: CommandService, options: HubServiceOptions, logger: Logger) async throws {
+        let hub = commands.hub
         var wanted = options.config.devices
         if options.demo, wanted.isEmpty {
             wanted = options.demoDevices
-            let missing = await wanted.asyncFilter { await hub.state.devices[$0.id].map { $0.removed } ?? true }
+            let missing = await wanted.asyncFilter { await hub.device($0.id).map { $0.removed } ?? true }
             if !missing.isEmpty {
-                note("demo: registering " + missing.map { "\($0.id) (\($0.driver))" }.joined(separator: ", "))
+                logger.info("demo: registering \(missing.map { "\($0.id) (\($0.driver))" }.joined(separator: ", "))")
             }
         }
         for device in wanted {
-            guard knownDrivers.contains(device.driver) else {
-                throw HubError.usage("device \(device.id): no driver named \"\(device.driver)\" (known: \(knownDrivers.joined(separator: ", ")))")
-            }
-            if let existing = await hub.state.devices[device.id], !existing.removed {
+            if let existing = await hub.device(device.id), !existing.removed {
                 if existing.driver != device.driver || existing.config != device.config {
-                    note("device \(device.id) is already registered with driver \(existing.driver) and settings \(existing.config); "
-                         + "the config file's entry differs and is not applied (remove the device to re-register it)")
+                    logger.warning("""
+                        device \(device.id) is already registered with driver \(existing.driver) and settings \(existing.config); \
+                        the config file's entry differs and is not applied (remove the device to re-register it)
+                        """)
                 }
                 continue
             }
-            let outcome = try await hub.execute(.registerDevice(id: device.id, driver: device.driver, name: device.name,
-                                                                config: device.config, hardwareId: nil),
-                                                commandId: nil, actor: "config", now: currentMicros())
-            if case .rejected(let rejection, _, _) = outcome {
+            let answer = await commands.execute(.registerDevice(id: device.id, driver: device.driver, name: device.name,
+                                                                config: device.config, hardwareId: nil), actor: "config")
+            switch answer {
+            case .ok: break
+            case .refused(let rejection, _, _) where rejection.code == "unknown_driver":
+                throw HubError.usage("device \(device.id): no driver named \"\(device.driver)\" (known: \(commands.catalog.names.joined(separator: ", ")))")
+            case .refused(let rejection, _, _), .failed(let rejection):
                 throw HubError.usage("device \(device.id) from the configuration: \(rejection.message)")
             }
         }
     }
+}
 
-    /// Stops the surface (publishing `offline`), the drivers and the log, writing a snapshot.
-    public func stop() async throws {
-        tasks.cancelAll()
-        await scheduler.stop()
-        await bridges.stopAll()
-        await surface?.stop()
-        await drivers.stopAll()
+/// Owns the log's lifetime: at shutdown (last of all) it writes a snapshot and closes the log.
+struct HubLogKeeper: Service {
+    let hub: Hub
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown() // shut down or cancelled: close the log either way
         try await hub.close()
+        logger.info("stopped; snapshot written, log closed")
     }
 }
 
-/// Background tasks owned by a service, cancelled together.
-final class LockedTasks: @unchecked Sendable {
-    private let lock = NSLock()
-    private var tasks: [Task<Void, Never>] = []
-    func add(_ task: Task<Void, Never>) { lock.lock(); tasks.append(task); lock.unlock() }
-    func cancelAll() {
-        lock.lock(); let all = tasks; tasks.removeAll(); lock.unlock()
-        all.forEach { $0.cancel() }
+/// Hands every newly committed event to the read models, the drivers and the scheduler, and marks
+/// what the surface must re-publish. A log that cannot be followed stops the hub (drivers and state
+/// would go stale).
+struct HubLogFollower: Service {
+    let hub: Hub
+    let from: UInt64
+    let surface: MQTTSurface?
+    let drivers: DriverHost
+    let scheduler: Scheduler
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { [self] in
+                for try await record in hub.store.subscribe(from: from) {
+                    // The read models first, so drivers and the surface see this event's effect.
+                    try await hub.catchUp()
+                    surface?.changed(stream: record.stream)
+                    guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
+                                                           payload: record.payload) else { continue } // counted by the read models as skipped
+                    await drivers.handle(event)
+                    await scheduler.handle(event)
+                }
+            }
+        } catch is CancellationError {
+        } catch {
+            throw HubError.failed("event log: \(error)")
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 import Foundation
 import HubLog
+import Logging
 import MQTT
+import ServiceLifecycle
 import Synchronization
 
 /// Every logged event on `<base>/events/<stream>/<type>`, at QoS 1, in log order, starting after
@@ -9,13 +11,13 @@ import Synchronization
 ///
 /// Up to `window` events are in flight at once. Waiting for each PUBACK before sending the next
 /// would cap the stream at one event per broker round trip, below what the log takes in under load.
-final class MQTTEventsPublisher: Sendable {
+final class MQTTEventsPublisher: Service {
     let hub: Hub
     let client: MQTTClient
     let topics: MQTTTopics
     let checkpointPath: String
     let window: Int
-    let note: @Sendable (String) -> Void
+    let logger: Logger
     private let progress = Mutex(Progress())
 
     /// The contiguous prefix of the log the broker has acknowledged, and how much of it is saved.
@@ -39,20 +41,25 @@ final class MQTTEventsPublisher: Sendable {
     }
 
     init(hub: Hub, client: MQTTClient, topics: MQTTTopics, checkpointPath: String, window: Int = 256,
-         note: @escaping @Sendable (String) -> Void) {
+         logger: Logger) {
         self.hub = hub
         self.client = client
         self.topics = topics
         self.checkpointPath = checkpointPath
         self.window = window
-        self.note = note
+        self.logger = logger
     }
 
     /// The last sequence such that it and every event before it were acknowledged by the broker.
     var acknowledged: UInt64 { progress.withLock { $0.acknowledged } }
 
+    /// Feeds until graceful shutdown, then waits briefly for what is in flight and saves the checkpoint.
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await self.feedUntilCancelled() }
+    }
+
     /// Runs until its task is cancelled, then waits briefly for what is in flight and saves the checkpoint.
-    func run() async {
+    func feedUntilCancelled() async {
         let start = readCheckpoint()
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
         var lastProblem: (text: String, at: ContinuousClock.Instant)?
@@ -67,7 +74,7 @@ final class MQTTEventsPublisher: Sendable {
             // Said once, and again every minute while it lasts: a stalled feed is not hidden.
             let problem = "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); retrying"
             if lastProblem?.text != problem || ContinuousClock.now - (lastProblem?.at ?? .now) > .seconds(60) {
-                note(problem)
+                logger.error("\(problem)")
                 lastProblem = (problem, ContinuousClock.now)
             }
             try? await Task.sleep(for: .milliseconds(500))
@@ -175,8 +182,17 @@ final class MQTTEventsPublisher: Sendable {
     /// Under the progress lock: one writer at a time.
     private func save(_ p: inout Progress) {
         let temp = checkpointPath + ".tmp"
-        guard (try? "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)) != nil else { return }
-        _ = rename(temp, checkpointPath)
+        do {
+            try "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)
+        } catch {
+            // Not fatal: the feed sends again from the last saved point after a restart (at least once).
+            logger.warning("mqtt: could not save the event feed's checkpoint", metadata: ["file": "\(temp)", "error": "\(error)"])
+            return
+        }
+        guard rename(temp, checkpointPath) == 0 else {
+            logger.warning("mqtt: could not save the event feed's checkpoint", metadata: ["file": "\(checkpointPath)", "errno": "\(errno)"])
+            return
+        }
         p.saved = p.acknowledged
         p.savedAt = ContinuousClock.now
     }

@@ -1,5 +1,6 @@
 import DriverAPI
 import Foundation
+import Logging
 import MQTT
 import Synchronization
 
@@ -15,8 +16,20 @@ public final class MQTTRelay: Sendable {
         var reserved: [String] = []
     }
     let state = Mutex(State())
+    let logger: Logger
 
-    public init() {}
+    /// - Parameter logger: where subscriptions the broker connection refused are reported.
+    public init(logger: Logger = Logger(label: "hub.mqtt.relay") { _ in SwiftLogNoOpLogHandler() }) {
+        self.logger = logger
+    }
+
+    private func subscribe(_ client: MQTTClient, _ filter: String) {
+        do {
+            try client.subscribe(filter, qos: 1)
+        } catch {
+            logger.error("mqtt: a driver's subscription failed; it will not hear its device", metadata: ["filter": "\(filter)", "error": "\(error)"])
+        }
+    }
 
     /// The hub's client, once the surface is connected; filters asked for earlier are subscribed now.
     public func attach(_ client: MQTTClient, reserved: [String] = []) {
@@ -25,7 +38,7 @@ public final class MQTTRelay: Sendable {
             s.reserved = reserved
             return Array(s.handles.values)
         }
-        for handle in handles { for filter in handle.filters { try? client.subscribe(filter, qos: 1) } }
+        for handle in handles { for filter in handle.filters { subscribe(client, filter) } }
     }
 
     /// A handle limited to `scope` (MQTT filters); nil when the hub runs without MQTT.
@@ -45,7 +58,11 @@ public final class MQTTRelay: Sendable {
             let inUse = Set(s.handles.values.flatMap(\.filters))
             return (s.client, scoped.filters.filter { !inUse.contains($0) })
         }
-        for filter in orphaned { try? client?.unsubscribe(filter) }
+        for filter in orphaned {
+            do { try client?.unsubscribe(filter) } catch {
+                logger.warning("mqtt: could not unsubscribe", metadata: ["filter": "\(filter)", "error": "\(error)"])
+            }
+        }
     }
 
     /// Hands a message to every handle subscribed to a matching filter; false when none wanted it.

@@ -2,6 +2,7 @@ import Foundation
 import HubDomain
 import HubLog
 import MQTT
+import Logging
 import Synchronization
 
 /// The hub's MQTT topic surface: commands in (answered on the response topics), retained state
@@ -12,17 +13,16 @@ import Synchronization
 /// only what the state and discovery publishers remember.
 public actor MQTTSurface {
     nonisolated let hub: Hub
+    nonisolated let commands: CommandService
     nonisolated let drivers: DriverHost
     nonisolated let relay: MQTTRelay?
-    /// Live beacon presence for the animals' state (set by the service when bridges run).
-    private nonisolated let bridgeHost = Mutex<BridgeHost?>(nil)
-    nonisolated var bridges: BridgeHost? { bridgeHost.withLock { $0 } }
-    public nonisolated func setBridges(_ host: BridgeHost) { bridgeHost.withLock { $0 = host } }
+    /// Live beacon presence for the animals' state.
+    nonisolated let bridges: BridgeHost
     public nonisolated let client: MQTTClient
     public nonisolated let topics: MQTTTopics
     let discovery: HomeAssistantDiscovery
     nonisolated let events: MQTTEventsPublisher
-    nonisolated let note: @Sendable (String) -> Void
+    nonisolated let logger: Logger
     /// Device id -> the name its discovery config was published with (re-announced on rename).
     var announcedDevices: [String: String] = [:]
     var announcedAnimals: Set<String> = []
@@ -30,56 +30,42 @@ public actor MQTTSurface {
     private nonisolated let dirty = Mutex<Set<String>>([])
     nonisolated let wake: AsyncStream<Void>.Continuation
     let wakes: AsyncStream<Void>
-    var tasks: [Task<Void, Never>] = []
-    var eventsTask: Task<Void, Never>?
+    /// Home Assistant announced itself: everything is re-announced (by the state publisher).
+    nonisolated let announceRequest: AsyncStream<Void>.Continuation
+    let announceRequests: AsyncStream<Void>
     var wasDisconnected = false
     /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
     /// commands in arrival order, many entities at once.
     static let laneCount = 32
-    nonisolated let lanes: [AsyncStream<Work>.Continuation]
-    let laneStreams: [AsyncStream<Work>]
     /// Counters for the operator.
-    private nonisolated let ignoredRetainedCount = Atomic<Int>(0)
-    public nonisolated var ignoredRetained: Int { ignoredRetainedCount.load(ordering: .relaxed) }
-    private nonisolated let answeredCount = Atomic<Int>(0)
+    private nonisolated let ignoredRetainedCount = Counter()
+    public nonisolated var ignoredRetained: Int { ignoredRetainedCount.value }
+    private nonisolated let answeredCount = Counter()
     /// Answers handed to the broker connection since start (one per command message).
-    public nonisolated var answered: Int { answeredCount.load(ordering: .relaxed) }
-    /// Set once start-up is over: from then on a dead connection is reported through `onFatal`.
-    var serving = false
-    var onFatal: (@Sendable (String) -> Void)?
+    public nonisolated var answered: Int { answeredCount.value }
 
-    /// Called when the broker connection is dead for good (credentials revoked, TLS broken): the
-    /// service stops rather than running without its surface.
-    public func setFatalHandler(_ handler: @escaping @Sendable (String) -> Void) {
-        onFatal = handler
-        serving = true
-    }
-
-    init(hub: Hub, drivers: DriverHost, relay: MQTTRelay?, client: MQTTClient, topics: MQTTTopics, checkpointPath: String,
-         note: @escaping @Sendable (String) -> Void) {
+    init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
+         topics: MQTTTopics, checkpointPath: String, logger: Logger) {
         self.hub = hub
+        self.commands = commands
         self.drivers = drivers
+        self.bridges = bridges
         self.relay = relay
         self.client = client
         self.topics = topics
         self.discovery = HomeAssistantDiscovery(topics: topics)
-        events = MQTTEventsPublisher(hub: hub, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
-        self.note = note
+        events = MQTTEventsPublisher(hub: hub, client: client, topics: topics, checkpointPath: checkpointPath, logger: logger)
+        self.logger = logger
         (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        var lanes: [AsyncStream<Work>.Continuation] = [], streams: [AsyncStream<Work>] = []
-        for _ in 0..<Self.laneCount {
-            let (stream, continuation) = AsyncStream<Work>.makeStream()
-            lanes.append(continuation)
-            streams.append(stream)
-        }
-        self.lanes = lanes
-        laneStreams = streams
+        (announceRequests, announceRequest) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Connects (waiting a few seconds; a broker that is down is retried in the background, bad
-    /// credentials or TLS failures are errors) and starts serving.
-    public static func start(hub: Hub, drivers: DriverHost, relay: MQTTRelay? = nil, settings: HubConfig.MQTT, checkpointPath: String,
-                             note: @escaping @Sendable (String) -> Void) async throws -> MQTTSurface {
+    /// credentials or TLS failures are errors). Nothing is served until the surface's services run
+    /// (`connection`, `eventFeed`, `statePublisher`, `commandDispatch`); messages that arrive
+    /// before then wait in the client's queue.
+    public static func connect(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay? = nil,
+                               settings: HubConfig.MQTT, checkpointPath: String, logger: Logger) async throws -> MQTTSurface {
         let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
         var options = MQTTOptions(clientId: settings.clientId)
         options.host = settings.host
@@ -94,67 +80,62 @@ public actor MQTTSurface {
         }
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
         let client = try MQTTClient(options: options)
-        let surface = MQTTSurface(hub: hub, drivers: drivers, relay: relay, client: client, topics: topics, checkpointPath: checkpointPath, note: note)
+        let surface = MQTTSurface(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
+                                  topics: topics, checkpointPath: checkpointPath, logger: logger)
         relay?.attach(client, reserved: [topics.base, topics.discoveryPrefix])
-        await surface.run()
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
         try client.start()
         do {
             try await client.waitUntilConnected(timeout: .seconds(5))
-            note("mqtt: connected to \(settings.host):\(settings.port) as \(settings.clientId), base topic \(topics.base)")
+            logger.info("mqtt: connected to \(settings.host):\(settings.port) as \(settings.clientId), base topic \(topics.base)")
         } catch let error as MQTTError where error.kind == .unreachable || error.kind == .timeout {
-            note("mqtt: \(error); retrying in the background")
+            logger.warning("mqtt: \(error); retrying in the background")
         } catch {
             // Refused credentials, TLS or protocol errors do not heal by retrying.
-            await surface.stop()
+            await client.stop(finalMessage: nil)
             throw HubError.failed("mqtt: \(error)")
         }
         return surface
     }
 
-    func run() {
-        for stream in laneStreams {
-            tasks.append(Task { for await work in stream { await self.handle(work) } })
-        }
-        tasks.append(Task { [client] in
-            for await message in client.messages { self.dispatch(message) }
-        })
-        tasks.append(Task { [client] in
-            for await event in client.connectionEvents { await self.connectionChanged(event) }
-        })
-        tasks.append(Task { await self.publishStates() })
-        eventsTask = Task { [events] in await events.run() }
-    }
-
     /// Publishes `offline` and disconnects.
-    public func stop() async {
-        for lane in lanes { lane.finish() }
+    func disconnect() async {
         wake.finish()
-        for task in tasks { task.cancel() }
-        tasks.removeAll()
-        // Let the events publisher record how far it got.
-        eventsTask?.cancel()
-        await eventsTask?.value
-        eventsTask = nil
+        announceRequest.finish()
         await client.stop(finalMessage: (topic: topics.status, payload: Array("offline".utf8), retain: true))
     }
 
     // MARK: Connection
 
-    func connectionChanged(_ event: MQTTConnectionEvent) async {
-        switch event {
-        case .connected(let sessionPresent):
-            if wasDisconnected {
-                note("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
-                wasDisconnected = false
+    /// Follows the connection: `online` and everything retained again after each (re)connect.
+    /// Throws when the connection is dead for good (credentials revoked, TLS broken): the hub
+    /// stops rather than running without its surface.
+    func followConnection() async throws {
+        for await event in client.connectionEvents {
+            switch event {
+            case .connected(let sessionPresent):
+                if wasDisconnected {
+                    logger.notice("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
+                    wasDisconnected = false
+                }
+                publishOrLog(topics.status, Array("online".utf8))
+                await republishAll()
+            case .disconnected(let reason):
+                wasDisconnected = true
+                logger.warning("mqtt: disconnected (\(reason)); reconnecting")
+            case .failed(let reason):
+                throw HubError.failed("mqtt: \(reason)")
             }
-            try? client.publish(topics.status, Array("online".utf8), qos: 1, retain: true)
-            await republishAll()
-        case .disconnected(let reason):
-            wasDisconnected = true
-            note("mqtt: disconnected (\(reason)); reconnecting")
-        case .failed(let reason):
-            if serving { onFatal?("mqtt: \(reason)") }
+        }
+    }
+
+    /// A retained publish the hub cannot do is said, never dropped silently (the client refuses only
+    /// when it is stopping or the payload is malformed).
+    nonisolated func publishOrLog(_ topic: String, _ payload: [UInt8], retain: Bool = true) {
+        do {
+            try client.publish(topic, payload, qos: 1, retain: retain)
+        } catch {
+            logger.warning("mqtt: could not publish", metadata: ["topic": "\(topic)", "error": "\(error)"])
         }
     }
 
@@ -165,7 +146,7 @@ public actor MQTTSurface {
         let state = await hub.state
         for device in state.devices.all {
             if device.removed {
-                for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
+                for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
             } else {
                 announce(device)
             }
@@ -178,7 +159,7 @@ public actor MQTTSurface {
             if animal.isAdmitted {
                 announce(animal)
             } else {
-                for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
+                for topic in discovery.animalRemovals(animal) { publishOrLog(topic, []) }
             }
             publishState(topics.animalState(animal.id), Array(StatePayloads.animal(animal).serialized().utf8))
         }
@@ -209,7 +190,7 @@ public actor MQTTSurface {
     }
 
     func publish(_ topic: String, _ payload: JSONValue, retain: Bool = true) {
-        try? client.publish(topic, Array(payload.serialized().utf8), qos: 1, retain: retain)
+        publishOrLog(topic, Array(payload.serialized().utf8), retain: retain)
     }
 
     // MARK: State out
@@ -234,7 +215,7 @@ public actor MQTTSurface {
             for view in devices {
                 let device = view.record
                 if device.removed {
-                    for topic in discovery.deviceRemovals(device) { try? client.publish(topic, [], qos: 1, retain: true) }
+                    for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
                     announcedDevices[device.id] = nil
                 } else if announcedDevices[device.id] != device.name {
                     announce(device)
@@ -245,10 +226,10 @@ public actor MQTTSurface {
                 if animal.isAdmitted, !announcedAnimals.contains(animal.id) {
                     announce(animal)
                 } else if !animal.isAdmitted, announcedAnimals.contains(animal.id) {
-                    for topic in discovery.animalRemovals(animal) { try? client.publish(topic, [], qos: 1, retain: true) }
+                    for topic in discovery.animalRemovals(animal) { publishOrLog(topic, []) }
                     announcedAnimals.remove(animal.id)
                 }
-                let live = await bridges?.presence[animal.id]
+                let live = await bridges.presence[animal.id]
                 publishState(topics.animalState(animal.id), Array(StatePayloads.animal(animal, live: live).serialized().utf8))
             }
         }
@@ -275,7 +256,7 @@ public actor MQTTSurface {
         for id in removed {
             publishState(topics.groupState(id), [])
             publishState(topics.groupSwitch(id), [])
-            try? client.publish(discovery.groupConfigTopic(id), [], qos: 1, retain: true)
+            publishOrLog(discovery.groupConfigTopic(id), [])
             announcedGroups.remove(id)
         }
         for (group, state) in current {
@@ -310,7 +291,7 @@ public actor MQTTSurface {
     /// Routes and parses a message (in arrival order), answers what is malformed at once, and hands
     /// each command to the lane of the device or animal it is about: commands on one entity run in
     /// arrival order, commands on different entities run side by side.
-    nonisolated func dispatch(_ message: MQTTMessage) {
+    nonisolated func dispatch(_ message: MQTTMessage, lanes: [AsyncStream<Work>.Continuation]) {
         let route = topics.route(topic: message.topic)
         switch route {
         case .ignored:
@@ -320,10 +301,7 @@ public actor MQTTSurface {
         case .homeAssistantStatus:
             if String(decoding: message.payload, as: UTF8.self).trimmingCharacters(in: .whitespaces) == "online" {
                 // Home Assistant restarted: re-announce after a short random delay (spreads the load of many publishers).
-                Task {
-                    try? await Task.sleep(for: .milliseconds(Int.random(in: 500...2500)))
-                    await self.republishAll()
-                }
+                announceRequest.yield()
             }
             return
         default:
@@ -331,8 +309,8 @@ public actor MQTTSurface {
         }
         if message.retain {
             // A retained command would be replayed at every subscription: never act on one.
-            ignoredRetainedCount.add(1, ordering: .relaxed)
-            note("mqtt: ignored a retained message on command topic \(message.topic) (commands are never retained)")
+            ignoredRetainedCount.add()
+            logger.notice("mqtt: ignored a retained message on command topic \(message.topic) (commands are never retained)")
             return
         }
         let parsed: MQTTCommands.ParsedCommand
@@ -345,7 +323,7 @@ public actor MQTTSurface {
         let key = parsed.commands.first.map { Hub.serializationKeys($0)[0] } ?? message.topic
         var hasher = Hasher()
         hasher.combine(key)
-        let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(Self.laneCount))
+        let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes.count))
         lanes[lane].yield(Work(message: message, route: route, parsed: parsed))
     }
 
@@ -356,54 +334,10 @@ public actor MQTTSurface {
 
     nonisolated func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
         if let query = parsed.query { return MQTTResponse.ok(await answer(query), echo: parsed.echo) }
-        var results: [JSONValue] = []
-        for (index, command) in parsed.commands.enumerated() {
-            if case .registerDevice(_, let driver, _, _, _) = command, !drivers.driverNames.contains(driver) {
-                return MQTTResponse.error("no driver named \"\(driver)\"; known: \(drivers.driverNames.joined(separator: ", "))",
-                                          code: "unknown_driver", echo: parsed.echo)
-            }
-            let commandId = index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId
-            if case let .setActivation(device, _, _, _, _, _, daily) = command, daily != nil, await drivers.storesActivations(device) {
-                return MQTTResponse.error("device \"\(device)\" runs its activations itself and cannot hold a daily repeat at a local time; "
-                                          + "use a period (1440 minutes for daily)", code: "activation_repeat_unsupported", echo: parsed.echo)
-            }
-            if HouseholdControl.isMultiDevice(command) {
-                do {
-                    switch try await HouseholdControl(hub: hub, confirmTimeout: drivers.confirmTimeout)
-                        .run(command, commandId: commandId, actor: "mqtt") {
-                    case .success(let data): results.append(data)
-                    case .failure(let rejection): return MQTTResponse.error(rejection.message, code: rejection.code, echo: parsed.echo)
-                    }
-                } catch {
-                    return MQTTResponse.error("the hub could not record the command: \(error)", code: "internal", echo: parsed.echo)
-                }
-                continue
-            }
-            do {
-                switch try await hub.execute(command, commandId: commandId, actor: "mqtt", now: currentMicros()) {
-                case let .accepted(events, result, duplicate):
-                    results.append(.object([
-                        ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
-                        ("duplicate", .bool(duplicate)),
-                        ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) })),
-                    ] + (await activationConflicts(after: command))))
-                case let .rejected(rejection, _, _):
-                    return MQTTResponse.error(rejection.message, code: rejection.code, echo: parsed.echo)
-                }
-            } catch {
-                return MQTTResponse.error("the hub could not record the command: \(error)", code: "internal", echo: parsed.echo)
-            }
+        let commands = parsed.commands.enumerated().map { index, command in
+            (command: command, commandId: index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId)
         }
-        return MQTTResponse.ok(results.count == 1 ? results[0] : .array(results), echo: parsed.echo)
-    }
-
-    /// For an activation added or updated: the device's activations it now overlaps (empty: none).
-    nonisolated func activationConflicts(after command: HubCommand) async -> [(String, JSONValue)] {
-        guard case let .setActivation(device, op, name, _, _, _, _) = command, op != .remove else { return [] }
-        let list = await hub.activations(of: device)
-        guard let candidate = list.first(where: { $0.name == name }) else { return [] }
-        let others = list.filter { $0.name != name }
-        return [("conflicts", StatePayloads.conflicts(ScheduleMath.conflicts(of: candidate, with: others, from: currentMicros() / 1_000_000)))]
+        return await self.commands.execute(commands, actor: "mqtt").mqttAnswer(echo: parsed.echo)
     }
 
     nonisolated func answer(_ query: MQTTCommands.Query) async -> JSONValue {
@@ -416,10 +350,10 @@ public actor MQTTSurface {
         case .devices: return .array(state.devices.active.map(device))
         case .device(let id): return state.devices[id].map(device) ?? .null
         case .animals:
-            let live = await bridges?.presence ?? [:]
+            let live = await bridges.presence
             return .array(state.animals.byId.values.sorted { $0.id < $1.id }.map { StatePayloads.animal($0, live: live[$0.id]) })
         case .animal(let id):
-            let live = await bridges?.presence[id]
+            let live = await bridges.presence[id]
             return state.animals[id].map { StatePayloads.animal($0, live: live) } ?? .null
         case .discovered:
             return .array(await drivers.discovered().map { d in
@@ -428,7 +362,7 @@ public actor MQTTSurface {
                          ("hardware_id", d.hardwareId.map { .string($0) } ?? .null)])
             })
         case .unknownBeacons:
-            return await bridges?.unknownBeacons() ?? .array([])
+            return await bridges.unknownBeacons()
         case .groups:
             return .array(state.household.groups.values.sorted { $0.id < $1.id }.map { StatePayloads.group($0, devices: state.devices) })
         case .scenes:
@@ -441,10 +375,14 @@ public actor MQTTSurface {
     nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {
         let payload = Array(answer.serialized().utf8)
         if let responseTopic = message.responseTopic, !responseTopic.isEmpty {
-            try? client.publish(responseTopic, payload, qos: 1, retain: false, correlationData: message.correlationData)
+            do {
+                try client.publish(responseTopic, payload, qos: 1, retain: false, correlationData: message.correlationData)
+            } catch {
+                logger.warning("mqtt: could not answer", metadata: ["topic": "\(responseTopic)", "error": "\(error)"])
+            }
         } else if let topic = topics.response(for: route) ?? topics.response(forTopic: message.topic) {
-            try? client.publish(topic, payload, qos: 1, retain: false)
+            publishOrLog(topic, payload, retain: false)
         }
-        answeredCount.add(1, ordering: .relaxed)
+        answeredCount.add()
     }
 }

@@ -65,14 +65,20 @@ public struct OwnerDataVault: Sendable {
     }
 
     /// Deletes the animal's key (overwritten first). Idempotent.
-    public func erase(animal: String) {
+    /// - Throws: when the key file exists and cannot be overwritten or deleted (the owner data
+    ///   would still be readable): the caller must say so.
+    public func erase(animal: String) throws {
         let path = keyPath(animal)
-        if let handle = FileHandle(forWritingAtPath: path) {
-            handle.write(Data(repeating: 0, count: 32))
-            try? handle.synchronize()
-            try? handle.close()
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        do {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            try handle.write(contentsOf: Data(repeating: 0, count: 32))
+            try handle.synchronize()
+            try handle.close()
+            try FileManager.default.removeItem(atPath: path)
+        } catch {
+            throw HubError.failed("the owner key \(path) could not be deleted: \(error)")
         }
-        try? FileManager.default.removeItem(atPath: path)
     }
 
     public func hasKey(animal: String) -> Bool { FileManager.default.fileExists(atPath: keyPath(animal)) }

@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import HubDomain
+import ServiceLifecycle
 
 /// Where the scheduler gets the time: the wall clock, or a test's hand-set clock.
 public protocol ScheduleClock: Sendable {
@@ -31,32 +32,27 @@ public struct WallClock: ScheduleClock {
 ///
 /// It wakes at the next window edge (re-reading the clock at least every second, so a jump is
 /// noticed within a second) and whenever a device's activations, mode or registration change.
-public actor Scheduler {
+public actor Scheduler: Service {
     let hub: Hub
+    let commands: CommandService
     let drivers: DriverHost
     let clock: ScheduleClock
-    var loop: Task<Void, Never>?
     /// The next window edge of any scheduled device (µs), or nil when none is ahead.
     var nextDue: Int64?
     var lastTick: Int64?
     /// Devices to evaluate on the next tick (event-driven changes).
     var pending: Set<String> = []
 
-    public init(hub: Hub, drivers: DriverHost, clock: ScheduleClock = WallClock()) {
-        self.hub = hub
+    public init(commands: CommandService, drivers: DriverHost, clock: ScheduleClock = WallClock()) {
+        self.hub = commands.hub
+        self.commands = commands
         self.drivers = drivers
         self.clock = clock
     }
 
-    public func start() {
-        guard loop == nil else { return }
-        loop = Task { await self.run() }
-    }
-
-    public func stop() async {
-        loop?.cancel()
-        await loop?.value
-        loop = nil
+    /// Keeps every scheduled device where its activations want it, until graceful shutdown.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.loop() }
     }
 
     /// Reacts to a committed event: devices whose schedule may have changed are evaluated at once.
@@ -75,7 +71,7 @@ public actor Scheduler {
         nextDue = await computeNextDue(after: clock.now())
     }
 
-    func run() async {
+    func loop() async {
         await evaluateAll(now: clock.now())
         while !Task.isCancelled {
             let now = clock.now()
@@ -144,6 +140,6 @@ public actor Scheduler {
     }
 
     func switchDevice(_ id: String, _ state: SwitchState, commandId: String, now: Int64) async {
-        _ = try? await hub.execute(.scheduleSwitch(id: id, state: state), commandId: commandId, actor: Scheduling.actor, now: now)
+        await commands.execute(.scheduleSwitch(id: id, state: state), commandId: commandId, actor: Scheduling.actor, now: now)
     }
 }

@@ -86,13 +86,14 @@ struct Demo {
 
     /// Gives the demo something to show: the pump gets a 1-minute activation every 2 minutes (run by
     /// the plug itself), the kettle is switched on (so its meter counts).
-    func kick(_ service: HubService, note: (String) -> Void) async {
+    func kick(_ service: HubService) async {
+        let note = { (line: String) in Console.note("hub: " + line) }
         let now = currentMicros()
         if await service.hub.state.activations["demo-pump"].isEmpty {
             let nextMinute = (now / 60_000_000 + 1) * 60
-            _ = try? await service.hub.execute(.setActivation(device: "demo-pump", op: .add, name: "demo", start: nextMinute,
-                                                              lengthMinutes: 1, periodMinutes: 2),
-                                               actor: "demo", now: now)
+            await service.commands.execute(.setActivation(device: "demo-pump", op: .add, name: "demo", start: nextMinute,
+                                                          lengthMinutes: 1, periodMinutes: 2),
+                                           actor: "demo", now: now)
             note("demo: demo-pump runs 1 minute in every 2 from \(ISO8601.format(seconds: nextMinute)) (its own scheduler)")
         }
         if let beacons {
@@ -101,7 +102,7 @@ struct Demo {
                 guard await service.hub.state.animals[id]?.isAdmitted != true else { continue }
                 let admission = Admission(animal: id, name: name, weightKg: i == 0 ? 23.5 : 4.2, species: i == 0 ? "dog" : "cat",
                                           ownerName: "Demo Owner", motive: "demo", beacon: beacons.beaconIds[i])
-                _ = try? await service.hub.execute(.admitAnimal(admission), actor: "demo", now: now)
+                await service.commands.execute(.admitAnimal(admission), actor: "demo", now: now)
             }
             note("demo: demo-rex and demo-tom wear beacons walking between \(beacons.roomNames.joined(separator: ", ")); "
                  + "a third beacon nobody wears shows in request/beacons/unknown")
@@ -111,7 +112,7 @@ struct Demo {
             try? await Task.sleep(for: .milliseconds(200))
         }
         if await service.hub.device("demo-kettle")?.switchState != .on {
-            _ = try? await service.hub.execute(.switchDevice(id: "demo-kettle", target: .on), actor: "demo", now: now)
+            await service.commands.execute(.switchDevice(id: "demo-kettle", target: .on), actor: "demo", now: now)
             note("demo: demo-kettle switched on; its energy meter counts 1800 W")
         }
     }

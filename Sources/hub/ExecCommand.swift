@@ -23,6 +23,9 @@ struct ExecCommand: AsyncParsableCommand {
     func run() async throws {
         let hub = try await Console.guarded { try Hub(paths: HubPaths(dataDirectory: data.dataDir)) }
         for note in hub.openingNotes where note.hasPrefix("recovered") { Console.note("hub: \(note)") }
+        // The same command path as `hub run`, with no drivers running: members of a group or scene
+        // are sent their switch and stay pending until a running hub's drivers carry it out.
+        let service = CommandService(hub: hub, catalog: DriverCatalog(LinkedDrivers.all), confirmTimeout: .zero, logger: Console.logger)
         var texts = commands
         if texts == ["-"] {
             texts = []
@@ -32,20 +35,13 @@ struct ExecCommand: AsyncParsableCommand {
         }
         var failures = 0
         for text in texts {
-            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            let now = currentMicros()
             let answer: JSONValue
             do {
                 let (command, commandId) = try CommandJSON.parse(try JSONValue.parse(text), now: now)
-                switch try await hub.execute(command, commandId: commandId, actor: actor, now: now) {
-                case let .accepted(events, result, duplicate):
-                    answer = .object([("status", "ok"), ("duplicate", .bool(duplicate)),
-                                      ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
-                                      ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) }))])
-                case let .rejected(rejection, result, duplicate):
-                    failures += 1
-                    answer = .object([("status", "error"), ("code", .string(rejection.code)), ("error", .string(rejection.message)),
-                                      ("duplicate", .bool(duplicate)), ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null)])
-                }
+                let outcome = await service.execute(command, commandId: commandId, actor: actor, now: now)
+                if !outcome.isOK { failures += 1 }
+                answer = outcome.execLine
             } catch {
                 failures += 1
                 answer = .object([("status", "error"), ("error", .string("\(error)"))])

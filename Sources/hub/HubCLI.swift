@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import HubRuntime
+import Logging
 
 @main
 struct HubCLI: AsyncParsableCommand {
@@ -22,6 +24,9 @@ enum Console {
     static func note(_ message: String) {
         FileHandle.standardError.write(Data((message + "\n").utf8))
     }
+
+    /// The hub's diagnostics on standard error, one `hub: ...` line each.
+    static let logger = Logger(label: "hub") { _ in LineLogHandler(prefix: "hub: ", sink: { Console.note($0) }) }
 
     /// Runs `body`; any error becomes one line on stderr and exit code 1 (never a trap or a stack).
     static func guarded<T>(_ body: () async throws -> T) async throws -> T {

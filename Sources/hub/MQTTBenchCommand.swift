@@ -3,6 +3,7 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import HubRuntime
+import Logging
 import MQTT
 import VirtualDriver
 
@@ -55,7 +56,7 @@ struct MQTTBench: AsyncParsableCommand {
             config.devices = [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")]
                 + (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
             let service = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config,
-                                                                       factories: [VirtualDriverFactory()]), note: { _ in })
+                                                                       factories: [VirtualDriverFactory()]), logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
             let hubLatency = ingestOnly ? Latencies(samples: []) : try await hubRoundTrips(port: broker.port)
             Console.note("bench: hub command p50 \(ms(hubLatency.p50)) ms, p99 \(ms(hubLatency.p99)) ms")
             mark = cpu.now()

@@ -7,6 +7,7 @@ import Kasa
 import PowerPlug
 import Shelly
 import Tasmota
+import UnixSignals
 import VirtualDriver
 
 struct RunCommand: AsyncParsableCommand {
@@ -70,8 +71,8 @@ struct RunCommand: AsyncParsableCommand {
         let (service, demoSimulators) = try await Console.guarded {
             let config = try settings()
             var options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: config,
-                                            factories: DriverCatalog.all, demo: demo, snapshotEvery: snapshotEvery)
-            options.bridgeFactories = DriverCatalog.bridges
+                                            factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
+            options.bridgeFactories = LinkedDrivers.bridges
             var simulators: Demo? = nil
             if demo && config.devices.isEmpty {
                 simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
@@ -81,53 +82,33 @@ struct RunCommand: AsyncParsableCommand {
                              + (config.mqtt.enabled ? ", and on the broker a Tasmota plug, a Shelly Plus 1PM and three beacon collars" : ""))
             }
             do {
-                let service = try await HubService.start(options) { Console.note("hub: \($0)") }
+                // SIGINT/SIGTERM shut the services down gracefully, in order.
+                let service = try await HubService.start(options, logger: Console.logger, signals: [.sigint, .sigterm])
                 return (service, simulators)
             } catch {
                 await simulators?.stop()
                 throw error
             }
         }
-        await demoSimulators?.kick(service) { Console.note("hub: \($0)") }
+        await demoSimulators?.kick(service)
         let state = await service.hub.state
         let animals = state.animals.admitted.count
         Console.note("hub: running with data directory \(data.dataDir): \(state.lastSequence) events, "
                      + "\(state.devices.active.count) device(s), \(animals) animal(s) admitted. Ctrl-C stops.")
-        // Stop on SIGINT/SIGTERM, or when the service cannot go on (then exit non-zero, so a
-        // supervisor such as systemd restarts it).
-        let fatal: String? = await withTaskGroup(of: String?.self) { group in
-            group.addTask { await waitForTermination(); return nil }
-            group.addTask { for await reason in service.failures { return reason }; return nil }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        if let fatal { Console.note("hub: error: \(fatal); stopping") } else { Console.note("hub: stopping") }
-        try await Console.guarded { try await service.stop() }
+        // Until a signal, or until the service cannot go on (then exit non-zero, so a supervisor
+        // such as systemd restarts it).
+        let fatal = await service.finished()
         await demoSimulators?.stop()
-        Console.note("hub: stopped; snapshot written, log closed")
-        if fatal != nil { throw ExitCode(3) }
+        if let fatal {
+            Console.note("hub: error: \(fatal); stopped")
+            throw ExitCode(3)
+        }
     }
 }
 
 /// The driver plugins this executable links.
-enum DriverCatalog {
+enum LinkedDrivers {
     static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), TasmotaDriverFactory(),
                                                    ShellyDriverFactory()]
     static let bridges: [any BridgeFactory] = [BeaconBridgeFactory()]
-}
-
-/// Suspends until SIGINT or SIGTERM.
-func waitForTermination() async {
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let (signals, continuation) = AsyncStream<Int32>.makeStream()
-    let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        source.setEventHandler { continuation.yield(sig) }
-        source.resume()
-        return source
-    }
-    for await _ in signals { break }
-    sources.forEach { $0.cancel() }
 }

@@ -187,3 +187,18 @@ struct TasmotaSim: AsyncParsableCommand {
         try await serveUntilTerminated { try await TasmotaSimulator.runForever(options: settings, count: count, print: printLine) }
     }
 }
+
+/// Suspends until SIGINT or SIGTERM.
+func waitForTermination() async {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let (signals, continuation) = AsyncStream<Int32>.makeStream()
+    let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        source.setEventHandler { continuation.yield(sig) }
+        source.resume()
+        return source
+    }
+    for await _ in signals { break }
+    sources.forEach { $0.cancel() }
+}

@@ -25,7 +25,7 @@ final class HandClock: ScheduleClock {
         config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp")]
         var options = HubServiceOptions(paths: HubPaths(dataDirectory: dir), config: config, factories: [VirtualDriverFactory()])
         options.scheduleClock = clock
-        return try await HubService.start(options, note: { _ in })
+        return try await HubService.start(options, logger: .discarding)
     }
 
     func add(_ s: HubService, _ name: String, start: Int64, length: Int, period: Int = 0, daily: DailyRepeat? = nil) async throws {
@@ -118,7 +118,7 @@ final class HandClock: ScheduleClock {
         config.mqtt.enabled = false
         config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp")]
         let s = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: temporaryDirectory()), config: config,
-                                                             factories: [VirtualDriverFactory()]), note: { _ in })
+                                                             factories: [VirtualDriverFactory()]), logger: .discarding)
         let start = currentMicros() / 1_000_000 + 2
         try await add(s, "soon", start: start, length: 1)
         let deadline = ContinuousClock.now + .seconds(6)

@@ -1,6 +1,12 @@
 import Foundation
 import HubDomain
+import Logging
 @testable import HubRuntime
+
+extension Logger {
+    /// For tests that read nothing of the hub's diagnostics.
+    static let discarding = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+}
 
 func temporaryDirectory() -> String {
     let path = FileManager.default.temporaryDirectory.path + "/hub-runtime-tests-" + UUID().uuidString.prefix(8)

@@ -2,6 +2,7 @@ import BrokerHarness
 import DriverAPI
 import Foundation
 import HubDomain
+import Logging
 import MQTT
 import Synchronization
 import VirtualDriver
@@ -94,7 +95,7 @@ struct SurfaceFixture {
         config.confirmTimeoutSeconds = 2
         configure(&config)
         return try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config,
-                                                            factories: factories), note: note)
+                                                            factories: factories), logger: Logger(label: "test") { _ in LineLogHandler(sink: note) })
     }
 
     func stop() async throws {
