@@ -86,6 +86,7 @@ public final class HubService: Sendable {
         if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
         services += [follower, drivers, bridges, scheduler]
         if let surface { services.append(surface.commandDispatch) }
+        services.append(ShutdownNotice(logger: logger)) // first to hear of a shutdown: says so
         group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: services.map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
@@ -178,6 +179,16 @@ struct HubLogKeeper: Service {
         try? await gracefulShutdown() // shut down or cancelled: close the log either way
         try await hub.close()
         logger.info("stopped; snapshot written, log closed")
+    }
+}
+
+/// Says `stopping` as soon as a graceful shutdown begins.
+struct ShutdownNotice: Service {
+    let logger: Logger
+
+    func run() async throws {
+        do { try await gracefulShutdown() } catch { return } // cancelled: nothing to announce
+        logger.info("stopping")
     }
 }
 
