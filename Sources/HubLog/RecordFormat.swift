@@ -129,12 +129,21 @@ extension RecordFormat {
     }
 }
 
-/// A borrowed view of one record body; valid only while the buffer it points into is.
+/// A borrowed view of one record in its canonical encoding (the body layout of ``RecordFormat``,
+/// ending in the record's chain hash), as ``EventStore/readViews(from:through:_:)`` hands it out.
+///
+/// Valid only during the call that hands it out: it points into the reader's buffer. Reading fields
+/// from a view copies nothing until a `String` or ``record`` is asked for.
 public struct RecordView {
+    /// The whole canonical body, chain hash included.
     public let body: UnsafeRawBufferPointer
+    /// The record's global sequence.
     public let sequence: UInt64
+    /// The record's version within its stream.
     public let streamVersion: UInt64
+    /// Microseconds since the Unix epoch, UTC.
     public let timestamp: Int64
+    /// The payload's schema version.
     public let schemaVersion: UInt16
     let streamRange: Range<Int>, typeRange: Range<Int>, commandIdRange: Range<Int>?, actorRange: Range<Int>, payloadRange: Range<Int>
 
@@ -167,21 +176,34 @@ public struct RecordView {
         String(decoding: UnsafeRawBufferPointer(rebasing: body[range]), as: UTF8.self)
     }
 
+    /// The event type's UTF-8 bytes (borrowed).
     public var typeBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[typeRange]) }
+    /// The actor's UTF-8 bytes (borrowed).
     public var actorBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[actorRange]) }
+    /// The stream's name.
     public var stream: String { string(streamRange) }
+    /// The event type's name.
     public var type: String { string(typeRange) }
+    /// The command id of the append that wrote the record, or nil.
     public var commandId: String? { commandIdRange.map(string) }
+    /// Who or what caused the event.
     public var actor: String { string(actorRange) }
+    /// The encoded event (borrowed).
     public var payload: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[payloadRange]) }
+    /// The record's chain hash: SHA-256 over the previous record's chain hash and this body without
+    /// the hash (see ``EventStore``).
     public var hash: [UInt8] { Array(body[(body.count - RecordFormat.hashSize)...]) }
 
     /// Compares the type bytes without making a String.
+    ///
+    /// - Parameter utf8: The UTF-8 bytes of a type name.
+    /// - Returns: Whether the record's type is exactly that name.
     public func typeEquals(_ utf8: [UInt8]) -> Bool {
         guard typeRange.count == utf8.count else { return false }
         return utf8.withUnsafeBytes { memcmpEqual(UnsafeRawBufferPointer(rebasing: body[typeRange]), $0) }
     }
 
+    /// A copy of the record (owning its strings and payload).
     public var record: EventRecord {
         EventRecord(sequence: sequence, stream: stream, streamVersion: streamVersion, type: type,
                     schemaVersion: schemaVersion, timestamp: timestamp,

@@ -131,6 +131,18 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     // MARK: EventStore
 
+    /// The torn tail cut on opening, if any: which segment, at which offset, how many bytes.
+    public var openingNotes: [String] {
+        guard let torn = recovery.truncatedTail else { return [] }
+        return ["recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)"]
+    }
+
+    /// Checks every segment file's frames and the whole stored hash chain (see ``LogVerifier``); the
+    /// files are read afresh, so a read-only store beside a running hub checks what is on disk now.
+    public func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport {
+        try LogVerifier.verify(directory: directory, progress: progress)
+    }
+
     public var lastSequence: UInt64 { shared.withLock { $0.lastSequence } }
 
     /// Data syncs done since open (group commit makes this smaller than the number of appends).
