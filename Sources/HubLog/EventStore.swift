@@ -183,16 +183,17 @@ extension EventStore {
     /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` at the first fault.
     public func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport {
         let last = lastSequence
+        let backend = "\(Self.self)"
         var checker = ChainChecker()
         try readViews(from: 1, through: last) { view in
             if let fault = checker.check(view) {
-                throw EventLogError.corrupt(segment: "(store)", offset: 0, sequence: checker.lastSequence + 1, reason: fault)
+                throw EventLogError.corrupt(segment: backend, offset: 0, sequence: checker.lastSequence + 1, reason: fault)
             }
             if let progress, view.sequence % 65_536 == 0 { progress(Int(view.sequence), Int(last)) }
             return true
         }
         guard checker.lastSequence == last else {
-            throw EventLogError.corrupt(segment: "(store)", offset: 0, sequence: checker.lastSequence + 1,
+            throw EventLogError.corrupt(segment: backend, offset: 0, sequence: checker.lastSequence + 1,
                                         reason: "the log ends at \(checker.lastSequence) but claims \(last) records")
         }
         progress?(Int(last), Int(last))

@@ -47,5 +47,3 @@ func writeStandardOutput(_ bytes: [UInt8]) {
         offset += n
     }
 }
-
-func writeStandardOutput(_ text: String) { writeStandardOutput(Array(text.utf8)) }
