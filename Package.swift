@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "hub", targets: ["hub"]),
+        // Benchmarks and crash tools: a separate executable, never part of the product.
+        .executable(name: "hub-bench", targets: ["hub-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -28,18 +30,30 @@ let package = Package(
         .target(name: "DriverAPI"),
         // Driver plugins: each sees the driver API only.
         .target(name: "VirtualDriver", dependencies: ["DriverAPI"], path: "Plugins/Virtual"),
-        // The seed's TCP Wi-Fi power plug: driver and device simulator.
+        // The seed's TCP Wi-Fi power plug: driver, and its device simulator (which shares the driver's
+        // public wire format: messages, commands, framer).
         .target(name: "PowerPlug", dependencies: [
             "DriverAPI",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
-        ], path: "Plugins/PowerPlug"),
-        // TP-Link Kasa plugs on port 9999: driver and HS110 simulator.
+        ], path: "Plugins/PowerPlug/Driver"),
+        .target(name: "PowerPlugSimulator", dependencies: [
+            "PowerPlug", "DriverAPI",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Plugins/PowerPlug/Simulator"),
+        // TP-Link Kasa plugs on port 9999: driver, and its HS110 simulator (which shares the driver's
+        // public cipher and frame decoder).
         .target(name: "Kasa", dependencies: [
             "DriverAPI",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
-        ], path: "Plugins/Kasa"),
+        ], path: "Plugins/Kasa/Driver"),
+        .target(name: "KasaSimulator", dependencies: [
+            "Kasa",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Plugins/Kasa/Simulator"),
         // MQTT-native plugs: Tasmota (driver) and its simulator (an MQTT client).
         .target(name: "Tasmota", dependencies: ["DriverAPI"], path: "Plugins/Tasmota/Driver"),
         .target(name: "TasmotaSimulator", dependencies: ["MQTT"], path: "Plugins/Tasmota/Simulator"),
@@ -49,14 +63,14 @@ let package = Package(
         // BLE beacon observations from ESPresense, OpenMQTTGateway and Theengs bridges, and a simulator.
         .target(name: "BeaconBridge", dependencies: ["DriverAPI"], path: "Plugins/BeaconBridge/Bridge"),
         .target(name: "BeaconSimulator", dependencies: ["MQTT"], path: "Plugins/BeaconBridge/Simulator"),
-        // System SQLite, used only as the benchmark peer.
+        // System SQLite, used only as the benchmark peer (hub-bench and the tests, never `hub`).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // The log benchmark and its peer (SQLite with the same durability promise).
+        // The log benchmark and its peer (SQLite with the same durability promise): hub-bench only.
         .target(name: "HubBench", dependencies: ["HubLog", "CSQLite"]),
         // System libmosquitto (2.0.x) and the MQTT client built on it.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
-        // Test-only helper: runs a private mosquitto broker on a free port.
+        // Test and benchmark helper: runs a private mosquitto broker on a free port (never in `hub`).
         .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
@@ -68,9 +82,18 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
+        // The product: the hub, its log tools, and the simulators behind `hub sim` and the demo.
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator",
-            "Tasmota", "TasmotaSimulator", "MQTT", "BrokerHarness",
+            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver",
+            "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
+            "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
+        // benchmarks that run the hub as a process launch the `hub` built beside it.
+        .executableTarget(name: "hub-bench", dependencies: [
+            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "BeaconSimulator", "MQTT", "BrokerHarness",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -78,15 +101,16 @@ let package = Package(
         ]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog"]),
-        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog"]),
+        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "Kasa", "MQTT", "BrokerHarness",
+            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "MQTT", "BrokerHarness",
             "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
-        .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "DriverAPI"]),
-        .testTarget(name: "KasaTests", dependencies: ["Kasa", "DriverAPI"]),
+        .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
+        .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),
         .testTarget(name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),
         .testTarget(name: "ShellyTests", dependencies: ["Shelly", "ShellySimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
         .testTarget(name: "BeaconBridgeTests", dependencies: ["BeaconBridge", "BeaconSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),

@@ -1,18 +1,44 @@
 /// One event as the log stores it: the envelope every backend keeps, with an opaque payload.
 ///
-/// The log does not interpret payloads; the domain encodes and decodes them. Global `sequence`
-/// numbers start at 1 and have no gaps; `streamVersion` is dense from 0 within each stream.
+/// The log does not interpret payloads; the domain (`HubDomain`) encodes and decodes them. A record is
+/// only ever made by the store that commits it: ``EventStore/append(_:)`` assigns ``sequence`` and
+/// ``streamVersion``, everything else comes from the ``AppendRequest``.
+///
+/// - Global ``sequence`` numbers start at 1 and have no gaps: the n-th record ever committed has
+///   sequence n, in every backend.
+/// - ``streamVersion`` is dense from 0 within each ``stream``: the first event of a stream has
+///   version 0, the next 1, and so on.
+/// - Records are never changed or removed once committed.
 public struct EventRecord: Sendable, Equatable {
+    /// The record's place in the whole log: 1 for the first record, then one more for each record, no gaps.
     public var sequence: UInt64
+    /// The stream the event belongs to, e.g. `device/lamp`, `animal/rex`, `hub`.
     public var stream: String
+    /// The record's place in its stream: 0 for the stream's first event, then one more for each, no gaps.
     public var streamVersion: UInt64
+    /// The event type's name, e.g. `SwitchToggled`: what the domain decodes the payload as.
     public var type: String
+    /// The version of the payload's shape for this ``type``; old versions stay readable (upcasting).
     public var schemaVersion: UInt16
     /// Microseconds since the Unix epoch, UTC, as given by the appender (the log never reads a clock).
     public var timestamp: Int64
+    /// What caused the event: the command (with its id) or the driver observation behind it.
     public var causation: Causation
+    /// The encoded event, opaque to the log.
     public var payload: [UInt8]
 
+    /// Makes a record. Only stores (which assign sequences and versions) and readers of exported
+    /// files make records; appenders propose events with ``ProposedEvent``.
+    ///
+    /// - Parameters:
+    ///   - sequence: The global sequence number (from 1, gapless).
+    ///   - stream: The stream's name.
+    ///   - streamVersion: The version within the stream (from 0, gapless).
+    ///   - type: The event type's name.
+    ///   - schemaVersion: The payload's schema version.
+    ///   - timestamp: Microseconds since the Unix epoch, UTC.
+    ///   - causation: The command or observation that caused the event.
+    ///   - payload: The encoded event.
     public init(sequence: UInt64, stream: String, streamVersion: UInt64, type: String, schemaVersion: UInt16,
                 timestamp: Int64, causation: Causation, payload: [UInt8]) {
         self.sequence = sequence
@@ -27,25 +53,46 @@ public struct EventRecord: Sendable, Equatable {
 }
 
 /// What caused an event: the command (with its id) or the driver observation behind it.
+///
+/// Every event of one ``AppendRequest`` shares its causation. A ``commandId`` makes the append
+/// idempotent: the store remembers it for ever, and a later append with the same id appends nothing
+/// and returns the first append's ``AppendResult`` marked ``AppendResult/duplicate``.
 public struct Causation: Sendable, Equatable, Hashable {
-    /// The command id for events appended by a command (idempotency key), or nil.
+    /// The command id for events appended by a command (the idempotency key), or nil for events
+    /// nobody may retry (driver observations, scheduler ticks).
     public var commandId: String?
     /// Who or what: e.g. "mqtt:client-7", "driver:powerplug", "scheduler", "cli:import".
     public var actor: String
 
+    /// Makes a causation.
+    ///
+    /// - Parameters:
+    ///   - commandId: The command's id (the idempotency key), or nil.
+    ///   - actor: Who or what caused the events.
     public init(commandId: String? = nil, actor: String) {
         self.commandId = commandId
         self.actor = actor
     }
 }
 
-/// An event proposed for appending; the log assigns sequence and stream version.
+/// An event proposed for appending; the store assigns its sequence and stream version.
 public struct ProposedEvent: Sendable, Equatable {
+    /// The event type's name (see ``EventRecord/type``).
     public var type: String
+    /// The payload's schema version (see ``EventRecord/schemaVersion``).
     public var schemaVersion: UInt16
+    /// Microseconds since the Unix epoch, UTC; the store keeps it as given.
     public var timestamp: Int64
+    /// The encoded event, opaque to the log.
     public var payload: [UInt8]
 
+    /// Proposes an event.
+    ///
+    /// - Parameters:
+    ///   - type: The event type's name.
+    ///   - schemaVersion: The payload's schema version.
+    ///   - timestamp: Microseconds since the Unix epoch, UTC.
+    ///   - payload: The encoded event.
     public init(type: String, schemaVersion: UInt16, timestamp: Int64, payload: [UInt8]) {
         self.type = type
         self.schemaVersion = schemaVersion
@@ -54,23 +101,38 @@ public struct ProposedEvent: Sendable, Equatable {
     }
 }
 
-/// Optimistic concurrency for one stream.
+/// Optimistic concurrency for one stream: what the appender believes the stream's version to be.
+///
+/// The store checks it against the stream's committed version at the moment it commits, and refuses
+/// the whole append with ``EventLogError/wrongExpectedVersion(stream:expected:actual:)`` when they differ
+/// (a retried command id is answered as a duplicate before this check).
 public enum ExpectedVersion: Sendable, Equatable {
     /// Append whatever the stream's version.
     case any
-    /// The stream must not exist yet.
+    /// The stream must have no events yet.
     case noStream
     /// The stream's last event must have this version.
     case exact(UInt64)
 }
 
-/// One atomic append: events for one stream, all or nothing.
+/// One atomic append: events for one stream, all committed or none.
 public struct AppendRequest: Sendable {
+    /// The stream every event of the request goes to.
     public var stream: String
+    /// The stream version the appender expects (optimistic concurrency).
     public var expected: ExpectedVersion
+    /// The cause shared by every event; its command id makes the append idempotent.
     public var causation: Causation
+    /// The events, in order; they get consecutive sequences and stream versions. May be empty.
     public var events: [ProposedEvent]
 
+    /// Makes an append request.
+    ///
+    /// - Parameters:
+    ///   - stream: The stream to append to.
+    ///   - expected: The version the stream must have (default: any).
+    ///   - causation: The command or observation behind the events.
+    ///   - events: The events to append, in order.
     public init(stream: String, expected: ExpectedVersion = .any, causation: Causation, events: [ProposedEvent]) {
         self.stream = stream
         self.expected = expected
@@ -80,15 +142,25 @@ public struct AppendRequest: Sendable {
 }
 
 /// What an append returns. A retried command (same command id) returns the original result with
-/// `duplicate == true` and appends nothing.
+/// ``duplicate`` set and appends nothing.
 public struct AppendResult: Sendable, Equatable {
-    /// First and last global sequence written (for an empty append: last == first - 1).
+    /// The global sequence of the first event written.
     public var firstSequence: UInt64
+    /// The global sequence of the last event written (for an empty append: `firstSequence - 1`).
     public var lastSequence: UInt64
     /// The stream's version after the append (nil if the stream still has no events).
     public var streamVersion: UInt64?
+    /// True when the command id had been appended before: nothing was written, and the sequences
+    /// are those of the original append.
     public var duplicate: Bool
 
+    /// Makes a result (stores make these).
+    ///
+    /// - Parameters:
+    ///   - firstSequence: The sequence of the first event written.
+    ///   - lastSequence: The sequence of the last event written.
+    ///   - streamVersion: The stream's version after the append, or nil.
+    ///   - duplicate: Whether this answers a retried command id.
     public init(firstSequence: UInt64, lastSequence: UInt64, streamVersion: UInt64?, duplicate: Bool) {
         self.firstSequence = firstSequence
         self.lastSequence = lastSequence
@@ -97,16 +169,24 @@ public struct AppendResult: Sendable, Equatable {
     }
 }
 
+/// Why the log refused something. Every backend throws these, so callers handle one set of errors.
 public enum EventLogError: Error, Equatable, CustomStringConvertible {
+    /// The stream's version was not the one the append expected; nothing was appended.
     case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: UInt64?)
-    /// A record before the tail failed its check: the log refuses to open.
+    /// A committed record failed its check: the log refuses to open (or `verify` reports it).
+    /// `segment` and `offset` name where (a segment file and byte offset, or a backend's equivalent).
     case corrupt(segment: String, offset: UInt64, sequence: UInt64?, reason: String)
-    /// fsync (or write) failed: the writer stopped and accepts nothing more.
+    /// A write or sync failed: the writer stopped and accepts nothing more (nothing unacknowledged is
+    /// assumed durable).
     case writerStopped(reason: String)
+    /// A system call failed.
     case io(path: String, operation: String, errno: Int32)
+    /// The store was closed.
     case closed
+    /// The request cannot be stored (e.g. a name or payload too large), or the store was used wrongly.
     case invalid(String)
 
+    /// One line naming what failed and where.
     public var description: String {
         switch self {
         case let .wrongExpectedVersion(stream, expected, actual):
@@ -123,69 +203,5 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
         case let .invalid(message):
             return message
         }
-    }
-}
-
-/// The storage protocol every backend implements (the embedded segment store; PostgreSQL later).
-public protocol EventStore: Sendable {
-    /// Appends atomically and returns once the events are durable (fsync'd).
-    func append(_ request: AppendRequest) async throws -> AppendResult
-    /// The last committed global sequence (0 when empty).
-    var lastSequence: UInt64 { get }
-    /// The original result of an earlier append with this command id (marked duplicate), or nil.
-    func commandResult(_ commandId: String) -> AppendResult?
-    /// The current version of a stream, or nil when it has no events.
-    func streamVersion(_ stream: String) -> UInt64?
-    /// Calls `body` for every committed record with sequence in `from...through`, in order.
-    /// Return false from `body` to stop early.
-    func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws
-    /// Returns once the log holds an event after `sequence` (at once if it already does). Throws when
-    /// the store is closed or its writer stopped, or on task cancellation.
-    func waitForAppend(after sequence: UInt64) async throws
-}
-
-extension EventStore {
-    /// Records from `from` on, then live appends as they commit (a catch-up subscription). A slow
-    /// subscriber is never dropped: it reads on from the log at its own pace.
-    public func subscribe(from: UInt64) -> EventSubscription {
-        EventSubscription(store: self, from: max(from, 1))
-    }
-}
-
-/// A catch-up subscription: reads committed events in chunks, then waits for new appends.
-public struct EventSubscription: AsyncSequence, Sendable {
-    public typealias Element = EventRecord
-    let store: any EventStore
-    let from: UInt64
-    var chunk: UInt64 = 512
-
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        let store: any EventStore
-        var next: UInt64
-        let chunk: UInt64
-        var buffer: [EventRecord] = []
-        var position = 0
-
-        public mutating func next() async throws -> EventRecord? {
-            while position >= buffer.count {
-                if Task.isCancelled { return nil }
-                buffer.removeAll(keepingCapacity: true)
-                position = 0
-                var collected: [EventRecord] = []
-                try store.read(from: next, through: next + chunk - 1) { collected.append($0); return true }
-                buffer = collected
-                if buffer.isEmpty {
-                    do { try await store.waitForAppend(after: next - 1) } catch is CancellationError { return nil }
-                }
-            }
-            let record = buffer[position]
-            position += 1
-            next = record.sequence + 1
-            return record
-        }
-    }
-
-    public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(store: store, next: from, chunk: chunk)
     }
 }

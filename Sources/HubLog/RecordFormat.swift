@@ -10,16 +10,26 @@ import Crypto
 /// 32-byte chain hash = SHA-256(previous record's chain hash || body without the hash).
 /// The first record of the log chains from 32 zero bytes.
 public enum RecordFormat {
+    /// The first 8 bytes of every segment file.
     public static let segmentMagic: [UInt8] = Array("HUBLOG01".utf8)
+    /// Bytes of a segment header: the magic and the u64 first sequence.
     public static let segmentHeaderSize = 16
+    /// Bytes before a body in a frame: length, its complement, CRC32C.
     public static let frameHeaderSize = 12
+    /// Bytes of a body's fixed-size fields (before the variable-length names and payload).
     public static let fixedBodySize = 8 + 8 + 8 + 2 + 2 + 2 + 2 + 2 + 4
+    /// Bytes of a chain hash (SHA-256).
     public static let hashSize = 32
     /// Upper bound on one record's body; anything larger is treated as damage, not data.
     public static let maxBodySize = 16 * 1024 * 1024
     static let noCommandId: UInt16 = 0xFFFF
+    /// The chain hash "before" the first record: 32 zero bytes.
     public static let genesisHash = [UInt8](repeating: 0, count: 32)
 
+    /// A segment file's header.
+    ///
+    /// - Parameter firstSequence: The sequence of the segment's first record.
+    /// - Returns: The magic followed by the sequence (little-endian).
     public static func segmentHeader(firstSequence: UInt64) -> [UInt8] {
         var bytes = segmentMagic
         appendLE(&bytes, firstSequence)
@@ -27,6 +37,9 @@ public enum RecordFormat {
     }
 
     /// Why an append cannot be stored (names or payload too large), or nil when it can.
+    ///
+    /// - Parameter request: The append to check.
+    /// - Returns: A sentence naming the problem, or nil.
     public static func problem(with request: AppendRequest) -> String? {
         let fixed = request.stream.utf8.count
         let actor = request.causation.actor.utf8.count, command = request.causation.commandId?.utf8.count ?? 0
@@ -41,7 +54,14 @@ public enum RecordFormat {
         return nil
     }
 
-    /// Appends one framed record to `out` and returns its chain hash.
+    /// Appends one framed record (frame header, canonical body, chain hash) to `out`.
+    ///
+    /// - Parameters:
+    ///   - out: The buffer to append to.
+    ///   - record: The record to encode.
+    ///   - previousHash: The previous record's chain hash (``genesisHash`` for sequence 1).
+    /// - Returns: The record's chain hash.
+    /// - Throws: ``EventLogError/invalid(_:)`` when a name or the whole body is too large.
     @discardableResult
     public static func appendFrame(to out: inout [UInt8], record: EventRecord, previousHash: [UInt8]) throws -> [UInt8] {
         let stream = Array(record.stream.utf8), type = Array(record.type.utf8), actor = Array(record.causation.actor.utf8)
@@ -87,6 +107,11 @@ public enum RecordFormat {
     }
 
     /// Recomputes a record's chain hash from the previous hash and its body.
+    ///
+    /// - Parameters:
+    ///   - previous: The previous record's chain hash.
+    ///   - body: The record's canonical body, ending in its (stored) chain hash, which is not hashed.
+    /// - Returns: SHA-256 over `previous` and the body without its hash.
     public static func chainHash(previous: [UInt8], body: UnsafeRawBufferPointer) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(data: previous)
@@ -129,12 +154,21 @@ extension RecordFormat {
     }
 }
 
-/// A borrowed view of one record body; valid only while the buffer it points into is.
+/// A borrowed view of one record in its canonical encoding (the body layout of ``RecordFormat``,
+/// ending in the record's chain hash), as ``EventStore/readViews(from:through:_:)`` hands it out.
+///
+/// Valid only during the call that hands it out: it points into the reader's buffer. Reading fields
+/// from a view copies nothing until a `String` or ``record`` is asked for.
 public struct RecordView {
+    /// The whole canonical body, chain hash included.
     public let body: UnsafeRawBufferPointer
+    /// The record's global sequence.
     public let sequence: UInt64
+    /// The record's version within its stream.
     public let streamVersion: UInt64
+    /// Microseconds since the Unix epoch, UTC.
     public let timestamp: Int64
+    /// The payload's schema version.
     public let schemaVersion: UInt16
     let streamRange: Range<Int>, typeRange: Range<Int>, commandIdRange: Range<Int>?, actorRange: Range<Int>, payloadRange: Range<Int>
 
@@ -167,21 +201,34 @@ public struct RecordView {
         String(decoding: UnsafeRawBufferPointer(rebasing: body[range]), as: UTF8.self)
     }
 
+    /// The event type's UTF-8 bytes (borrowed).
     public var typeBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[typeRange]) }
+    /// The actor's UTF-8 bytes (borrowed).
     public var actorBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[actorRange]) }
+    /// The stream's name.
     public var stream: String { string(streamRange) }
+    /// The event type's name.
     public var type: String { string(typeRange) }
+    /// The command id of the append that wrote the record, or nil.
     public var commandId: String? { commandIdRange.map(string) }
+    /// Who or what caused the event.
     public var actor: String { string(actorRange) }
+    /// The encoded event (borrowed).
     public var payload: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: body[payloadRange]) }
+    /// The record's chain hash: SHA-256 over the previous record's chain hash and this body without
+    /// the hash (see ``EventStore``).
     public var hash: [UInt8] { Array(body[(body.count - RecordFormat.hashSize)...]) }
 
     /// Compares the type bytes without making a String.
+    ///
+    /// - Parameter utf8: The UTF-8 bytes of a type name.
+    /// - Returns: Whether the record's type is exactly that name.
     public func typeEquals(_ utf8: [UInt8]) -> Bool {
         guard typeRange.count == utf8.count else { return false }
         return utf8.withUnsafeBytes { memcmpEqual(UnsafeRawBufferPointer(rebasing: body[typeRange]), $0) }
     }
 
+    /// A copy of the record (owning its strings and payload).
     public var record: EventRecord {
         EventRecord(sequence: sequence, stream: stream, streamVersion: streamVersion, type: type,
                     schemaVersion: schemaVersion, timestamp: timestamp,
@@ -202,8 +249,15 @@ public struct StringCache {
     private var entries: [(bytes: [UInt8], string: String)] = []
     private let capacity: Int
 
+    /// Makes an empty cache.
+    ///
+    /// - Parameter capacity: How many distinct byte sequences to remember.
     public init(capacity: Int = 64) { self.capacity = capacity }
 
+    /// The string for `bytes` (UTF-8), made once per distinct value.
+    ///
+    /// - Parameter bytes: UTF-8 bytes, e.g. a record view's type or actor.
+    /// - Returns: The decoded string.
     public mutating func string(for bytes: UnsafeRawBufferPointer) -> String {
         for entry in entries where entry.bytes.count == bytes.count {
             if entry.bytes.withUnsafeBytes({ memcmpEqual($0, bytes) }) { return entry.string }

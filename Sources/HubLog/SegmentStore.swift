@@ -11,6 +11,11 @@ public struct SegmentStoreOptions: Sendable {
     /// Test-only fault injection: the n-th data sync (1-based) fails with EIO.
     public var failSyncNumber: Int? = nil
 
+    /// Makes settings.
+    ///
+    /// - Parameters:
+    ///   - segmentSize: Start a new segment once the current one reaches this many bytes.
+    ///   - failSyncNumber: Test-only: make the n-th data sync fail.
     public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil) {
         self.segmentSize = segmentSize
         self.failSyncNumber = failSyncNumber
@@ -19,11 +24,14 @@ public struct SegmentStoreOptions: Sendable {
 
 /// What opening the log found and did.
 public struct RecoveryReport: Sendable, Equatable {
+    /// Segment files found (after any repair).
     public var segments: Int
+    /// Records found: the last sequence.
     public var records: UInt64
     /// Set when a torn tail was cut: the segment file, the offset it was cut at and the bytes removed.
     public var truncatedTail: (segment: String, offset: Int, bytes: Int)?
 
+    /// Same counts and the same cut.
     public static func == (a: RecoveryReport, b: RecoveryReport) -> Bool {
         a.segments == b.segments && a.records == b.records && a.truncatedTail?.segment == b.truncatedTail?.segment
             && a.truncatedTail?.offset == b.truncatedTail?.offset && a.truncatedTail?.bytes == b.truncatedTail?.bytes
@@ -56,7 +64,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     }
     static let recentCapacity = 8192
 
+    /// The directory holding the segment files and the `LOCK` file.
     public let directory: String
+    /// What opening found and did (the torn tail cut, if any); ``openingNotes`` says it in words.
     public let recovery: RecoveryReport
     let options: SegmentStoreOptions
     let shared = Mutex(Shared())
@@ -86,6 +96,16 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     private let follower: Mutex<LogRecovery.Opened>
     private var lockFD: Int32 = -1
 
+    /// Opens (creating if needed) the log in `directory`: scans every segment, checks every frame,
+    /// rebuilds the indexes and cuts a torn tail (read-only: leaves it and stops before it).
+    ///
+    /// - Parameters:
+    ///   - directory: The log's directory.
+    ///   - options: Segment size and fault injection.
+    ///   - readOnly: Take no lock, repair nothing, accept no appends, follow the writer by polling.
+    /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` for damage before the tail;
+    ///   ``EventLogError/io(path:operation:errno:)`` when the lock is held or a file cannot be used;
+    ///   ``EventLogError/invalid(_:)`` when a read-only open finds no log.
     public init(directory: String, options: SegmentStoreOptions = SegmentStoreOptions(), readOnly: Bool = false) throws {
         self.directory = directory
         self.options = options
@@ -131,17 +151,34 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     // MARK: EventStore
 
+    /// The torn tail cut on opening, if any: which segment, at which offset, how many bytes.
+    public var openingNotes: [String] {
+        guard let torn = recovery.truncatedTail else { return [] }
+        return ["recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)"]
+    }
+
+    /// Checks every segment file's frames and the whole stored hash chain (see ``LogVerifier``); the
+    /// files are read afresh, so a read-only store beside a running hub checks what is on disk now.
+    public func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport {
+        try LogVerifier.verify(directory: directory, progress: progress)
+    }
+
+    /// See ``EventStore/lastSequence``.
     public var lastSequence: UInt64 { shared.withLock { $0.lastSequence } }
 
     /// Data syncs done since open (group commit makes this smaller than the number of appends).
     public var syncCount: Int { shared.withLock { $0.syncs } }
 
+    /// See ``EventStore/streamVersion(_:)``.
     public func streamVersion(_ stream: String) -> UInt64? { shared.withLock { $0.streams[stream] } }
 
+    /// See ``EventStore/commandResult(_:)``; a read-only store does not index command ids (nil).
     public func commandResult(_ commandId: String) -> AppendResult? {
         commandResults.withLock { $0[commandId].map { var r = $0; r.duplicate = true; return r } }
     }
 
+    /// See ``EventStore/append(_:)``: queued for the writer thread, acknowledged after its group
+    /// commit's fdatasync.
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         if readOnly { throw EventLogError.invalid("the event log was opened read-only") }
         return try await withCheckedThrowingContinuation { continuation in
@@ -173,6 +210,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         queue.unlock()
     }
 
+    /// See ``EventStore/read(from:through:_:)``: the recent tail from memory, older records from the files.
     public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
         if let records = recentRecords(from: from, through: through) {
             for record in records where try !body(record) { return }
@@ -183,7 +221,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     /// Committed records `from...through` (clamped to the last committed) when all of them are still
     /// held in memory; nil when some must be read from the files.
-    public func recentRecords(from: UInt64, through: UInt64) -> [EventRecord]? {
+    func recentRecords(from: UInt64, through: UInt64) -> [EventRecord]? {
         shared.withLock { s -> [EventRecord]? in
             let end = min(through, s.lastSequence)
             guard from <= end else { return [] }
@@ -237,6 +275,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         return found
     }
 
+    /// See ``EventStore/waitForAppend(after:)``; a read-only store polls the files every 200 ms.
     public func waitForAppend(after sequence: UInt64) async throws {
         if readOnly {
             while true {

@@ -8,6 +8,18 @@ public struct HubPaths: Sendable {
     public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
     public var log: String { dataDirectory + "/log" }
     public var snapshots: String { dataDirectory + "/snapshots" }
+
+    /// Opens the event log kept in this data directory (the embedded segment store at ``log``): the
+    /// one place that picks the backend for callers that only know a data directory.
+    ///
+    /// - Parameters:
+    ///   - readOnly: Open without the writer's lock and without repairing anything (beside a running hub).
+    ///   - options: The segment store's settings.
+    /// - Returns: The opened store.
+    /// - Throws: `EventLogError` when the log cannot be opened (locked, corrupt, missing when read-only).
+    public func openEventStore(readOnly: Bool = false, options: SegmentStoreOptions = SegmentStoreOptions()) throws -> any EventStore {
+        try SegmentStore(directory: log, options: options, readOnly: readOnly)
+    }
 }
 
 /// The outcome of one command.
@@ -21,14 +33,15 @@ public enum CommandOutcome: Sendable, Equatable {
 /// The running hub's core: it owns the event log, keeps the read models current, and turns
 /// commands into events (or recorded rejections).
 public actor Hub {
-    public nonisolated let store: SegmentStore
+    /// The event log, through the storage protocol only (any backend); the hub closes it in ``close()``.
+    public nonisolated let store: any EventStore
     let snapshots: SnapshotStore
     public private(set) var state: HubState
     let limits: DomainLimits
     /// A projection snapshot is written after this many new events (and on close).
     let snapshotEvery: UInt64
     var snapshotSequence: UInt64 = 0
-    /// What opening found (snapshot used, torn tail cut, events replayed), for the log.
+    /// What opening found (the store's own notes, snapshot used, events replayed), for the log.
     public nonisolated let openingNotes: [String]
     /// Seals owner contact data before it is logged; erasing deletes the key.
     public nonisolated let vault: OwnerDataVault
@@ -36,18 +49,30 @@ public actor Hub {
     /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
     static let snapshotFormat = 3
 
+    /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
+    /// and starts the hub on it.
     public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
                 logOptions: SegmentStoreOptions = SegmentStoreOptions()) throws {
-        store = try SegmentStore(directory: paths.log, options: logOptions)
+        try self.init(store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery)
+    }
+
+    /// Starts the hub on an opened event store of any backend, restoring the read models from the
+    /// newest usable snapshot and replaying the rest of the log.
+    ///
+    /// - Parameters:
+    ///   - store: The event log; the hub owns it from now on and closes it in ``close()``.
+    ///   - paths: Where the snapshots and the owner-data keys are kept.
+    ///   - limits: The domain's limits.
+    ///   - snapshotEvery: Write a snapshot after this many new events.
+    /// - Throws: When the snapshot directory cannot be made or the log cannot be read.
+    public init(store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000) throws {
+        self.store = store
         snapshots = try SnapshotStore(directory: paths.snapshots)
         let vault = OwnerDataVault(dataDirectory: paths.dataDirectory)
         self.vault = vault
         self.limits = limits
         self.snapshotEvery = snapshotEvery
-        var notes: [String] = []
-        if let torn = store.recovery.truncatedTail {
-            notes.append("recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)")
-        }
+        var notes = store.openingNotes
         var state = HubState()
         if let (sequence, bytes) = try snapshots.loadLatest(maxSequence: store.lastSequence) {
             if let restored = Self.decodeSnapshot(bytes) {
@@ -228,23 +253,20 @@ public actor Hub {
         return (current, groups.filter { household.groups[$0] == nil }.sorted())
     }
 
-    /// Folds every committed event the read models have not seen yet.
+    /// Folds every committed event the read models have not seen yet (the live tail, which stores
+    /// such as the segment store serve from memory).
     public func catchUp() throws {
         let last = store.lastSequence
         guard last > state.lastSequence else { return }
-        if let recent = store.recentRecords(from: state.lastSequence + 1, through: last) {
-            // The live tail, from memory.
-            for record in recent {
-                let context = EventContext(sequence: record.sequence, timestamp: record.timestamp,
-                                           actor: record.causation.actor, commandId: record.causation.commandId)
-                if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
-                    state.apply(event, context: context)
-                } else {
-                    state.skip(sequence: record.sequence)
-                }
+        try store.read(from: state.lastSequence + 1, through: last) { record in
+            let context = EventContext(sequence: record.sequence, timestamp: record.timestamp,
+                                       actor: record.causation.actor, commandId: record.causation.commandId)
+            if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
+                state.apply(event, context: context)
+            } else {
+                state.skip(sequence: record.sequence)
             }
-        } else {
-            try Self.fold(store: store, into: &state, through: last)
+            return true
         }
         if state.lastSequence - snapshotSequence >= snapshotEvery { try snapshot() }
     }
@@ -257,10 +279,10 @@ public actor Hub {
     }
 
     /// Snapshots and closes the log.
-    public func close() throws {
+    public func close() async throws {
         try catchUp()
         try snapshot()
-        store.close()
+        await store.close()
     }
 
     static func encodeSnapshot(_ state: HubState) throws -> [UInt8] {
@@ -284,7 +306,7 @@ public actor Hub {
     /// Decodes and folds records `state.lastSequence + 1 ... through` (optionally stopping at a bound).
     /// Events this hub version cannot read are skipped and counted, never guessed at.
     @discardableResult
-    public static func fold(store: SegmentStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
+    public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
         var unreadable = 0
         var types = StringCache(), actors = StringCache()
         try store.readViews(from: state.lastSequence + 1, through: through) { view in

@@ -3,11 +3,18 @@ import HubDomain
 import HubLog
 
 /// `hub export` / `hub import`: the whole log as JSON Lines, each line an event with its chain hash.
-/// Export -> import into an empty data directory -> export gives identical output.
+/// Export -> import into an empty data directory -> export gives identical output, whatever the
+/// backends on either side (the chain hash is defined over the record, not over a backend's files).
 public enum LogTransfer {
-    /// Writes every event to `path` ("-" for standard output). Returns the number of events.
+    /// Writes every event to `path` ("-" for standard output).
+    ///
+    /// - Parameters:
+    ///   - store: The log to export (any backend).
+    ///   - path: The file to write (written to `path.partial` and renamed when complete), or "-".
+    /// - Returns: The number of events written.
+    /// - Throws: When the log cannot be read or the file cannot be written.
     @discardableResult
-    public static func export(store: SegmentStore, to path: String) throws -> UInt64 {
+    public static func export(store: any EventStore, to path: String) throws -> UInt64 {
         let writer = try LineWriter(path: path)
         var count: UInt64 = 0
         try store.readViews(from: 1, through: store.lastSequence) { view in
@@ -23,20 +30,47 @@ public enum LogTransfer {
 
     /// Reads and checks the whole file first (JSON, event shapes, gapless sequence, stream versions,
     /// and the hash chain when the lines carry hashes); writes nothing unless every line is sound.
-    /// The data directory must hold no events.
+    /// The data directory must hold no events; its own event log (see
+    /// ``HubPaths/openEventStore(readOnly:options:)``) receives them.
+    ///
+    /// - Parameters:
+    ///   - path: The exported JSON Lines file.
+    ///   - paths: The data directory to import into.
+    /// - Returns: The number of events in the log afterwards.
+    /// - Throws: `EventLines.LineError` naming the first bad line, `HubError` when the directory
+    ///   already holds events, or what the store throws.
     @discardableResult
     public static func importFile(_ path: String, into paths: HubPaths) async throws -> UInt64 {
         let records = try parse(fileAt: path)
         if FileManager.default.fileExists(atPath: paths.log) {
-            let existing = try? SegmentStore(directory: paths.log, readOnly: true)
+            let existing = try? paths.openEventStore(readOnly: true)
             if let existing, existing.lastSequence > 0 {
                 throw HubError.failed("\(paths.dataDirectory) already holds \(existing.lastSequence) events; import needs an empty data directory")
             }
         }
-        let store = try SegmentStore(directory: paths.log)
-        defer { store.close() }
+        let store = try paths.openEventStore()
+        do {
+            let count = try await importRecords(records, into: store)
+            await store.close()
+            return count
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// Appends checked records (from ``parse(fileAt:)``) to an empty store, keeping their streams,
+    /// causations and command ids, so the imported log has the same sequences and chain hashes.
+    ///
+    /// - Parameters:
+    ///   - records: Records in sequence order from 1, gapless.
+    ///   - store: An empty store of any backend.
+    /// - Returns: The store's last sequence afterwards.
+    /// - Throws: `HubError` when the store already holds events, or the first append's error.
+    @discardableResult
+    public static func importRecords(_ records: [EventRecord], into store: any EventStore) async throws -> UInt64 {
         guard store.lastSequence == 0 else {
-            throw HubError.failed("\(paths.dataDirectory) already holds events; import needs an empty data directory")
+            throw HubError.failed("the event log already holds \(store.lastSequence) events; import needs an empty one")
         }
         // One append per command (consecutive events of one stream with one command id), many per commit.
         var requests: [AppendRequest] = []

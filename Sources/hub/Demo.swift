@@ -3,7 +3,9 @@ import HubDomain
 import HubRuntime
 import BeaconSimulator
 import Kasa
+import KasaSimulator
 import PowerPlug
+import PowerPlugSimulator
 import ShellySimulator
 import TasmotaSimulator
 

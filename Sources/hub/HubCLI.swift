@@ -9,7 +9,7 @@ struct HubCLI: AsyncParsableCommand {
         commandName: "hub",
         abstract: "An event-sourced IoT hub: an append-only event log of everything devices and people did.",
         subcommands: [RunCommand.self, ExecCommand.self, EventsCommand.self, ReplayCommand.self, VerifyCommand.self,
-                      ExportCommand.self, ImportCommand.self, BenchCommand.self, SimCommand.self, CrashWriterCommand.self]
+                      ExportCommand.self, ImportCommand.self, SimCommand.self]
     )
 }
 
@@ -52,5 +52,3 @@ func writeStandardOutput(_ bytes: [UInt8]) {
         offset += n
     }
 }
-
-func writeStandardOutput(_ text: String) { writeStandardOutput(Array(text.utf8)) }

@@ -5,12 +5,12 @@ import HubLog
 import HubRuntime
 
 /// Opens the log read-only (beside a running hub, without repairing anything).
-func openLogReadOnly(_ data: DataOptions) throws -> SegmentStore {
+func openLogReadOnly(_ data: DataOptions) throws -> any EventStore {
     let paths = HubPaths(dataDirectory: data.dataDir)
     guard FileManager.default.fileExists(atPath: paths.log) else {
         throw HubError.usage("no event log in \(data.dataDir) (start one with `hub run --data-dir \(data.dataDir)` or `hub import`)")
     }
-    return try SegmentStore(directory: paths.log, readOnly: true)
+    return try paths.openEventStore(readOnly: true)
 }
 
 /// Buffered standard output for JSON Lines.
@@ -114,20 +114,17 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let paths = HubPaths(dataDirectory: data.dataDir)
-            guard FileManager.default.fileExists(atPath: paths.log) else {
-                throw HubError.usage("no event log in \(data.dataDir)")
-            }
+            let store = try openLogReadOnly(data)
             let started = ContinuousClock.now
             let bar = ProgressBar(enabled: Console.stderrIsTerminal)
-            let report = try LogVerifier.verify(directory: paths.log) { done, total in
+            let report = try store.verify { done, total in
                 if ContinuousClock.now - started > .milliseconds(500) { bar.show(done: done, total: total) }
             }
             bar.finish()
             let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
                 + Double((ContinuousClock.now - started).components.seconds)
-            print("log sound: \(report.records) events in \(report.segments) segment(s), \(report.bytes) bytes, checked in "
-                  + String(format: "%.2f", seconds) + " s")
+            let storage = report.segments > 0 ? " in \(report.segments) segment(s), \(report.bytes) bytes," : ""
+            print("log sound: \(report.records) events\(storage) checked in " + String(format: "%.2f", seconds) + " s")
             print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
             if let note = report.incompleteTail { print("note: \(note)") }
         }
@@ -140,13 +137,14 @@ final class ProgressBar {
     var shown = false
     init(enabled: Bool) { self.enabled = enabled }
 
+    /// Shows how far a job is; `done` and `total` are in any one unit (bytes, records).
     func show(done: Int, total: Int) {
         guard enabled, total > 0 else { return }
         let fraction = min(1, Double(done) / Double(total))
         let width = 40
         let filled = Int(fraction * Double(width))
         let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
-            + String(format: "%3.0f%%", fraction * 100) + " \(done / (1 << 20)) of \(total / (1 << 20)) MiB"
+            + String(format: "%3.0f%%", fraction * 100)
         FileHandle.standardError.write(Data(line.utf8))
         shown = true
     }

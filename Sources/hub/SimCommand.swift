@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import BeaconSimulator
 import Kasa
+import KasaSimulator
 import PowerPlug
+import PowerPlugSimulator
 import ShellySimulator
 import TasmotaSimulator
 

@@ -50,6 +50,15 @@ import Testing
         #expect(exec.stderr.contains("corrupt event log"))
     }
 
+    @Test func theProductListsNoBenchmarkAndNoCrashWriter() throws {
+        let help = try runHub(["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("verify") && help.stdout.contains("sim"))
+        #expect(!help.stdout.contains("bench") && !help.stdout.contains("crash"), "\(help.stdout)")
+        #expect(try runHub(["bench", "log"]).status != 0)
+        #expect(try runHub(["crash-writer"]).status != 0)
+    }
+
     @Test func errorsAreOneLineAndNeverATrap() throws {
         let dir = temporaryDirectory()
         let cases: [[String]] = [

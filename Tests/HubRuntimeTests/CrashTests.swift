@@ -4,12 +4,12 @@ import Synchronization
 import Testing
 @testable import HubRuntime
 
-/// A child process appends as fast as it can and prints each acknowledged append; it is killed
+/// A child process (`hub-bench crash-writer`) appends as fast as it can and prints each acknowledged append; it is killed
 /// with SIGKILL at random moments. After every kill, every acknowledged event must be in the log
 /// and the log must verify.
 @Suite struct CrashTests {
     @Test func everyAcknowledgedAppendSurvivesSIGKILL() async throws {
-        let executable = try #require(hubExecutable(), "the hub executable must be built (swift build)")
+        let executable = try #require(builtExecutable("hub-bench"), "the hub-bench executable must be built (swift build)")
         let dir = temporaryDirectory()
         var acknowledged: [(first: UInt64, last: UInt64, id: String)] = []
         var generator = SystemRandomNumberGenerator()
@@ -51,7 +51,7 @@ import Testing
             #expect(thisRound > 0, "round \(round): nothing was acknowledged in \(wait) ms")
 
             // Recover (cutting any torn tail) and check every acknowledged append is there, intact.
-            let store = try SegmentStore(directory: dir + "/log")
+            let store: any EventStore = try SegmentStore(directory: dir + "/log")
             var byId: [String: (UInt64, UInt64)] = [:]
             try store.read(from: 1, through: store.lastSequence) { record in
                 if let id = record.causation.commandId {
@@ -60,12 +60,12 @@ import Testing
                 }
                 return true
             }
-            store.close()
+            await store.close()
             for ack in acknowledged {
                 let found = byId[ack.id]
                 #expect(found?.0 == ack.first && found?.1 == ack.last, "round \(round): acknowledged \(ack.id) \(ack.first)-\(ack.last) lost")
             }
-            let report = try LogVerifier.verify(directory: dir + "/log")
+            let report = try SegmentStore(directory: dir + "/log", readOnly: true).verify(progress: nil)
             #expect(report.incompleteTail == nil)
             #expect(report.records >= acknowledged.map(\.last).max() ?? 0)
         }

@@ -45,17 +45,20 @@ func populate(_ hub: Hub) async throws {
     }
 }
 
-/// The `hub` executable built next to the test bundle.
-func hubExecutable() -> String? {
+/// An executable of this package (`hub`, `hub-bench`) built next to the test bundle.
+func builtExecutable(_ name: String = "hub") -> String? {
     var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent("hub").path
+        let candidate = dir.appendingPathComponent(name).path
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         dir = dir.deletingLastPathComponent()
     }
-    let fallback = FileManager.default.currentDirectoryPath + "/.build/debug/hub"
+    let fallback = FileManager.default.currentDirectoryPath + "/.build/debug/" + name
     return FileManager.default.isExecutableFile(atPath: fallback) ? fallback : nil
 }
+
+/// The `hub` executable built next to the test bundle.
+func hubExecutable() -> String? { builtExecutable("hub") }
 
 struct ProcessResult {
     var status: Int32

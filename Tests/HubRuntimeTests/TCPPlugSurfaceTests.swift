@@ -3,7 +3,9 @@ import DriverAPI
 import Foundation
 import HubDomain
 import Kasa
+import KasaSimulator
 import PowerPlug
+import PowerPlugSimulator
 import Testing
 import VirtualDriver
 @testable import HubRuntime

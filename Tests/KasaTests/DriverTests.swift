@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import Kasa
+import KasaSimulator
 import Testing
 
 /// The driver against the simulator over real TCP.

@@ -1,5 +1,6 @@
 import Foundation
 import Kasa
+import KasaSimulator
 import Testing
 
 /// The simulator over real TCP, queried by a plain POSIX client.

@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import PowerPlug
+import PowerPlugSimulator
 import Testing
 
 /// The driver against the simulator, over real TCP on loopback.

@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import PowerPlug
+import PowerPlugSimulator
 import Synchronization
 import Testing
 

@@ -1,3 +1,4 @@
+import Kasa
 import Foundation
 import NIOCore
 import NIOPosix

@@ -4,8 +4,10 @@ import DriverAPI
 import Foundation
 import HubRuntime
 import Kasa
+import KasaSimulator
 import MQTT
 import PowerPlug
+import PowerPlugSimulator
 import Synchronization
 
 /// `hub bench plugs`: one hub serving hundreds of simulated TCP plugs (both kinds), as separate
@@ -27,7 +29,7 @@ struct PlugsBench: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let exe = Bundle.main.executablePath ?? CommandLine.arguments[0]
+            let exe = try hubExecutable()
             let root = (dir as NSString).standardizingPath
             try? FileManager.default.removeItem(atPath: root)
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)

@@ -6,10 +6,6 @@ import HubLog
 import HubRuntime
 import Synchronization
 
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [LogBench.self, MQTTBench.self, PlugsBench.self, BeaconsBench.self])
-}
-
 struct LogBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",

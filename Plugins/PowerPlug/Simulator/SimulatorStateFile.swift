@@ -1,3 +1,4 @@
+import PowerPlug
 import DriverAPI
 import Foundation
 

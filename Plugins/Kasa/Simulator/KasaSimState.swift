@@ -1,3 +1,4 @@
+import Kasa
 import Foundation
 
 /// A UTC calendar day, the key of the simulated daily statistics.

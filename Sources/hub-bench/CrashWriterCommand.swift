@@ -5,10 +5,10 @@ import HubLog
 /// For the crash test: appends as fast as it can from several tasks and prints one line per
 /// acknowledged append (`ack <first> <last> <command id>`), flushed at once, until killed.
 struct CrashWriterCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "crash-writer", abstract: "Test tool: append until killed.",
-                                                    shouldDisplay: false)
+    static let configuration = CommandConfiguration(commandName: "crash-writer", abstract: "Test tool: append until killed.")
 
-    @OptionGroup var data: DataOptions
+    @Option(name: .long, help: "The data directory (the log goes to <dir>/log).")
+    var dataDir = "./hub-data"
     @Option(help: "Concurrent appending tasks.")
     var tasks = 8
     @Option(help: "Segment size in bytes (small values exercise rotation).")
@@ -16,7 +16,7 @@ struct CrashWriterCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try await Console.guarded {
-            try SegmentStore(directory: data.dataDir + "/log", options: SegmentStoreOptions(segmentSize: segmentSize))
+            try SegmentStore(directory: dataDir + "/log", options: SegmentStoreOptions(segmentSize: segmentSize))
         }
         let run = UUID().uuidString.prefix(8)
         writeStandardOutput("ready \(store.lastSequence)\n")

@@ -25,7 +25,7 @@ struct BeaconsBench: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let exe = Bundle.main.executablePath ?? CommandLine.arguments[0]
+            let exe = try hubExecutable()
             let root = (dir as NSString).standardizingPath
             try? FileManager.default.removeItem(atPath: root)
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)

@@ -1,3 +1,4 @@
+import Kasa
 import Foundation
 
 /// The simulated HS110's modules: each request module is answered by its handler, each method

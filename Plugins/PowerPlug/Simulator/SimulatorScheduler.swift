@@ -1,3 +1,4 @@
+import PowerPlug
 import DriverAPI
 
 /// What the simulated plug holds and how it reacts, without any I/O: its slots, its mode and load,

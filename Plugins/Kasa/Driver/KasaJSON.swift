@@ -1,9 +1,10 @@
 import Foundation
 
 /// Small JSON helpers over Foundation's `JSONSerialization` (numbers arrive as `NSNumber`).
-enum KasaJSON {
+/// Public so the simulator (a separate target) reads and writes JSON exactly as the driver does.
+public enum KasaJSON {
     /// Serializes a JSON object to UTF-8 bytes.
-    static func encode(_ object: [String: Any]) -> [UInt8] {
+    public static func encode(_ object: [String: Any]) -> [UInt8] {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
             return Array("{}".utf8)
         }
@@ -11,7 +12,7 @@ enum KasaJSON {
     }
 
     /// Parses a payload that must be a JSON object.
-    static func parseObject(_ bytes: [UInt8]) throws(KasaProtocolError) -> [String: Any] {
+    public static func parseObject(_ bytes: [UInt8]) throws(KasaProtocolError) -> [String: Any] {
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
@@ -23,7 +24,7 @@ enum KasaJSON {
     }
 
     /// A printable excerpt of arbitrary bytes (at most 40 characters).
-    static func excerpt(_ bytes: [UInt8]) -> String {
+    public static func excerpt(_ bytes: [UInt8]) -> String {
         if bytes.isEmpty { return "(empty)" }
         var text = String(decoding: bytes.prefix(40), as: UTF8.self)
         text = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F || $0 == "\u{FFFD}" ? "." : Character($0) })
@@ -31,13 +32,13 @@ enum KasaJSON {
     }
 
     /// True when the value is a JSON true/false (Foundation gives an `NSNumber` of type char).
-    static func isBool(_ value: Any?) -> Bool {
+    public static func isBool(_ value: Any?) -> Bool {
         guard let n = value as? NSNumber else { return value is Bool }
         return String(cString: n.objCType) == "c"
     }
 
     /// A JSON number (not a boolean) as a Double.
-    static func double(_ value: Any?) -> Double? {
+    public static func double(_ value: Any?) -> Double? {
         if let n = value as? NSNumber { return isBool(n) ? nil : n.doubleValue }
         if let d = value as? Double { return d }
         if let i = value as? Int { return Double(i) }
@@ -45,7 +46,7 @@ enum KasaJSON {
     }
 
     /// A JSON whole number (or a boolean, as 0/1, which some clients send) as an Int.
-    static func int(_ value: Any?) -> Int? {
+    public static func int(_ value: Any?) -> Int? {
         if let n = value as? NSNumber {
             if isBool(n) { return n.boolValue ? 1 : 0 }
             let d = n.doubleValue

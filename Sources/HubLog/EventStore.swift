@@ -1,0 +1,323 @@
+/// The storage protocol: an append-only, hash-chained log of events that every backend implements.
+///
+/// The hub, replay, `events`, `export`, `import` and `verify` use a store only through this protocol,
+/// so a backend is one new conforming type. ``SegmentStore`` (segment files in one directory) is the
+/// embedded default; the SQLite benchmark peer conforms too.
+///
+/// # Implementation requirements
+///
+/// A store must keep these promises, whatever it stores records in:
+///
+/// - **Gapless global sequence.** The n-th record committed has ``EventRecord/sequence`` n (from 1).
+///   ``lastSequence`` is the highest committed sequence; every sequence from 1 to it can be read, and
+///   none beyond it.
+/// - **Per-stream versions.** Within a stream, ``EventRecord/streamVersion`` counts from 0 without
+///   gaps; ``streamVersion(_:)`` is the last committed one.
+/// - **Atomic appends.** The events of one ``AppendRequest`` get consecutive sequences and are
+///   committed together or not at all. Appends are committed one after another; concurrent
+///   appends are ordered by the store.
+/// - **Expected version.** An append whose ``AppendRequest/expected`` does not match the stream's
+///   committed version at commit time writes nothing and throws
+///   ``EventLogError/wrongExpectedVersion(stream:expected:actual:)``.
+/// - **Idempotency by command id.** Once an append with a ``Causation/commandId`` (and at least one
+///   event) is committed, the id is remembered for good: a later append with the same id writes
+///   nothing and returns the original ``AppendResult`` with ``AppendResult/duplicate`` set, before
+///   any expected-version check. ``commandResult(_:)`` answers the same question without appending.
+/// - **Durability before return.** ``append(_:)`` returns only once its events would survive a crash
+///   or power loss at that instant (fsync, a synchronous commit, a replica's acknowledgement...).
+///   An append that throws may or may not have been committed only when the writer stopped
+///   (``EventLogError/writerStopped(reason:)``); retry it with the same command id.
+/// - **Nothing is rewritten.** A committed record is never changed or removed.
+/// - **The hash chain.** Each record has a chain hash: SHA-256 over the previous record's chain hash
+///   (32 zero bytes before the first record) and the record's canonical encoding
+///   (see ``RecordFormat``). ``readViews(from:through:_:)`` hands it out as ``RecordView/hash``, and
+///   ``verify(progress:)`` reports the last one. A backend may store it (to detect tampering) or
+///   compute it while reading (the defaults do).
+///
+/// Reading is synchronous and may happen on any thread while appends proceed; readers see only
+/// committed records.
+///
+/// # What the defaults do
+///
+/// A backend implements the six core requirements (``append(_:)``, ``lastSequence``,
+/// ``commandResult(_:)``, ``streamVersion(_:)``, ``read(from:through:_:)``,
+/// ``waitForAppend(after:)``) and ``close()``. The others have defaults built on those; override
+/// them when the backend can do better:
+///
+/// - ``appendAll(_:)``: one ``append(_:)`` after another. Override it to share one commit.
+/// - ``readViews(from:through:_:)``: reads from sequence 1 with ``read(from:through:_:)``, encodes
+///   each record and computes its chain hash. Override it when the chain hash is stored (then reading
+///   from the middle of the log is cheap).
+/// - ``verify(progress:)``: checks the gapless sequence and stream versions of everything
+///   ``readViews(from:through:_:)`` yields and reports the head hash. A backend that stores hashes
+///   should also check them against the recomputed chain.
+/// - ``openingNotes``: none.
+public protocol EventStore: Sendable {
+    /// Appends one request's events atomically, returning once they are durable.
+    ///
+    /// - Parameter request: The stream, expected version, causation and events to append.
+    /// - Returns: The sequences written and the stream's new version; for a command id appended
+    ///   before, the original result with ``AppendResult/duplicate`` set (nothing is written).
+    /// - Throws: ``EventLogError/wrongExpectedVersion(stream:expected:actual:)`` when the stream's
+    ///   version does not match (nothing written); ``EventLogError/invalid(_:)`` when the request cannot
+    ///   be stored or the store is read-only; ``EventLogError/writerStopped(reason:)`` when a write or
+    ///   sync failed (the store accepts nothing more); ``EventLogError/closed`` after ``close()``.
+    func append(_ request: AppendRequest) async throws -> AppendResult
+
+    /// Appends several requests, in this order, each atomically and durably (as ``append(_:)``).
+    ///
+    /// A failed request does not stop the others. A backend may commit the whole batch together.
+    ///
+    /// - Parameter requests: The requests, in the order they are to be committed.
+    /// - Returns: One result per request, in the same order: what ``append(_:)`` would have
+    ///   returned or thrown for it.
+    func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>]
+
+    /// The last committed global sequence (0 when the log is empty).
+    var lastSequence: UInt64 { get }
+
+    /// Answers whether a command id was appended before, without appending.
+    ///
+    /// - Parameter commandId: The command id to look up.
+    /// - Returns: The original append's result with ``AppendResult/duplicate`` set, or nil when no
+    ///   committed append carried this id. (A store opened read-only may not index command ids and
+    ///   answer nil.)
+    func commandResult(_ commandId: String) -> AppendResult?
+
+    /// The current version of a stream.
+    ///
+    /// - Parameter stream: The stream's name.
+    /// - Returns: The version of the stream's last committed event, or nil when it has none.
+    func streamVersion(_ stream: String) -> UInt64?
+
+    /// Calls `body` for every committed record with sequence in `from...through`, in order.
+    ///
+    /// `through` beyond ``lastSequence`` reads up to the last committed record; an empty range reads
+    /// nothing. `body` is not called while a lock that appends need is held.
+    ///
+    /// - Parameters:
+    ///   - from: The first sequence to read (values below 1 read from 1).
+    ///   - through: The last sequence to read.
+    ///   - body: Called with each record; return false to stop early.
+    /// - Throws: What `body` throws, or ``EventLogError/corrupt(segment:offset:sequence:reason:)`` and
+    ///   ``EventLogError/io(path:operation:errno:)`` when a committed record cannot be read.
+    func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws
+
+    /// Calls `body` with a borrowed view of each committed record in `from...through`, in order: the
+    /// record's canonical encoding with its chain hash (``RecordView/hash``). The fast path for
+    /// replay and export; a view is valid only during the call.
+    ///
+    /// - Parameters:
+    ///   - from: The first sequence to read (values below 1 read from 1).
+    ///   - through: The last sequence to read (clamped to ``lastSequence``).
+    ///   - body: Called with each view; return false to stop early.
+    /// - Throws: What `body` throws, or what ``read(from:through:_:)`` throws.
+    func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws
+
+    /// Returns once the log holds a record after `sequence` (at once if it already does).
+    ///
+    /// - Parameter sequence: The last sequence the caller has seen.
+    /// - Throws: ``EventLogError/closed`` when the store is closed, ``EventLogError/writerStopped(reason:)``
+    ///   when its writer stopped, `CancellationError` when the task is cancelled.
+    func waitForAppend(after sequence: UInt64) async throws
+
+    /// Checks the whole log without changing anything: gapless sequences, dense stream versions,
+    /// and whatever integrity the backend can check (frames, checksums, the stored hash chain).
+    ///
+    /// - Parameter progress: Called now and then with (work done, total work), in the backend's own
+    ///   units (bytes for segment files, records otherwise).
+    /// - Returns: What was checked, and the head of the hash chain.
+    /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` naming the first fault.
+    func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport
+
+    /// What opening the store found and did, in words for the operator's log (for example a torn
+    /// tail cut after a crash, with where and how many bytes). Empty when there is nothing to say.
+    var openingNotes: [String] { get }
+
+    /// Stops accepting appends, lets committed and queued work finish, and releases the store's
+    /// resources (files, locks, connections). Later appends throw ``EventLogError/closed``, and
+    /// waiters in ``waitForAppend(after:)`` are woken with it. Calling it twice is harmless.
+    func close() async
+}
+
+extension EventStore {
+    /// Commits the requests one after another with ``append(_:)``.
+    ///
+    /// - Parameter requests: The requests, in order.
+    /// - Returns: One result per request, in the same order.
+    public func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
+        var results: [Result<AppendResult, Error>] = []
+        results.reserveCapacity(requests.count)
+        for request in requests {
+            do { results.append(.success(try await append(request))) } catch { results.append(.failure(error)) }
+        }
+        return results
+    }
+
+    /// Reads from sequence 1 with ``read(from:through:_:)``, encoding each record and computing the
+    /// chain hash, and hands out the views from `from` on.
+    ///
+    /// - Parameters:
+    ///   - from: The first sequence to hand out.
+    ///   - through: The last sequence to read.
+    ///   - body: Called with each view; return false to stop early.
+    /// - Throws: What `body` or ``read(from:through:_:)`` throws.
+    public func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
+        var previous = RecordFormat.genesisHash
+        var frame: [UInt8] = []
+        try read(from: 1, through: through) { record in
+            frame.removeAll(keepingCapacity: true)
+            previous = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: previous)
+            guard record.sequence >= from else { return true }
+            return try frame.withUnsafeBytes { raw in
+                try body(RecordView(body: UnsafeRawBufferPointer(rebasing: raw[RecordFormat.frameHeaderSize...]))!)
+            }
+        }
+    }
+
+    /// Checks that ``readViews(from:through:_:)`` yields a gapless sequence from 1 to
+    /// ``lastSequence`` with dense stream versions, and reports the head of the hash chain.
+    ///
+    /// - Parameter progress: Called with (records checked, records in the log).
+    /// - Returns: The records checked and the head hash (`segments` and `bytes` are 0).
+    /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` at the first fault.
+    public func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport {
+        let last = lastSequence
+        let backend = "\(Self.self)"
+        var checker = ChainChecker()
+        try readViews(from: 1, through: last) { view in
+            if let fault = checker.check(view) {
+                throw EventLogError.corrupt(segment: backend, offset: 0, sequence: checker.lastSequence + 1, reason: fault)
+            }
+            if let progress, view.sequence % 65_536 == 0 { progress(Int(view.sequence), Int(last)) }
+            return true
+        }
+        guard checker.lastSequence == last else {
+            throw EventLogError.corrupt(segment: backend, offset: 0, sequence: checker.lastSequence + 1,
+                                        reason: "the log ends at \(checker.lastSequence) but claims \(last) records")
+        }
+        progress?(Int(last), Int(last))
+        return VerifyReport(records: last, headHash: LogVerifier.hex(checker.previousHash))
+    }
+
+    /// No notes.
+    public var openingNotes: [String] { [] }
+
+    /// Records from `from` on, then live appends as they commit (a catch-up subscription). A slow
+    /// subscriber is never dropped: it reads on from the log at its own pace.
+    ///
+    /// - Parameter from: The first sequence to deliver (values below 1 start at 1).
+    /// - Returns: An endless sequence of records; it ends when the task is cancelled and throws what
+    ///   ``read(from:through:_:)`` or ``waitForAppend(after:)`` throw.
+    public func subscribe(from: UInt64) -> EventSubscription {
+        EventSubscription(store: self, from: max(from, 1))
+    }
+}
+
+/// Follows the rules every record must keep in order: gapless sequence, dense stream versions, and
+/// (when the views carry a stored hash) the hash chain. Shared by every `verify`.
+struct ChainChecker {
+    var lastSequence: UInt64 = 0
+    var previousHash = RecordFormat.genesisHash
+    var streams: [String: UInt64] = [:]
+
+    /// Takes the next record; returns why it does not follow, or nil.
+    mutating func check(_ view: RecordView) -> String? {
+        let expected = lastSequence + 1
+        if view.sequence != expected {
+            return "sequence \(view.sequence) where \(expected) was expected (a record was removed, added or moved)"
+        }
+        let stream = view.stream
+        let expectedVersion = streams[stream].map { $0 + 1 } ?? 0
+        if view.streamVersion != expectedVersion {
+            return "stream \(stream) version \(view.streamVersion) where \(expectedVersion) was expected"
+        }
+        let stored = view.hash
+        if RecordFormat.chainHash(previous: previousHash, body: view.body) != stored {
+            return "hash chain broken: the record's content or order was altered"
+        }
+        streams[stream] = view.streamVersion
+        previousHash = stored
+        lastSequence = view.sequence
+        return nil
+    }
+}
+
+/// What ``EventStore/verify(progress:)`` found in a sound log.
+public struct VerifyReport: Sendable {
+    /// Segment files checked (0 for backends without segment files).
+    public var segments: Int
+    /// The number of records checked: the whole log, from sequence 1.
+    public var records: UInt64
+    /// Bytes checked (0 for backends that do not count them).
+    public var bytes: Int
+    /// Hex SHA-256 chain hash of the last record: keep it to detect later truncation or rewriting.
+    public var headHash: String
+    /// Set when the newest segment ends inside a record (a crash mid-append): opening cuts it.
+    public var incompleteTail: String?
+
+    /// Makes a report.
+    ///
+    /// - Parameters:
+    ///   - segments: Segment files checked, or 0.
+    ///   - records: Records checked.
+    ///   - bytes: Bytes checked, or 0.
+    ///   - headHash: The last record's chain hash, in hex.
+    ///   - incompleteTail: A torn tail found (and left alone), or nil.
+    public init(segments: Int = 0, records: UInt64, bytes: Int = 0, headHash: String, incompleteTail: String? = nil) {
+        self.segments = segments
+        self.records = records
+        self.bytes = bytes
+        self.headHash = headHash
+        self.incompleteTail = incompleteTail
+    }
+}
+
+/// A catch-up subscription (see ``EventStore/subscribe(from:)``): reads committed events in chunks,
+/// then waits for new appends.
+public struct EventSubscription: AsyncSequence, Sendable {
+    /// Each element is one committed record, in sequence order.
+    public typealias Element = EventRecord
+    let store: any EventStore
+    let from: UInt64
+    var chunk: UInt64 = 512
+
+    /// Iterates a subscription; not shared between tasks.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let store: any EventStore
+        var next: UInt64
+        let chunk: UInt64
+        var buffer: [EventRecord] = []
+        var position = 0
+
+        /// The next committed record, waiting for one to be appended when the subscriber is caught up.
+        ///
+        /// - Returns: The next record, or nil once the task is cancelled.
+        /// - Throws: What the store's ``EventStore/read(from:through:_:)`` or
+        ///   ``EventStore/waitForAppend(after:)`` throw (other than cancellation).
+        public mutating func next() async throws -> EventRecord? {
+            while position >= buffer.count {
+                if Task.isCancelled { return nil }
+                buffer.removeAll(keepingCapacity: true)
+                position = 0
+                var collected: [EventRecord] = []
+                try store.read(from: next, through: next + chunk - 1) { collected.append($0); return true }
+                buffer = collected
+                if buffer.isEmpty {
+                    do { try await store.waitForAppend(after: next - 1) } catch is CancellationError { return nil }
+                }
+            }
+            let record = buffer[position]
+            position += 1
+            next = record.sequence + 1
+            return record
+        }
+    }
+
+    /// Starts reading at the subscription's first sequence.
+    ///
+    /// - Returns: A new iterator.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(store: store, next: from, chunk: chunk)
+    }
+}
