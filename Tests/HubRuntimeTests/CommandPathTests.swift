@@ -77,7 +77,7 @@ import VirtualDriver
         let logger = Logger(label: "test") { _ in LineLogHandler(sink: { lines.append($0) }) }
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let service = CommandService(hub: hub, catalog: DriverCatalog([VirtualDriverFactory()]), confirmTimeout: .zero, logger: logger)
-        hub.store.close() // the writer is gone: every append fails
+        await hub.store.close() // the writer is gone: every append fails
         let answer = await service.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
                                            actor: "driver:virtual")
         guard case .failed(let rejection) = answer else { Issue.record("expected a failure, got \(answer)"); return }
