@@ -17,8 +17,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
-        // Pure domain: events, commands, validation, read models. No I/O, no clock, no dependencies.
-        .target(name: "HubDomain"),
+        // JSON values, the strict parser and the strict object reader: a leaf, shared by the domain and the driver API.
+        .target(name: "HubJSON"),
+        // Pure domain: events, commands, validation, read models. No I/O, no clock; JSON from HubJSON only.
+        .target(name: "HubDomain", dependencies: ["HubJSON"]),
         // CRC-32C with the CPU's instructions (SSE4.2 / ARMv8 CRC), used by the log when available.
         .target(name: "CCRC32C"),
         // The append-only event log: storage protocol + segment-file backend.
@@ -27,7 +29,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What a driver may see and do.
-        .target(name: "DriverAPI"),
+        .target(name: "DriverAPI", dependencies: ["HubJSON"]),
         // Driver plugins: each sees the driver API only.
         .target(name: "VirtualDriver", dependencies: ["DriverAPI"], path: "Plugins/Virtual"),
         // The seed's TCP Wi-Fi power plug: driver, and its device simulator (which shares the driver's
@@ -50,7 +52,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Plugins/Kasa/Driver"),
         .target(name: "KasaSimulator", dependencies: [
-            "Kasa",
+            "Kasa", "DriverAPI",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Plugins/Kasa/Simulator"),
@@ -59,14 +61,14 @@ let package = Package(
         .target(name: "TasmotaSimulator", dependencies: ["MQTT"], path: "Plugins/Tasmota/Simulator"),
         // MQTT-native plugs: Shelly Gen1 and Gen2/Gen3 (driver) and its simulator (an MQTT client).
         .target(name: "Shelly", dependencies: ["DriverAPI"], path: "Plugins/Shelly/Driver"),
-        .target(name: "ShellySimulator", dependencies: ["MQTT"], path: "Plugins/Shelly/Simulator"),
+        .target(name: "ShellySimulator", dependencies: ["MQTT", "HubJSON"], path: "Plugins/Shelly/Simulator"),
         // BLE beacon observations from ESPresense, OpenMQTTGateway and Theengs bridges, and a simulator.
         .target(name: "BeaconBridge", dependencies: ["DriverAPI"], path: "Plugins/BeaconBridge/Bridge"),
         .target(name: "BeaconSimulator", dependencies: ["MQTT"], path: "Plugins/BeaconBridge/Simulator"),
         // System SQLite, used only as the benchmark peer (hub-bench and the tests, never `hub`).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The log benchmark and its peer (SQLite with the same durability promise): hub-bench only.
-        .target(name: "HubBench", dependencies: ["HubLog", "CSQLite"]),
+        .target(name: "HubBench", dependencies: ["HubLog", "HubDomain", "CSQLite"]),
         // System libmosquitto (2.0.x) and the MQTT client built on it.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
@@ -99,6 +101,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),

@@ -1,18 +1,34 @@
-/// The driver API: everything a device driver may see and do. Drivers import this module only.
+/// The driver API: everything a device driver may see and do. Drivers import this module only
+/// (it re-exports HubJSON, the hub's one way to read and write JSON).
 ///
 /// A driver is made by its factory from the device's configuration, started with a `DriverContext`
 /// through which it reports what the device says, and asked to execute commands. It never touches
 /// the event log or the MQTT surface: the runtime turns its observations into domain commands
 /// (recorded with the actor `driver:<name>`), and a switch command counts as done only when the
 /// device's own report confirms it.
+///
+/// # Implementation requirements
+///
+/// - `DriverFactory.make(configuration:)` checks every setting before anything runs (read them
+///   with `DriverSettings`, which refuses unknown keys) and does no I/O.
+/// - `Driver.start(context:)` returns promptly; the device conversation runs in the driver's own tasks.
+/// - Nothing is reported after `Driver.stop()` returns (`DriverReportGate` does that bookkeeping).
+/// - `Driver.execute(_:)` returning means "sent": the device's own `.switchState` confirms it.
 
 /// A device's configuration as the hub holds it (from the config file or `request/device/add`).
 public struct DriverConfiguration: Sendable, Equatable {
+    /// The hub's id of the device (`lamp`), named in every error and observation.
     public var deviceId: String
+    /// The factory's name (`"virtual"`, `"tasmota"`), which picked the driver.
     public var driver: String
     /// The driver-specific settings, as a JSON object text (e.g. `{"host":"10.0.0.5","port":230}`).
     public var settingsJSON: String
 
+    /// A configuration.
+    /// - Parameters:
+    ///   - deviceId: The hub's id of the device.
+    ///   - driver: The factory's name.
+    ///   - settingsJSON: The driver's settings as JSON object text ("" or "{}" for none).
     public init(deviceId: String, driver: String, settingsJSON: String) {
         self.deviceId = deviceId
         self.driver = driver
@@ -23,11 +39,21 @@ public struct DriverConfiguration: Sendable, Equatable {
 /// One timer as a device stores it: on from `start` for `lengthMinutes`, repeating every
 /// `periodMinutes` (0 = one-shot). `start` is Unix seconds, UTC.
 public struct DeviceActivation: Sendable, Equatable, Hashable, CustomStringConvertible {
+    /// The activation's name, unique per device.
     public var name: String
+    /// When it first switches on, Unix seconds (UTC).
     public var start: Int64
+    /// How long it stays on, minutes (at least 1).
     public var lengthMinutes: UInt16
+    /// How often it repeats, minutes; 0 for one-shot.
     public var periodMinutes: UInt16
 
+    /// An activation.
+    /// - Parameters:
+    ///   - name: The activation's name.
+    ///   - start: First switch-on, Unix seconds (UTC).
+    ///   - lengthMinutes: Minutes on.
+    ///   - periodMinutes: Minutes between starts; 0 for one-shot.
     public init(name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16) {
         self.name = name
         self.start = start
@@ -35,18 +61,50 @@ public struct DeviceActivation: Sendable, Equatable, Hashable, CustomStringConve
         self.periodMinutes = periodMinutes
     }
 
+    /// `name@start+lengthm/periodm`, for logs and errors.
     public var description: String { "\(name)@\(start)+\(lengthMinutes)m/\(periodMinutes)m" }
+}
+
+/// What a driver may measure: the event catalogue's quantities, each with its unit. A reading of
+/// anything else cannot be written (a misspelt quantity is a compile error, not a dropped reading).
+///
+/// The raw values are the catalogue's names (`"power"`, `"heart_rate"`); the runtime maps every
+/// case to the domain's quantity of the same name.
+public enum ReadingQuantity: String, Sendable, Equatable, Hashable, CaseIterable {
+    /// Active power, W (negative for devices that meter returned energy).
+    case power = "power"
+    /// RMS voltage, V.
+    case voltage = "voltage"
+    /// RMS current, A.
+    case current = "current"
+    /// The device's own cumulative energy counter, Wh (not a per-interval amount).
+    case energy = "energy"
+    /// Temperature, °C.
+    case temperature = "temperature"
+    /// Heart rate, beats per minute.
+    case heartRate = "heart_rate"
+
+    /// The catalogue's unit: `W`, `V`, `A`, `Wh`, `°C` or `bpm`.
+    public var unit: String {
+        switch self {
+        case .power: return "W"
+        case .voltage: return "V"
+        case .current: return "A"
+        case .energy: return "Wh"
+        case .temperature: return "°C"
+        case .heartRate: return "bpm"
+        }
+    }
 }
 
 /// What a driver observed at the device.
 public enum Observation: Sendable, Equatable {
     /// The relay state the device reports, and whether it is in manual mode (nil: the device has no such notion).
     case switchState(on: Bool, manual: Bool?)
-    /// A measurement. `quantity` is the event catalogue's name ("power", "voltage", "current",
-    /// "energy", "temperature", "heart_rate"), the value in the catalogue's unit (energy: the device's
-    /// own cumulative counter in Wh), the time in µs since the epoch. Report every sample you get:
-    /// the runtime keeps only changes beyond the deadband and one value per maximum interval.
-    case reading(quantity: String, value: Double, measuredAt: Int64)
+    /// A measurement: the value in `quantity`'s unit, the time in µs since the epoch. Report every
+    /// sample you get: the runtime keeps only changes beyond the deadband and one value per maximum
+    /// interval, and drops non-finite values.
+    case reading(quantity: ReadingQuantity, value: Double, measuredAt: Int64)
     /// Reachability of the device, with a reason a person can read.
     case availability(available: Bool, reason: String)
     /// A pending switch command could not be carried out (the reason says why).
@@ -58,6 +116,7 @@ public enum Observation: Sendable, Equatable {
 
 /// A command the hub asks a driver to carry out.
 public enum DriverCommand: Sendable, Equatable {
+    /// Switch the relay on or off; the device's next `.switchState` confirms it.
     case setSwitch(on: Bool)
     /// Make the device hold exactly these activations (drivers with `storesActivations`), then read
     /// them back and report them with `.activations`.
@@ -75,18 +134,31 @@ public struct DriverCapabilities: Sendable, Equatable {
     /// `["cmnd/plug1/#", "stat/plug1/#", "tele/plug1/#"]`); the context's `mqtt` handle is scoped to them.
     public var mqttScope: [String]
 
+    /// Capabilities.
+    /// - Parameters:
+    ///   - storesActivations: Whether the device runs its own activations.
+    ///   - activationSlots: How many it can hold (when it stores them).
+    ///   - mqttScope: The MQTT filters the driver may use; empty for drivers that do not speak MQTT.
     public init(storesActivations: Bool = false, activationSlots: Int = 0, mqttScope: [String] = []) {
         self.storesActivations = storesActivations
         self.activationSlots = activationSlots
         self.mqttScope = mqttScope
     }
 
+    /// A switch and nothing more: the hub runs the activations, no MQTT.
     public static let switchOnly = DriverCapabilities()
 }
 
 /// The hub side a running driver talks to.
+///
+/// The context outlives the driver's `stop()`, but reports made after `stop()` returns are a
+/// contract violation (use `DriverReportGate` to rule them out).
 public protocol DriverContext: Sendable {
+    /// The device this driver runs.
     var deviceId: String { get }
+    /// Hands an observation to the hub. Returns once the hub has taken it in (recorded or filtered);
+    /// observations of one driver are handled in the order they are reported.
+    /// - Parameter observation: What the device said.
     func report(_ observation: Observation) async
     /// The hub's broker connection scoped to `capabilities.mqttScope` (nil when the driver declared
     /// no scope, or the hub runs without MQTT).
@@ -94,6 +166,7 @@ public protocol DriverContext: Sendable {
 }
 
 extension DriverContext {
+    /// No MQTT: the default for contexts of drivers that declared no scope.
     public var mqtt: (any DriverMQTT)? { nil }
 }
 
@@ -101,15 +174,25 @@ extension DriverContext {
 public protocol Driver: AnyObject, Sendable {
     /// What this device can do; read once, after `make`.
     var capabilities: DriverCapabilities { get }
-    /// Starts talking to the device (connect, subscribe...). Must return promptly; keep working in a task.
+    /// Starts talking to the device (connect, subscribe...). Must return promptly; keep working in a
+    /// task, and report the device's reachability with `.availability` as it changes.
+    /// - Parameter context: Where to report; valid until `stop()` returns.
+    /// - Throws: When the driver cannot start at all (an invalid scope, a refused subscription): the
+    ///   hub stops it and reports the device unavailable ("driver could not start: <error>"). A device
+    ///   that is merely unreachable is reported with `.availability`, not thrown.
     func start(context: any DriverContext) async throws
     /// Sends a command to the device. Returning means "sent", not "confirmed": the device's report confirms.
+    /// - Parameter command: What to do.
+    /// - Throws: When the command could not be sent (not connected, refused by the device): a
+    ///   `.setSwitch` is recorded as failed with the error's description, a `.writeActivations` is
+    ///   written again later.
     func execute(_ command: DriverCommand) async throws
-    /// Stops and releases everything.
+    /// Stops and releases everything; nothing is reported after it returns.
     func stop() async
 }
 
 extension Driver {
+    /// `.switchOnly`, for drivers that need nothing more.
     public var capabilities: DriverCapabilities { .switchOnly }
 }
 
@@ -117,12 +200,20 @@ extension Driver {
 public protocol DriverFactory: Sendable {
     /// The name used in configuration (`"driver": "virtual"`).
     var name: String { get }
-    /// Checks the settings and makes a driver; throws a `DriverError` naming the bad setting.
+    /// Checks the settings and makes a driver, without I/O.
+    /// - Parameter configuration: The device's id, driver name and settings.
+    /// - Returns: A driver, not yet started.
+    /// - Throws: A `DriverError` naming the bad setting (`DriverSettings` words them).
     func make(configuration: DriverConfiguration) throws -> any Driver
 }
 
+/// A driver's error: a message a person can act on (it names the device and setting when there is one).
 public struct DriverError: Error, Equatable, CustomStringConvertible {
+    /// The whole message.
     public var message: String
+    /// An error with this message.
+    /// - Parameter message: What went wrong, for a person.
     public init(_ message: String) { self.message = message }
+    /// The message.
     public var description: String { message }
 }

@@ -11,12 +11,17 @@ public final class DriverReportGate: Sendable {
     }
     private let state = Mutex(State())
 
+    /// A closed-until-opened gate: reports are dropped until `open(_:)`.
     public init() {}
 
+    /// Starts passing reports to `context` (call from `Driver.start(context:)`).
+    /// - Parameter context: The hub side to report to.
     public func open(_ context: any DriverContext) {
         state.withLock { $0.context = context }
     }
 
+    /// Reports through the context, or drops the observation when the gate is not open or closed.
+    /// - Parameter observation: What the device said.
     public func report(_ observation: Observation) async {
         guard let context = state.withLock({ s -> (any DriverContext)? in
             guard !s.closed, let c = s.context else { return nil }
@@ -33,6 +38,7 @@ public final class DriverReportGate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Closes the gate for good; returns when no report is in progress (call from `Driver.stop()`).
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { s -> Bool in

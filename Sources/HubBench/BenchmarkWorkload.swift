@@ -1,3 +1,4 @@
+import HubDomain
 import HubLog
 
 /// Produces realistic events for the log benchmark: device and animal streams, the hub's common
@@ -6,11 +7,21 @@ import HubLog
 /// Everything is deterministic in the event index: no clock and no global random state, so two
 /// backends are given byte-identical content.
 public struct BenchmarkWorkload: Sendable {
-    public enum Kind: String, Sendable, CaseIterable {
-        case readingRecorded = "ReadingRecorded"
-        case switchToggled = "SwitchToggled"
-        case activationChanged = "ActivationChanged"
-        case availabilityChanged = "AvailabilityChanged"
+    public enum Kind: Sendable, CaseIterable {
+        case readingRecorded
+        case switchToggled
+        case activationChanged
+        case availabilityChanged
+
+        /// The event type it stands for (its name is the stored type name).
+        public var type: EventType {
+            switch self {
+            case .readingRecorded: return .readingRecorded
+            case .switchToggled: return .switchToggled
+            case .activationChanged: return .activationChanged
+            case .availabilityChanged: return .availabilityChanged
+            }
+        }
     }
 
     /// Turns (kind, event index) into the stored type name, schema version and payload bytes —
@@ -61,19 +72,19 @@ public struct BenchmarkWorkload: Sendable {
                 i += 1
             }
         }
-        return (kind.rawValue, 1, payload)
+        return (kind.type.rawValue, 1, payload)
     }
 
     /// The stream for the `n`-th append: mostly device streams, one in eight on an animal.
     public func stream(forAppend n: Int) -> String {
-        if n % 8 == 7 { return "animal/a-\((n / 8) % animalCount)" }
-        return "device/plug-\(n % deviceCount)"
+        if n % 8 == 7 { return StreamKey.animal("a-\((n / 8) % animalCount)").stream }
+        return StreamKey.device("plug-\(n % deviceCount)").stream
     }
 
     /// The kind of the event with `index` on `stream`: devices mostly report readings, sometimes
     /// toggle or go (un)available; animals change activation.
     public func kind(stream: String, index: Int) -> Kind {
-        if stream.hasPrefix("animal/") { return .readingRecorded } // vitals
+        if case .animal? = StreamKey(stream: stream) { return .readingRecorded } // vitals
         switch index % 20 {
         case 0, 10: return .switchToggled
         case 5: return .availabilityChanged

@@ -99,9 +99,9 @@ extension HubEvent {
         var r = ByteReader(payload, type: type, schemaVersion: schemaVersion)
         let event: HubEvent
         // Ordered roughly by expected frequency. A future schema 2 adds a case such as
-        // `case ("ReadingRecorded", 2)` and upcasts `("ReadingRecorded", 1)` into the same value.
-        switch (type, schemaVersion) {
-        case ("ReadingRecorded", 1):
+        // `case (.readingRecorded?, 2)` and upcasts `(.readingRecorded?, 1)` into the same value.
+        switch (EventType(rawValue: type), schemaVersion) {
+        case (.readingRecorded?, 1):
             let kind = try r.u8("subject")
             let id = try r.string("subject")
             let subject: Subject
@@ -113,50 +113,50 @@ extension HubEvent {
             let quantity = try r.enumByte("quantity", Quantity.init(code:))
             event = .readingRecorded(ReadingRecorded(
                 subject: subject, quantity: quantity, value: try r.f64("value"), measuredAt: try r.i64("measuredAt")))
-        case ("SwitchToggled", 1):
+        case (.switchToggled?, 1):
             event = .switchToggled(SwitchToggled(
                 device: try r.string("device"),
                 state: try r.enumByte("state", SwitchState.init(rawValue:)),
                 cause: try r.enumByte("cause", SwitchCause.init(rawValue:))))
-        case ("SwitchRequested", 1):
+        case (.switchRequested?, 1):
             event = .switchRequested(SwitchRequested(
                 device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:))))
-        case ("OwnerDataErased", 1):
+        case (.ownerDataErased?, 1):
             event = .ownerDataErased(OwnerDataErased(animal: try r.string("animal")))
-        case ("AnimalUnseen", 1):
+        case (.animalUnseen?, 1):
             event = .animalUnseen(AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("lastRoom"), lastSeen: try r.i64("lastSeen")))
-        case ("AnimalSighted", 1):
+        case (.animalSighted?, 1):
             event = .animalSighted(AnimalSighted(
                 animal: try r.string("animal"), room: try r.string("room"), beacon: try r.string("beacon"),
                 at: try r.i64("at")))
-        case ("AvailabilityChanged", 1):
+        case (.availabilityChanged?, 1):
             event = .availabilityChanged(AvailabilityChanged(
                 device: try r.string("device"), available: try r.bool("available"), reason: try r.string("reason")))
-        case ("SwitchFailed", 1):
+        case (.switchFailed?, 1):
             event = .switchFailed(SwitchFailed(
                 device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:)),
                 reason: try r.string("reason")))
-        case ("ModeChanged", 1):
+        case (.modeChanged?, 1):
             event = .modeChanged(ModeChanged(
                 device: try r.string("device"), mode: try r.enumByte("mode", DeviceMode.init(rawValue:))))
-        case ("EnergyCounterReset", 1):
+        case (.energyCounterReset?, 1):
             event = .energyCounterReset(EnergyCounterReset(
                 device: try r.string("device"), previousWh: try r.f64("previousWh"), newWh: try r.f64("newWh")))
-        case ("GroupDefined", 1):
+        case (.groupDefined?, 1):
             event = .groupDefined(GroupDefined(group: try r.string("group"), name: try r.string("name"), members: try r.strings("members")))
-        case ("GroupRemoved", 1):
+        case (.groupRemoved?, 1):
             event = .groupRemoved(GroupRemoved(group: try r.string("group")))
-        case ("SceneDefined", 1):
+        case (.sceneDefined?, 1):
             event = .sceneDefined(SceneDefined(scene: try r.string("scene"), name: try r.string("name"), targets: try r.targets("targets")))
-        case ("SceneRemoved", 1):
+        case (.sceneRemoved?, 1):
             event = .sceneRemoved(SceneRemoved(scene: try r.string("scene")))
-        case ("MultiSwitchRequested", 1):
+        case (.multiSwitchRequested?, 1):
             event = .multiSwitchRequested(MultiSwitchRequested(origin: try r.string("origin"), targets: try r.targets("targets")))
-        case ("ActivationsDiverged", 1):
+        case (.activationsDiverged?, 1):
             event = .activationsDiverged(ActivationsDiverged(
                 device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
                 resolution: try r.enumByte("resolution", DivergencePolicy.init(rawValue:))))
-        case ("ActivationChanged", 1), ("ActivationChanged", 2):
+        case (.activationChanged?, 1), (.activationChanged?, 2):
             var e = ActivationChanged(
                 device: try r.string("device"),
                 change: try r.enumByte("change", ActivationChange.init(rawValue:)),
@@ -168,15 +168,15 @@ extension HubEvent {
                                       timeZone: try r.string("timeZone"))
             }
             event = .activationChanged(e)
-        case ("DeviceRegistered", 1):
+        case (.deviceRegistered?, 1):
             event = .deviceRegistered(DeviceRegistered(
                 device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
                 config: try r.string("config"), hardwareId: try r.optionalString("hardwareId")))
-        case ("DeviceRenamed", 1):
+        case (.deviceRenamed?, 1):
             event = .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
-        case ("DeviceRemoved", 1):
+        case (.deviceRemoved?, 1):
             event = .deviceRemoved(DeviceRemoved(device: try r.string("device")))
-        case ("AnimalAdmitted", 1):
+        case (.animalAdmitted?, 1):
             event = .animalAdmitted(AnimalAdmitted(
                 animal: try r.string("animal"), name: try r.string("name"),
                 gender: try r.optionalString("gender"), birthDate: try r.optionalString("birthDate"),
@@ -186,11 +186,11 @@ extension HubEvent {
                 ownerPhone: try r.optionalString("ownerPhone"), motive: try r.optionalString("motive"),
                 veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations"),
                 photo: try r.optionalString("photo"), beacon: try r.string("beacon")))
-        case ("AnimalDischarged", 1):
+        case (.animalDischarged?, 1):
             event = .animalDischarged(AnimalDischarged(
                 animal: try r.string("animal"), exitWeightKg: try r.f64("exitWeightKg"),
                 veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
-        case ("CommandRejected", 1):
+        case (.commandRejected?, 1):
             event = .commandRejected(CommandRejected(
                 command: try r.string("command"), target: try r.optionalString("target"),
                 code: try r.string("code"), message: try r.string("message"),

@@ -87,30 +87,30 @@ extension HubEvent {
             }
             throw DecodingFailure(type: type, schemaVersion: schemaVersion, field: "", reason: "body is not a JSON object")
         }
-        switch (type, schemaVersion) {
-        case ("DeviceRegistered", 1):
+        switch (EventType(rawValue: type), schemaVersion) {
+        case (.deviceRegistered?, 1):
             return .deviceRegistered(DeviceRegistered(
                 device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
                 config: try r.string("config"), hardwareId: try r.optionalString("hardware_id")))
-        case ("DeviceRenamed", 1):
+        case (.deviceRenamed?, 1):
             return .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
-        case ("DeviceRemoved", 1):
+        case (.deviceRemoved?, 1):
             return .deviceRemoved(DeviceRemoved(device: try r.string("device")))
-        case ("SwitchRequested", 1):
+        case (.switchRequested?, 1):
             return .switchRequested(SwitchRequested(device: try r.string("device"),
                                                     state: try r.named("state", SwitchState.init(name:))))
-        case ("SwitchToggled", 1):
+        case (.switchToggled?, 1):
             return .switchToggled(SwitchToggled(device: try r.string("device"),
                                                 state: try r.named("state", SwitchState.init(name:)),
                                                 cause: try r.named("cause", SwitchCause.init(name:))))
-        case ("SwitchFailed", 1):
+        case (.switchFailed?, 1):
             return .switchFailed(SwitchFailed(device: try r.string("device"),
                                               state: try r.named("state", SwitchState.init(name:)),
                                               reason: try r.string("reason")))
-        case ("ModeChanged", 1):
+        case (.modeChanged?, 1):
             return .modeChanged(ModeChanged(device: try r.string("device"),
                                             mode: try r.named("mode", DeviceMode.init(name:))))
-        case ("ActivationChanged", 1), ("ActivationChanged", 2):
+        case (.activationChanged?, 1), (.activationChanged?, 2):
             let startMicros = try r.time("start")
             guard startMicros % Civil.microsPerSecond == 0 else {
                 throw r.failure("start", "must be whole seconds")
@@ -120,25 +120,25 @@ extension HubEvent {
                 name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
                 lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes"),
                 daily: schemaVersion >= 2 ? try r.dailyRepeat("repeat") : nil))
-        case ("GroupDefined", 1):
+        case (.groupDefined?, 1):
             return .groupDefined(GroupDefined(group: try r.string("group"), name: try r.string("name"), members: try r.strings("members")))
-        case ("GroupRemoved", 1):
+        case (.groupRemoved?, 1):
             return .groupRemoved(GroupRemoved(group: try r.string("group")))
-        case ("SceneDefined", 1):
+        case (.sceneDefined?, 1):
             return .sceneDefined(SceneDefined(scene: try r.string("scene"), name: try r.string("name"), targets: try r.targets("targets")))
-        case ("SceneRemoved", 1):
+        case (.sceneRemoved?, 1):
             return .sceneRemoved(SceneRemoved(scene: try r.string("scene")))
-        case ("MultiSwitchRequested", 1):
+        case (.multiSwitchRequested?, 1):
             return .multiSwitchRequested(MultiSwitchRequested(origin: try r.string("origin"), targets: try r.targets("targets")))
-        case ("ActivationsDiverged", 1):
+        case (.activationsDiverged?, 1):
             return .activationsDiverged(ActivationsDiverged(
                 device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
                 resolution: try r.named("resolution", DivergencePolicy.init(name:))))
-        case ("AvailabilityChanged", 1):
+        case (.availabilityChanged?, 1):
             return .availabilityChanged(AvailabilityChanged(device: try r.string("device"),
                                                             available: try r.bool("available"),
                                                             reason: try r.string("reason")))
-        case ("ReadingRecorded", 1):
+        case (.readingRecorded?, 1):
             guard let subj = body["subject"], case .object = subj else {
                 throw r.failure("subject", "expected an object {\"kind\",\"id\"}")
             }
@@ -157,11 +157,11 @@ extension HubEvent {
             }
             return .readingRecorded(ReadingRecorded(subject: subject, quantity: quantity,
                                                     value: try r.double("value"), measuredAt: try r.time("measured_at")))
-        case ("EnergyCounterReset", 1):
+        case (.energyCounterReset?, 1):
             return .energyCounterReset(EnergyCounterReset(device: try r.string("device"),
                                                           previousWh: try r.double("previous_wh"),
                                                           newWh: try r.double("new_wh")))
-        case ("AnimalAdmitted", 1):
+        case (.animalAdmitted?, 1):
             return .animalAdmitted(AnimalAdmitted(
                 animal: try r.string("animal"), name: try r.string("name"), gender: try r.optionalString("gender"),
                 birthDate: try r.optionalString("birth_date"), weightKg: try r.double("weight_kg"),
@@ -171,19 +171,19 @@ extension HubEvent {
                 motive: try r.optionalString("motive"), veterinarian: try r.optionalString("veterinarian"),
                 observations: try r.optionalString("observations"), photo: try r.optionalString("photo"),
                 beacon: try r.string("beacon")))
-        case ("AnimalDischarged", 1):
+        case (.animalDischarged?, 1):
             return .animalDischarged(AnimalDischarged(
                 animal: try r.string("animal"), exitWeightKg: try r.double("exit_weight_kg"),
                 veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
-        case ("OwnerDataErased", 1):
+        case (.ownerDataErased?, 1):
             return .ownerDataErased(OwnerDataErased(animal: try r.string("animal")))
-        case ("AnimalUnseen", 1):
+        case (.animalUnseen?, 1):
             return .animalUnseen(AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("last_room"),
                                               lastSeen: try r.time("last_seen")))
-        case ("AnimalSighted", 1):
+        case (.animalSighted?, 1):
             return .animalSighted(AnimalSighted(animal: try r.string("animal"), room: try r.string("room"),
                                                 beacon: try r.string("beacon"), at: try r.time("at")))
-        case ("CommandRejected", 1):
+        case (.commandRejected?, 1):
             return .commandRejected(CommandRejected(
                 command: try r.string("command"), target: try r.optionalString("target"), code: try r.string("code"),
                 message: try r.string("message"), commandId: try r.optionalString("command_id")))

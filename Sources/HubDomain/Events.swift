@@ -143,10 +143,12 @@ public enum Subject: Sendable, Equatable, Hashable, Codable {
         case .animal: return "animal"
         }
     }
-    public var stream: String {
+    public var stream: String { streamKey.stream }
+    /// The subject's stream.
+    public var streamKey: StreamKey {
         switch self {
-        case .device(let id): return StreamName.device(id)
-        case .animal(let id): return StreamName.animal(id)
+        case .device(let id): return .device(id)
+        case .animal(let id): return .animal(id)
         }
     }
 }
@@ -372,83 +374,54 @@ public enum HubEvent: Sendable, Equatable {
     case ownerDataErased(OwnerDataErased)
     indirect case commandRejected(CommandRejected)
 
-    /// Every type name, in declaration order.
-    public static let allTypeNames: [String] = [
-        "DeviceRegistered", "DeviceRenamed", "DeviceRemoved", "SwitchRequested", "SwitchToggled",
-        "SwitchFailed", "ModeChanged", "ActivationChanged", "AvailabilityChanged", "ReadingRecorded",
-        "EnergyCounterReset", "AnimalAdmitted", "AnimalDischarged", "AnimalSighted", "CommandRejected",
-        "ActivationsDiverged", "GroupDefined", "GroupRemoved", "SceneDefined", "SceneRemoved", "MultiSwitchRequested", "AnimalUnseen", "OwnerDataErased",
-    ]
+    /// Every type name, in `EventType`'s order.
+    public static let allTypeNames: [String] = EventType.allCases.map(\.rawValue)
 
-    /// The newest schema version of any type (`ActivationChanged` is at 2; every other type at 1).
-    public static let currentSchemaVersion: UInt16 = 2
+    /// The newest schema version of any type.
+    public static let currentSchemaVersion: UInt16 = EventType.allCases.map(\.currentSchemaVersion).max() ?? 1
 
-    /// The schema version written for new events of `type`.
+    /// The schema version written for new events of `type` (1 for a name this build does not know).
     public static func currentSchemaVersion(of type: String) -> UInt16 {
-        type == "ActivationChanged" ? 2 : 1
+        EventType(rawValue: type)?.currentSchemaVersion ?? 1
     }
 
-    public var typeName: String {
+    /// This event's type.
+    public var type: EventType {
         switch self {
-        case .deviceRegistered: return "DeviceRegistered"
-        case .deviceRenamed: return "DeviceRenamed"
-        case .deviceRemoved: return "DeviceRemoved"
-        case .switchRequested: return "SwitchRequested"
-        case .switchToggled: return "SwitchToggled"
-        case .switchFailed: return "SwitchFailed"
-        case .modeChanged: return "ModeChanged"
-        case .activationChanged: return "ActivationChanged"
-        case .availabilityChanged: return "AvailabilityChanged"
-        case .readingRecorded: return "ReadingRecorded"
-        case .energyCounterReset: return "EnergyCounterReset"
-        case .activationsDiverged: return "ActivationsDiverged"
-        case .groupDefined: return "GroupDefined"
-        case .groupRemoved: return "GroupRemoved"
-        case .sceneDefined: return "SceneDefined"
-        case .sceneRemoved: return "SceneRemoved"
-        case .multiSwitchRequested: return "MultiSwitchRequested"
-        case .animalAdmitted: return "AnimalAdmitted"
-        case .animalDischarged: return "AnimalDischarged"
-        case .animalSighted: return "AnimalSighted"
-        case .animalUnseen: return "AnimalUnseen"
-        case .ownerDataErased: return "OwnerDataErased"
-        case .commandRejected: return "CommandRejected"
+        case .deviceRegistered: return .deviceRegistered
+        case .deviceRenamed: return .deviceRenamed
+        case .deviceRemoved: return .deviceRemoved
+        case .switchRequested: return .switchRequested
+        case .switchToggled: return .switchToggled
+        case .switchFailed: return .switchFailed
+        case .modeChanged: return .modeChanged
+        case .activationChanged: return .activationChanged
+        case .availabilityChanged: return .availabilityChanged
+        case .readingRecorded: return .readingRecorded
+        case .energyCounterReset: return .energyCounterReset
+        case .animalAdmitted: return .animalAdmitted
+        case .animalDischarged: return .animalDischarged
+        case .animalSighted: return .animalSighted
+        case .commandRejected: return .commandRejected
+        case .activationsDiverged: return .activationsDiverged
+        case .groupDefined: return .groupDefined
+        case .groupRemoved: return .groupRemoved
+        case .sceneDefined: return .sceneDefined
+        case .sceneRemoved: return .sceneRemoved
+        case .multiSwitchRequested: return .multiSwitchRequested
+        case .animalUnseen: return .animalUnseen
+        case .ownerDataErased: return .ownerDataErased
         }
     }
 
-    public var schemaVersion: UInt16 {
-        if case .activationChanged = self { return 2 }
-        return 1
-    }
+    /// This event's type name in the log (`type.rawValue`).
+    public var typeName: String { type.rawValue }
 
-    /// The stream this event belongs to: `device/<id>`, `animal/<id>` or `hub`.
-    public var stream: String {
-        switch self {
-        case .deviceRegistered(let e): return StreamName.device(e.device)
-        case .deviceRenamed(let e): return StreamName.device(e.device)
-        case .deviceRemoved(let e): return StreamName.device(e.device)
-        case .switchRequested(let e): return StreamName.device(e.device)
-        case .switchToggled(let e): return StreamName.device(e.device)
-        case .switchFailed(let e): return StreamName.device(e.device)
-        case .modeChanged(let e): return StreamName.device(e.device)
-        case .activationChanged(let e): return StreamName.device(e.device)
-        case .availabilityChanged(let e): return StreamName.device(e.device)
-        case .readingRecorded(let e): return e.subject.stream
-        case .energyCounterReset(let e): return StreamName.device(e.device)
-        case .activationsDiverged(let e): return StreamName.device(e.device)
-        case .groupDefined(let e): return StreamName.group(e.group)
-        case .groupRemoved(let e): return StreamName.group(e.group)
-        case .sceneDefined(let e): return StreamName.scene(e.scene)
-        case .sceneRemoved(let e): return StreamName.scene(e.scene)
-        case .multiSwitchRequested(let e): return e.origin == "all" ? StreamName.hub : e.origin
-        case .animalAdmitted(let e): return StreamName.animal(e.animal)
-        case .animalDischarged(let e): return StreamName.animal(e.animal)
-        case .animalSighted(let e): return StreamName.animal(e.animal)
-        case .animalUnseen(let e): return StreamName.animal(e.animal)
-        case .ownerDataErased(let e): return StreamName.animal(e.animal)
-        case .commandRejected: return StreamName.hub
-        }
-    }
+    /// The schema version this build writes for this event.
+    public var schemaVersion: UInt16 { type.currentSchemaVersion }
+
+    /// The stream this event belongs to: `device/<id>`, `animal/<id>`, `group/<id>`, `scene/<id>` or `hub`.
+    public var stream: String { streamKey.stream }
 
     /// Stream kind and id without building the stream string (used by hot paths).
     public var streamKey: StreamKey {
@@ -474,9 +447,8 @@ public enum HubEvent: Sendable, Equatable {
         case .sceneDefined(let e): return .scene(e.scene)
         case .sceneRemoved(let e): return .scene(e.scene)
         case .multiSwitchRequested(let e):
-            if e.origin.hasPrefix("group/") { return .group(String(e.origin.dropFirst(6))) }
-            if e.origin.hasPrefix("scene/") { return .scene(String(e.origin.dropFirst(6))) }
-            return .hub
+            // `origin` is a group's or scene's stream, or "all".
+            return StreamKey(stream: e.origin) ?? .hub
         case .animalAdmitted(let e): return .animal(e.animal)
         case .animalDischarged(let e): return .animal(e.animal)
         case .animalSighted(let e): return .animal(e.animal)
@@ -487,21 +459,85 @@ public enum HubEvent: Sendable, Equatable {
     }
 }
 
-/// A stream identity without the formatted string.
-public enum StreamKey: Sendable, Equatable, Hashable {
+/// A stream of the log: its kind and id. The one place stream names are built (`stream`) and read
+/// (`init?(stream:)`); nothing else formats or parses `"device/<id>"`.
+///
+/// | case | stream |
+/// |---|---|
+/// | `.device("lamp")` | `device/lamp` |
+/// | `.animal("rex")` | `animal/rex` |
+/// | `.group("kitchen")` | `group/kitchen` |
+/// | `.scene("movie")` | `scene/movie` |
+/// | `.hub` | `hub` (hub-wide events: rejections, all-off) |
+public enum StreamKey: Sendable, Equatable, Hashable, CustomStringConvertible {
     case device(String)
     case animal(String)
     case group(String)
     case scene(String)
     case hub
 
-    public var name: String {
+    /// The kinds that carry an id, as they prefix a stream name.
+    public enum Kind: String, Sendable, CaseIterable {
+        case device, animal, group, scene
+    }
+
+    /// The stream name in the log (`device/lamp`, `hub`).
+    public var stream: String {
+        guard let kind else { return "hub" }
+        return kind.rawValue + "/" + (id ?? "")
+    }
+
+    /// The stream name (the same as `stream`; kept for existing callers).
+    public var name: String { stream }
+
+    public var description: String { stream }
+
+    /// The kind, nil for `.hub`.
+    public var kind: Kind? {
         switch self {
-        case .device(let id): return StreamName.device(id)
-        case .animal(let id): return StreamName.animal(id)
-        case .group(let id): return StreamName.group(id)
-        case .scene(let id): return StreamName.scene(id)
-        case .hub: return StreamName.hub
+        case .device: return .device
+        case .animal: return .animal
+        case .group: return .group
+        case .scene: return .scene
+        case .hub: return nil
         }
+    }
+
+    /// The device, animal, group or scene id; nil for `.hub`.
+    public var id: String? {
+        switch self {
+        case .device(let id), .animal(let id), .group(let id), .scene(let id): return id
+        case .hub: return nil
+        }
+    }
+
+    /// The device id when this is a device stream.
+    public var deviceId: String? { if case .device(let id) = self { return id }; return nil }
+    /// The animal id when this is an animal stream.
+    public var animalId: String? { if case .animal(let id) = self { return id }; return nil }
+    /// The group id when this is a group stream.
+    public var groupId: String? { if case .group(let id) = self { return id }; return nil }
+    /// The scene id when this is a scene stream.
+    public var sceneId: String? { if case .scene(let id) = self { return id }; return nil }
+
+    /// A stream of `kind` with `id`.
+    public init(_ kind: Kind, _ id: String) {
+        switch kind {
+        case .device: self = .device(id)
+        case .animal: self = .animal(id)
+        case .group: self = .group(id)
+        case .scene: self = .scene(id)
+        }
+    }
+
+    /// Reads a stream name: `hub`, or `<kind>/<id>` with a known kind and a non-empty id (which may
+    /// itself contain `/`). Nil for anything else.
+    /// - Parameter stream: A stream name from the log (`EventRecord.stream`) or a topic.
+    public init?(stream: String) {
+        if stream == "hub" { self = .hub; return }
+        guard let slash = stream.firstIndex(of: "/"), let kind = Kind(rawValue: String(stream[..<slash])) else { return nil }
+        let id = String(stream[stream.index(after: slash)...])
+        guard !id.isEmpty else { return nil }
+        self.init(kind, id)
     }
 }

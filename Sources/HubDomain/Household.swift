@@ -112,7 +112,7 @@ func decideHousehold(_ command: HubCommand, state: HubState, limits: DomainLimit
         case .off: wanted = .off
         case .toggle: wanted = members.contains { state.devices[$0]?.switchState == .on } ? .off : .on
         }
-        return [.multiSwitchRequested(MultiSwitchRequested(origin: "group/" + id,
+        return [.multiSwitchRequested(MultiSwitchRequested(origin: StreamKey.group(id).stream,
                                                            targets: members.map { DeviceTarget(device: $0, state: wanted) }))]
     case let .defineScene(id, name, targets):
         try householdId("scene", id)
@@ -141,7 +141,7 @@ func decideHousehold(_ command: HubCommand, state: HubState, limits: DomainLimit
         guard !targets.isEmpty else {
             throw Rejection(code: "scene_empty", message: "scene \(quoted(id)) has no registered devices left")
         }
-        return [.multiSwitchRequested(MultiSwitchRequested(origin: "scene/" + id, targets: targets))]
+        return [.multiSwitchRequested(MultiSwitchRequested(origin: StreamKey.scene(id).stream, targets: targets))]
     default:
         return nil
     }

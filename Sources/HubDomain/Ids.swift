@@ -21,12 +21,3 @@ public enum Identifier {
         return count > 0
     }
 }
-
-/// The stream names of the log.
-public enum StreamName {
-    public static let hub = "hub"
-    public static func device(_ id: String) -> String { "device/" + id }
-    public static func animal(_ id: String) -> String { "animal/" + id }
-    public static func group(_ id: String) -> String { "group/" + id }
-    public static func scene(_ id: String) -> String { "scene/" + id }
-}

@@ -163,13 +163,32 @@ public enum CommandJSON {
         return DailyRepeat(minuteOfDay: minute, weekdays: mask, timeZone: zone)
     }
 
+    /// Typed field access with errors that name the field: a thin wording layer over HubJSON's
+    /// `JSONObjectReader` (which does the type checks). Unknown keys are not refused here: the MQTT
+    /// surface passes payloads with its own extra keys (`transaction`).
     struct Fields {
-        let value: JSONValue
-        init(_ value: JSONValue) { self.value = value }
+        let reader: JSONObjectReader
+        init(_ value: JSONValue) { reader = (try? JSONObjectReader(value)) ?? .empty }
+        /// The object read.
+        var value: JSONValue { reader.value }
+
+        /// The reader's error as a `Failure` naming the field.
+        static func failure(_ error: JSONFieldError) -> Failure {
+            switch error.kind {
+            case .missing: return Failure(field: error.path, reason: "is required")
+            case .wrongType(let expected): return Failure(field: error.path, reason: "must be \(expected)")
+            case .invalid(let message): return Failure(field: error.path, reason: message)
+            case .notAnObject: return Failure(field: error.path, reason: "must be an object")
+            case .unknownKey(let known): return Failure(field: error.path, reason: "is not a known field (known: \(known.joined(separator: ", ")))")
+            }
+        }
+
+        func read<T>(_ body: () throws(JSONFieldError) -> T) throws -> T {
+            do { return try body() } catch { throw Self.failure(error) }
+        }
 
         func string(_ key: String) throws -> String {
-            guard let v = try optionalString(key) else { throw Failure(field: key, reason: "is required") }
-            return v
+            try read { () throws(JSONFieldError) in try reader.require(key, reader.string) }
         }
         /// `ON`, `OFF` or `TOGGLE`, any case.
         func switchTarget(_ key: String) throws -> SwitchTarget {
@@ -180,41 +199,27 @@ public enum CommandJSON {
             return target
         }
         func optionalString(_ key: String) throws -> String? {
-            switch value[key] {
-            case nil, .null?: return nil
-            case .string(let s)?: return s
-            default: throw Failure(field: key, reason: "must be a string")
-            }
+            try read { () throws(JSONFieldError) in try reader.string(key) }
         }
+        /// A number, also written as a numeric string (`"12.5"`), as home-automation templates send it.
         func number(_ key: String) throws -> Double {
-            switch value[key] {
-            case .number(let d)?: return d
-            case .string(let s)?:
+            if case .string(let s)? = reader[key] {
                 guard let d = Double(s) else { throw Failure(field: key, reason: "must be a number, not \"\(s)\"") }
                 return d
-            case nil, .null?: throw Failure(field: key, reason: "is required")
-            default: throw Failure(field: key, reason: "must be a number")
             }
+            return try read { () throws(JSONFieldError) in try reader.require(key, reader.number) }
         }
         func optionalInteger(_ key: String) throws -> Int? {
-            switch value[key] {
-            case nil, .null?: return nil
-            default:
-                let d = try number(key)
-                guard d.rounded() == d, abs(d) < 1e15 else { throw Failure(field: key, reason: "must be a whole number") }
-                return Int(d)
-            }
+            guard reader.has(key) else { return nil }
+            let d = try number(key)
+            guard d.rounded() == d, abs(d) < 1e15 else { throw Failure(field: key, reason: "must be a whole number") }
+            return Int(d)
         }
         func bool(_ key: String) throws -> Bool {
-            guard let b = try optionalBool(key) else { throw Failure(field: key, reason: "is required") }
-            return b
+            try read { () throws(JSONFieldError) in try reader.require(key, reader.bool) }
         }
         func optionalBool(_ key: String) throws -> Bool? {
-            switch value[key] {
-            case nil, .null?: return nil
-            case .bool(let b)?: return b
-            default: throw Failure(field: key, reason: "must be true or false")
-            }
+            try read { () throws(JSONFieldError) in try reader.bool(key) }
         }
         func switchState(_ key: String) throws -> SwitchState {
             let s = try string(key)
@@ -223,8 +228,8 @@ public enum CommandJSON {
         }
         /// An ISO-8601 string or a number of Unix seconds; returned in seconds or microseconds.
         func optionalTime(_ key: String, seconds: Bool) throws -> Int64? {
-            switch value[key] {
-            case nil, .null?: return nil
+            switch reader[key] {
+            case nil: return nil
             case .string(let s)?:
                 guard let micros = ISO8601.parse(s) else { throw Failure(field: key, reason: "is not an ISO-8601 time: \"\(s)\"") }
                 return seconds ? micros / 1_000_000 : micros

@@ -223,7 +223,8 @@ public actor DriverHost: Service {
         case let .switchState(on, manual):
             await execute(.reportSwitch(id: deviceId, state: on ? .on : .off, manual: manual), actor: actor)
         case let .reading(quantity, value, measuredAt):
-            guard let q = Quantity(rawValue: quantity), value.isFinite else { return }
+            guard value.isFinite else { return }
+            let q = Quantity(quantity)
             for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
                 await execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value, measuredAt: sample.at),
                               actor: actor)

@@ -149,32 +149,40 @@ public actor Hub {
         throw HubError.failed("command \(command.name) kept conflicting with concurrent commands; try again")
     }
 
-    /// The streams a command writes, plus a shared key for rules that span streams (a beacon or a
-    /// hardware id bound at most once).
-    static func serializationKeys(_ command: HubCommand) -> [String] {
+    /// What commands take turns on: a stream they write, or a rule that spans streams.
+    enum SerializationKey: Hashable, Sendable {
+        case stream(StreamKey)
+        /// A beacon is bound to at most one admitted animal.
+        case beaconRule
+        /// A hardware id is bound to at most one active device.
+        case hardwareIdRule
+    }
+
+    /// The stream a command writes first, then any rule it must guard.
+    static func serializationKeys(_ command: HubCommand) -> [SerializationKey] {
         switch command {
-        case .admitAnimal(let a): return ["animal/" + a.animal, "rule:beacons"]
-        case .registerDevice(let id, _, _, _, _): return ["device/" + id, "rule:hardware-ids"]
-        case .recordReading(let subject, _, _, _): return [subject.stream]
+        case .admitAnimal(let a): return [.stream(.animal(a.animal)), .beaconRule]
+        case .registerDevice(let id, _, _, _, _): return [.stream(.device(id)), .hardwareIdRule]
+        case .recordReading(let subject, _, _, _): return [.stream(subject.streamKey)]
         case .dischargeAnimal(let id, _, _, _), .sightAnimal(let id, _, _, _), .markAnimalUnseen(let id, _, _), .eraseOwnerData(let id):
-            return ["animal/" + id]
-        case .defineGroup(let id, _, _), .removeGroup(let id), .switchGroup(let id, _): return ["group/" + id]
-        case .defineScene(let id, _, _), .removeScene(let id), .applyScene(let id): return ["scene/" + id]
-        default: return ["device/" + (command.target ?? "")]
+            return [.stream(.animal(id))]
+        case .defineGroup(let id, _, _), .removeGroup(let id), .switchGroup(let id, _): return [.stream(.group(id))]
+        case .defineScene(let id, _, _), .removeScene(let id), .applyScene(let id): return [.stream(.scene(id))]
+        default: return [.stream(.device(command.target ?? ""))]
         }
     }
 
-    private var busyKeys: Set<String> = []
-    private var keyWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    private var busyKeys: Set<SerializationKey> = []
+    private var keyWaiters: [SerializationKey: [CheckedContinuation<Void, Never>]] = [:]
 
-    private func acquire(_ key: String) async {
+    private func acquire(_ key: SerializationKey) async {
         while busyKeys.contains(key) {
             await withCheckedContinuation { keyWaiters[key, default: []].append($0) }
         }
         busyKeys.insert(key)
     }
 
-    private func release(_ key: String) {
+    private func release(_ key: SerializationKey) {
         busyKeys.remove(key)
         if var waiting = keyWaiters[key], !waiting.isEmpty {
             let next = waiting.removeFirst()

@@ -82,146 +82,97 @@ public struct HubConfig: Sendable, Equatable {
     }
 
     public static func parse(_ value: JSONValue) throws -> HubConfig {
+        do { return try read(value) } catch let error as JSONFieldError { throw Problem(file: "", message: error.description) }
+    }
+
+    /// Reads the configuration with the shared strict reader (HubJSON's `JSONObjectReader`): every
+    /// problem names the key's path (`mqtt.tls.cert_file`, `devices[2].id`).
+    static func read(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
-        let root = try Reader(value, path: "")
+        let root = try JSONObjectReader(value)
         try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons"])
-        switch value["beacons"] {
-        case nil, .null?: break
+        switch root["beacons"] {
+        case nil: break
         case .bool(let on)?: config.beacons = on ? "{}" : nil
-        case .object?: config.beacons = value["beacons"]!.serialized()
-        default: throw root.problem("beacons", "must be false (off) or the beacon bridge's settings object")
+        case .object?: config.beacons = root["beacons"]!.serialized()
+        default: throw root.wrongType("beacons", "false (off) or the beacon bridge's settings object")
         }
         if let policy = try root.string("activation_divergence") {
             guard let p = DivergencePolicy(name: policy) else {
-                throw root.problem("activation_divergence", "must be \"restore\", \"adopt\" or \"report\", not \"\(policy)\"")
+                throw root.wrongType("activation_divergence", "\"restore\", \"adopt\" or \"report\", not \"\(policy)\"")
             }
             config.activationDivergence = p
         }
-        if let readingsValue = value["readings"] {
-            let r = try Reader(readingsValue, path: "readings.")
-            try r.allow(Set(Quantity.allCases.map(\.rawValue)))
+        if let readings = try root.object("readings") {
+            try readings.allow(Quantity.allCases.map(\.rawValue))
             for quantity in Quantity.allCases {
-                guard let ruleValue = readingsValue[quantity.rawValue] else { continue }
-                let q = try Reader(ruleValue, path: "readings.\(quantity.rawValue).")
+                guard let q = try readings.object(quantity.rawValue) else { continue }
                 try q.allow(["deadband", "relative", "max_interval_seconds"])
                 let defaults = ReadingFilter.defaultRules[quantity]!
                 let deadband = try q.number("deadband") ?? defaults.deadband
-                guard deadband >= 0, deadband.isFinite else { throw q.problem("deadband", "must be a number of at least 0 \(quantity.unit)") }
+                guard deadband >= 0, deadband.isFinite else { throw q.wrongType("deadband", "a number of at least 0 \(quantity.unit)") }
                 let relative = try q.number("relative") ?? defaults.relative
-                guard relative >= 0, relative <= 1 else { throw q.problem("relative", "must be a fraction from 0 to 1 (0.02 = 2 %)") }
+                guard relative >= 0, relative <= 1 else { throw q.wrongType("relative", "a fraction from 0 to 1 (0.02 = 2 %)") }
                 let interval = try q.number("max_interval_seconds") ?? defaults.maxIntervalSeconds
-                guard interval >= 1, interval <= 86_400 else { throw q.problem("max_interval_seconds", "must be between 1 and 86400") }
+                guard interval >= 1, interval <= 86_400 else { throw q.wrongType("max_interval_seconds", "between 1 and 86400") }
                 config.readingRules[quantity] = ReadingFilter.Rule(deadband: deadband, relative: relative, maxIntervalSeconds: interval)
             }
         }
         if let timeout = try root.number("confirm_timeout_seconds") {
-            guard timeout > 0, timeout <= 600 else { throw root.problem("confirm_timeout_seconds", "must be between 0 and 600 seconds") }
+            guard timeout > 0, timeout <= 600 else { throw root.wrongType("confirm_timeout_seconds", "between 0 and 600 seconds") }
             config.confirmTimeoutSeconds = timeout
         }
-        if let mqttValue = value["mqtt"] {
-            let m = try Reader(mqttValue, path: "mqtt.")
-            try m.allow(["enabled", "host", "port", "client_id", "username", "password", "password_file", "base_topic",
-                         "discovery_prefix", "keepalive", "tls"])
-            if let v = try m.bool("enabled") { config.mqtt.enabled = v }
-            if let v = try m.string("host") { config.mqtt.host = v }
-            if let v = try m.integer("port", in: 1...65535) { config.mqtt.port = v }
-            if let v = try m.string("client_id") { config.mqtt.clientId = v }
-            config.mqtt.username = try m.string("username")
-            config.mqtt.password = try m.string("password")
-            if let file = try m.string("password_file") {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw m.problem("password_file", "cannot read \(file)")
-                }
-                config.mqtt.password = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            if let v = try m.string("base_topic") {
-                guard MQTTNames.isValidBase(v) else { throw m.problem("base_topic", "must be a topic without + or # and without leading or trailing /") }
-                config.mqtt.baseTopic = v
-            }
-            if let v = try m.string("discovery_prefix") {
-                guard MQTTNames.isValidBase(v) else { throw m.problem("discovery_prefix", "must be a topic without + or #") }
-                config.mqtt.discoveryPrefix = v
-            }
-            if let v = try m.integer("keepalive", in: 5...3600) { config.mqtt.keepAlive = v }
-            if let tlsValue = mqttValue["tls"] {
-                let t = try Reader(tlsValue, path: "mqtt.tls.")
-                try t.allow(["ca_file", "cert_file", "key_file", "insecure"])
-                config.mqtt.caFile = try t.string("ca_file")
-                config.mqtt.certFile = try t.string("cert_file")
-                config.mqtt.keyFile = try t.string("key_file")
-                if let v = try t.bool("insecure") { config.mqtt.tlsInsecure = v }
-                if (config.mqtt.certFile == nil) != (config.mqtt.keyFile == nil) {
-                    throw t.problem("cert_file", "a client certificate needs both cert_file and key_file")
-                }
-            }
+        if let m = try root.object("mqtt") {
+            try readMQTT(m, into: &config.mqtt)
         }
-        if let devicesValue = value["devices"] {
-            guard case .array(let items) = devicesValue else { throw root.problem("devices", "must be a list") }
+        if let devices = try root.objects("devices") {
             var seen = Set<String>()
-            for (index, item) in items.enumerated() {
-                let d = try Reader(item, path: "devices[\(index)].")
+            for d in devices {
                 try d.allow(["id", "driver", "name", "config"])
-                guard let id = try d.string("id") else { throw d.problem("id", "is required") }
-                guard Identifier.isValid(id) else { throw d.problem("id", "\"\(id)\" is not 1 to 64 of A-Z a-z 0-9 _ -") }
-                guard seen.insert(id).inserted else { throw d.problem("id", "\"\(id)\" is listed twice") }
-                guard let driver = try d.string("driver") else { throw d.problem("driver", "is required") }
-                let settings: String
-                switch item["config"] {
-                case nil, .null?: settings = "{}"
-                case .object?: settings = item["config"]!.serialized()
-                default: throw d.problem("config", "must be a JSON object")
-                }
+                let id = try d.require("id", d.string)
+                guard Identifier.isValid(id) else { throw d.invalid("id", "\"\(id)\" is not 1 to 64 of A-Z a-z 0-9 _ -") }
+                guard seen.insert(id).inserted else { throw d.invalid("id", "\"\(id)\" is listed twice") }
+                let driver = try d.require("driver", d.string)
+                let settings = try d.object("config")?.value.serialized() ?? "{}"
                 config.devices.append(Device(id: id, driver: driver, name: try d.string("name") ?? id, config: settings))
             }
         }
         return config
     }
 
-    /// Typed access to one JSON object, with problems that name the key's path.
-    struct Reader {
-        let value: JSONValue
-        let path: String
-        init(_ value: JSONValue, path: String) throws {
-            guard case .object = value else {
-                throw Problem(file: "", message: path.isEmpty ? "the top level must be a JSON object" : "\(path.dropLast()) must be a JSON object")
+    static func readMQTT(_ m: JSONObjectReader, into mqtt: inout MQTT) throws {
+        try m.allow(["enabled", "host", "port", "client_id", "username", "password", "password_file", "base_topic",
+                     "discovery_prefix", "keepalive", "tls"])
+        if let v = try m.bool("enabled") { mqtt.enabled = v }
+        if let v = try m.string("host") { mqtt.host = v }
+        if let v = try m.integer("port", in: 1...65535) { mqtt.port = v }
+        if let v = try m.string("client_id") { mqtt.clientId = v }
+        mqtt.username = try m.string("username")
+        mqtt.password = try m.string("password")
+        if let file = try m.string("password_file") {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw m.invalid("password_file", "cannot read \(file)")
             }
-            self.value = value
-            self.path = path
+            mqtt.password = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        func problem(_ key: String, _ message: String) -> Problem { Problem(file: "", message: "\(path)\(key) \(message)") }
-        func allow(_ keys: Set<String>) throws {
-            guard case .object(let fields) = value else { return }
-            for (key, _) in fields where !keys.contains(key) {
-                throw Problem(file: "", message: "unknown key \(path)\(key) (known: \(keys.sorted().joined(separator: ", ")))")
-            }
+        if let v = try m.string("base_topic") {
+            guard MQTTNames.isValidBase(v) else { throw m.wrongType("base_topic", "a topic without + or # and without leading or trailing /") }
+            mqtt.baseTopic = v
         }
-        func string(_ key: String) throws -> String? {
-            switch value[key] {
-            case nil, .null?: return nil
-            case .string(let s)?: return s
-            default: throw problem(key, "must be a string")
-            }
+        if let v = try m.string("discovery_prefix") {
+            guard MQTTNames.isValidBase(v) else { throw m.wrongType("discovery_prefix", "a topic without + or #") }
+            mqtt.discoveryPrefix = v
         }
-        func bool(_ key: String) throws -> Bool? {
-            switch value[key] {
-            case nil, .null?: return nil
-            case .bool(let b)?: return b
-            default: throw problem(key, "must be true or false")
+        if let v = try m.integer("keepalive", in: 5...3600) { mqtt.keepAlive = v }
+        if let t = try m.object("tls") {
+            try t.allow(["ca_file", "cert_file", "key_file", "insecure"])
+            mqtt.caFile = try t.string("ca_file")
+            mqtt.certFile = try t.string("cert_file")
+            mqtt.keyFile = try t.string("key_file")
+            if let v = try t.bool("insecure") { mqtt.tlsInsecure = v }
+            if (mqtt.certFile == nil) != (mqtt.keyFile == nil) {
+                throw t.invalid("cert_file", "a client certificate needs both cert_file and key_file")
             }
-        }
-        func number(_ key: String) throws -> Double? {
-            switch value[key] {
-            case nil, .null?: return nil
-            case .number(let d)?: return d
-            default: throw problem(key, "must be a number")
-            }
-        }
-        func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
-            guard let d = try number(key) else { return nil }
-            guard d.rounded() == d, d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
-                throw problem(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            return Int(d)
         }
     }
 }

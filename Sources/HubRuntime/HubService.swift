@@ -208,7 +208,7 @@ struct HubLogFollower: Service {
                 for try await record in hub.store.subscribe(from: from) {
                     // The read models first, so drivers and the surface see this event's effect.
                     try await hub.catchUp()
-                    surface?.changed(stream: record.stream)
+                    if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
                                                            payload: record.payload) else { continue } // counted by the read models as skipped
                     await drivers.handle(event)

@@ -35,7 +35,7 @@ struct MQTTStatePublisher: Service {
                 group.addTask { try await surface.followConnection() }
                 group.addTask { await surface.publishStates() }
                 group.addTask {
-                    for await animal in surface.bridges.presenceChanges { surface.changed(stream: StreamKey.animal(animal).name) }
+                    for await animal in surface.bridges.presenceChanges { surface.changed(stream: .animal(animal)) }
                 }
                 group.addTask {
                     for await _ in surface.announceRequests {

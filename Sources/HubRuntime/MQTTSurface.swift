@@ -27,7 +27,7 @@ public actor MQTTSurface {
     var announcedDevices: [String: String] = [:]
     var announcedAnimals: Set<String> = []
     /// Streams whose state must be re-published; filled from any task, drained by `publishStates`.
-    private nonisolated let dirty = Mutex<Set<String>>([])
+    private nonisolated let dirty = Mutex<Set<StreamKey>>([])
     nonisolated let wake: AsyncStream<Void>.Continuation
     let wakes: AsyncStream<Void>
     /// Home Assistant announced itself: everything is re-announced (by the state publisher).
@@ -196,7 +196,7 @@ public actor MQTTSurface {
     // MARK: State out
 
     /// Called for every committed event: its stream's state is re-published (coalesced under load).
-    public nonisolated func changed(stream: String) {
+    public nonisolated func changed(stream: StreamKey) {
         dirty.withLock { _ = $0.insert(stream) }
         wake.yield()
     }
@@ -207,10 +207,10 @@ public actor MQTTSurface {
                 defer { dirty.removeAll() }
                 return dirty
             }
-            let deviceIds = streams.filter { $0.hasPrefix("device/") }.map { String($0.dropFirst("device/".count)) }
-            let animalIds = streams.filter { $0.hasPrefix("animal/") }.map { String($0.dropFirst("animal/".count)) }
+            let deviceIds = streams.compactMap(\.deviceId)
+            let animalIds = streams.compactMap(\.animalId)
             let (devices, animals) = await hub.views(devices: deviceIds, animals: animalIds)
-            let groupIds = Set(streams.filter { $0.hasPrefix("group/") }.map { String($0.dropFirst("group/".count)) })
+            let groupIds = Set(streams.compactMap(\.groupId))
             if !groupIds.isEmpty || !deviceIds.isEmpty { await publishGroups(changed: groupIds, devices: Set(deviceIds)) }
             for view in devices {
                 let device = view.record
@@ -320,9 +320,8 @@ public actor MQTTSurface {
             respond(MQTTResponse.error(error), to: message, route: route)
             return
         }
-        let key = parsed.commands.first.map { Hub.serializationKeys($0)[0] } ?? message.topic
         var hasher = Hasher()
-        hasher.combine(key)
+        if let command = parsed.commands.first { hasher.combine(Hub.serializationKeys(command)[0]) } else { hasher.combine(message.topic) }
         let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes.count))
         lanes[lane].yield(Work(message: message, route: route, parsed: parsed))
     }

@@ -73,8 +73,9 @@ enum DomainWorkload {
     static func make() -> BenchmarkWorkload {
         let seen = Mutex(Set<String>())
         return BenchmarkWorkload(encoder: { kind, stream, index in
-            let id = String(stream.split(separator: "/").last ?? "x")
-            let isAnimal = stream.hasPrefix("animal/")
+            let key = StreamKey(stream: stream)
+            let id = key?.id ?? "x"
+            let isAnimal = key?.animalId != nil
             let first = seen.withLock { $0.insert(stream).inserted }
             let at = 1_767_225_600_000_000 + Int64(index) * 1_000
             let event: HubEvent

@@ -58,7 +58,7 @@ import Testing
         #expect(a.events.map(\.timestamp) == a.events.map(\.timestamp).sorted())
         let ids = Set((0..<10_000).map(BenchmarkWorkload.commandId))
         #expect(ids.count == 10_000)
-        let custom = BenchmarkWorkload(encoder: { kind, _, index in ("X" + kind.rawValue, 3, [UInt8(index % 256)]) })
+        let custom = BenchmarkWorkload(encoder: { kind, _, index in ("X" + kind.type.rawValue, 3, [UInt8(index % 256)]) })
         #expect(custom.event(stream: "device/plug-1", index: 7).payload == [7])
         #expect(custom.event(stream: "device/plug-1", index: 7).schemaVersion == 3)
     }

@@ -27,20 +27,20 @@ import Testing
         let context = CollectingContext()
         try await driver.start(context: context)
 
-        await context.wait { $0.lastAvailability?.0 == true && $0.switchStates == [false] && $0.readings("power").count >= 2 }
+        await context.wait { $0.lastAvailability?.0 == true && $0.switchStates == [false] && $0.readings(.power).count >= 2 }
         let first = await context.observations
         #expect(first.lastAvailability?.1.contains("HS110(EU)") == true)
-        #expect(first.readings("power").allSatisfy { $0 == 0 })
-        #expect(first.readings("voltage").allSatisfy { abs($0 - 230) < 2 })
+        #expect(first.readings(.power).allSatisfy { $0 == 0 })
+        #expect(first.readings(.voltage).allSatisfy { abs($0 - 230) < 2 })
 
         try await driver.execute(.setSwitch(on: true))
         #expect(sim.relayOn)
         #expect(await context.observations.stateChanges == [false, true])  // read back before execute returned
         let before = await context.count
-        await context.wait { Array($0.dropFirst(before)).readings("power").count >= 2 }
+        await context.wait { Array($0.dropFirst(before)).readings(.power).count >= 2 }
         let on = Array(await context.observations.dropFirst(before))
-        #expect(on.readings("power").allSatisfy { abs($0 - 60) < 2 })
-        #expect(on.readings("current").allSatisfy { abs($0 - 60.0 / 230) < 0.02 })
+        #expect(on.readings(.power).allSatisfy { abs($0 - 60) < 2 })
+        #expect(on.readings(.current).allSatisfy { abs($0 - 60.0 / 230) < 0.02 })
 
         sim.relayOn = false  // pressed on the device: the poll reports it
         await context.wait { $0.stateChanges == [false, true, false] }
@@ -68,11 +68,11 @@ import Testing
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
         try await driver.start(context: context)
-        await context.wait { $0.readings("energy").contains { abs($0 - 60) < 0.001 } }
+        await context.wait { $0.readings(.energy).contains { abs($0 - 60) < 0.001 } }
         clock.advance(1800)  // 90 Wh
-        await context.wait { $0.readings("energy").contains { abs($0 - 90) < 0.001 } }
+        await context.wait { $0.readings(.energy).contains { abs($0 - 90) < 0.001 } }
         sim.resetEnergyCounter()
-        await context.wait { $0.readings("energy").last.map { $0 < 1 } == true }
+        await context.wait { $0.readings(.energy).last.map { $0 < 1 } == true }
         await driver.stop()
         await sim.stop()
     }

@@ -61,7 +61,7 @@ import Testing
         }
         try await run(peer, extra: #","timeout":5,"poll_interval":5"#) { context, _ in
             await context.wait { $0.lastAvailability?.0 == true && $0.switchStates == [true] }
-            #expect(await context.observations.readings("power").isEmpty)  // no "ENE" feature: no emeter
+            #expect(await context.observations.readings(.power).isEmpty)  // no "ENE" feature: no emeter
         }
     }
 
@@ -74,7 +74,7 @@ import Testing
         try await run(peer) { context, _ in
             await context.wait { $0.lastAvailability?.0 == true && $0.switchStates == [false] }
             try await Task.sleep(nanoseconds: 600_000_000)
-            #expect(await context.observations.readings("power").isEmpty)
+            #expect(await context.observations.readings(.power).isEmpty)
             #expect(await context.observations.availabilities.count == 1)
         }
     }

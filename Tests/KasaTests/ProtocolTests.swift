@@ -69,7 +69,7 @@ import Testing
     @Test func replyParsingBothFirmwares() throws {
         let new = KasaEmeterSample(realtime: ["current_ma": 451, "voltage_mv": 230_837, "power_mw": 61_753, "total_wh": 16_323, "err_code": 0])
         #expect(new.power == 61.753 && new.voltage == 230.837 && new.current == 0.451 && new.energyWh == 16_323)
-        #expect(new.readings.map(\.0) == ["power", "voltage", "current", "energy"])
+        #expect(new.readings.map(\.0) == [.power, .voltage, .current, .energy])
         let old = KasaEmeterSample(realtime: ["current": 0.128037, "voltage": 118.917389, "power": 7.677094, "total": 30.404, "err_code": 0])
         #expect(old.power == 7.677094 && old.voltage == 118.917389 && old.current == 0.128037)
         #expect(abs(old.energyWh! - 30_404) < 1e-6)

@@ -1,3 +1,4 @@
+import DriverAPI
 import Foundation
 import Kasa
 import KasaSimulator
@@ -5,9 +6,9 @@ import Testing
 
 /// The simulator over real TCP, queried by a plain POSIX client.
 @Suite struct SimulatorTests {
-    static func int(_ value: Any?) -> Int? { (value as? NSNumber)?.intValue }
-    static func sub(_ reply: [String: Any], _ module: String, _ method: String) -> [String: Any] {
-        (reply[module] as? [String: Any])?[method] as? [String: Any] ?? [:]
+    static func int(_ value: JSONValue?) -> Int? { value?.doubleValue.map { Int($0) } }
+    static func sub(_ reply: JSONValue, _ module: String, _ method: String) -> JSONValue {
+        reply[module]?[method] ?? [:]
     }
 
     func withSimulator(_ firmware: KasaSimulator.Firmware = .new, clock: TestClock? = nil,
@@ -33,10 +34,10 @@ import Testing
                 #expect(info[key] != nil, "missing \(key)")
             }
             #expect(info[firmware == .new ? "latitude_i" : "latitude"] != nil)
-            #expect(info["model"] as? String == "HS110(EU)")
-            #expect(info["type"] as? String == "IOT.SMARTPLUGSWITCH")
-            #expect(info["feature"] as? String == "TIM:ENE")
-            #expect(info["alias"] as? String == "Kasa Plug")
+            #expect(info["model"]?.stringValue == "HS110(EU)")
+            #expect(info["type"]?.stringValue == "IOT.SMARTPLUGSWITCH")
+            #expect(info["feature"]?.stringValue == "TIM:ENE")
+            #expect(info["alias"]?.stringValue == "Kasa Plug")
             #expect(Self.int(info["err_code"]) == 0 && Self.int(info["relay_state"]) == 0)
             #expect(sim.requestCount == 1)
         }
@@ -56,7 +57,7 @@ import Testing
             #expect(Self.int(Self.sub(r, "system", "set_led_off")["err_code"]) == 0)
             #expect(Self.int(Self.sub(r, "system", "set_dev_alias")["err_code"]) == 0)
             r = try client.request(#"{"system":{"get_sysinfo":{}}}"#)
-            #expect(Self.sub(r, "system", "get_sysinfo")["alias"] as? String == "Desk")
+            #expect(Self.sub(r, "system", "get_sysinfo")["alias"]?.stringValue == "Desk")
             #expect(Self.int(Self.sub(r, "system", "get_sysinfo")["led_off"]) == 1)
             r = try client.request(#"{"system":{"set_dev_alias":{"alias":"\#(String(repeating: "x", count: 40))"},"reboot":{"delay":1}}}"#)
             #expect(Self.int(Self.sub(r, "system", "set_dev_alias")["err_code"]) == -3)
@@ -67,15 +68,15 @@ import Testing
     @Test func unknownModuleAndMethodAndBatching() async throws {
         try await withSimulator { _, client in
             let r = try client.request(#"{"foo":{"bar":{}},"system":{"frobnicate":{},"get_sysinfo":{}},"time":{"get_time":{},"get_timezone":{}},"cnCloud":{"get_info":{}},"anti_theft":{"get_rules":{}}}"#)
-            #expect(Self.int((r["foo"] as? [String: Any])?["err_code"]) == -1)
-            #expect((r["foo"] as? [String: Any])?["err_msg"] as? String == "module not support")
+            #expect(Self.int(r["foo"]?["err_code"]) == -1)
+            #expect(r["foo"]?["err_msg"]?.stringValue == "module not support")
             #expect(Self.int(Self.sub(r, "system", "frobnicate")["err_code"]) == -2)
-            #expect(Self.sub(r, "system", "frobnicate")["err_msg"] as? String == "member not support")
+            #expect(Self.sub(r, "system", "frobnicate")["err_msg"]?.stringValue == "member not support")
             #expect(Self.int(Self.sub(r, "system", "get_sysinfo")["err_code"]) == 0)
             #expect(Self.int(Self.sub(r, "time", "get_timezone")["index"]) != nil)
             let cloud = Self.sub(r, "cnCloud", "get_info")
             for key in ["binded", "cld_connection", "server", "username", "err_code"] { #expect(cloud[key] != nil, "\(key)") }
-            #expect((Self.sub(r, "anti_theft", "get_rules")["rule_list"] as? [Any])?.isEmpty == true)
+            #expect(Self.sub(r, "anti_theft", "get_rules")["rule_list"]?.arrayValue?.isEmpty == true)
         }
     }
 
@@ -102,16 +103,16 @@ import Testing
                 #expect(Self.int(rt["total_wh"]) == 2880)
                 #expect(abs(Double(Self.int(rt["power_mw"]) ?? 0) - 60_000) < 2_000)
             } else {
-                #expect(abs(((rt["total"] as? NSNumber)?.doubleValue ?? 0) - 2.88) < 1e-9)
-                #expect(abs(((rt["power"] as? NSNumber)?.doubleValue ?? 0) - 60) < 2)
+                #expect(abs((rt["total"]?.doubleValue ?? 0) - 2.88) < 1e-9)
+                #expect(abs((rt["power"]?.doubleValue ?? 0) - 60) < 2)
             }
             let r = try client.request(#"{"emeter":{"get_daystat":{"month":11,"year":2023},"get_monthstat":{"year":2023}}}"#)
-            let days = Self.sub(r, "emeter", "get_daystat")["day_list"] as? [[String: Any]] ?? []
+            let days = Self.sub(r, "emeter", "get_daystat")["day_list"]?.arrayValue ?? []
             #expect(days.map { Self.int($0["day"]) } == [14, 15, 16])
             let energyKey = firmware == .new ? "energy_wh" : "energy"
-            let dayTotal = days.compactMap { ($0[energyKey] as? NSNumber)?.doubleValue }.reduce(0, +)
+            let dayTotal = days.compactMap { $0[energyKey]?.doubleValue }.reduce(0, +)
             #expect(abs(dayTotal - (firmware == .new ? 2880 : 2.88)) < 0.01)
-            let months = Self.sub(r, "emeter", "get_monthstat")["month_list"] as? [[String: Any]] ?? []
+            let months = Self.sub(r, "emeter", "get_monthstat")["month_list"]?.arrayValue ?? []
             #expect(months.count == 1 && Self.int(months.first?["month"]) == 11)
             let bad = try client.request(#"{"emeter":{"get_daystat":{"year":2023}}}"#)
             #expect(Self.int(Self.sub(bad, "emeter", "get_daystat")["err_code"]) == -3)
@@ -119,7 +120,7 @@ import Testing
             #expect(Self.int(Self.sub(erased, "emeter", "erase_emeter_stat")["err_code"]) == 0)
             #expect(sim.energyTotalWh == 0)
             let runtime = try client.request(#"{"schedule":{"get_daystat":{"month":11,"year":2023},"get_monthstat":{"year":2023}}}"#)
-            let runDays = Self.sub(runtime, "schedule", "get_daystat")["day_list"] as? [[String: Any]] ?? []
+            let runDays = Self.sub(runtime, "schedule", "get_daystat")["day_list"]?.arrayValue ?? []
             #expect(runDays.compactMap { Self.int($0["time"]) }.reduce(0, +) == 2 * 24 * 60)
         }
     }
@@ -129,11 +130,11 @@ import Testing
         try await withSimulator(clock: clock) { _, client in
             let add = #"{"schedule":{"add_rule":{"stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":1380,"enable":1,"repeat":1,"etime_opt":-1,"name":"night off","eact":-1,"sact":0,"emin":0}}}"#
             var r = try client.request(add)
-            let id = Self.sub(r, "schedule", "add_rule")["id"] as? String
+            let id = Self.sub(r, "schedule", "add_rule")["id"]?.stringValue
             #expect(id?.count == 32)
             r = try client.request(#"{"schedule":{"get_rules":{},"get_next_action":{}}}"#)
             let rules = Self.sub(r, "schedule", "get_rules")
-            #expect((rules["rule_list"] as? [[String: Any]])?.first?["id"] as? String == id)
+            #expect(rules["rule_list"]?.arrayValue?.first?["id"]?.stringValue == id)
             #expect(Self.int(rules["enable"]) == 1 && Self.int(rules["version"]) != nil)
             let next = Self.sub(r, "schedule", "get_next_action")
             #expect(Self.int(next["type"]) == 1 && Self.int(next["schd_sec"]) == 1380 * 60 && Self.int(next["action"]) == 0)
@@ -161,13 +162,13 @@ import Testing
         let clock = TestClock()
         try await withSimulator(clock: clock) { sim, client in
             var r = try client.request(#"{"count_down":{"add_rule":{"enable":1,"delay":1800,"act":1,"name":"x"}}}"#)
-            let id = Self.sub(r, "count_down", "add_rule")["id"] as? String
+            let id = Self.sub(r, "count_down", "add_rule")["id"]?.stringValue
             #expect(id != nil)
             r = try client.request(#"{"count_down":{"add_rule":{"enable":1,"delay":60,"act":0,"name":"y"}}}"#)
             #expect(Self.int(Self.sub(r, "count_down", "add_rule")["err_code"]) ?? 0 < 0)
             r = try client.request(#"{"count_down":{"get_rules":{}},"system":{"get_sysinfo":{}}}"#)
-            #expect((Self.sub(r, "count_down", "get_rules")["rule_list"] as? [Any])?.count == 1)
-            #expect(Self.sub(r, "system", "get_sysinfo")["active_mode"] as? String == "count_down")
+            #expect(Self.sub(r, "count_down", "get_rules")["rule_list"]?.arrayValue?.count == 1)
+            #expect(Self.sub(r, "system", "get_sysinfo")["active_mode"]?.stringValue == "count_down")
             clock.advance(1801)
             #expect(sim.relayOn)
             r = try client.request(#"{"count_down":{"edit_rule":{"id":"\#(id ?? "")","enable":1,"delay":10,"act":0,"name":"x"}}}"#)
@@ -177,7 +178,7 @@ import Testing
             r = try client.request(#"{"count_down":{"delete_rule":{"id":"\#(id ?? "")"}}}"#)
             #expect(Self.int(Self.sub(r, "count_down", "delete_rule")["err_code"]) == 0)
             r = try client.request(#"{"count_down":{"delete_all_rules":{},"get_rules":{}}}"#)
-            #expect((Self.sub(r, "count_down", "get_rules")["rule_list"] as? [Any])?.isEmpty == true)
+            #expect(Self.sub(r, "count_down", "get_rules")["rule_list"]?.arrayValue?.isEmpty == true)
         }
     }
 
@@ -189,7 +190,7 @@ import Testing
                               + KasaCipher.frame(#"{"system":{"get_sysinfo":{}}}"#)
                               + KasaCipher.frame(#"{"system":{"set_relay_state":{"state":0}}}"#))
             #expect(readFrame(first.fd).map { String(decoding: $0, as: UTF8.self).contains("set_relay_state") } == true)
-            let info = try JSONSerialization.jsonObject(with: Data(readFrame(first.fd) ?? [])) as? [String: Any] ?? [:]
+            let info = try JSONValue.parse(readFrame(first.fd) ?? [])
             #expect(Self.int(Self.sub(info, "system", "get_sysinfo")["relay_state"]) == 1)
             #expect(readFrame(first.fd) != nil)
             _ = try second.request(#"{"system":{"get_sysinfo":{}}}"#)

@@ -44,7 +44,7 @@ extension [Observation] {
     var stateChanges: [Bool] {
         switchStates.reduce(into: []) { out, on in if out.last != on { out.append(on) } }
     }
-    func readings(_ quantity: String) -> [Double] {
+    func readings(_ quantity: ReadingQuantity) -> [Double] {
         compactMap { if case .reading(let q, let v, _) = $0, q == quantity { v } else { nil } }
     }
     var lastAvailability: (Bool, String)? { availabilities.last }
@@ -146,12 +146,11 @@ final class BlockingClient {
     }
 
     /// Sends a JSON text and returns the reply's JSON object.
-    func request(_ json: String) throws -> [String: Any] {
+    func request(_ json: String) throws -> JSONValue {
         try sendRaw(KasaCipher.frame(json))
         guard let payload = readFrame(fd) else { throw SocketError.failed("no reply") }
-        guard let object = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
-            throw SocketError.failed("reply not an object")
-        }
+        let object = try JSONValue.parse(payload)
+        guard case .object = object else { throw SocketError.failed("reply not an object") }
         return object
     }
 

@@ -26,9 +26,9 @@ struct ShellyPayloadTests {
             try await raw.send("\(base)/online", "false")
             #expect(await rig.wait { $0.availability == [true, false] })
             #expect(rig.switchStates == [true, false])
-            #expect(rig.readings("power") == [52.41])
-            #expect(rig.readings("energy").count == 1)
-            #expect(abs((rig.readings("energy").first ?? 0) - 1234.0 / 60) < 1e-9)
+            #expect(rig.readings(.power) == [52.41])
+            #expect(rig.readings(.energy).count == 1)
+            #expect(abs((rig.readings(.energy).first ?? 0) - 1234.0 / 60) < 1e-9)
             await raw.stop()
             await rig.stop()
         }
@@ -41,28 +41,28 @@ struct ShellyPayloadTests {
             let p = Self.gen2
             try await raw.send("\(p)/online", "true")
             try await raw.send("\(p)/status/switch:0", #"{"id":0,"source":"loopback","output":true,"apower":10.7,"voltage":120.7,"current":0.133,"aenergy":{"total":46791.262,"by_minute":[73.921,177.749,177.749],"minute_ts":1682952864},"temperature":{"tC":47.9,"tF":118.3}}"#)
-            #expect(await rig.wait { $0.readings("energy") == [46791.262] })
+            #expect(await rig.wait { $0.readings(.energy) == [46791.262] })
             #expect(rig.switchStates == [true])
-            #expect(rig.readings("power") == [10.7])
-            #expect(rig.readings("voltage") == [120.7])
-            #expect(rig.readings("current") == [0.133])
+            #expect(rig.readings(.power) == [10.7])
+            #expect(rig.readings(.voltage) == [120.7])
+            #expect(rig.readings(.current) == [0.133])
             // The reference notification: only the temperature changed.
             try await raw.send("\(p)/events/rpc", #"{"src":"shellyplus1-441793ab3fb4","dst":"shellyplus1-441793ab3fb4/events","method":"NotifyStatus","params":{"ts":1708179956.30,"switch:0":{"id":0,"temperature":{"tC":37.67,"tF":99.81}}}}"#)
             #expect(await rig.wait { $0.driver.mergedStatus.temperatureC == 37.67 })
             let merged = rig.driver.mergedStatus
             #expect(merged.output == true && merged.apower == 10.7 && merged.energyTotal == 46791.262 && merged.voltage == 120.7)
             #expect(rig.switchStates == [true])
-            #expect(rig.readings("power") == [10.7])
+            #expect(rig.readings(.power) == [10.7])
             // Partials: apower only, then output only.
             try await raw.send("\(p)/events/rpc", #"{"src":"x","dst":"y","method":"NotifyStatus","params":{"ts":1708179957.1,"switch:0":{"id":0,"apower":0.0,"current":0}}}"#)
             try await raw.send("\(p)/events/rpc", #"{"src":"x","dst":"y","method":"NotifyStatus","params":{"ts":1708179957.2,"switch:0":{"id":0,"output":false,"source":"button"}}}"#)
             #expect(await rig.wait { $0.switchStates == [true, false] })
-            #expect(rig.readings("power") == [10.7, 0])
+            #expect(rig.readings(.power) == [10.7, 0])
             #expect(rig.driver.mergedStatus.energyTotal == 46791.262)
             // Another switch's notification is not ours.
             try await raw.send("\(p)/events/rpc", #"{"method":"NotifyStatus","params":{"switch:1":{"id":1,"output":true,"apower":99}}}"#)
             try await raw.send("\(p)/status/switch:0", #"{"id":0,"output":false,"apower":0.5}"#)
-            #expect(await rig.wait { $0.readings("power") == [10.7, 0, 0.5] })
+            #expect(await rig.wait { $0.readings(.power) == [10.7, 0, 0.5] })
             #expect(rig.switchStates == [true, false])
             #expect(rig.failures.isEmpty)
             await raw.stop()
@@ -81,11 +81,13 @@ struct ShellyPayloadTests {
             let deadline = ContinuousClock.now + .seconds(10)
             for await m in raw.client.messages {
                 #expect(!m.retain)
-                guard let request = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any],
-                      let src = request["src"] as? String, let id = request["id"] as? Int else { continue }
-                if request["method"] as? String == "Switch.Set" {
-                    #expect((request["params"] as? [String: Any])?["on"] as? Bool == true)
-                    #expect((request["params"] as? [String: Any])?["id"] as? Int == 0)
+                guard let request = try? JSONValue.parse(m.payload),
+                      let src = request["src"]?.stringValue, let id = request["id"]?.doubleValue.map({ Int($0) }) else { continue }
+                if request["method"] == "Switch.Set" {
+                    #expect(request["params"]?["on"] == true)
+                    #expect(request["params"]?["id"] == 0)
+                    // Keys sorted and slashes unescaped, as the device's own clients send them.
+                    #expect(String(decoding: m.payload, as: UTF8.self).hasPrefix(#"{"id":\#(id),"method":"Switch.Set","params":{"id":0,"on":true},"src":"hub-shelly/"#))
                     #expect(src.hasPrefix("hub-shelly/\(Self.gen2)"))
                     try await raw.send("\(src)/rpc", #"{"id":\#(id),"src":"\#(Self.gen2)","dst":"\#(src)","error":{"code":-114,"message":"Overtemperature protection active"}}"#)
                     answered = true
@@ -122,9 +124,9 @@ struct ShellyPayloadTests {
             try await raw.send(base, " ON\n")
             try await raw.send("\(base)/power", " 7.5 ")
             try await raw.send("\(base)/energy", "600")
-            #expect(await rig.wait { $0.readings("energy") == [10] })
+            #expect(await rig.wait { $0.readings(.energy) == [10] })
             #expect(rig.switchStates == [true])
-            #expect(rig.readings("power") == [7.5])
+            #expect(rig.readings(.power) == [7.5])
             #expect(rig.observations.allSatisfy { if case .commandFailed = $0 { return false } else { return true } })
             await raw.stop()
             await rig.stop()
@@ -159,11 +161,11 @@ struct ShellyPayloadTests {
             try await raw.send(status, bytes: [0x7B, 0xFF, 0xFE, 0x7D])
             // Numbers as strings and odd case are real values.
             try await raw.send(status, #"{"id":0,"output":"True","apower":"12.5","voltage":"229.9","current":"0.054","aenergy":{"total":"100.5"},"extra":{"deep":[1,{"x":null}]}}"#)
-            #expect(await rig.wait { $0.readings("energy") == [100.5] })
+            #expect(await rig.wait { $0.readings(.energy) == [100.5] })
             #expect(rig.switchStates == [true])
-            #expect(rig.readings("power") == [12.5])
-            #expect(rig.readings("voltage") == [229.9])
-            #expect(rig.readings("current") == [0.054])
+            #expect(rig.readings(.power) == [12.5])
+            #expect(rig.readings(.voltage) == [229.9])
+            #expect(rig.readings(.current) == [0.054])
             #expect(rig.failures.isEmpty)
             await raw.stop()
             await rig.stop()

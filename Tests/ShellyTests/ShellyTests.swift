@@ -26,13 +26,13 @@ struct ShellySimulatorTests {
             #expect(await rig.wait { $0.switchStates.count == before + 1 && $0.switchStates.last == true })
 
             // Watt-minutes become Wh; power in W.
-            #expect(await rig.wait { $0.readings("power").contains(3000) })
-            #expect(await rig.wait { ($0.readings("energy").max() ?? 0) >= 1 })  // 60 Wmin = 1 Wh
+            #expect(await rig.wait { $0.readings(.power).contains(3000) })
+            #expect(await rig.wait { ($0.readings(.energy).max() ?? 0) >= 1 })  // 60 Wmin = 1 Wh
             // Reboot: the counter starts again, reported as a lower value (the hub records the reset).
-            let peak = rig.readings("energy").max() ?? 0
-            let count = rig.readings("energy").count
+            let peak = rig.readings(.energy).max() ?? 0
+            let count = rig.readings(.energy).count
             sim.reboot()
-            #expect(await rig.wait { $0.readings("energy").dropFirst(count).contains { $0 < peak } })
+            #expect(await rig.wait { $0.readings(.energy).dropFirst(count).contains { $0 < peak } })
 
             // The button: reported as a change.
             sim.press()
@@ -54,12 +54,12 @@ struct ShellySimulatorTests {
             let rig = try await ShellyRig.start(broker: broker, settings: #"{"id":"shellyplus1pm-441793ab3fb4"}"#)
             #expect(await rig.wait { $0.availability.first == true })
             #expect(await rig.wait { $0.switchStates.first == false })  // Switch.GetStatus answer
-            #expect(await rig.wait { $0.readings("voltage").contains(230) })
+            #expect(await rig.wait { $0.readings(.voltage).contains(230) })
 
             try await rig.driver.execute(.setSwitch(on: true))
             #expect(await rig.wait { $0.switchStates.last == true })
             #expect(sim.relayOn)
-            #expect(await rig.wait { $0.readings("power").contains(100) })
+            #expect(await rig.wait { $0.readings(.power).contains(100) })
             // Unchanged state: no notification from the device, confirmed by the status asked after Switch.Set.
             let before = rig.switchStates.count
             try await rig.driver.execute(.setSwitch(on: true))
@@ -67,14 +67,14 @@ struct ShellySimulatorTests {
 
             // Energy counter (Wh) increases with NotifyStatus aenergy partials; temperature-only
             // partials do not lose apower or output.
-            #expect(await rig.wait { ($0.readings("energy").max() ?? 0) > 0 })
+            #expect(await rig.wait { ($0.readings(.energy).max() ?? 0) > 0 })
             #expect(await rig.wait(timeout: .seconds(10)) { $0.driver.mergedStatus.temperatureC != 38.5 && $0.driver.mergedStatus.temperatureC != nil })
             #expect(rig.driver.mergedStatus.output == true)
             #expect(rig.driver.mergedStatus.apower == 100)
 
             sim.press()
             #expect(await rig.wait { $0.switchStates.last == false })
-            #expect(await rig.wait { $0.readings("power").last == 0 })
+            #expect(await rig.wait { $0.readings(.power).last == 0 })
             try await rig.driver.execute(.setSwitch(on: false))
             #expect(await rig.wait { $0.switchStates.filter { !$0 }.count >= 3 })
             #expect(rig.failures.isEmpty)

@@ -62,17 +62,17 @@ struct TasmotaSimulatorTests {
         try await withSimulator(telePeriod: 0.25, loadWatts: 36_000) { rig, simulator in
             #expect(await eventually { rig.availabilities.first?.0 == true })
             try await rig.driver.execute(.setSwitch(on: true))
-            #expect(await eventually { rig.readings.contains { $0.0 == "power" && $0.1 == 36_000 } })
+            #expect(await eventually { rig.readings.contains { $0.0 == .power && $0.1 == 36_000 } })
             // 36 kW = 10 Wh per second; Total has 1 Wh resolution (3 decimals of kWh).
-            #expect(await eventually { rig.readings.contains { $0.0 == "energy" && $0.1 >= 5 } })
-            let energy = rig.readings.filter { $0.0 == "energy" }.map(\.1)
+            #expect(await eventually { rig.readings.contains { $0.0 == .energy && $0.1 >= 5 } })
+            let energy = rig.readings.filter { $0.0 == .energy }.map(\.1)
             #expect(energy == energy.sorted(), "the counter only grows")
-            #expect(rig.readings.contains { $0.0 == "voltage" && $0.1 >= 220 && $0.1 <= 240 })
-            #expect(rig.readings.contains { $0.0 == "current" && $0.1 > 100 })
+            #expect(rig.readings.contains { $0.0 == .voltage && $0.1 >= 220 && $0.1 <= 240 })
+            #expect(rig.readings.contains { $0.0 == .current && $0.1 > 100 })
             let device = simulator.totalKWh[0] * 1000
             #expect((energy.last ?? 0) <= device + 1)
             try await rig.driver.execute(.setSwitch(on: false))
-            #expect(await eventually { rig.readings.last { $0.0 == "power" }?.1 == 0 })
+            #expect(await eventually { rig.readings.last { $0.0 == .power }?.1 == 0 })
         }
     }
 
@@ -100,7 +100,7 @@ struct TasmotaSimulatorTests {
             #expect(simulator.relayOn == [false, true])
             simulator.press(relay: 1) // the other relay: not ours
             #expect(await eventually { simulator.relayOn == [true, true] })
-            #expect(await eventually { rig.readings.contains { $0.0 == "power" && $0.1 == 100 } })
+            #expect(await eventually { rig.readings.contains { $0.0 == .power && $0.1 == 100 } })
             try await Task.sleep(for: .milliseconds(300))
             #expect(rig.switchStates == [false, true])
         }

@@ -20,10 +20,10 @@ struct TasmotaPayloadTests {
         try await rig.publish("tele/tasmota_A1B2C3/SENSOR", #"{"Time":"2018-02-15T17:37:10","ENERGY":{"TotalStartTime":"2018-11-14T18:39:40","Total":6.294,"Yesterday":5.340,"Today":0.954,"Period":217,"Power":2635,"ApparentPower":2650,"ReactivePower":282,"Factor":0.99,"Voltage":227,"Current":11.661}}"#)
         #expect(await eventually { rig.readings.count == 4 })
         let r = Dictionary(rig.readings, uniquingKeysWith: { a, _ in a })
-        #expect(r["power"] == 2635)
-        #expect(r["voltage"] == 227)
-        #expect(near(r["current"] ?? 0, 11.661))
-        #expect(near(r["energy"] ?? 0, 6294))
+        #expect(r[.power] == 2635)
+        #expect(r[.voltage] == 227)
+        #expect(near(r[.current] ?? 0, 11.661))
+        #expect(near(r[.energy] ?? 0, 6294))
         let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
         for case .reading(_, _, let at) in rig.observations { #expect(abs(at - now) < 60_000_000) }
 
@@ -50,10 +50,10 @@ struct TasmotaPayloadTests {
         try await rig.publish("tele/meter/SENSOR", #"{"Time":"2021-01-03T12:00:00","ENERGY":{"TotalStartTime":"2020-12-20T10:00:00","Total":[2.813,0.254],"Yesterday":[0.1,0.02],"Today":[0.5,"0.1"],"Power":[120,"35"],"ApparentPower":[121,40],"ReactivePower":[10,19],"Factor":[0.99,0.88],"Voltage":"227","Current":[0.53,0.176]}}"#)
         #expect(await eventually { rig.readings.count == 4 })
         let r = Dictionary(rig.readings, uniquingKeysWith: { a, _ in a })
-        #expect(near(r["energy"] ?? 0, 254))
-        #expect(r["power"] == 35)
-        #expect(r["voltage"] == 227)
-        #expect(near(r["current"] ?? 0, 0.176))
+        #expect(near(r[.energy] ?? 0, 254))
+        #expect(r[.power] == 35)
+        #expect(r[.voltage] == 227)
+        #expect(near(r[.current] ?? 0, 0.176))
         await rig.shutdown()
     }
 
@@ -88,9 +88,9 @@ struct TasmotaPayloadTests {
 
         // A sentinel: once it is read, everything before it has been handled.
         try await rig.publish("tele/evil/SENSOR", #"{"ENERGY":{"Power":42}}"#)
-        #expect(await eventually { rig.readings.contains { $0.0 == "power" } })
+        #expect(await eventually { rig.readings.contains { $0.0 == .power } })
         try await Task.sleep(for: .milliseconds(200))
-        #expect(rig.readings.map(\.0) == ["power"])
+        #expect(rig.readings.map(\.0) == [.power])
         #expect(rig.readings.first?.1 == 42)
         #expect(rig.switchStates.isEmpty)
         #expect(rig.availabilities.map(\.0) == [true])

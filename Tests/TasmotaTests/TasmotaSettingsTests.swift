@@ -58,10 +58,10 @@ struct TasmotaSettingsTests {
         let object = try #require(TasmotaPayload.object(Array(text.utf8)))
         let readings = Dictionary(uniqueKeysWithValues: TasmotaPayload.energyReadings(object, channel: 0))
         #expect(readings.count == 4)
-        #expect(readings["power"] == 2635)
-        #expect(readings["voltage"] == 227)
-        #expect(near(readings["current"] ?? 0, 11.661))
-        #expect(near(readings["energy"] ?? 0, 6294))
+        #expect(readings[.power] == 2635)
+        #expect(readings[.voltage] == 227)
+        #expect(near(readings[.current] ?? 0, 11.661))
+        #expect(near(readings[.energy] ?? 0, 6294))
     }
 
     @Test func arraysStringsAndMissingFields() throws {
@@ -70,11 +70,11 @@ struct TasmotaSettingsTests {
         let ch0 = Dictionary(uniqueKeysWithValues: TasmotaPayload.energyReadings(object, channel: 0))
         let ch1 = Dictionary(uniqueKeysWithValues: TasmotaPayload.energyReadings(object, channel: 1))
         let ch2 = Dictionary(uniqueKeysWithValues: TasmotaPayload.energyReadings(object, channel: 2))
-        #expect(ch0 == ["energy": 2813, "power": 120, "voltage": 227, "current": 0.6])
-        #expect(near(ch1["energy"] ?? 0, 254) && ch1["power"] == 35 && ch1["voltage"] == 227 && ch1["current"] == 0.2)
-        #expect(ch2 == ["voltage": 227]) // no such channel: only the shared line voltage
+        #expect(ch0 == [.energy: 2813, .power: 120, .voltage: 227, .current: 0.6])
+        #expect(near(ch1[.energy] ?? 0, 254) && ch1[.power] == 35 && ch1[.voltage] == 227 && ch1[.current] == 0.2)
+        #expect(ch2 == [.voltage: 227]) // no such channel: only the shared line voltage
         let partial = try #require(TasmotaPayload.object(Array(#"{"ENERGY":{"Power":"12.5"}}"#.utf8)))
-        #expect(TasmotaPayload.energyReadings(partial, channel: 0).map(\.0) == ["power"])
+        #expect(TasmotaPayload.energyReadings(partial, channel: 0).map(\.0) == [.power])
         let none = try #require(TasmotaPayload.object(Array(#"{"Time":"x","AM2301":{"Temperature":21}}"#.utf8)))
         #expect(TasmotaPayload.energyReadings(none, channel: 0).isEmpty)
     }
@@ -102,7 +102,7 @@ struct TasmotaSettingsTests {
         #expect(TasmotaPayload.power(" On\n") == true)
         #expect(TasmotaPayload.power("TOGGLE") == nil)
         #expect(TasmotaPayload.power("BANANA") == nil)
-        #expect(TasmotaPayload.power(17 as Int) == nil)
+        #expect(TasmotaPayload.power(.number(17)) == nil)
         #expect(TasmotaPayload.availability("Online") == true)
         #expect(TasmotaPayload.availability("OFFLINE") == false)
         #expect(TasmotaPayload.availability("Sleeping") == nil)

@@ -52,7 +52,7 @@ final class Rig: Sendable {
 
     var observations: [Observation] { context.observations }
 
-    var readings: [(String, Double)] {
+    var readings: [(ReadingQuantity, Double)] {
         observations.compactMap { if case .reading(let q, let v, _) = $0 { return (q, v) } else { return nil } }
     }
 

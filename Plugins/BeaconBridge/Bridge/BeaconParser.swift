@@ -1,3 +1,4 @@
+import DriverAPI
 import Foundation
 
 /// One beacon observation from a bridge message, before smoothing.
@@ -87,7 +88,7 @@ public struct BeaconParser: Sendable {
         }
         guard payload.count <= Self.maxPayload else { return .failure(.tooLarge) }
         guard let first = payload.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }), first == UInt8(ascii: "{"),
-              let object = (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any] else {
+              let object = try? JSONValue.parse(payload), case .object = object else {
             return .failure(.notJSON)
         }
         switch source {
@@ -100,15 +101,15 @@ public struct BeaconParser: Sendable {
 
     // MARK: - Formats
 
-    private func espresense(_ o: [String: Any], topicId: String, room: String) -> Result<BeaconObservation, BeaconDropReason> {
+    private func espresense(_ o: JSONValue, topicId: String, room: String) -> Result<BeaconObservation, BeaconDropReason> {
         let rawId: String
         if let v = o["id"] {
-            guard let s = v as? String, !s.isEmpty else { return .failure(.noIdentity) }
+            guard let s = v.stringValue, !s.isEmpty else { return .failure(.noIdentity) }
             rawId = s
         } else {
             rawId = topicId
         }
-        let mac = (o["mac"] as? String).map(Self.normaliseMac)
+        let mac = o["mac"]?.stringValue.map(Self.normaliseMac)
         var natural = rawId.lowercased()
         if let ib = Self.iBeaconIdentity(espresenseId: rawId) { natural = ib }
         let beacon = configured(natural, raw: rawId, mac: mac) ?? natural
@@ -116,13 +117,13 @@ public struct BeaconParser: Sendable {
         return .success(BeaconObservation(beacon: beacon, room: room, distance: signal.distance, rssi: signal.rssi, format: .espresense))
     }
 
-    private func gateway(_ o: [String: Any], gateway: String, topicMac: String) -> Result<BeaconObservation, BeaconDropReason> {
-        let idField = o["id"] as? String
+    private func gateway(_ o: JSONValue, gateway: String, topicMac: String) -> Result<BeaconObservation, BeaconDropReason> {
+        let idField = o["id"]?.stringValue
         let mac = Self.normaliseMac(idField ?? topicMac)
         guard !mac.isEmpty else { return .failure(.noIdentity) }
         var natural = mac
         if let uuidValue = o["uuid"] {
-            guard let uuid = uuidValue as? String, let u = Self.normaliseUUID(uuid) else { return .failure(.noIdentity) }
+            guard let uuid = uuidValue.stringValue, let u = Self.normaliseUUID(uuid) else { return .failure(.noIdentity) }
             guard let major = Self.intField(o["major"]), let minor = Self.intField(o["minor"]) else { return .failure(.noIdentity) }
             natural = Self.identity(uuid: u, major: major, minor: minor)
         }
@@ -136,7 +137,7 @@ public struct BeaconParser: Sendable {
     // MARK: - Fields
 
     /// rssi / distance, validated. Any present-but-bad field drops the message.
-    private func signal(_ o: [String: Any], measuredPowerKeys: [String]) -> (distance: Double, rssi: Double?)? {
+    private func signal(_ o: JSONValue, measuredPowerKeys: [String]) -> (distance: Double, rssi: Double?)? {
         var rssi: Double?
         if let v = o["rssi"] {
             guard let r = Self.number(v), Self.rssiRange.contains(r) else { return nil }
@@ -165,13 +166,12 @@ public struct BeaconParser: Sendable {
     }
 
     /// A JSON number (not a bool), finite.
-    static func number(_ v: Any) -> Double? {
-        guard let n = v as? NSNumber, String(cString: n.objCType) != "c" else { return nil }
-        let d = n.doubleValue
+    static func number(_ v: JSONValue) -> Double? {
+        guard case .number(let d) = v else { return nil }
         return d.isFinite ? d : nil
     }
 
-    static func intField(_ v: Any?) -> Int? {
+    static func intField(_ v: JSONValue?) -> Int? {
         guard let v else { return 0 }
         guard let d = number(v), d == d.rounded(), (0...65535).contains(d) else { return nil }
         return Int(d)

@@ -64,12 +64,8 @@ public struct BeaconSettings: Sendable, Equatable {
         unseenSeconds = try s.double("unseen_seconds", default: unseenSeconds, in: 1...604_800)
         presentEverySeconds = try s.double("present_every_seconds", default: presentEverySeconds, in: 1...86_400)
         maxBeacons = try s.int("max_beacons", default: maxBeacons, in: 1...1_000_000)
-        // DriverSettings has no object values: read the two maps with JSONSerialization.
-        let text = json.trimmingCharacters(in: .whitespacesAndNewlines)
-        if !text.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] {
-            gatewayRooms = try Self.stringMap(object["gateway_rooms"], key: "gateway_rooms")
-            beaconIds = try Self.stringMap(object["beacon_ids"], key: "beacon_ids")
-        }
+        gatewayRooms = try s.stringMap("gateway_rooms")
+        beaconIds = try s.stringMap("beacon_ids")
     }
 
     private static func topicPrefix(_ s: DriverSettings, _ key: String, default value: String) throws -> String {
@@ -78,21 +74,6 @@ public struct BeaconSettings: Sendable, Equatable {
             throw DriverError("beacons setting \"\(key)\" must be a topic prefix without wildcards or empty levels")
         }
         return p
-    }
-
-    private static func stringMap(_ value: Any?, key: String) throws -> [String: String] {
-        guard let value else { return [:] }
-        guard let object = value as? [String: Any] else {
-            throw DriverError("beacons setting \"\(key)\" must be an object of strings")
-        }
-        var out: [String: String] = [:]
-        for (k, v) in object {
-            guard let s = v as? String, !s.trimmingCharacters(in: .whitespaces).isEmpty, !k.isEmpty else {
-                throw DriverError("beacons setting \"\(key)\" must map names to non-empty strings (\"\(k)\" does not)")
-            }
-            out[k] = s.trimmingCharacters(in: .whitespaces)
-        }
-        return out
     }
 
     /// The MQTT filters of the bridge.

@@ -101,9 +101,9 @@ public final class KasaDriver: Driver {
     // MARK: - Switching
 
     private func setRelay(_ on: Bool) async throws {
-        let reply: [String: Any]
+        let reply: JSONValue
         do {
-            reply = try await send(["system": ["set_relay_state": ["state": on ? 1 : 0]]])
+            reply = try await send(["system": ["set_relay_state": ["state": .int(on ? 1 : 0)]]])
             _ = try KasaReply.method(reply, "system", "set_relay_state")
         } catch let error as KasaClientError {
             throw DriverError("set_relay_state failed: \(error)")
@@ -115,12 +115,12 @@ public final class KasaDriver: Driver {
         await gate.report(.switchState(on: relay == 1, manual: nil))
     }
 
-    private func sysinfo() async throws -> [String: Any] {
-        try KasaReply.method(try await send(["system": ["get_sysinfo": [String: Any]()]]), "system", "get_sysinfo")
+    private func sysinfo() async throws -> JSONValue {
+        try KasaReply.method(try await send(["system": ["get_sysinfo": [:]]]), "system", "get_sysinfo")
     }
 
     /// One request/reply as JSON objects.
-    private func send(_ request: [String: Any]) async throws -> [String: Any] {
+    private func send(_ request: JSONValue) async throws -> JSONValue {
         let reply = try await client.request(KasaJSON.encode(request))
         do {
             return try KasaJSON.parseObject(reply)
@@ -157,14 +157,14 @@ public final class KasaDriver: Driver {
     /// the availability reason.
     private func pollOnce() async throws -> String {
         let knownEmeter = state.withLock { $0.hasEmeter }
-        var request: [String: Any] = ["system": ["get_sysinfo": [String: Any]()]]
-        if knownEmeter == true { request["emeter"] = ["get_realtime": [String: Any]()] }
+        var request: JSONValue = ["system": ["get_sysinfo": [:]]]
+        if knownEmeter == true { request["emeter"] = ["get_realtime": [:]] }
         var reply = try await send(request)
         let sysinfo = try KasaReply.method(reply, "system", "get_sysinfo")
         guard let relay = KasaJSON.int(sysinfo["relay_state"]) else {
             throw KasaClientError.badReply("get_sysinfo has no relay_state")
         }
-        let hasEmeter = (sysinfo["feature"] as? String ?? "").contains("ENE")
+        let hasEmeter = (sysinfo["feature"]?.stringValue ?? "").contains("ENE")
         let relayChanged = state.withLock { s -> Bool in
             s.hasEmeter = hasEmeter
             defer { s.lastRelay = relay == 1 }
@@ -172,7 +172,7 @@ public final class KasaDriver: Driver {
         }
         if relayChanged { await gate.report(.switchState(on: relay == 1, manual: nil)) }
         if hasEmeter && knownEmeter != true {
-            reply = try await send(["emeter": ["get_realtime": [String: Any]()]])
+            reply = try await send(["emeter": ["get_realtime": [:]]])
         }
         if hasEmeter, let realtime = try? KasaReply.method(reply, "emeter", "get_realtime") {
             let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
@@ -180,8 +180,8 @@ public final class KasaDriver: Driver {
                 await gate.report(.reading(quantity: quantity, value: value, measuredAt: now))
             }
         }
-        let model = sysinfo["model"] as? String ?? "Kasa plug"
-        let alias = sysinfo["alias"] as? String ?? ""
+        let model = sysinfo["model"]?.stringValue ?? "Kasa plug"
+        let alias = sysinfo["alias"]?.stringValue ?? ""
         return "\(model)\(alias.isEmpty ? "" : " \"\(alias)\"") answering at \(client.config.endpoint)"
     }
 

@@ -1,26 +1,25 @@
-import Foundation
+import DriverAPI
 
-/// Small JSON helpers over Foundation's `JSONSerialization` (numbers arrive as `NSNumber`).
+/// Small JSON helpers over `JSONValue` for the Kasa protocol (driver and simulator).
 /// Public so the simulator (a separate target) reads and writes JSON exactly as the driver does.
 public enum KasaJSON {
-    /// Serializes a JSON object to UTF-8 bytes.
-    public static func encode(_ object: [String: Any]) -> [UInt8] {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-            return Array("{}".utf8)
-        }
-        return Array(data)
+    /// Serializes a JSON value to UTF-8 bytes, keys sorted (as the plug's own clients send them).
+    public static func encode(_ value: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        value.sortingKeys().write(to: &out)
+        return out
     }
 
     /// Parses a payload that must be a JSON object.
-    public static func parseObject(_ bytes: [UInt8]) throws(KasaProtocolError) -> [String: Any] {
-        let parsed: Any
+    public static func parseObject(_ bytes: [UInt8]) throws(KasaProtocolError) -> JSONValue {
+        let parsed: JSONValue
         do {
-            parsed = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+            parsed = try JSONValue.parse(bytes)
         } catch {
             throw .notJSON(excerpt: excerpt(bytes))
         }
-        guard let object = parsed as? [String: Any] else { throw .notAnObject }
-        return object
+        guard case .object = parsed else { throw .notAnObject }
+        return parsed
     }
 
     /// A printable excerpt of arbitrary bytes (at most 40 characters).
@@ -31,29 +30,22 @@ public enum KasaJSON {
         return bytes.count > 40 ? text + "..." : text
     }
 
-    /// True when the value is a JSON true/false (Foundation gives an `NSNumber` of type char).
-    public static func isBool(_ value: Any?) -> Bool {
-        guard let n = value as? NSNumber else { return value is Bool }
-        return String(cString: n.objCType) == "c"
-    }
-
     /// A JSON number (not a boolean) as a Double.
-    public static func double(_ value: Any?) -> Double? {
-        if let n = value as? NSNumber { return isBool(n) ? nil : n.doubleValue }
-        if let d = value as? Double { return d }
-        if let i = value as? Int { return Double(i) }
-        return nil
+    public static func double(_ value: JSONValue?) -> Double? {
+        value?.doubleValue
     }
 
     /// A JSON whole number (or a boolean, as 0/1, which some clients send) as an Int.
-    public static func int(_ value: Any?) -> Int? {
-        if let n = value as? NSNumber {
-            if isBool(n) { return n.boolValue ? 1 : 0 }
-            let d = n.doubleValue
-            return d == d.rounded() && abs(d) < 1e15 ? Int(d) : nil
+    public static func int(_ value: JSONValue?) -> Int? {
+        switch value {
+        case .bool(let b)?: return b ? 1 : 0
+        case .number(let d)?: return d == d.rounded() && abs(d) < 1e15 ? Int(d) : nil
+        default: return nil
         }
-        if let b = value as? Bool { return b ? 1 : 0 }
-        if let i = value as? Int { return i }
-        return nil
     }
+}
+
+extension JSONValue {
+    /// A whole number.
+    public static func int(_ i: Int) -> JSONValue { .number(Double(i)) }
 }

@@ -1,12 +1,14 @@
+import DriverAPI
+
 /// Reading replies: every module and every method sub-reply carries its own `err_code`.
 enum KasaReply {
     /// The sub-reply of `module.method`, after checking `err_code` at the module and at the method.
-    static func method(_ reply: [String: Any], _ module: String, _ method: String) throws(KasaClientError) -> [String: Any] {
-        guard let moduleReply = reply[module] as? [String: Any] else {
+    static func method(_ reply: JSONValue, _ module: String, _ method: String) throws(KasaClientError) -> JSONValue {
+        guard let moduleReply = reply[module], case .object = moduleReply else {
             throw .badReply("no \"\(module)\" in the reply")
         }
         try check(moduleReply, path: module)
-        guard let methodReply = moduleReply[method] as? [String: Any] else {
+        guard let methodReply = moduleReply[method], case .object = methodReply else {
             throw .badReply("no \"\(module).\(method)\" in the reply")
         }
         try check(methodReply, path: "\(module).\(method)")
@@ -14,9 +16,9 @@ enum KasaReply {
     }
 
     /// Throws `.device` when the object carries a non-zero `err_code`.
-    static func check(_ object: [String: Any], path: String) throws(KasaClientError) {
+    static func check(_ object: JSONValue, path: String) throws(KasaClientError) {
         guard let code = KasaJSON.int(object["err_code"]), code != 0 else { return }
-        throw .device(path: path, code: code, message: object["err_msg"] as? String ?? "")
+        throw .device(path: path, code: code, message: object["err_msg"]?.stringValue ?? "")
     }
 }
 
@@ -29,7 +31,7 @@ struct KasaEmeterSample: Equatable, Sendable {
 
     /// Reads `get_realtime`: new firmware (`power_mw`, `voltage_mv`, `current_ma`, `total_wh`) or
     /// old firmware (`power` W, `voltage` V, `current` A, `total` kWh).
-    init(realtime r: [String: Any]) {
+    init(realtime r: JSONValue) {
         power = KasaJSON.double(r["power_mw"]).map { $0 / 1000 } ?? KasaJSON.double(r["power"])
         voltage = KasaJSON.double(r["voltage_mv"]).map { $0 / 1000 } ?? KasaJSON.double(r["voltage"])
         current = KasaJSON.double(r["current_ma"]).map { $0 / 1000 } ?? KasaJSON.double(r["current"])
@@ -37,12 +39,12 @@ struct KasaEmeterSample: Equatable, Sendable {
     }
 
     /// The readings as (quantity, value) pairs, in the event catalogue's names.
-    var readings: [(String, Double)] {
-        var out: [(String, Double)] = []
-        if let power { out.append(("power", power)) }
-        if let voltage { out.append(("voltage", voltage)) }
-        if let current { out.append(("current", current)) }
-        if let energyWh { out.append(("energy", energyWh)) }
+    var readings: [(ReadingQuantity, Double)] {
+        var out: [(ReadingQuantity, Double)] = []
+        if let power { out.append((.power, power)) }
+        if let voltage { out.append((.voltage, voltage)) }
+        if let current { out.append((.current, current)) }
+        if let energyWh { out.append((.energy, energyWh)) }
         return out
     }
 }

@@ -1,13 +1,14 @@
+import DriverAPI
 import Kasa
 import Foundation
 
 /// The simulated HS110's modules: each request module is answered by its handler, each method
 /// sub-reply carries its own `err_code`, as the device does.
 extension KasaSimState {
-    typealias Args = [String: Any]
-    typealias Reply = [String: Any]
+    typealias Args = JSONValue
+    typealias Reply = JSONValue
 
-    static func error(_ code: Int, _ message: String) -> Reply { ["err_code": code, "err_msg": message] }
+    static func error(_ code: Int, _ message: String) -> Reply { ["err_code": .int(code), "err_msg": .string(message)] }
     static var moduleNotSupported: Reply { error(-1, "module not support") }
     static var memberNotSupported: Reply { error(-2, "member not support") }
     static var invalidArgument: Reply { error(-3, "invalid argument") }
@@ -15,22 +16,28 @@ extension KasaSimState {
     static var entryNotExist: Reply { error(-14, "entry not exist") }
 
     /// Answers one request object (several modules and methods may be batched) at time `now`.
-    mutating func handle(_ request: [String: Any], now: Double) -> Reply {
+    mutating func handle(_ request: JSONValue, now: Double) -> Reply {
         advance(to: now)
         requestCount += 1
         var reply: Reply = [:]
-        for (module, body) in request {
+        for (module, body) in request.objectValue ?? [] {
             guard let handler = Self.handler(for: module) else {
                 reply[module] = Self.moduleNotSupported
                 continue
             }
-            guard let methods = body as? [String: Any] else {
+            guard let methods = body.objectValue else {
                 reply[module] = Self.invalidArgument
                 continue
             }
             var moduleReply: Reply = [:]
             for (method, rawArgs) in methods {
-                let args: Args? = rawArgs is NSNull ? [:] : rawArgs as? Args
+                // Arguments are an object; null stands for none.
+                let args: Args?
+                switch rawArgs {
+                case .null: args = [:]
+                case .object: args = rawArgs
+                default: args = nil
+                }
                 guard let args else {
                     moduleReply[method] = Self.invalidArgument
                     continue
@@ -75,7 +82,7 @@ extension KasaSimState {
             ledOff = off == 1
             return [:]
         case "set_dev_alias":
-            guard let name = args["alias"] as? String, name.utf8.count <= 31 else { return Self.invalidArgument }
+            guard let name = args["alias"]?.stringValue, name.utf8.count <= 31 else { return Self.invalidArgument }
             alias = name
             return [:]
         case "set_dev_location":
@@ -88,21 +95,21 @@ extension KasaSimState {
             if args["delay"] != nil, (KasaJSON.int(args["delay"]) ?? -1) < 0 { return Self.invalidArgument }
             return [:]
         case "set_mac_addr":
-            guard let value = args["mac"] as? String, value.count == 17 else { return Self.invalidArgument }
+            guard let value = args["mac"]?.stringValue, value.count == 17 else { return Self.invalidArgument }
             mac = value.replacingOccurrences(of: "-", with: ":").uppercased()
             return [:]
         case "set_device_id":
-            guard let value = args["deviceId"] as? String, !value.isEmpty else { return Self.invalidArgument }
+            guard let value = args["deviceId"]?.stringValue, !value.isEmpty else { return Self.invalidArgument }
             deviceId = value
             return [:]
         case "set_hw_id":
-            guard let value = args["hwId"] as? String, !value.isEmpty else { return Self.invalidArgument }
+            guard let value = args["hwId"]?.stringValue, !value.isEmpty else { return Self.invalidArgument }
             hwId = value
             return [:]
         case "get_dev_icon":
             return ["icon": "", "hash": ""]
         case "set_dev_icon":
-            return args["icon"] is String ? [:] : Self.invalidArgument
+            return (args["icon"]?.stringValue != nil) ? [:] : Self.invalidArgument
         case "check_new_config":
             return [:]
         default:
@@ -112,34 +119,34 @@ extension KasaSimState {
 
     func sysinfo(now: Double) -> Reply {
         var info: Reply = [
-            "sw_ver": firmware == .new ? "1.0.4 Build 191111 Rel.143500" : "1.2.6 Build 200727 Rel.120821",
-            "hw_ver": firmware == .new ? "4.0" : "2.0",
+            "sw_ver": .string(firmware == .new ? "1.0.4 Build 191111 Rel.143500" : "1.2.6 Build 200727 Rel.120821"),
+            "hw_ver": .string(firmware == .new ? "4.0" : "2.0"),
             "type": "IOT.SMARTPLUGSWITCH",
             "model": "HS110(EU)",
-            "mac": mac,
+            "mac": .string(mac),
             "dev_name": "Smart Wi-Fi Plug With Energy Monitoring",
-            "alias": alias,
-            "relay_state": relayOn ? 1 : 0,
-            "on_time": relayOn ? Int(max(0, now - relayOnSince)) : 0,
-            "active_mode": activeMode,
+            "alias": .string(alias),
+            "relay_state": .int(relayOn ? 1 : 0),
+            "on_time": .int(relayOn ? Int(max(0, now - relayOnSince)) : 0),
+            "active_mode": .string(activeMode),
             "feature": "TIM:ENE",
             "updating": 0,
             "icon_hash": "",
             "rssi": -52,
-            "led_off": ledOff ? 1 : 0,
-            "deviceId": deviceId,
-            "hwId": hwId,
-            "fwId": String(repeating: "0", count: 32),
-            "oemId": oemId,
+            "led_off": .int(ledOff ? 1 : 0),
+            "deviceId": .string(deviceId),
+            "hwId": .string(hwId),
+            "fwId": .string(String(repeating: "0", count: 32)),
+            "oemId": .string(oemId),
             "next_action": nextAction(now: now),
             "err_code": 0,
         ]
         if firmware == .new {
-            info["latitude_i"] = Int((latitude * 10_000).rounded())
-            info["longitude_i"] = Int((longitude * 10_000).rounded())
+            info["latitude_i"] = .int(Int((latitude * 10_000).rounded()))
+            info["longitude_i"] = .int(Int((longitude * 10_000).rounded()))
         } else {
-            info["latitude"] = latitude
-            info["longitude"] = longitude
+            info["latitude"] = .number(latitude)
+            info["longitude"] = .number(longitude)
         }
         return info
     }
@@ -157,9 +164,10 @@ extension KasaSimState {
         case "get_time":
             let c = Self.calendar.dateComponents([.year, .month, .day, .hour, .minute, .second],
                                                  from: Date(timeIntervalSince1970: now))
-            return ["year": c.year!, "month": c.month!, "mday": c.day!, "hour": c.hour!, "min": c.minute!, "sec": c.second!]
+            return ["year": .int(c.year!), "month": .int(c.month!), "mday": .int(c.day!), "hour": .int(c.hour!),
+                    "min": .int(c.minute!), "sec": .int(c.second!)]
         case "get_timezone":
-            return ["index": timezoneIndex]
+            return ["index": .int(timezoneIndex)]
         case "set_timezone":
             guard let index = KasaJSON.int(args["index"]), (0...109).contains(index) else { return Self.invalidArgument }
             timezoneIndex = index
@@ -176,28 +184,29 @@ extension KasaSimState {
         case "get_realtime":
             let s = sample()
             if firmware == .new {
-                return ["current_ma": Int((s.current * 1000).rounded()), "voltage_mv": Int((s.voltage * 1000).rounded()),
-                        "power_mw": Int((s.power * 1000).rounded()), "total_wh": Int(energyWh.rounded(.down))]
+                return ["current_ma": .int(Int((s.current * 1000).rounded())), "voltage_mv": .int(Int((s.voltage * 1000).rounded())),
+                        "power_mw": .int(Int((s.power * 1000).rounded())), "total_wh": .int(Int(energyWh.rounded(.down)))]
             }
-            return ["current": s.current, "voltage": s.voltage, "power": s.power, "total": Self.kWh(energyWh)]
+            return ["current": .number(s.current), "voltage": .number(s.voltage), "power": .number(s.power),
+                    "total": .number(Self.kWh(energyWh))]
         case "get_daystat":
             guard let year = KasaJSON.int(args["year"]), let month = KasaJSON.int(args["month"]),
                   (1...12).contains(month), (2000...2100).contains(year) else { return Self.invalidArgument }
             let days = dayEnergyWh.keys.filter { $0.year == year && $0.month == month }.sorted { $0.day < $1.day }
-            return ["day_list": days.map { day -> Reply in
-                var entry: Reply = ["year": year, "month": month, "day": day.day]
-                entry.merge(energyField(dayEnergyWh[day] ?? 0)) { $1 }
+            return ["day_list": .array(days.map { day -> Reply in
+                var entry: Reply = ["year": .int(year), "month": .int(month), "day": .int(day.day)]
+                for (k, v) in energyField(dayEnergyWh[day] ?? 0).objectValue ?? [] { entry[k] = v }
                 return entry
-            }]
+            })]
         case "get_monthstat":
             guard let year = KasaJSON.int(args["year"]), (2000...2100).contains(year) else { return Self.invalidArgument }
             var months: [Int: Double] = [:]
             for (day, wh) in dayEnergyWh where day.year == year { months[day.month, default: 0] += wh }
-            return ["month_list": months.keys.sorted().map { month -> Reply in
-                var entry: Reply = ["year": year, "month": month]
-                entry.merge(energyField(months[month] ?? 0)) { $1 }
+            return ["month_list": .array(months.keys.sorted().map { month -> Reply in
+                var entry: Reply = ["year": .int(year), "month": .int(month)]
+                for (k, v) in energyField(months[month] ?? 0).objectValue ?? [] { entry[k] = v }
                 return entry
-            }]
+            })]
         case "erase_emeter_stat":
             eraseEnergy()
             return [:]
@@ -214,7 +223,7 @@ extension KasaSimState {
     static func kWh(_ wh: Double) -> Double { (wh).rounded(.down) / 1000 }
 
     func energyField(_ wh: Double) -> Reply {
-        firmware == .new ? ["energy_wh": Int(wh.rounded())] : ["energy": (wh).rounded() / 1000]
+        firmware == .new ? ["energy_wh": .int(Int(wh.rounded()))] : ["energy": .number((wh).rounded() / 1000)]
     }
 
     // MARK: - schedule, anti_theft, count_down
@@ -227,14 +236,14 @@ extension KasaSimState {
             guard let year = KasaJSON.int(args["year"]), let month = KasaJSON.int(args["month"]),
                   (1...12).contains(month) else { return Self.invalidArgument }
             let days = dayOnSeconds.keys.filter { $0.year == year && $0.month == month }.sorted { $0.day < $1.day }
-            return ["day_list": days.map { ["year": year, "month": month, "day": $0.day,
-                                            "time": Int(((dayOnSeconds[$0] ?? 0) / 60).rounded())] as Reply }]
+            return ["day_list": .array(days.map { ["year": .int(year), "month": .int(month), "day": .int($0.day),
+                                                   "time": .int(Int(((dayOnSeconds[$0] ?? 0) / 60).rounded()))] as Reply })]
         case "get_monthstat":
             guard let year = KasaJSON.int(args["year"]) else { return Self.invalidArgument }
             var months: [Int: Double] = [:]
             for (day, s) in dayOnSeconds where day.year == year { months[day.month, default: 0] += s }
-            return ["month_list": months.keys.sorted().map { ["year": year, "month": $0,
-                                                              "time": Int(((months[$0] ?? 0) / 60).rounded())] as Reply }]
+            return ["month_list": .array(months.keys.sorted().map { ["year": .int(year), "month": .int($0),
+                                                                     "time": .int(Int(((months[$0] ?? 0) / 60).rounded()))] as Reply })]
         case "erase_runtime_stat":
             dayOnSeconds = [:]
             return [:]
@@ -255,7 +264,7 @@ extension KasaSimState {
             guard let delay = KasaJSON.int(rule["delay"]), delay > 0, delay <= 86_400,
                   let act = KasaJSON.int(rule["act"]), act == 0 || act == 1,
                   let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1 else { return false }
-            return rule["name"] == nil || rule["name"] is String
+            return rule["name"] == nil || (rule["name"]?.stringValue != nil)
         }
         if (method == "add_rule" || method == "edit_rule"), KasaJSON.int(reply?["err_code"]) ?? 0 == 0 {
             countdownArmedAt = now
@@ -264,13 +273,13 @@ extension KasaSimState {
     }
 
     static func validScheduleRule(_ rule: Args) -> Bool {
-        guard let wday = rule["wday"] as? [Any], wday.count == 7, wday.allSatisfy({ KasaJSON.int($0) != nil }),
+        guard let wday = rule["wday"]?.arrayValue, wday.count == 7, wday.allSatisfy({ KasaJSON.int($0) != nil }),
               let stime = KasaJSON.int(rule["stime_opt"]), (-1...2).contains(stime),
               let smin = KasaJSON.int(rule["smin"]), (0...1439).contains(smin),
               let sact = KasaJSON.int(rule["sact"]), (-1...1).contains(sact),
               let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1,
               rule["repeat"] == nil || KasaJSON.int(rule["repeat"]) != nil,
-              rule["name"] == nil || rule["name"] is String else { return false }
+              rule["name"] == nil || (rule["name"]?.stringValue != nil) else { return false }
         return true
     }
 
@@ -279,25 +288,25 @@ extension KasaSimState {
                       validate: (Args) -> Bool) -> Reply? {
         switch method {
         case "get_rules":
-            var reply: Reply = ["rule_list": table.rules]
-            if table.limit > 1 { reply["enable"] = table.enable; reply["version"] = 2 }
+            var reply: Reply = ["rule_list": .array(table.rules)]
+            if table.limit > 1 { reply["enable"] = .int(table.enable); reply["version"] = 2 }
             return reply
         case "add_rule":
             guard validate(args) else { return invalidArgument }
             guard table.rules.count < table.limit else { return tableFull }
             var rng = SystemRandomNumberGenerator()
             var rule = args
-            rule["id"] = KasaRuleTable.newId(using: &rng)
+            rule["id"] = .string(KasaRuleTable.newId(using: &rng))
             table.rules.append(rule)
             return ["id": rule["id"]!]
         case "edit_rule":
-            guard let id = args["id"] as? String else { return invalidArgument }
+            guard let id = args["id"]?.stringValue else { return invalidArgument }
             guard let index = table.index(of: id) else { return entryNotExist }
             guard validate(args) else { return invalidArgument }
             table.rules[index] = args
             return [:]
         case "delete_rule":
-            guard let id = args["id"] as? String else { return invalidArgument }
+            guard let id = args["id"]?.stringValue else { return invalidArgument }
             guard let index = table.index(of: id) else { return entryNotExist }
             table.rules.remove(at: index)
             return [:]
@@ -320,7 +329,7 @@ extension KasaSimState {
         let weekday = (Self.calendar.component(.weekday, from: Date(timeIntervalSince1970: now)) + 6) % 7  // 0 = Sunday
         var best: (at: Double, rule: Args, smin: Int)?
         for rule in schedule.rules where KasaJSON.int(rule["enable"]) == 1 && KasaJSON.int(rule["stime_opt"]) == 0 {
-            guard let smin = KasaJSON.int(rule["smin"]), let wday = rule["wday"] as? [Any], wday.count == 7 else { continue }
+            guard let smin = KasaJSON.int(rule["smin"]), let wday = rule["wday"]?.arrayValue, wday.count == 7 else { continue }
             for offset in 0...7 where KasaJSON.int(wday[(weekday + offset) % 7]) == 1 {
                 let at = midnight + Double(offset * 86_400 + smin * 60)
                 if at > now {
@@ -330,7 +339,7 @@ extension KasaSimState {
             }
         }
         guard let best else { return ["type": -1] }
-        return ["type": 1, "id": best.rule["id"] ?? "", "schd_sec": best.smin * 60, "action": KasaJSON.int(best.rule["sact"]) ?? -1]
+        return ["type": 1, "id": best.rule["id"] ?? "", "schd_sec": .int(best.smin * 60), "action": .int(KasaJSON.int(best.rule["sact"]) ?? -1)]
     }
 
     // MARK: - cnCloud, netif
@@ -338,16 +347,16 @@ extension KasaSimState {
     mutating func cloud(_ method: String, _ args: Args, _ now: Double) -> Reply? {
         switch method {
         case "get_info":
-            return ["username": "", "server": cloudServer, "binded": 0, "cld_connection": 0, "illegalType": -1,
+            return ["username": "", "server": .string(cloudServer), "binded": 0, "cld_connection": 0, "illegalType": -1,
                     "stopConnect": -1, "tcspStatus": -1, "fwDlPage": "", "tcspInfo": "", "fwNotifyType": 0]
         case "get_intl_fw_list":
-            return ["fw_list": [Any]()]
+            return ["fw_list": []]
         case "set_server_url":
-            guard let server = args["server"] as? String, !server.isEmpty else { return Self.invalidArgument }
+            guard let server = args["server"]?.stringValue, !server.isEmpty else { return Self.invalidArgument }
             cloudServer = server
             return [:]
         case "bind":
-            guard args["username"] is String, args["password"] is String else { return Self.invalidArgument }
+            guard (args["username"]?.stringValue != nil), (args["password"]?.stringValue != nil) else { return Self.invalidArgument }
             return Self.error(-7, "failed to connect to the cloud server")  // the simulator is offline
         case "unbind":
             return [:]

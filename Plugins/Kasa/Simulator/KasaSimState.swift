@@ -1,3 +1,4 @@
+import DriverAPI
 import Kasa
 import Foundation
 
@@ -105,60 +106,16 @@ struct KasaSimState: Sendable {
 struct KasaRuleTable: Sendable {
     var limit: Int
     var enable = 1
-    private var storage: [KasaJSONValue] = []
-
     /// The rules as JSON objects.
-    var rules: [[String: Any]] {
-        get { storage.compactMap { $0.any as? [String: Any] } }
-        set { storage = newValue.map { KasaJSONValue($0) } }
-    }
+    var rules: [JSONValue] = []
 
     init(limit: Int) { self.limit = limit }
 
     func index(of id: String) -> Int? {
-        rules.firstIndex { ($0["id"] as? String) == id }
+        rules.firstIndex { $0["id"]?.stringValue == id }
     }
 
     static func newId<G: RandomNumberGenerator>(using rng: inout G) -> String {
         (0..<16).map { _ in String(format: "%02X", UInt8.random(in: 0...255, using: &rng)) }.joined()
-    }
-}
-
-/// A JSON value that can be kept in `Sendable` state (the rules a client stored).
-enum KasaJSONValue: Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([KasaJSONValue])
-    case object([String: KasaJSONValue])
-
-    /// Converts a `JSONSerialization` value (unknown kinds become null).
-    init(_ value: Any) {
-        if let object = value as? [String: Any] {
-            self = .object(object.mapValues { KasaJSONValue($0) })
-        } else if let array = value as? [Any] {
-            self = .array(array.map { KasaJSONValue($0) })
-        } else if let string = value as? String {
-            self = .string(string)
-        } else if KasaJSON.isBool(value), let n = value as? NSNumber {
-            self = .bool(n.boolValue)
-        } else if let d = KasaJSON.double(value) {
-            self = .number(d)
-        } else {
-            self = .null
-        }
-    }
-
-    /// The value for `JSONSerialization` (whole numbers as Int).
-    var any: Any {
-        switch self {
-        case .null: NSNull()
-        case .bool(let b): b
-        case .number(let d): d == d.rounded() && abs(d) < 1e15 ? Int(d) as Any : d as Any
-        case .string(let s): s
-        case .array(let a): a.map(\.any)
-        case .object(let o): o.mapValues(\.any)
-        }
     }
 }

@@ -126,10 +126,8 @@ public final class KasaSimulator: Sendable {
     func answer(_ payload: [UInt8]) -> [UInt8]? {
         guard let request = try? KasaJSON.parseObject(payload) else { return nil }
         let now = clock()
-        let requestValue = KasaJSONValue(request)
         return device.withLock { state -> [UInt8] in
-            let request = requestValue.any as? [String: Any] ?? [:]
-            return KasaJSON.encode(state.handle(request, now: now))
+            KasaJSON.encode(state.handle(request, now: now))
         }
     }
 

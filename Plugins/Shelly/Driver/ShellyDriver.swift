@@ -147,7 +147,7 @@ public final class ShellyDriver: Driver {
             // A relay that is already in that state may not announce it again: ask for the status.
             if unchanged { try? mqtt.publish("\(gen1Base)/command", Array("update".utf8), retain: false) }
         case .gen2:
-            try sendRPC("Switch.Set", params: ["id": config.channel, "on": on], purpose: .set(on: on), via: mqtt)
+            try sendRPC("Switch.Set", params: ["id": .number(Double(config.channel)), "on": .bool(on)], purpose: .set(on: on), via: mqtt)
         }
     }
 
@@ -158,11 +158,11 @@ public final class ShellyDriver: Driver {
         case .gen1:
             try? mqtt.publish("\(gen1Base)/command", Array("update".utf8), retain: false)
         case .gen2:
-            try? sendRPC("Switch.GetStatus", params: ["id": config.channel], purpose: .status, via: mqtt)
+            try? sendRPC("Switch.GetStatus", params: ["id": .number(Double(config.channel))], purpose: .status, via: mqtt)
         }
     }
 
-    private func sendRPC(_ method: String, params: [String: Any], purpose: RPCPurpose, via mqtt: any DriverMQTT) throws {
+    private func sendRPC(_ method: String, params: JSONValue, purpose: RPCPurpose, via mqtt: any DriverMQTT) throws {
         let id = state.withLock { s -> Int in
             let id = s.nextRPCId
             s.nextRPCId = id >= 1_000_000_000 ? 1 : id + 1
@@ -172,10 +172,11 @@ public final class ShellyDriver: Driver {
             s.pendingRPCs[id] = PendingRPC(purpose: purpose, sentAt: .now)
             return id
         }
-        let request: [String: Any] = ["id": id, "src": config.rpcSource, "method": method, "params": params]
-        let data = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys, .withoutEscapingSlashes])
+        // Keys sorted, as the device's own clients send them.
+        let request: JSONValue = ["id": .number(Double(id)), "method": .string(method), "params": params.sortingKeys(),
+                                  "src": .string(config.rpcSource)]
         do {
-            try mqtt.publish("\(config.id)/rpc", Array(data), retain: false)
+            try mqtt.publish("\(config.id)/rpc", Array(request.serialized().utf8), retain: false)
         } catch {
             _ = state.withLock { $0.pendingRPCs.removeValue(forKey: id) }
             throw error
@@ -226,23 +227,22 @@ public final class ShellyDriver: Driver {
         } else if topic == "\(gen1Base)/info" {
             // The full status (answer to `update`): {"relays":[{"ison":true,...}],"meters":[...],...}
             guard let json = ShellyPayload.object(message.payload),
-                  let relays = json["relays"] as? [Any], config.channel < relays.count,
-                  let relay = relays[config.channel] as? [String: Any],
-                  let on = ShellyPayload.bool(relay["ison"]) else { return }
+                  let relays = json["relays"]?.arrayValue, config.channel < relays.count,
+                  let on = ShellyPayload.bool(relays[config.channel]["ison"]) else { return }
             if !message.retained { await noteAlive() }
             await relayObserved(on)
         } else if topic == "\(relayTopic)/power" {
             guard !message.retained,
                   let watts = Plausible.check(ShellyPayload.number(text: message.text), Plausible.power) else { return }
             await noteAlive()
-            await gate.report(.reading(quantity: "power", value: watts, measuredAt: Self.now()))
+            await gate.report(.reading(quantity: .power, value: watts, measuredAt: Self.now()))
         } else if topic == "\(relayTopic)/energy" {
             // Watt-minutes since the device booted.
             guard !message.retained,
                   let wattMinutes = ShellyPayload.number(text: message.text),
                   let wh = Plausible.check(wattMinutes / 60, Plausible.energyWh) else { return }
             await noteAlive()
-            await gate.report(.reading(quantity: "energy", value: wh, measuredAt: Self.now()))
+            await gate.report(.reading(quantity: .energy, value: wh, measuredAt: Self.now()))
         }
     }
 
@@ -256,10 +256,9 @@ public final class ShellyDriver: Driver {
             await statusObserved(ShellySwitchStatus(json: json), readings: !message.retained, forceOutput: false)
         } else if topic == "\(config.id)/events/rpc" {
             guard let json = ShellyPayload.object(message.payload),
-                  let method = json["method"] as? String,
+                  let method = json["method"]?.stringValue,
                   method == "NotifyStatus" || method == "NotifyFullStatus",
-                  let params = json["params"] as? [String: Any],
-                  let part = params[component] as? [String: Any] else { return }
+                  let part = json["params"]?[component], case .object = part else { return }
             await statusObserved(ShellySwitchStatus(json: part), readings: !message.retained, forceOutput: false)
         } else if topic == replyTopic {
             await handleReply(message)
@@ -273,7 +272,7 @@ public final class ShellyDriver: Driver {
         }
         timer?.cancel()
         guard let pending else { return }  // not ours, answered already, or given up on
-        if let error = json["error"], !(error is NSNull) {
+        if let error = json["error"], !error.isNull {
             let detail = Self.describe(rpcError: error)
             switch pending.purpose {
             case .set(let on):
@@ -292,19 +291,20 @@ public final class ShellyDriver: Driver {
             // notification already confirmed it.
             let stillPending = state.withLock { $0.commanded != nil }
             if stillPending, let mqtt = state.withLock({ $0.stopped ? nil : $0.mqtt }) {
-                try? sendRPC("Switch.GetStatus", params: ["id": config.channel], purpose: .confirm, via: mqtt)
+                try? sendRPC("Switch.GetStatus", params: ["id": .number(Double(config.channel))], purpose: .confirm, via: mqtt)
             }
         case .confirm, .status:
-            guard let result = json["result"] as? [String: Any] else { return }
+            guard let result = json["result"], case .object = result else { return }
             var isConfirmation = false
             if case .confirm = pending.purpose { isConfirmation = true }
             await statusObserved(ShellySwitchStatus(json: result), readings: true, forceOutput: isConfirmation)
         }
     }
 
-    static func describe(rpcError: Any) -> String {
-        guard let object = rpcError as? [String: Any] else { return "error \(String(describing: rpcError).prefix(200))" }
-        let text = (object["message"] as? String).map { String($0.prefix(300)) } ?? "unknown error"
+    static func describe(rpcError: JSONValue) -> String {
+        guard case .object = rpcError else { return "error \(rpcError.serialized().prefix(200))" }
+        let object = rpcError
+        let text = object["message"]?.stringValue.map { String($0.prefix(300)) } ?? "unknown error"
         if let code = ShellyPayload.int(object["code"]) { return "\(text) (code \(code))" }
         return text
     }

@@ -51,11 +51,11 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     /// `{"id":"shellyplug-s-7AB1C2","model":"SHPLG-S","mac":"A4CF127AB1C2","ip":"...","new_fw":false,"fw_ver":"..."}`
     private func discoverGen1(_ payload: [UInt8]) -> DiscoveredDevice? {
         guard let json = ShellyPayload.object(payload),
-              let id = (json["id"] as? String)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              let id = json["id"]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines),
               Self.isValidTopicId(id) else { return nil }
-        let model = (json["model"] as? String).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
-        let mac = Self.normalizedMAC(json["mac"] as? String)
-        let ip = (json["ip"] as? String).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let model = json["model"]?.stringValue.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let mac = Self.normalizedMAC(json["mac"]?.stringValue)
+        let ip = json["ip"]?.stringValue.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
         var name = "Shelly \(model.isEmpty ? id : "\(model) \(id)")"
         if !ip.isEmpty && ip.count <= 64 { name += " at \(ip)" }
         return DiscoveredDevice(
@@ -102,10 +102,6 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     }
 
     static func settingsJSON(id: String, gen: Int) -> String {
-        let object: [String: Any] = ["id": id, "gen": gen]
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-            return "{\"gen\":\(gen)}"
-        }
-        return String(decoding: data, as: UTF8.self)
+        JSONValue.object([("gen", .number(Double(gen))), ("id", .string(id))]).serialized()
     }
 }

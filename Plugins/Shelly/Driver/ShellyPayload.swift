@@ -1,3 +1,4 @@
+import DriverAPI
 import Foundation
 
 /// Reading Shelly payloads as real devices send them: JSON with extra or missing fields, numbers
@@ -8,9 +9,10 @@ enum ShellyPayload {
     static let maxJSONBytes = 64 * 1024
 
     /// A JSON object, or nil (malformed, not an object, too large).
-    static func object(_ bytes: [UInt8]) -> [String: Any]? {
-        guard !bytes.isEmpty, bytes.count <= maxJSONBytes else { return nil }
-        return (try? JSONSerialization.jsonObject(with: Data(bytes), options: [])) as? [String: Any]
+    static func object(_ bytes: [UInt8]) -> JSONValue? {
+        guard !bytes.isEmpty, bytes.count <= maxJSONBytes, let value = try? JSONValue.parse(bytes),
+              case .object = value else { return nil }
+        return value
     }
 
     /// The payload as trimmed lower-case text.
@@ -19,18 +21,12 @@ enum ShellyPayload {
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 
-    static func isJSONBool(_ n: NSNumber) -> Bool {
-        String(cString: n.objCType) == "c"
-    }
-
     /// A finite number: a JSON number or a numeric string (never a JSON boolean).
-    static func number(_ value: Any?) -> Double? {
+    static func number(_ value: JSONValue?) -> Double? {
         switch value {
-        case let n as NSNumber:
-            guard !isJSONBool(n) else { return nil }
-            let d = n.doubleValue
+        case .number(let d)?:
             return d.isFinite ? d : nil
-        case let s as String:
+        case .string(let s)?:
             return number(text: s)
         default:
             return nil
@@ -47,13 +43,13 @@ enum ShellyPayload {
     }
 
     /// A boolean: JSON true/false, 0/1, or the words true/false, on/off, 1/0 in any case.
-    static func bool(_ value: Any?) -> Bool? {
+    static func bool(_ value: JSONValue?) -> Bool? {
         switch value {
-        case let n as NSNumber:
-            if isJSONBool(n) { return n.boolValue }
-            let d = n.doubleValue
+        case .bool(let b)?:
+            return b
+        case .number(let d)?:
             return d == 1 ? true : d == 0 ? false : nil
-        case let s as String:
+        case .string(let s)?:
             return bool(word: s.trimmingCharacters(in: .whitespacesAndNewlines).lowercased())
         default:
             return nil
@@ -69,7 +65,7 @@ enum ShellyPayload {
     }
 
     /// A whole number (JSON number or numeric string).
-    static func int(_ value: Any?) -> Int? {
+    static func int(_ value: JSONValue?) -> Int? {
         guard let d = number(value), d == d.rounded(), abs(d) < 9e15 else { return nil }
         return Int(d)
     }
@@ -108,15 +104,15 @@ struct ShellySwitchStatus: Sendable, Equatable {
     init() {}
 
     /// Reads the fields a `switch:<n>` object carries.
-    init(json: [String: Any]) {
+    init(json: JSONValue) {
         output = ShellyPayload.bool(json["output"])
         apower = Plausible.check(ShellyPayload.number(json["apower"]), Plausible.power)
         voltage = Plausible.check(ShellyPayload.number(json["voltage"]), Plausible.voltage)
         current = Plausible.check(ShellyPayload.number(json["current"]), Plausible.current)
-        if let aenergy = json["aenergy"] as? [String: Any] {
+        if let aenergy = json["aenergy"], case .object = aenergy {
             energyTotal = Plausible.check(ShellyPayload.number(aenergy["total"]), Plausible.energyWh)
         }
-        if let temperature = json["temperature"] as? [String: Any] {
+        if let temperature = json["temperature"], case .object = temperature {
             temperatureC = Plausible.check(ShellyPayload.number(temperature["tC"]), -100...300)
         }
     }
@@ -134,12 +130,12 @@ struct ShellySwitchStatus: Sendable, Equatable {
     }
 
     /// The readings this (partial) status carries, in the hub's quantities and units.
-    var readings: [(String, Double)] {
-        var out: [(String, Double)] = []
-        if let apower { out.append(("power", apower)) }
-        if let voltage { out.append(("voltage", voltage)) }
-        if let current { out.append(("current", current)) }
-        if let energyTotal { out.append(("energy", energyTotal)) }
+    var readings: [(ReadingQuantity, Double)] {
+        var out: [(ReadingQuantity, Double)] = []
+        if let apower { out.append((.power, apower)) }
+        if let voltage { out.append((.voltage, voltage)) }
+        if let current { out.append((.current, current)) }
+        if let energyTotal { out.append((.energy, energyTotal)) }
         return out
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HubJSON
 import MQTT
 import Synchronization
 
@@ -222,7 +223,7 @@ public final class ShellySimulator: Sendable {
 
     private func announce() {
         json("shellies/announce", [
-            "id": deviceId, "model": "SHPLG-S", "mac": macAddress, "ip": "192.168.1.50",
+            "id": .string(deviceId), "model": "SHPLG-S", "mac": .string(macAddress), "ip": "192.168.1.50",
             "new_fw": false, "fw_ver": "20230913-114008/v1.14.0-gcb84623",
         ])
     }
@@ -247,12 +248,12 @@ public final class ShellySimulator: Sendable {
         if isGen1 {
             if changed || always { publishGen1Status() }
         } else if changed {
-            notify(["output": on, "source": source])
-            let (watts, status) = state.withLock { s -> (Double, [String: Any]) in
+            notify(["output": .bool(on), "source": .string(source)])
+            let (watts, status) = state.withLock { s -> (Double, JSONValue) in
                 s.publishedPower = power(s)
                 return (power(s), fullStatus(s, source: source))
             }
-            notify(["apower": watts, "current": round3(watts / options.voltage)])
+            notify(["apower": .number(watts), "current": .number(round3(watts / options.voltage))])
             json("\(deviceId)/status/switch:0", status)
         }
     }
@@ -263,14 +264,14 @@ public final class ShellySimulator: Sendable {
             publishGen1Status()
             return
         }
-        let (partial, temperature) = state.withLock { s -> ([String: Any], Double?) in
+        let (partial, temperature) = state.withLock { s -> (JSONValue, Double?) in
             accrue(&s)
             s.ticks += 1
-            var partial: [String: Any] = ["aenergy": aenergy(s)]
+            var partial: JSONValue = ["aenergy": aenergy(s)]
             if s.publishedPower != power(s) {
                 s.publishedPower = power(s)
-                partial["apower"] = power(s)
-                partial["current"] = round3(power(s) / options.voltage)
+                partial["apower"] = .number(power(s))
+                partial["current"] = .number(round3(power(s) / options.voltage))
             }
             var temperature: Double?
             if s.ticks % 3 == 0 {
@@ -280,7 +281,7 @@ public final class ShellySimulator: Sendable {
             return (partial, temperature)
         }
         notify(partial)
-        if let temperature { notify(["temperature": ["tC": temperature, "tF": round3(temperature * 9 / 5 + 32)]]) }
+        if let temperature { notify(["temperature": ["tC": .number(temperature), "tF": .number(round3(temperature * 9 / 5 + 32))]]) }
     }
 
     private func publishGen1Status() {
@@ -294,7 +295,7 @@ public final class ShellySimulator: Sendable {
         if isGen1 {
             publishGen1Status()
         } else {
-            let status = state.withLock { s -> [String: Any] in
+            let status = state.withLock { s -> JSONValue in
                 accrue(&s)
                 s.publishedPower = power(s)
                 return fullStatus(s, source: source)
@@ -303,28 +304,28 @@ public final class ShellySimulator: Sendable {
         }
     }
 
-    private func aenergy(_ s: State) -> [String: Any] {
-        let minute = round3(power(s) / 60)
-        return ["total": round3(s.totalWh), "by_minute": [minute, minute, minute],
-                "minute_ts": Int(Date().timeIntervalSince1970)]
+    private func aenergy(_ s: State) -> JSONValue {
+        let minute = JSONValue.number(round3(power(s) / 60))
+        return ["total": .number(round3(s.totalWh)), "by_minute": [minute, minute, minute],
+                "minute_ts": .number(Date().timeIntervalSince1970.rounded(.towardZero))]
     }
 
-    private func fullStatus(_ s: State, source: String) -> [String: Any] {
+    private func fullStatus(_ s: State, source: String) -> JSONValue {
         let watts = power(s)
         return [
-            "id": 0, "source": source, "output": s.relayOn, "apower": watts, "voltage": options.voltage,
-            "current": round3(watts / options.voltage), "aenergy": aenergy(s),
-            "temperature": ["tC": round3(s.temperatureC), "tF": round3(s.temperatureC * 9 / 5 + 32)],
+            "id": 0, "source": .string(source), "output": .bool(s.relayOn), "apower": .number(watts),
+            "voltage": .number(options.voltage), "current": .number(round3(watts / options.voltage)), "aenergy": aenergy(s),
+            "temperature": ["tC": .number(round3(s.temperatureC)), "tF": .number(round3(s.temperatureC * 9 / 5 + 32))],
         ]
     }
 
     /// NotifyStatus with only `fields` of switch:0.
-    private func notify(_ fields: [String: Any]) {
+    private func notify(_ fields: JSONValue) {
         var part = fields
         part["id"] = 0
         json("\(deviceId)/events/rpc", [
-            "src": deviceId, "dst": "\(deviceId)/events", "method": "NotifyStatus",
-            "params": ["ts": (Date().timeIntervalSince1970 * 100).rounded() / 100, "switch:0": part],
+            "src": .string(deviceId), "dst": .string("\(deviceId)/events"), "method": "NotifyStatus",
+            "params": ["ts": .number((Date().timeIntervalSince1970 * 100).rounded() / 100), "switch:0": part],
         ])
     }
 
@@ -365,16 +366,16 @@ public final class ShellySimulator: Sendable {
     }
 
     private func handleRPC(_ payload: [UInt8]) {
-        guard let request = (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any],
-              let src = request["src"] as? String, !src.isEmpty, !src.contains("#"), !src.contains("+") else { return }
-        let id = request["id"] ?? NSNull()
-        let method = request["method"] as? String ?? ""
-        let params = request["params"] as? [String: Any] ?? [:]
-        var reply: [String: Any] = ["id": id, "src": deviceId, "dst": src]
-        func fail(_ code: Int, _ message: String) { reply["error"] = ["code": code, "message": message] }
+        guard let request = try? JSONValue.parse(payload), case .object = request,
+              let src = request["src"]?.stringValue, !src.isEmpty, !src.contains("#"), !src.contains("+") else { return }
+        let id = request["id"] ?? .null
+        let method = request["method"]?.stringValue ?? ""
+        let params = request["params"] ?? [:]
+        var reply: JSONValue = ["id": id, "src": .string(deviceId), "dst": .string(src)]
+        func fail(_ code: Int, _ message: String) { reply["error"] = ["code": .number(Double(code)), "message": .string(message)] }
         func switchIdOK() -> Bool {
             let value = params["id"]
-            guard let n = value as? NSNumber, n.doubleValue == 0 else {
+            guard case .number(0)? = value else {
                 if value == nil { fail(-103, "Missing required argument 'id'!") } else { fail(-105, "Argument 'id', value \(value.map { "\($0)" } ?? "") not found!") }
                 return false
             }
@@ -383,21 +384,21 @@ public final class ShellySimulator: Sendable {
         switch method {
         case "Switch.Set":
             guard switchIdOK() else { break }
-            guard let on = params["on"] as? Bool else { fail(-103, "Missing required argument 'on'!"); break }
+            guard let on = params["on"]?.boolValue else { fail(-103, "Missing required argument 'on'!"); break }
             let wasOn = relayOn
             setRelay(on, source: "MQTT", always: false)
-            reply["result"] = ["was_on": wasOn]
+            reply["result"] = ["was_on": .bool(wasOn)]
         case "Switch.Toggle":
             guard switchIdOK() else { break }
             let wasOn = relayOn
             setRelay(!wasOn, source: "MQTT", always: false)
-            reply["result"] = ["was_on": wasOn]
+            reply["result"] = ["was_on": .bool(wasOn)]
         case "Switch.GetStatus":
             guard switchIdOK() else { break }
-            reply["result"] = state.withLock { s -> [String: Any] in accrue(&s); return fullStatus(s, source: "MQTT") }
+            reply["result"] = state.withLock { s -> JSONValue in accrue(&s); return fullStatus(s, source: "MQTT") }
         case "Shelly.GetStatus":
-            let status = state.withLock { s -> [String: Any] in accrue(&s); return fullStatus(s, source: "MQTT") }
-            reply["result"] = ["switch:0": status, "sys": ["mac": macAddress, "restart_required": false]]
+            let status = state.withLock { s -> JSONValue in accrue(&s); return fullStatus(s, source: "MQTT") }
+            reply["result"] = ["switch:0": status, "sys": ["mac": .string(macAddress), "restart_required": false]]
         default:
             fail(404, "No handler for \(method)")
         }
@@ -413,8 +414,8 @@ public final class ShellySimulator: Sendable {
         _ = try? client.publish(topic, Array(text.utf8), qos: 1, retain: retain)
     }
 
-    private func json(_ topic: String, _ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        publish(topic, String(decoding: data, as: UTF8.self))
+    /// Publishes `object` with its keys sorted, as the device does.
+    private func json(_ topic: String, _ object: JSONValue) {
+        publish(topic, object.sortingKeys().serialized())
     }
 }

@@ -58,7 +58,7 @@ public struct TasmotaDriverFactory: DiscoveringDriverFactory {
         let id = Self.suggestedId(for: topic)
         guard !id.isEmpty else { return nil }
         return DiscoveredDevice(suggestedId: id, driver: name, name: topic,
-                                settingsJSON: "{\"topic\":\(TasmotaPayload.jsonString(topic))}", hardwareId: nil)
+                                settingsJSON: JSONValue.object([("topic", .string(topic))]).serialized(), hardwareId: nil)
     }
 
     /// `topic` with everything but `[A-Za-z0-9_-]` dropped, at most 64 characters.

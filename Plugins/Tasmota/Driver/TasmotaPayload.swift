@@ -1,3 +1,4 @@
+import DriverAPI
 import Foundation
 
 /// Reading Tasmota payloads as devices really send them: capitalisation varies with firmware and
@@ -20,48 +21,49 @@ enum TasmotaPayload {
 
     /// A relay state: `ON`/`OFF` (any case), also `1`/`0` and `true`/`false`; nil for anything else
     /// (e.g. `TOGGLE`, `HOLD`, garbage).
-    static func power(_ value: Any?) -> Bool? {
+    static func power(_ value: JSONValue?) -> Bool? {
         switch value {
-        case let s as String:
-            switch s.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() {
-            case "on", "1", "true": return true
-            case "off", "0", "false": return false
-            default: return nil
-            }
-        case let n as NSNumber:
-            if isBool(n) { return n.boolValue }
-            let d = n.doubleValue
-            return d == 1 ? true : d == 0 ? false : nil
-        default:
-            return nil
+        case .string(let s)?: return power(s)
+        case .bool(let b)?: return b
+        case .number(let d)?: return d == 1 ? true : d == 0 ? false : nil
+        default: return nil
+        }
+    }
+
+    /// A relay state written as text (a payload such as `stat/<t>/POWER`).
+    static func power(_ text: String) -> Bool? {
+        switch text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() {
+        case "on", "1", "true": return true
+        case "off", "0", "false": return false
+        default: return nil
         }
     }
 
     /// A JSON object, or nil for malformed, oversized, too deeply nested or non-object payloads.
-    static func object(_ payload: [UInt8]) -> [String: Any]? {
+    static func object(_ payload: [UInt8]) -> JSONValue? {
         guard !payload.isEmpty, payload.count <= maxJSONBytes, nestingIsShallow(payload) else { return nil }
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(payload), options: []) else { return nil }
-        return parsed as? [String: Any]
+        guard let parsed = try? JSONValue.parse(payload), case .object = parsed else { return nil }
+        return parsed
     }
 
     /// The relay state under one of `names` in a JSON object (`{"POWER":"ON"}`, `{"POWER1":"off"}`).
     /// Key case is ignored (`Power`), as some firmwares and bridges rewrite it.
-    static func power(in object: [String: Any], names: [String]) -> Bool? {
+    static func power(in object: JSONValue, names: [String]) -> Bool? {
         for name in names {
             if let v = object[name] { return power(v) }
         }
         let upper = Set(names.map { $0.uppercased() })
-        for (key, value) in object where upper.contains(key.uppercased()) { return power(value) }
+        for (key, value) in object.objectValue ?? [] where upper.contains(key.uppercased()) { return power(value) }
         return nil
     }
 
     /// A finite number from a JSON number or a numeric string (`"227"`, `" 0.5 "`); nil otherwise.
-    static func number(_ value: Any?) -> Double? {
+    static func number(_ value: JSONValue?) -> Double? {
         let d: Double?
         switch value {
-        case let n as NSNumber:
-            d = isBool(n) ? nil : n.doubleValue
-        case let s as String:
+        case .number(let n)?:
+            d = n
+        case .string(let s)?:
             let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
             // Plain decimal only: Double("0x10"), "inf" and "nan" are not numbers a device sends.
             let plain = t.utf8.count <= 40 && t.utf8.allSatisfy {
@@ -78,8 +80,8 @@ enum TasmotaPayload {
 
     /// A field of a meter for `channel`: arrays are indexed; a scalar applies to channel 0 only,
     /// unless `shared` (e.g. the line voltage, which all channels share).
-    static func channelValue(_ value: Any?, channel: Int, shared: Bool = false) -> Double? {
-        if let array = value as? [Any] {
+    static func channelValue(_ value: JSONValue?, channel: Int, shared: Bool = false) -> Double? {
+        if let array = value?.arrayValue {
             guard channel >= 0, channel < array.count else { return nil }
             return number(array[channel])
         }
@@ -89,59 +91,30 @@ enum TasmotaPayload {
 
     /// Readings (catalogue name, value in the catalogue's unit) from a `tele/<t>/SENSOR` object's
     /// `ENERGY` part. Absurd values are dropped.
-    static func energyReadings(_ object: [String: Any], channel: Int) -> [(String, Double)] {
-        guard let energy = field(object, "ENERGY") as? [String: Any] else { return [] }
-        var readings: [(String, Double)] = []
+    static func energyReadings(_ object: JSONValue, channel: Int) -> [(ReadingQuantity, Double)] {
+        guard let energy = field(object, "ENERGY"), case .object = energy else { return [] }
+        var readings: [(ReadingQuantity, Double)] = []
         if let w = channelValue(field(energy, "Power"), channel: channel), w >= 0, w <= 100_000 {
-            readings.append(("power", w))
+            readings.append((.power, w))
         }
         if let v = channelValue(field(energy, "Voltage"), channel: channel, shared: true), v >= 0, v <= 1_000 {
-            readings.append(("voltage", v))
+            readings.append((.voltage, v))
         }
         if let a = channelValue(field(energy, "Current"), channel: channel), a >= 0, a <= 1_000 {
-            readings.append(("current", a))
+            readings.append((.current, a))
         }
         // Total is kWh; the catalogue's energy is the device's own counter in Wh. Cap: 10 GWh.
         if let kWh = channelValue(field(energy, "Total"), channel: channel), kWh >= 0, kWh <= 10_000_000 {
-            readings.append(("energy", kWh * 1000))
+            readings.append((.energy, kWh * 1000))
         }
         return readings
     }
 
     /// `object[key]`, else the value of a key equal to it ignoring case.
-    static func field(_ object: [String: Any], _ key: String) -> Any? {
+    static func field(_ object: JSONValue, _ key: String) -> JSONValue? {
         if let v = object[key] { return v }
         let upper = key.uppercased()
-        return object.first(where: { $0.key.uppercased() == upper })?.value
-    }
-
-    /// A JSON string literal.
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
-
-    private static func isBool(_ n: NSNumber) -> Bool {
-        #if canImport(Darwin)
-        return CFGetTypeID(n) == CFBooleanGetTypeID()
-        #else
-        return String(cString: n.objCType) == "c"
-        #endif
+        return object.objectValue?.first(where: { $0.0.uppercased() == upper })?.1
     }
 
     /// Bracket depth outside strings stays within `maxJSONDepth` (protects the parser's stack).

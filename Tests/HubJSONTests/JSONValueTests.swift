@@ -1,5 +1,5 @@
 import Testing
-@testable import HubDomain
+@testable import HubJSON
 
 @Suite struct JSONValueTests {
     func parseError(_ bytes: [UInt8]) -> JSONParseError? {

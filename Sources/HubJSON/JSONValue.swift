@@ -1,12 +1,18 @@
 // A small JSON value with ordered object keys, a deterministic compact serializer and helpers.
+// The hub's one way to read and write JSON (the domain, the runtime, the driver API and the drivers).
 
 public enum JSONValue: Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false` (never a number).
     case bool(Bool)
+    /// A finite number (the parser refuses what a `Double` cannot hold).
     case number(Double)
+    /// A string, valid Unicode.
     case string(String)
+    /// A list.
     case array([JSONValue])
-    /// Keys in insertion order.
+    /// Keys in insertion order (a repeated key is kept; reading it gives the last value).
     case object([(String, JSONValue)])
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
@@ -24,17 +30,47 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
-    /// The first value under `key` of an object; nil for other values or a missing key.
+    /// The value under `key` of an object; nil for other values or a missing key. A key given twice
+    /// reads as its last value (as in JavaScript's `JSON.parse` and Foundation's `JSONSerialization`).
+    ///
+    /// Setting replaces the value under `key` (its last occurrence), or appends the key; setting nil
+    /// removes that occurrence. Setting on a value that is not an object changes nothing.
     public subscript(key: String) -> JSONValue? {
-        guard case .object(let members) = self else { return nil }
-        for (k, v) in members where k == key { return v }
-        return nil
+        get {
+            guard case .object(let members) = self else { return nil }
+            for (k, v) in members.reversed() where k == key { return v }
+            return nil
+        }
+        set {
+            guard case .object(var members) = self else { return }
+            if let i = members.lastIndex(where: { $0.0 == key }) {
+                if let newValue { members[i].1 = newValue } else { members.remove(at: i) }
+            } else if let newValue {
+                members.append((key, newValue))
+            }
+            self = .object(members)
+        }
     }
 
     public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
     public var doubleValue: Double? { if case .number(let d) = self { return d }; return nil }
     public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
     public var isNull: Bool { if case .null = self { return true }; return false }
+    /// The members of an object, in order; nil for other values.
+    public var objectValue: [(String, JSONValue)]? { if case .object(let m) = self { return m }; return nil }
+    /// The items of an array; nil for other values.
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
+
+    /// This value with the keys of every object (at any depth) sorted by their UTF-8 bytes, for
+    /// peers and tests that expect sorted keys (`JSONSerialization`'s `.sortedKeys`).
+    public func sortingKeys() -> JSONValue {
+        switch self {
+        case .array(let items): return .array(items.map { $0.sortingKeys() })
+        case .object(let members):
+            return .object(members.map { ($0.0, $0.1.sortingKeys()) }.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) })
+        default: return self
+        }
+    }
 
     /// Compact, deterministic JSON text: keys in insertion order, integral numbers without ".0",
     /// control characters escaped as \u00XX. Non-finite numbers (not representable) become null.
@@ -45,6 +81,7 @@ public enum JSONValue: Sendable, Equatable {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Appends the compact text of `serialized()` to `out`.
     public func write(to out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
@@ -85,7 +122,9 @@ public enum JSONValue: Sendable, Equatable {
 
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    static func writeString(_ s: String, to out: inout [UInt8]) {
+    /// Appends `s` as a JSON string literal (quotes, backslash and control characters escaped;
+    /// everything else, `/` included, as is).
+    public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for c in s.utf8 {
             switch c {
