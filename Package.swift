@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// What the TCP drivers and their simulators use of swift-nio.
+let nio: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+]
+
 let package = Package(
     name: "hub",
     platforms: [.macOS(.v15)],
@@ -19,8 +25,10 @@ let package = Package(
     targets: [
         // JSON values, the strict parser and the strict object reader: a leaf, shared by the domain and the driver API.
         .target(name: "HubJSON"),
+        // What a reading measures (`Quantity`): one type for the domain and the driver API. No dependencies.
+        .target(name: "Quantities"),
         // Pure domain: events, commands, validation, read models. No I/O, no clock; JSON from HubJSON only.
-        .target(name: "HubDomain", dependencies: ["HubJSON"]),
+        .target(name: "HubDomain", dependencies: ["HubJSON", "Quantities"]),
         // CRC-32C with the CPU's instructions (SSE4.2 / ARMv8 CRC), used by the log when available.
         .target(name: "CCRC32C"),
         // The append-only event log: storage protocol + segment-file backend.
@@ -29,33 +37,17 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What a driver may see and do.
-        .target(name: "DriverAPI", dependencies: ["HubJSON"]),
+        .target(name: "DriverAPI", dependencies: ["HubJSON", "Quantities"]),
         // Driver plugins: each sees the driver API only.
         .target(name: "VirtualDriver", dependencies: ["DriverAPI"], path: "Plugins/Virtual"),
         // The seed's TCP Wi-Fi power plug: driver, and its device simulator (which shares the driver's
         // public wire format: messages, commands, framer).
-        .target(name: "PowerPlug", dependencies: [
-            "DriverAPI",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-        ], path: "Plugins/PowerPlug/Driver"),
-        .target(name: "PowerPlugSimulator", dependencies: [
-            "PowerPlug", "DriverAPI",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-        ], path: "Plugins/PowerPlug/Simulator"),
+        .target(name: "PowerPlug", dependencies: ["DriverAPI"] + nio, path: "Plugins/PowerPlug/Driver"),
+        .target(name: "PowerPlugSimulator", dependencies: ["PowerPlug", "DriverAPI"] + nio, path: "Plugins/PowerPlug/Simulator"),
         // TP-Link Kasa plugs on port 9999: driver, and its HS110 simulator (which shares the driver's
         // public cipher and frame decoder).
-        .target(name: "Kasa", dependencies: [
-            "DriverAPI",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-        ], path: "Plugins/Kasa/Driver"),
-        .target(name: "KasaSimulator", dependencies: [
-            "Kasa", "DriverAPI",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-        ], path: "Plugins/Kasa/Simulator"),
+        .target(name: "Kasa", dependencies: ["DriverAPI"] + nio, path: "Plugins/Kasa/Driver"),
+        .target(name: "KasaSimulator", dependencies: ["Kasa", "DriverAPI"] + nio, path: "Plugins/Kasa/Simulator"),
         // MQTT-native plugs: Tasmota (driver) and its simulator (an MQTT client).
         .target(name: "Tasmota", dependencies: ["DriverAPI"], path: "Plugins/Tasmota/Driver"),
         .target(name: "TasmotaSimulator", dependencies: ["MQTT"], path: "Plugins/Tasmota/Simulator"),
@@ -84,11 +76,13 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
+        // What the command-line tools share: one-line messages, the error convention, unbuffered output.
+        .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The product: the hub, its log tools, and the simulators behind `hub sim` and the demo.
         .executableTarget(name: "hub", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver",
             "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
-            "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT",
+            "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -97,7 +91,7 @@ let package = Package(
         // benchmarks that run the hub as a process launch the `hub` built beside it.
         .executableTarget(name: "hub-bench", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
-            "BeaconSimulator", "MQTT", "BrokerHarness",
+            "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

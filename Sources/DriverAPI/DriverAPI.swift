@@ -65,38 +65,6 @@ public struct DeviceActivation: Sendable, Equatable, Hashable, CustomStringConve
     public var description: String { "\(name)@\(start)+\(lengthMinutes)m/\(periodMinutes)m" }
 }
 
-/// What a driver may measure: the event catalogue's quantities, each with its unit. A reading of
-/// anything else cannot be written (a misspelt quantity is a compile error, not a dropped reading).
-///
-/// The raw values are the catalogue's names (`"power"`, `"heart_rate"`); the runtime maps every
-/// case to the domain's quantity of the same name.
-public enum ReadingQuantity: String, Sendable, Equatable, Hashable, CaseIterable {
-    /// Active power, W (negative for devices that meter returned energy).
-    case power = "power"
-    /// RMS voltage, V.
-    case voltage = "voltage"
-    /// RMS current, A.
-    case current = "current"
-    /// The device's own cumulative energy counter, Wh (not a per-interval amount).
-    case energy = "energy"
-    /// Temperature, °C.
-    case temperature = "temperature"
-    /// Heart rate, beats per minute.
-    case heartRate = "heart_rate"
-
-    /// The catalogue's unit: `W`, `V`, `A`, `Wh`, `°C` or `bpm`.
-    public var unit: String {
-        switch self {
-        case .power: return "W"
-        case .voltage: return "V"
-        case .current: return "A"
-        case .energy: return "Wh"
-        case .temperature: return "°C"
-        case .heartRate: return "bpm"
-        }
-    }
-}
-
 /// What a driver observed at the device.
 public enum Observation: Sendable, Equatable {
     /// The relay state the device reports, and whether it is in manual mode (nil: the device has no such notion).
@@ -104,7 +72,7 @@ public enum Observation: Sendable, Equatable {
     /// A measurement: the value in `quantity`'s unit, the time in µs since the epoch. Report every
     /// sample you get: the runtime keeps only changes beyond the deadband and one value per maximum
     /// interval, and drops non-finite values.
-    case reading(quantity: ReadingQuantity, value: Double, measuredAt: Int64)
+    case reading(quantity: Quantity, value: Double, measuredAt: Int64)
     /// Reachability of the device, with a reason a person can read.
     case availability(available: Bool, reason: String)
     /// A pending switch command could not be carried out (the reason says why).

@@ -77,25 +77,8 @@ public enum ActivationChange: UInt8, Sendable, Equatable, Hashable, Codable, Cas
     }
 }
 
-public enum Quantity: String, Sendable, Equatable, Hashable, Codable, CaseIterable {
-    case power = "power"
-    case voltage = "voltage"
-    case current = "current"
-    case energy = "energy"
-    case temperature = "temperature"
-    case heartRate = "heart_rate"
-
-    public var unit: String {
-        switch self {
-        case .power: return "W"
-        case .voltage: return "V"
-        case .current: return "A"
-        case .energy: return "Wh"
-        case .temperature: return "°C"
-        case .heartRate: return "bpm"
-        }
-    }
-
+/// The domain's side of `Quantity` (declared in `Quantities`, shared with the driver API).
+extension Quantity {
     /// The byte used by the binary codec.
     public var code: UInt8 {
         switch self {

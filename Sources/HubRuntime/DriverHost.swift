@@ -224,7 +224,7 @@ public actor DriverHost: Service {
             await execute(.reportSwitch(id: deviceId, state: on ? .on : .off, manual: manual), actor: actor)
         case let .reading(quantity, value, measuredAt):
             guard value.isFinite else { return }
-            let q = Quantity(quantity)
+            let q = quantity
             for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
                 await execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value, measuredAt: sample.at),
                               actor: actor)

@@ -63,42 +63,50 @@ public final class HubService: Sendable {
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery)
         for line in hub.openingNotes { logger.info("\(line)") }
-        let catalog = DriverCatalog(options.factories)
-        let commands = CommandService(hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
-                                      logger: logger)
-        let relay = MQTTRelay(logger: logger)
-        let drivers = DriverHost(commands: commands, options: options.config.driverHostOptions, relay: relay, logger: logger)
-        try await Self.registerConfiguredDevices(commands: commands, options: options, logger: logger)
-        let bridgeSettings = options.config.beacons.map { settings in
-            options.bridgeFactories.filter { $0.name == "beacons" }.map { (factory: $0, settingsJSON: settings) }
-        } ?? []
-        let bridges = BridgeHost(commands: commands, relay: relay, bridges: options.config.mqtt.enabled ? bridgeSettings : [], logger: logger)
-        var surface: MQTTSurface? = nil
-        if options.config.mqtt.enabled {
-            surface = try await MQTTSurface.connect(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
-                                                    settings: options.config.mqtt,
-                                                    checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", logger: logger)
+        do {
+            let catalog = DriverCatalog(options.factories)
+            let commands = CommandService(hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
+                                          logger: logger)
+            let relay = MQTTRelay(logger: logger)
+            let drivers = DriverHost(commands: commands, options: options.config.driverHostOptions, relay: relay, logger: logger)
+            try await Self.registerConfiguredDevices(commands: commands, options: options, logger: logger)
+            let bridgeSettings = options.config.beacons.map { settings in
+                options.bridgeFactories.filter { $0.name == "beacons" }.map { (factory: $0, settingsJSON: settings) }
+            } ?? []
+            let bridges = BridgeHost(commands: commands, relay: relay, bridges: options.config.mqtt.enabled ? bridgeSettings : [], logger: logger)
+            var surface: MQTTSurface? = nil
+            if options.config.mqtt.enabled {
+                surface = try await MQTTSurface.connect(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
+                                                        settings: options.config.mqtt,
+                                                        checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", logger: logger)
+            }
+            let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
+            // Follow the log from here, before the drivers start, so what they report at start-up is published too.
+            let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
+            var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
+            if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
+            services += [follower, drivers, bridges, scheduler]
+            if let surface { services.append(surface.commandDispatch) }
+            services.append(ShutdownNotice(logger: logger)) // first to hear of a shutdown: says so
+            group = ServiceGroup(configuration: ServiceGroupConfiguration(
+                services: services.map {
+                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                },
+                gracefulShutdownSignals: signals, logger: logger))
+            self.hub = hub
+            self.commands = commands
+            self.drivers = drivers
+            self.scheduler = scheduler
+            self.bridges = bridges
+            self.surface = surface
+            self.logger = logger
+        } catch {
+            // Nothing runs: give the log back (snapshot, lock released) before saying why.
+            do { try await hub.close() } catch let closing {
+                logger.error("the log could not be closed after a failed start", metadata: ["error": "\(closing)"])
+            }
+            throw error
         }
-        let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
-        // Follow the log from here, before the drivers start, so what they report at start-up is published too.
-        let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
-        var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
-        if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
-        services += [follower, drivers, bridges, scheduler]
-        if let surface { services.append(surface.commandDispatch) }
-        services.append(ShutdownNotice(logger: logger)) // first to hear of a shutdown: says so
-        group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: services.map {
-                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
-            },
-            gracefulShutdownSignals: signals, logger: logger))
-        self.hub = hub
-        self.commands = commands
-        self.drivers = drivers
-        self.scheduler = scheduler
-        self.bridges = bridges
-        self.surface = surface
-        self.logger = logger
     }
 
     /// Opens the hub (see `init`) and runs it in the background until `stop()` or a fatal failure.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BeaconSimulator
 import BrokerHarness
+import CLISupport
 import Foundation
 import HubRuntime
 import MQTT

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BrokerHarness
+import CLISupport
 import Foundation
 import HubDomain
 import HubRuntime

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrokerHarness
 import DriverAPI
+import CLISupport
 import Foundation
 import HubRuntime
 import Kasa

@@ -44,7 +44,7 @@ extension [Observation] {
     var stateChanges: [Bool] {
         switchStates.reduce(into: []) { out, on in if out.last != on { out.append(on) } }
     }
-    func readings(_ quantity: ReadingQuantity) -> [Double] {
+    func readings(_ quantity: Quantity) -> [Double] {
         compactMap { if case .reading(let q, let v, _) = $0, q == quantity { v } else { nil } }
     }
     var lastAvailability: (Bool, String)? { availabilities.last }

@@ -36,7 +36,7 @@ struct ShellyRig {
         observations.compactMap { if case .switchState(let on, _) = $0 { return on } else { return nil } }
     }
 
-    func readings(_ quantity: ReadingQuantity) -> [Double] {
+    func readings(_ quantity: Quantity) -> [Double] {
         observations.compactMap {
             if case .reading(let q, let v, _) = $0, q == quantity { return v } else { return nil }
         }

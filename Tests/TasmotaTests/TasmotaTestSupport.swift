@@ -52,7 +52,7 @@ final class Rig: Sendable {
 
     var observations: [Observation] { context.observations }
 
-    var readings: [(ReadingQuantity, Double)] {
+    var readings: [(Quantity, Double)] {
         observations.compactMap { if case .reading(let q, let v, _) = $0 { return (q, v) } else { return nil } }
     }
 

@@ -39,8 +39,8 @@ struct KasaEmeterSample: Equatable, Sendable {
     }
 
     /// The readings as (quantity, value) pairs, in the event catalogue's names.
-    var readings: [(ReadingQuantity, Double)] {
-        var out: [(ReadingQuantity, Double)] = []
+    var readings: [(Quantity, Double)] {
+        var out: [(Quantity, Double)] = []
         if let power { out.append((.power, power)) }
         if let voltage { out.append((.voltage, voltage)) }
         if let current { out.append((.current, current)) }

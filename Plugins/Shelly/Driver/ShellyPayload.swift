@@ -130,8 +130,8 @@ struct ShellySwitchStatus: Sendable, Equatable {
     }
 
     /// The readings this (partial) status carries, in the hub's quantities and units.
-    var readings: [(ReadingQuantity, Double)] {
-        var out: [(ReadingQuantity, Double)] = []
+    var readings: [(Quantity, Double)] {
+        var out: [(Quantity, Double)] = []
         if let apower { out.append((.power, apower)) }
         if let voltage { out.append((.voltage, voltage)) }
         if let current { out.append((.current, current)) }

@@ -91,9 +91,9 @@ enum TasmotaPayload {
 
     /// Readings (catalogue name, value in the catalogue's unit) from a `tele/<t>/SENSOR` object's
     /// `ENERGY` part. Absurd values are dropped.
-    static func energyReadings(_ object: JSONValue, channel: Int) -> [(ReadingQuantity, Double)] {
+    static func energyReadings(_ object: JSONValue, channel: Int) -> [(Quantity, Double)] {
         guard let energy = field(object, "ENERGY"), case .object = energy else { return [] }
-        var readings: [(ReadingQuantity, Double)] = []
+        var readings: [(Quantity, Double)] = []
         if let w = channelValue(field(energy, "Power"), channel: channel), w >= 0, w <= 100_000 {
             readings.append((.power, w))
         }
