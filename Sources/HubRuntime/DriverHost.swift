@@ -61,6 +61,8 @@ public actor DriverHost: Service {
         }
     }
     var running: [String: Running] = [:]
+    /// Set at shutdown: no driver starts any more.
+    var stopping = false
 
     /// Per device that stores its activations: the list last written to it (or, before any write,
     /// the log's list when its driver started), and how many writes still await their read-back.
@@ -126,6 +128,7 @@ public actor DriverHost: Service {
     }
 
     private func start(_ device: DeviceRecord) async {
+        guard !stopping else { return }
         guard let factory = factories[device.driver] else {
             await report(device.id, driver: device.driver,
                          .availability(available: false, reason: "no driver named \"\(device.driver)\" in this hub (known: \(driverNames.joined(separator: ", ")))"))
@@ -267,6 +270,7 @@ public actor DriverHost: Service {
     }
 
     func stopAll() async {
+        stopping = true
         if let discoveryHandle { relay?.release(discoveryHandle) }
         discoveryHandle = nil
         for id in Array(running.keys) { await stopDriver(id) }

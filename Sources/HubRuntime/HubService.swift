@@ -85,7 +85,9 @@ public final class HubService: Sendable {
             let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
-            services += [follower, drivers, bridges, scheduler]
+            // The drivers start before the follower hands them commands, and stop after it (a command
+            // the follower hands over at shutdown finds its driver still there).
+            services += [drivers, follower, bridges, scheduler]
             if let surface { services.append(surface.commandDispatch) }
             services.append(ShutdownNotice(logger: logger)) // first to hear of a shutdown: says so
             group = ServiceGroup(configuration: ServiceGroupConfiguration(

@@ -8,7 +8,7 @@ import Synchronization
 /// The hub's MQTT topic surface: commands in (answered on the response topics), retained state
 /// and Home Assistant discovery out, and every logged event on `<base>/events/<stream>/<type>`.
 ///
-/// The command path (route, parse, lane, `Hub.execute`, answer) never enters this actor: under
+/// The command path (route, parse, lane, `CommandService`, answer) never enters this actor: under
 /// load, thousands of messages a second must not queue behind each other for it. The actor keeps
 /// only what the state and discovery publishers remember.
 public actor MQTTSurface {
