@@ -65,7 +65,7 @@ public struct DriverSettings: Sendable {
         do { raw = try reader.string(key) } catch { throw self.error(reader.wrongType(key, "a non-empty string")) }
         guard let raw else {
             if let defaultValue { return defaultValue }
-            throw self.error(JSONFieldError(path: key, key: key, kind: .missing))
+            throw self.error(JSONFieldError(path: key, kind: .missing))
         }
         let trimmed = raw.trimmingSpaces()
         guard !trimmed.isEmpty else { throw self.error(reader.wrongType(key, "a non-empty string")) }

@@ -21,15 +21,15 @@ public struct JSONFieldError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// The dotted path of the field (`mqtt.tls.ca_file`, `devices[2].id`); "" for the top level.
     public var path: String
-    /// The last key of `path` ("" for the top level or an array element).
-    public var key: String
     public var kind: Kind
 
-    public init(path: String, key: String, kind: Kind) {
+    public init(path: String, kind: Kind) {
         self.path = path
-        self.key = key
         self.kind = kind
     }
+
+    /// The last key of `path` ("" for the top level or an array element).
+    public var key: String { JSONObjectReader.lastKey(of: path) }
 
     public var description: String {
         switch kind {
@@ -65,7 +65,7 @@ public struct JSONObjectReader: Sendable {
     /// - Throws: `JSONFieldError` `.notAnObject` when `value` is not an object.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
         guard case .object(let members) = value else {
-            throw JSONFieldError(path: path, key: Self.lastKey(of: path), kind: .notAnObject)
+            throw JSONFieldError(path: path, kind: .notAnObject)
         }
         self.members = members
         self.path = path
@@ -105,7 +105,7 @@ public struct JSONObjectReader: Sendable {
     public func allow(_ known: some Collection<String>) throws(JSONFieldError) {
         let set = Set(known)
         for (key, _) in members where !set.contains(key) {
-            throw JSONFieldError(path: path(of: key), key: key, kind: .unknownKey(known: set.sorted()))
+            throw JSONFieldError(path: path(of: key), kind: .unknownKey(known: set.sorted()))
         }
     }
 
@@ -125,7 +125,7 @@ public struct JSONObjectReader: Sendable {
     ///   - message: What is wrong, read after the field's path ("is listed twice").
     /// - Returns: A `.invalid` error at `key`'s path.
     public func invalid(_ key: String, _ message: String) -> JSONFieldError {
-        JSONFieldError(path: path(of: key), key: key, kind: .invalid(message: message))
+        JSONFieldError(path: path(of: key), kind: .invalid(message: message))
     }
 
     /// An error about `key` whose value is not what was expected.
@@ -134,7 +134,7 @@ public struct JSONObjectReader: Sendable {
     ///   - expected: What it must be, read after "must be" ("a whole number from 1 to 10").
     /// - Returns: A `.wrongType` error at `key`'s path.
     public func wrongType(_ key: String, _ expected: String) -> JSONFieldError {
-        JSONFieldError(path: path(of: key), key: key, kind: .wrongType(expected: expected))
+        JSONFieldError(path: path(of: key), kind: .wrongType(expected: expected))
     }
 
     /// A required field.
@@ -144,7 +144,7 @@ public struct JSONObjectReader: Sendable {
     /// - Returns: The value `read` found.
     /// - Throws: `JSONFieldError` `.missing` when `read` returns nil, and whatever `read` throws.
     public func require<T>(_ key: String, _ read: (String) throws(JSONFieldError) -> T?) throws(JSONFieldError) -> T {
-        guard let value = try read(key) else { throw JSONFieldError(path: path(of: key), key: key, kind: .missing) }
+        guard let value = try read(key) else { throw JSONFieldError(path: path(of: key), kind: .missing) }
         return value
     }
 

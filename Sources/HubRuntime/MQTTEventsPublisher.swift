@@ -16,8 +16,9 @@ final class MQTTEventsPublisher: Service {
     let client: MQTTClient
     let topics: MQTTTopics
     let checkpointPath: String
-    let window: Int
     let logger: Logger
+    /// Events awaiting their PUBACK at most.
+    static let window = 256
     private let progress = Mutex(Progress())
 
     /// The contiguous prefix of the log the broker has acknowledged, and how much of it is saved.
@@ -40,13 +41,11 @@ final class MQTTEventsPublisher: Service {
         }
     }
 
-    init(hub: Hub, client: MQTTClient, topics: MQTTTopics, checkpointPath: String, window: Int = 256,
-         logger: Logger) {
+    init(hub: Hub, client: MQTTClient, topics: MQTTTopics, checkpointPath: String, logger: Logger) {
         self.hub = hub
         self.client = client
         self.topics = topics
         self.checkpointPath = checkpointPath
-        self.window = window
         self.logger = logger
     }
 
@@ -127,7 +126,7 @@ final class MQTTEventsPublisher: Service {
                     }
                     self.acknowledge(sequence)
                 })
-                while inFlight.count - head >= window {
+                while inFlight.count - head >= Self.window {
                     try await inFlight[head].value
                     head += 1
                 }

@@ -37,7 +37,7 @@ import Testing
         // A null value is still a key.
         #expect(problem(#"{"colour":null}"#) { try $0.allow(["color"]) } == "unknown key colour (known: color)")
         let e = failure(#"{"x":1}"#) { try $0.allow(["b", "a"]) }
-        #expect(e == JSONFieldError(path: "x", key: "x", kind: .unknownKey(known: ["a", "b"])))
+        #expect(e == JSONFieldError(path: "x", kind: .unknownKey(known: ["a", "b"])))
     }
 
     @Test func wrongTypesNameTheKeyAndTheExpectation() {
@@ -113,18 +113,18 @@ import Testing
         #expect(problem("") { _ in } == "ok")       // empty text: no settings
         #expect(problem(" \n") { _ in } == "ok")
         #expect(problem("{") { _ in }.hasPrefix("not JSON: invalid JSON at byte 1"))
-        #expect(throws: JSONFieldError(path: "cfg", key: "cfg", kind: .notAnObject)) { try JSONObjectReader(.array([]), path: "cfg") }
+        #expect(throws: JSONFieldError(path: "cfg", kind: .notAnObject)) { try JSONObjectReader(.array([]), path: "cfg") }
     }
 
     @Test func wordingOfEveryKind() {
         let cases: [(JSONFieldError, String)] = [
-            (JSONFieldError(path: "", key: "", kind: .notAnObject), "the top level must be a JSON object"),
-            (JSONFieldError(path: "mqtt", key: "mqtt", kind: .notAnObject), "mqtt must be a JSON object"),
-            (JSONFieldError(path: "a.b", key: "b", kind: .unknownKey(known: ["c", "d"])), "unknown key a.b (known: c, d)"),
-            (JSONFieldError(path: "a.id", key: "id", kind: .missing), "a.id is required"),
-            (JSONFieldError(path: "port", key: "port", kind: .wrongType(expected: "a number")), "port must be a number"),
-            (JSONFieldError(path: "", key: "", kind: .wrongType(expected: "a number")), "the value must be a number"),
-            (JSONFieldError(path: "id", key: "id", kind: .invalid(message: "is listed twice")), "id is listed twice"),
+            (JSONFieldError(path: "", kind: .notAnObject), "the top level must be a JSON object"),
+            (JSONFieldError(path: "mqtt", kind: .notAnObject), "mqtt must be a JSON object"),
+            (JSONFieldError(path: "a.b", kind: .unknownKey(known: ["c", "d"])), "unknown key a.b (known: c, d)"),
+            (JSONFieldError(path: "a.id", kind: .missing), "a.id is required"),
+            (JSONFieldError(path: "port", kind: .wrongType(expected: "a number")), "port must be a number"),
+            (JSONFieldError(path: "", kind: .wrongType(expected: "a number")), "the value must be a number"),
+            (JSONFieldError(path: "id", kind: .invalid(message: "is listed twice")), "id is listed twice"),
         ]
         for (error, text) in cases { #expect(error.description == text) }
     }
