@@ -24,7 +24,8 @@ struct MQTTClientTests {
         #expect(one.qos == 1)
         #expect(one.retain == false)
         #expect(one.responseTopic == nil && one.correlationData == nil)
-        #expect(h.events.items.first == .connected(sessionPresent: false))
+        let events = try await h.events.wait("the connect event") { !$0.isEmpty }
+        #expect(events.first == .connected(sessionPresent: false))
         await h.client.stop()
     }
 
@@ -237,7 +238,9 @@ struct MQTTClientTests {
 
         // Same client id, no subscribe call: the session kept the subscription and the messages.
         let again = try await makeClient(broker, id: id, configure: { $0.protocolVersion = version })
-        #expect(again.events.items.first == .connected(sessionPresent: true))
+        // The recorder reads the event stream on its own task: wait for the event, not just the connection.
+        let events = try await again.events.wait("the connect event") { !$0.isEmpty }
+        #expect(events.first == .connected(sessionPresent: true))
         let got = try await again.messages.wait("3 queued messages") { $0.filter { $0.topic.hasPrefix("p/") && $0.topic != "p/probe" }.count == 3 }
         #expect(got.filter { $0.topic != "p/probe" }.map(\.text) == ["m1", "m2", "m3"])
         await again.client.stop()
