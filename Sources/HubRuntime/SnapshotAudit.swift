@@ -13,8 +13,11 @@ public enum SnapshotAudit {
         public var name: String
         /// The sequence it covers, when the file could be read.
         public var sequence: UInt64?
-        /// Why it does not match the log, or nil when it does.
+        /// Why it does not match the log, or nil when it does (or was not compared: see ``skipped``).
         public var problem: String?
+        /// Why its content was not compared with the log (a read-model format this hub version
+        /// ignores), or nil when it was.
+        public var skipped: String? = nil
     }
 
     /// Checks every snapshot in the data directory against the log.
@@ -50,7 +53,7 @@ public enum SnapshotAudit {
                         + "(the content was altered, and the seal and chain hash made to fit)"
                 }
             } else {
-                finding.problem = nil // another read-model format: this hub version ignores it
+                finding.skipped = "another read-model format, which this hub version ignores"
             }
             findings.append(finding)
         }

@@ -120,7 +120,8 @@ struct VerifyCommand: AsyncParsableCommand {
         let paths = HubPaths(dataDirectory: data.dataDir)
         let audit = try SnapshotAudit.check(paths: paths) { try openLogReadOnly(data) }
         for finding in audit.findings where finding.problem == nil {
-            print("snapshot \(finding.name): matches the log folded to sequence \(finding.sequence ?? 0)")
+            let verdict = finding.skipped.map { "not compared (\($0))" } ?? "matches the log folded to sequence \(finding.sequence ?? 0)"
+            print("snapshot \(finding.name): \(verdict)")
         }
         if !audit.sealsChecked, !audit.findings.isEmpty {
             print("note: snapshot seals not checked (\(paths.snapshots)/seal.key cannot be read)")
