@@ -48,6 +48,8 @@
 /// - ``readViews(from:through:_:)``: reads from sequence 1 with ``read(from:through:_:)``, encodes
 ///   each record and computes its chain hash. Override it when the chain hash is stored (then reading
 ///   from the middle of the log is cheap).
+/// - ``chainHash(at:)``: one ``readViews(from:through:_:)`` of that record (with the default
+///   `readViews`, the chain from sequence 1). Override it to answer from a stored hash.
 /// - ``verify(progress:)``: checks the gapless sequence and stream versions of everything
 ///   ``readViews(from:through:_:)`` yields and reports the head hash. A backend that stores hashes
 ///   should also check them against the recomputed chain.
@@ -113,6 +115,15 @@ public protocol EventStore: Sendable {
     ///   - body: Called with each view; return false to stop early.
     /// - Throws: What `body` throws, or what ``read(from:through:_:)`` throws.
     func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws
+
+    /// The chain hash of the record at `sequence`: what ties a snapshot of the read models to the
+    /// log it was taken from (a snapshot is used only when the log still has this hash there).
+    ///
+    /// - Parameter sequence: A committed sequence, or 0.
+    /// - Returns: The record's chain hash (32 bytes, as ``RecordView/hash``); ``RecordFormat/genesisHash``
+    ///   for 0; nil when `sequence` is beyond ``lastSequence``.
+    /// - Throws: What ``readViews(from:through:_:)`` throws.
+    func chainHash(at sequence: UInt64) throws -> [UInt8]?
 
     /// Returns once the log holds a record after `sequence` (at once if it already does).
     ///
@@ -202,6 +213,22 @@ extension EventStore {
 
     /// No notes.
     public var openingNotes: [String] { [] }
+
+    /// Reads the record at `sequence` with ``readViews(from:through:_:)`` and returns its hash.
+    ///
+    /// - Parameter sequence: A committed sequence, or 0.
+    /// - Returns: The chain hash there; the genesis hash for 0; nil beyond ``lastSequence``.
+    /// - Throws: What ``readViews(from:through:_:)`` throws.
+    public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
+        if sequence == 0 { return RecordFormat.genesisHash }
+        guard sequence <= lastSequence else { return nil }
+        var hash: [UInt8]? = nil
+        try readViews(from: sequence, through: sequence) { view in
+            if view.sequence == sequence { hash = view.hash }
+            return false
+        }
+        return hash
+    }
 
     /// Records from `from` on, then live appends as they commit (a catch-up subscription). A slow
     /// subscriber is never dropped: it reads on from the log at its own pace.

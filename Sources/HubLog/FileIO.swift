@@ -43,6 +43,18 @@ enum FileIO {
         return bytes
     }
 
+    /// The bytes of the file at `path` from `offset` to its end.
+    static func readTail(path: String, from offset: Int) throws -> [UInt8] {
+        let fd = try openFile(path, flags: O_RDONLY)
+        defer { close(fd) }
+        let size = try size(fd: fd, path: path)
+        guard size > offset else { return [] }
+        var bytes = [UInt8](repeating: 0, count: size - offset)
+        let n = try bytes.withUnsafeMutableBytes { try read(fd: fd, path: path, into: $0, at: offset) }
+        if n < bytes.count { bytes.removeLast(bytes.count - n) }
+        return bytes
+    }
+
     static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
         while done < bytes.count {
@@ -131,9 +143,9 @@ enum FileIO {
     }
 
     /// Writes a file atomically: temp file, fsync, rename, fsync the directory.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws {
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, mode: mode_t = 0o644) throws {
         let temp = path + ".tmp"
-        let fd = try openFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        let fd = try openFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
         do {
             try bytes.withUnsafeBytes { try writeAll(fd: fd, path: temp, $0) }
             guard fsync(fd) == 0 else { throw EventLogError.io(path: temp, operation: "fsync", errno: errno) }

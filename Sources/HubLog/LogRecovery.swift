@@ -5,7 +5,8 @@ import Darwin
 #endif
 
 /// Opening a log directory: scan every segment, check every frame, rebuild the indexes, and cut a
-/// torn tail. Damage anywhere but the tail is corruption and refuses the open.
+/// torn tail into a quarantine file. Any other damage (a complete record that fails its checks
+/// included, even the last one) is corruption and refuses the open.
 enum LogRecovery {
     struct Opened {
         var report: RecoveryReport
@@ -77,8 +78,12 @@ enum LogRecovery {
                     opened.segments.append(SegmentStore.Segment(firstSequence: expectedFirst, path: path, name: name))
                     break
                 } else if isLast, headerProblem == .short {
+                    // Keep whatever part of the header was written before rewriting it.
+                    let bytes = try FileIO.readTail(path: path, from: 0)
+                    let kept = bytes.isEmpty ? nil : try quarantine(bytes, directory: directory, segment: name, offset: 0)
                     try createSegment(directory: directory, name: name, firstSequence: expectedFirst, replace: true)
-                    opened.report.truncatedTail = (name, 0, 0)
+                    opened.report.truncatedTail = (name, 0, bytes.count)
+                    opened.report.quarantine = kept
                 } else {
                     throw EventLogError.corrupt(segment: name, offset: 0, sequence: expectedFirst,
                                                 reason: headerProblem.description)
@@ -100,29 +105,80 @@ enum LogRecovery {
                 // The body refused a record: find the offset of that record (the frame before `next`).
                 throw EventLogError.corrupt(segment: name, offset: UInt64(try frameStart(before: next, path: path)),
                                             sequence: opened.lastSequence + 1, reason: problem ?? "invalid record")
-            case .incomplete(let offset), .damaged(let offset, _):
-                let reason: String
-                if case .damaged(_, let why) = ended { reason = why } else { reason = "record cut short" }
-                guard isLast else {
-                    throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: opened.lastSequence + 1,
-                                                reason: reason + " in a segment that is not the last")
+            case .incomplete, .damaged:
+                guard let tail = try classifyTail(ended, cursor: cursor, isLast: isLast, nextSequence: opened.lastSequence + 1) else { break }
+                switch tail {
+                case .corrupt(let offset, let reason):
+                    throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: opened.lastSequence + 1, reason: reason)
+                case .torn(let offset, _):
+                    guard repair else { break }
+                    // Nothing is deleted: the cut bytes go to a quarantine file (synced) before the cut.
+                    let bytes = try FileIO.readTail(path: path, from: offset)
+                    let kept = try quarantine(bytes, directory: directory, segment: name, offset: offset)
+                    let fd = try FileIO.openFile(path, flags: O_WRONLY)
+                    defer { close(fd) }
+                    try FileIO.truncate(fd: fd, path: path, to: offset)
+                    try FileIO.dataSync(fd: fd, path: path)
+                    opened.report.truncatedTail = (name, offset, bytes.count)
+                    opened.report.quarantine = kept
                 }
-                if let sound = try cursor.soundFrameExists(after: offset, minimumSequence: opened.lastSequence + 1) {
-                    throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: opened.lastSequence + 1,
-                                                reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
-                }
-                guard repair else { break }
-                let fd = try FileIO.openFile(path, flags: O_WRONLY)
-                defer { close(fd) }
-                let size = try FileIO.size(fd: fd, path: path)
-                try FileIO.truncate(fd: fd, path: path, to: offset)
-                try FileIO.dataSync(fd: fd, path: path)
-                opened.report.truncatedTail = (name, offset, size - offset)
             }
         }
         opened.report.segments = opened.segments.count
         opened.report.records = opened.lastSequence
         return opened
+    }
+
+    /// What the bytes after the last sound frame of a segment are. `open` and ``LogVerifier`` both
+    /// decide with this, so they never disagree.
+    enum Tail: Equatable {
+        /// A write cut short by a crash: a frame that ends before its declared length at the end of
+        /// the newest segment (or a zero-filled end: the file grew but its data never reached the disk),
+        /// with nothing sound after it. Never an acknowledged record; opening cuts it into quarantine.
+        case torn(offset: Int, reason: String)
+        /// Damage: a complete frame that fails its checks, anything bad before the newest segment's
+        /// end, or a bad spot with sound records after it. Opening refuses; nothing is changed.
+        case corrupt(offset: Int, reason: String)
+    }
+
+    /// Classifies how a scan of a segment ended; nil when it ended cleanly.
+    static func classifyTail(_ ended: ScanEnd, cursor: SegmentCursor, isLast: Bool, nextSequence: UInt64) throws -> Tail? {
+        let offset: Int, reason: String, torn: Bool
+        switch ended {
+        case .end, .stopped:
+            return nil
+        case .incomplete(let at):
+            (offset, reason, torn) = (at, "record cut short", true)
+        case .damaged(let at, let why):
+            if try cursor.onlyZeros(from: at) {
+                (offset, reason, torn) = (at, "zero-filled tail", true)
+            } else {
+                (offset, reason, torn) = (at, why, false)
+            }
+        }
+        guard isLast else { return .corrupt(offset: offset, reason: reason + " in a segment that is not the last") }
+        if let sound = try cursor.soundFrameExists(after: offset, minimumSequence: nextSequence) {
+            return .corrupt(offset: offset, reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
+        }
+        guard torn else {
+            return .corrupt(offset: offset, reason: reason + " in the last record (the frame is complete, so this is damage, not a torn write)")
+        }
+        return .torn(offset: offset, reason: reason)
+    }
+
+    /// Writes bytes about to be cut from `segment` at `offset` to `quarantine-<segment>-<offset>.bin`
+    /// in the log's directory (atomically and synced), and returns that file's name. An existing file
+    /// with other bytes is never overwritten: the name gets a `-2`, `-3`... suffix.
+    static func quarantine(_ bytes: [UInt8], directory: String, segment: String, offset: Int) throws -> String {
+        let base = "quarantine-" + segment.replacingSuffix(".seg", with: "") + "-\(offset)"
+        var name = base + ".bin", n = 1
+        while FileIO.exists(directory + "/" + name) {
+            if (try? FileIO.readAll(path: directory + "/" + name)) == bytes { return name }
+            n += 1
+            name = base + "-\(n).bin"
+        }
+        try FileIO.writeAtomically(bytes, to: directory + "/" + name, directory: directory)
+        return name
     }
 
     /// The offset of the frame that ends at `end` (found by walking the segment from its start).

@@ -6,7 +6,8 @@ public enum LogVerifier {
     /// - Parameters:
     ///   - directory: The segment store's directory.
     ///   - progress: Called with (bytes checked, total bytes) as the check advances.
-    /// - Returns: What was checked, the head hash, and a torn tail if the newest segment ends in one.
+    /// - Returns: What was checked, the head hash, and a torn tail if the newest segment ends in one
+    ///   (classified as opening does: see `LogRecovery.classifyTail`).
     /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` naming the first bad
     ///   segment, offset and sequence.
     public static func verify(directory: String, progress: ((Int, Int) -> Void)? = nil) throws -> VerifyReport {
@@ -38,16 +39,16 @@ public enum LogVerifier {
                 return true
             }
             if let failure { throw failure }
-            switch ended {
-            case .end, .stopped: break
-            case .incomplete(let offset):
-                if position == names.count - 1 {
-                    report.incompleteTail = "segment \(name) ends inside a record at offset \(offset) (a torn write; the next open cuts it)"
-                } else {
-                    throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: checker.lastSequence + 1,
-                                                reason: "record cut short in a segment that is not the last")
-                }
-            case .damaged(let offset, let reason):
+            // The same rule as opening the log: a torn write is left for the next open to cut into
+            // quarantine; anything else is corruption.
+            switch try LogRecovery.classifyTail(ended, cursor: cursor, isLast: position == names.count - 1,
+                                                nextSequence: checker.lastSequence + 1) {
+            case nil:
+                break
+            case .torn(let offset, let reason)?:
+                report.incompleteTail = "segment \(name) ends in a torn write at offset \(offset) (\(reason)); "
+                    + "the next open cuts it and keeps the bytes in a quarantine file"
+            case .corrupt(let offset, let reason)?:
                 throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: checker.lastSequence + 1, reason: reason)
             }
         }

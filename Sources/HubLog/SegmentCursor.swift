@@ -100,6 +100,19 @@ final class SegmentCursor {
         }
     }
 
+    /// True if every byte from `offset` to the end of the file is zero (a file extended by a crash
+    /// before its data reached the disk).
+    func onlyZeros(from offset: Int) throws -> Bool {
+        var position = offset
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: position) }
+            if n == 0 { return true }
+            for i in 0..<n where chunk[i] != 0 { return false }
+            position += n
+        }
+    }
+
     /// True if some sound frame starts anywhere in (offset, end of file): used to tell a torn tail
     /// (nothing sound after the bad spot) from damage in the middle of the log.
     func soundFrameExists(after offset: Int, minimumSequence: UInt64) throws -> (offset: Int, sequence: UInt64)? {

@@ -30,11 +30,15 @@ public struct RecoveryReport: Sendable, Equatable {
     public var records: UInt64
     /// Set when a torn tail was cut: the segment file, the offset it was cut at and the bytes removed.
     public var truncatedTail: (segment: String, offset: Int, bytes: Int)?
+    /// The file (in the log's directory) that keeps the bytes cut from the torn tail: the hub never
+    /// deletes bytes. Nil when nothing was cut (or the cut was empty).
+    public var quarantine: String? = nil
 
     /// Same counts and the same cut.
     public static func == (a: RecoveryReport, b: RecoveryReport) -> Bool {
         a.segments == b.segments && a.records == b.records && a.truncatedTail?.segment == b.truncatedTail?.segment
             && a.truncatedTail?.offset == b.truncatedTail?.offset && a.truncatedTail?.bytes == b.truncatedTail?.bytes
+            && a.quarantine == b.quarantine
     }
 }
 
@@ -50,6 +54,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     struct Shared: Sendable {
         var lastSequence: UInt64 = 0
+        /// The chain hash of the record at `lastSequence`.
+        var headHash = RecordFormat.genesisHash
         var streams: [String: UInt64] = [:]
         var segments: [Segment] = []
         var index: [IndexEntry] = []
@@ -131,6 +137,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         lastHash = opened.lastHash
         shared.withLock {
             $0.lastSequence = opened.lastSequence
+            $0.headHash = opened.lastHash
             $0.streams = opened.streams
             $0.segments = opened.segments
             $0.index = opened.index
@@ -151,10 +158,27 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     // MARK: EventStore
 
-    /// The torn tail cut on opening, if any: which segment, at which offset, how many bytes.
+    /// The torn tail cut on opening, if any: which segment, at which offset, how many bytes, and the
+    /// quarantine file that keeps them.
     public var openingNotes: [String] {
         guard let torn = recovery.truncatedTail else { return [] }
-        return ["recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)"]
+        let kept = recovery.quarantine.map { "; the cut bytes are kept in \(directory)/\($0)" } ?? ""
+        return ["recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)" + kept]
+    }
+
+    /// See ``EventStore/chainHash(at:)``: the head hash from memory, an older one read from the
+    /// segment files (seeking by the index, so at most ``indexStride`` records are scanned).
+    public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
+        let (last, head) = shared.withLock { ($0.lastSequence, $0.headHash) }
+        if sequence == 0 { return RecordFormat.genesisHash }
+        guard sequence <= last else { return nil }
+        if sequence == last { return head }
+        var hash: [UInt8]? = nil
+        try readViews(from: sequence, through: sequence) { view in
+            if view.sequence == sequence { hash = view.hash }
+            return false
+        }
+        return hash
     }
 
     /// Checks every segment file's frames and the whole stored hash chain (see ``LogVerifier``); the
@@ -306,7 +330,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     /// Read-only stores: picks up records the writer (another process) committed since the last look.
     public func refresh() throws {
         guard readOnly else { return }
-        let update = try follower.withLock { opened -> (UInt64, [String: UInt64], [Segment], [IndexEntry]) in
+        let update = try follower.withLock { opened -> (UInt64, [String: UInt64], [Segment], [IndexEntry], [UInt8]) in
             while true {
                 let segmentIndex = opened.segments.count - 1
                 let segment = opened.segments[segmentIndex]
@@ -323,13 +347,14 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
                 opened.segments.append(Segment(firstSequence: opened.lastSequence + 1, path: nextPath, name: nextName))
                 opened.tailOffset = RecordFormat.segmentHeaderSize
             }
-            return (opened.lastSequence, opened.streams, opened.segments, opened.index)
+            return (opened.lastSequence, opened.streams, opened.segments, opened.index, opened.lastHash)
         }
         shared.withLock {
             $0.lastSequence = update.0
             $0.streams = update.1
             $0.segments = update.2
             $0.index = update.3
+            $0.headHash = update.4
         }
     }
 
@@ -451,6 +476,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         if !commandOverlay.isEmpty { commandResults.withLock { $0.merge(commandOverlay) { a, _ in a } } }
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
             s.lastSequence = nextSequence - 1
+            s.headHash = hash
             s.recent += committed
             if s.recent.count > 2 * Self.recentCapacity { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }

@@ -57,7 +57,9 @@ public actor Hub {
     }
 
     /// Starts the hub on an opened event store of any backend, restoring the read models from the
-    /// newest usable snapshot and replaying the rest of the log.
+    /// newest snapshot the log vouches for and replaying the rest of the log. A snapshot the log does
+    /// not vouch for (damaged, unsealed, or recording another chain hash at its sequence) is set
+    /// aside, never used, and named in ``openingNotes``.
     ///
     /// - Parameters:
     ///   - store: The event log; the hub owns it from now on and closes it in ``close()``.
@@ -72,13 +74,22 @@ public actor Hub {
         self.vault = vault
         self.limits = limits
         self.snapshotEvery = snapshotEvery
-        var notes = store.openingNotes
+        var notes = store.openingNotes + snapshots.notes
         var state = HubState()
-        if let (sequence, bytes) = try snapshots.loadLatest(maxSequence: store.lastSequence) {
-            if let restored = Self.decodeSnapshot(bytes) {
-                state = restored
-                snapshotSequence = sequence
-                notes.append("read models restored from the snapshot at sequence \(sequence)")
+        // Only a snapshot the log vouches for (sealed here, and the log has its chain hash at its
+        // sequence); the others are set aside, each with a note.
+        let found = try snapshots.loadLatest { try store.chainHash(at: $0) }
+        notes += found.notes
+        if let snapshot = found.snapshot {
+            let sequence = snapshot.sequence
+            if let restored = Self.decodeSnapshot(snapshot.bytes) {
+                if restored.lastSequence == sequence {
+                    state = restored
+                    snapshotSequence = sequence
+                    notes.append("read models restored from the snapshot at sequence \(sequence)")
+                } else {
+                    notes.append(try snapshots.setAside(snapshot.name, because: "its read models end at sequence \(restored.lastSequence), not \(sequence)"))
+                }
             } else {
                 notes.append("snapshot at sequence \(sequence) is from another hub version; replaying from the start")
             }
@@ -279,10 +290,11 @@ public actor Hub {
         if state.lastSequence - snapshotSequence >= snapshotEvery { try snapshot() }
     }
 
-    /// Writes a snapshot of the read models with the sequence it covers.
+    /// Writes a snapshot of the read models with the sequence it covers and the log's chain hash
+    /// there, which binds it to this log.
     public func snapshot() throws {
-        guard state.lastSequence > snapshotSequence else { return }
-        try snapshots.save(sequence: state.lastSequence, bytes: Self.encodeSnapshot(state))
+        guard state.lastSequence > snapshotSequence, let chainHash = try store.chainHash(at: state.lastSequence) else { return }
+        try snapshots.save(sequence: state.lastSequence, chainHash: chainHash, bytes: Self.encodeSnapshot(state))
         snapshotSequence = state.lastSequence
     }
 

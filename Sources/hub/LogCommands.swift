@@ -109,9 +109,30 @@ struct ReplayCommand: AsyncParsableCommand {
 
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "verify", abstract: "Check every record's frame and the whole hash chain; exit non-zero at the first fault.")
+        commandName: "verify",
+        abstract: "Check every record's frame, the whole hash chain and every snapshot; exit non-zero at the first fault.")
 
     @OptionGroup var data: DataOptions
+
+    /// Each snapshot must be sealed, bound to the log's chain hash at its sequence, and equal to the
+    /// log folded to that sequence; a bad one is named, and nothing is changed.
+    func checkSnapshots() throws {
+        let paths = HubPaths(dataDirectory: data.dataDir)
+        let audit = try SnapshotAudit.check(paths: paths) { try openLogReadOnly(data) }
+        for finding in audit.findings where finding.problem == nil {
+            let verdict = finding.skipped.map { "not compared (\($0))" } ?? "matches the log folded to sequence \(finding.sequence ?? 0)"
+            print("snapshot \(finding.name): \(verdict)")
+        }
+        if !audit.sealsChecked, !audit.findings.isEmpty {
+            print("note: snapshot seals not checked (\(paths.snapshots)/seal.key cannot be read)")
+        }
+        let bad = audit.findings.filter { $0.problem != nil }
+        for finding in bad { Console.note("hub: snapshot \(paths.snapshots)/\(finding.name) does not match the log: \(finding.problem!)") }
+        guard bad.isEmpty else {
+            throw HubError.failed("\(bad.count) snapshot(s) do not match the log (named above); the log is sound: "
+                                  + "move them out of \(paths.snapshots) and the hub replays from the log")
+        }
+    }
 
     func run() async throws {
         try await Console.guarded {
@@ -128,6 +149,7 @@ struct VerifyCommand: AsyncParsableCommand {
             print("log sound: \(report.records) events\(storage) checked in " + String(format: "%.2f", seconds) + " s")
             print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
             if let note = report.incompleteTail { print("note: \(note)") }
+            try checkSnapshots()
         }
     }
 }

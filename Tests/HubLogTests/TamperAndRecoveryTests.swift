@@ -35,11 +35,69 @@ func makeLog(count: Int) async throws -> (dir: String, segment: String) {
 
     @Test func zeroFilledTailIsCutAsTorn() async throws {
         let (dir, segment) = try await makeLog(count: 3)
+        let end = readFile(segment).count
         writeFile(segment, readFile(segment) + [UInt8](repeating: 0, count: 4096))
+        // verify and open call it the same thing: a torn write (verify leaves it, open cuts it).
+        #expect(try LogVerifier.verify(directory: dir).incompleteTail != nil)
         let store = try SegmentStore(directory: dir)
         defer { store.close() }
         #expect(store.lastSequence == 3)
         #expect(store.recovery.truncatedTail?.bytes == 4096)
+        #expect(quarantineFiles(dir) == ["quarantine-00000000000000000001-\(end).bin"])
+        #expect(readFile(dir + "/quarantine-00000000000000000001-\(end).bin") == [UInt8](repeating: 0, count: 4096))
+    }
+
+    @Test func aCutTornTailIsKeptInAQuarantineFileTheNotesName() async throws {
+        let (dir, segment) = try await makeLog(count: 4)
+        let original = readFile(segment)
+        let last = frameOffsets(original)[3]
+        let cut = last.offset + last.length / 2
+        writeFile(segment, Array(original[0..<cut]))
+        let store = try SegmentStore(directory: dir)
+        store.close()
+        #expect(store.lastSequence == 3)
+        let name = "quarantine-00000000000000000001-\(last.offset).bin"
+        #expect(quarantineFiles(dir) == [name])
+        #expect(quarantineFiles(dir).first.map { readFile(dir + "/" + $0) } == Array(original[last.offset..<cut]))
+        #expect(store.openingNotes.contains { $0.contains(name) }, "\(store.openingNotes)")
+        // A second open finds nothing to cut and keeps the quarantine file.
+        let again = try SegmentStore(directory: dir)
+        again.close()
+        #expect(again.openingNotes.isEmpty)
+        #expect(quarantineFiles(dir) == [name])
+    }
+
+    /// A complete last frame whose CRC fails is damage to an acknowledged event, not a torn write:
+    /// open and verify both refuse it, name it, and change nothing.
+    @Test func aFlippedByteInTheLastRecordRefusesTheOpenAndChangesNothing() async throws {
+        let (dir, segment) = try await makeLog(count: 5)
+        let original = readFile(segment)
+        let last = frameOffsets(original)[4]
+        for position in last.offset..<(last.offset + last.length) {
+            var bytes = original
+            bytes[position] ^= 0x40
+            writeFile(segment, bytes)
+            for readOnly in [false, true] {
+                do {
+                    let store = try SegmentStore(directory: dir, readOnly: readOnly)
+                    store.close()
+                    Issue.record("open (read-only: \(readOnly)) took a flipped byte at \(position) for a torn tail")
+                } catch let EventLogError.corrupt(name, offset, sequence, _) {
+                    #expect(name == "00000000000000000001.seg")
+                    #expect(offset == UInt64(last.offset), "flip at \(position)")
+                    #expect(sequence == 5)
+                }
+            }
+            do {
+                _ = try LogVerifier.verify(directory: dir)
+                Issue.record("verify passed a flipped byte at \(position)")
+            } catch let EventLogError.corrupt(_, offset, sequence, _) {
+                #expect(offset == UInt64(last.offset) && sequence == 5)
+            }
+            let unchanged = readFile(segment) == bytes
+            #expect(unchanged, "a refused open must not change the file (flip at \(position))")
+            #expect(quarantineFiles(dir).isEmpty)
+        }
     }
 
     @Test func aFlippedByteInAnEarlierRecordRefusesTheOpenAndNamesIt() async throws {

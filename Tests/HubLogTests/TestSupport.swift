@@ -42,3 +42,8 @@ func frameOffsets(_ bytes: [UInt8]) -> [(offset: Int, length: Int)] {
 
 func readFile(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: path)!) }
 func writeFile(_ path: String, _ bytes: [UInt8]) { FileManager.default.createFile(atPath: path, contents: Data(bytes)) }
+
+/// Files in a log directory that hold bytes cut from a torn tail.
+func quarantineFiles(_ directory: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("quarantine-") }.sorted()
+}

@@ -50,6 +50,67 @@ import Testing
         #expect(exec.stderr.contains("corrupt event log"))
     }
 
+    @Test func aFlippedByteInTheLastRecordIsCorruptionForVerifyAndExecAlike() throws {
+        let dir = temporaryDirectory() + "/data"
+        _ = try runHub(["exec", "--data-dir", dir,
+                        #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
+                        #"{"command":"register_device","id":"b","driver":"virtual","name":"B"}"#])
+        let paths = HubPaths(dataDirectory: dir)
+        let segment = paths.log + "/00000000000000000001.seg"
+        var bytes = [UInt8](FileManager.default.contents(atPath: segment)!)
+        let last = segmentFrames(segment)[1]
+        bytes[bytes.count - 1] ^= 0x01 // the last byte of the acknowledged record 2
+        FileManager.default.createFile(atPath: segment, contents: Data(bytes))
+        let place = "segment 00000000000000000001.seg offset \(last.offset) (sequence 2)"
+        let verify = try runHub(["verify", "--data-dir", dir])
+        #expect(verify.status == 1)
+        #expect(verify.stderr.contains(place), "\(verify.stderr)")
+        let exec = try runHub(["exec", "--data-dir", dir, #"{"command":"remove_device","id":"a"}"#])
+        #expect(exec.status != 0, "exec cut an acknowledged event: \(exec.stderr)")
+        #expect(exec.stderr.contains("corrupt event log") && exec.stderr.contains(place), "\(exec.stderr)")
+        let unchanged = [UInt8](FileManager.default.contents(atPath: segment)!) == bytes
+        #expect(unchanged, "a refused open changes nothing")
+        #expect(quarantineFiles(paths).isEmpty)
+    }
+
+    @Test func aTornTailIsCutIntoAQuarantineFileTheOutputNames() throws {
+        let dir = temporaryDirectory() + "/data"
+        _ = try runHub(["exec", "--data-dir", dir,
+                        #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#])
+        let paths = HubPaths(dataDirectory: dir)
+        let segment = paths.log + "/00000000000000000001.seg"
+        let whole = [UInt8](FileManager.default.contents(atPath: segment)!)
+        // A crash in the middle of appending a second record: half of a copy of the first is written.
+        let first = segmentFrames(segment)[0]
+        let torn = Array(whole[first.offset..<(first.offset + first.length / 2)])
+        FileManager.default.createFile(atPath: segment, contents: Data(whole + torn))
+        let verify = try runHub(["verify", "--data-dir", dir])
+        #expect(verify.status == 0)
+        #expect(verify.stdout.contains("torn write"), "\(verify.stdout)")
+        let exec = try runHub(["exec", "--data-dir", dir, #"{"command":"rename_device","id":"a","name":"Alpha"}"#])
+        #expect(exec.status == 0, "\(exec.stderr)")
+        let name = "quarantine-00000000000000000001-\(whole.count).bin"
+        #expect(quarantineFiles(paths) == [name])
+        #expect(exec.stderr.contains(name), "\(exec.stderr)")
+        #expect(FileManager.default.contents(atPath: paths.log + "/" + name).map { [UInt8]($0) } == torn, "the cut bytes are kept")
+        #expect(try runHub(["verify", "--data-dir", dir]).stdout.contains("log sound: 2 events"))
+    }
+
+    @Test func verifyNamesAForgedSnapshot() throws {
+        let dir = temporaryDirectory() + "/data"
+        _ = try runHub(["exec", "--data-dir", dir,
+                        #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#])
+        let paths = HubPaths(dataDirectory: dir)
+        let file = paths.snapshots + "/snapshot-00000000000000000001.snap"
+        #expect(try runHub(["verify", "--data-dir", dir]).status == 0)
+        forgeSnapshot(file) { $0.replacingOccurrences(of: #""lamp""#, with: #""phantom""#) }
+        let forged = FileManager.default.contents(atPath: file)
+        let verify = try runHub(["verify", "--data-dir", dir])
+        #expect(verify.status == 1, "\(verify.stdout)")
+        #expect(verify.stderr.contains("snapshot-00000000000000000001.snap"), "\(verify.stderr)")
+        #expect(FileManager.default.contents(atPath: file) == forged, "verify changes nothing")
+    }
+
     @Test func theProductListsNoBenchmarkAndNoCrashWriter() throws {
         let help = try runHub(["--help"])
         #expect(help.status == 0)
