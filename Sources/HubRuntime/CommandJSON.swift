@@ -15,12 +15,48 @@ public enum CommandJSON {
                                "sight_animal", "define_group", "remove_group", "switch_group", "define_scene", "remove_scene",
                                "apply_scene", "erase_owner_data"]
 
+    /// The keys each command takes besides `command` and `command_id`; any other key is refused.
+    static let keys: [String: [String]] = [
+        "register_device": ["id", "driver", "name", "config", "hardware_id"],
+        "rename_device": ["id", "name"],
+        "remove_device": ["id"],
+        "switch": ["id", "state"],
+        "report_switch": ["id", "state", "manual"],
+        "fail_switch": ["id", "reason"],
+        "set_activation": ["device", "id", "op", "name", "start", "length", "period", "repeat"],
+        "report_availability": ["id", "available", "reason"],
+        "report_activations": ["id", "found", "policy"],
+        "record_reading": ["device", "animal", "quantity", "value", "measured_at"],
+        "admit_animal": ["id", "name", "gender", "birth_date", "weight_kg", "species", "breed", "coat", "owner_name",
+                         "owner_address", "owner_phone", "motive", "veterinarian", "observations", "photo", "beacon"],
+        "discharge_animal": ["id", "exit_weight_kg", "veterinarian", "observations"],
+        "sight_animal": ["id", "room", "beacon", "at"],
+        "define_group": ["id", "name", "members"],
+        "remove_group": ["id"],
+        "switch_group": ["id", "state"],
+        "define_scene": ["id", "name", "states"],
+        "remove_scene": ["id"],
+        "apply_scene": ["id"],
+        "erase_owner_data": ["id"],
+    ]
+
+    /// Every key command `name` takes, `command` and `command_id` included; nil for an unknown command.
+    public static func keys(of name: String) -> [String]? {
+        keys[name].map { ["command", "command_id"] + $0 }
+    }
+
     /// Parses a command object; `now` fills in measurement times that are not given.
-    public static func parse(_ value: JSONValue, now: Int64) throws -> (command: HubCommand, commandId: String?) {
+    /// - Parameters:
+    ///   - value: The command object.
+    ///   - now: µs since the epoch, for readings and sightings that do not say when.
+    ///   - alsoAllowed: Keys a transport adds and reads itself (the MQTT surface's `transaction`);
+    ///     every other key outside `keys(of:)` is refused, naming the key and the known ones.
+    public static func parse(_ value: JSONValue, now: Int64, alsoAllowed: [String] = []) throws -> (command: HubCommand, commandId: String?) {
         guard case .object = value else { throw Failure(field: "", reason: "a command must be a JSON object") }
         let f = Fields(value)
         let commandId = try f.optionalString("command_id")
         let name = try f.string("command")
+        if let known = keys(of: name) { try f.allow(known + alsoAllowed) }
         let command: HubCommand
         switch name {
         case "register_device":
@@ -91,6 +127,7 @@ public enum CommandJSON {
             for (i, item) in items.enumerated() {
                 guard case .object = item else { throw Failure(field: "found[\(i)]", reason: "must be an object") }
                 let a = Fields(item)
+                try a.allow(["name", "start", "length", "period"], path: "found[\(i)]")
                 guard let start = try a.optionalTime("start", seconds: true) else {
                     throw Failure(field: "found[\(i)].start", reason: "is required")
                 }
@@ -143,6 +180,7 @@ public enum CommandJSON {
         guard let value, value != .null else { return nil }
         guard case .object = value else { throw Failure(field: "repeat", reason: "must be an object {\"at\":\"HH:MM\",\"days\":[...],\"time_zone\":...}") }
         let f = Fields(value)
+        try f.allow(["at", "days", "time_zone"], path: "repeat")
         let at = try f.string("at")
         guard let minute = DailyRepeat.minute(of: at) else { throw Failure(field: "repeat.at", reason: "must be HH:MM (00:00 to 23:59), not \"\(at)\"") }
         var mask = DailyRepeat.everyDay
@@ -164,13 +202,20 @@ public enum CommandJSON {
     }
 
     /// Typed field access with errors that name the field: a thin wording layer over HubJSON's
-    /// `JSONObjectReader` (which does the type checks). Unknown keys are not refused here: the MQTT
-    /// surface passes payloads with its own extra keys (`transaction`).
+    /// `JSONObjectReader` (which does the type checks). Unknown keys are refused by `allow`, with the
+    /// keys each caller knows (the MQTT surface adds its own, such as `transaction`).
     struct Fields {
         let reader: JSONObjectReader
         init(_ value: JSONValue) { reader = (try? JSONObjectReader(value)) ?? .empty }
         /// The object read.
         var value: JSONValue { reader.value }
+
+        /// Refuses the first key outside `known`; `path` prefixes the key in the error (`repeat.colour`).
+        func allow(_ known: [String], path: String = "") throws {
+            do { try reader.allow(known) } catch {
+                throw Self.failure(JSONFieldError(path: path.isEmpty ? error.path : "\(path).\(error.path)", kind: error.kind))
+            }
+        }
 
         /// The reader's error as a `Failure` naming the field.
         static func failure(_ error: JSONFieldError) -> Failure {

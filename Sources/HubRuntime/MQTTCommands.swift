@@ -17,11 +17,41 @@ public struct MQTTCommandError: Error, Sendable, Equatable, CustomStringConverti
 
 /// MQTT payloads -> `HubCommand`s or read-model queries. Pure; no I/O.
 ///
-/// Payload rules, checked in this order: not empty, at most 64 KiB, valid UTF-8, then the route's form.
+/// Payload rules, checked in this order: at most 64 KiB (every byte counts, whitespace too), not empty
+/// (requests without arguments may be empty or blank), valid UTF-8, then the route's form. A JSON
+/// payload may hold only the keys its route takes (`requestKeys`, `CommandJSON.keys(of:)`) and
+/// `transaction`: any other key is refused, naming it and the known ones.
 /// Numbers may also be given as numeric strings (`"23.5"`), and times as ISO-8601 or Unix seconds,
 /// exactly as in `hub exec` (`CommandJSON`).
 public enum MQTTCommands {
     public static let maxPayloadBytes = 65_536
+
+    /// Keys any JSON payload may carry for the answer to echo; never read as a field.
+    public static let echoKeys = ["transaction"]
+
+    /// Requests that are one `hub exec` command: the payload is that command's fields.
+    static let requestCommands = ["device/add": "register_device", "device/rename": "rename_device", "device/remove": "remove_device",
+                                  "group/define": "define_group", "group/remove": "remove_group", "scene/define": "define_scene",
+                                  "scene/remove": "remove_scene", "scene/apply": "apply_scene", "animal/erase-owner": "erase_owner_data"]
+
+    /// The keys each request's JSON object may hold; any other key is refused. Every request has an
+    /// entry except `command`, which takes the keys of the command it names (`CommandJSON.keys(of:)`)
+    /// and `transaction`. In the queries `id` is only echoed, except in `device/get` and `animal/get`.
+    public static let requestKeys: [String: [String]] = {
+        var keys: [String: [String]] = [:]
+        for (name, command) in requestCommands { keys[name] = payloadKeys(of: command) }
+        for name in ["devices", "animals", "groups", "scenes", "discovered", "beacons/unknown", "device/get", "animal/get"] {
+            keys[name] = ["id"] + echoKeys
+        }
+        keys["all-off"] = ["command_id", "id"] + echoKeys
+        keys["switch"] = ["device", "state", "command_id", "id"] + echoKeys
+        return keys
+    }()
+
+    /// The keys a payload for `hub exec` command `command` may hold: its fields, `command_id` and the echo keys.
+    static func payloadKeys(of command: String) -> [String] {
+        (CommandJSON.keys(of: command) ?? []).filter { $0 != "command" } + echoKeys
+    }
 
     /// Names accepted under `<base>/request/`.
     public static let requestNames = ["device/add", "device/rename", "device/remove", "switch", "command",
@@ -103,6 +133,7 @@ public enum MQTTCommands {
                 throw MQTTCommandError("unknown request \"\(MQTTTopics.shown(name))\"; known: \(requestNames.joined(separator: ", "))",
                                        echo: bestEffortEcho(payload))
             }
+            try checkSize(payload)
             if isBlank(payload) {
                 switch name {
                 case "devices": return ParsedCommand(commands: [], commandId: nil, query: .devices)
@@ -150,12 +181,22 @@ public enum MQTTCommands {
     /// Empty, too large, or not UTF-8 -> an error saying which.
     public static func checkPayload(_ payload: [UInt8]) throws(MQTTCommandError) {
         if payload.isEmpty { throw MQTTCommandError("empty payload") }
-        if payload.count > maxPayloadBytes {
-            throw MQTTCommandError("payload of \(payload.count) bytes exceeds \(maxPayloadBytes)")
-        }
+        try checkSize(payload)
         if let bad = firstInvalidUTF8(payload) {
             throw MQTTCommandError("payload is not valid UTF-8 (byte \(bad))")
         }
+    }
+
+    /// More than `maxPayloadBytes` -> an error; every byte counts, whitespace included.
+    static func checkSize(_ payload: [UInt8]) throws(MQTTCommandError) {
+        if payload.count > maxPayloadBytes {
+            throw MQTTCommandError("payload of \(payload.count) bytes exceeds \(maxPayloadBytes)")
+        }
+    }
+
+    /// Refuses the first key of `object` outside `keys`, naming it and the known ones.
+    static func allow(_ object: JSONValue, _ keys: [String], echo: Echo) throws(MQTTCommandError) {
+        try fields(echo) { try CommandJSON.Fields(object).allow(keys) }
     }
 
     /// The offset of the first byte that is not part of a well-formed UTF-8 sequence (RFC 3629: no overlong
@@ -226,6 +267,7 @@ public enum MQTTCommands {
         case UInt8(ascii: "{"):
             let object = try jsonObject(payload)
             let echo = Echo(object)
+            try allow(object, ["state", "id", "command_id"] + echoKeys, echo: echo)
             let f = CommandJSON.Fields(object)
             let (state, commandId) = try fields(echo) { () throws -> (String, String?) in
                 (try f.string("state"), try f.optionalString("command_id") ?? f.optionalString("id"))
@@ -261,15 +303,20 @@ public enum MQTTCommands {
 
     // MARK: activations/set
 
+    /// `set_activation`'s fields; `device` must be the topic's, `id` (or `command_id`) is the command id.
+    static let activationKeys = ["op", "name", "start", "length", "period", "repeat", "device", "id", "command_id"] + echoKeys
+
     static func activationsSet(_ device: String, _ payload: [UInt8]) throws(MQTTCommandError) -> ParsedCommand {
         let object = try jsonObject(payload)
         let echo = Echo(object)
+        try allow(object, activationKeys, echo: echo)
         try checkSameId(object, key: "device", topicId: device, kind: "device", echo: echo)
         let f = CommandJSON.Fields(object)
         let commandId = try fields(echo) { try f.optionalString("command_id") ?? f.optionalString("id") }
-        let rest = members(object).filter { !["command", "device", "id", "command_id"].contains($0.0) }
+        let rest = members(object).filter { !["device", "id", "command_id"].contains($0.0) }
         let command = try fields(echo) {
-            try CommandJSON.parse(.object([("command", "set_activation"), ("device", .string(device))] + rest), now: 0).command
+            try CommandJSON.parse(.object([("command", "set_activation"), ("device", .string(device))] + rest), now: 0,
+                                  alsoAllowed: echoKeys).command
         }
         return ParsedCommand(commands: [command], commandId: commandId, echo: echo)
     }
@@ -279,18 +326,22 @@ public enum MQTTCommands {
     /// `hub exec`'s command `name` with the payload's fields; `topicId` (discharge) is the animal id.
     static func viaCommandJSON(_ name: String, _ object: JSONValue, topicId: String?, now: Int64) throws(MQTTCommandError) -> ParsedCommand {
         let echo = Echo(object)
-        var fieldsIn = members(object).filter { $0.0 != "command" }
+        try allow(object, payloadKeys(of: name), echo: echo)
+        var fieldsIn = members(object)
         if let topicId {
             try checkSameId(object, key: "id", topicId: topicId, kind: "animal", echo: echo)
             fieldsIn = [("id", .string(topicId))] + fieldsIn.filter { $0.0 != "id" }
         }
-        let parsed = try fields(echo) { try CommandJSON.parse(.object([("command", .string(name))] + fieldsIn), now: now) }
+        let parsed = try fields(echo) {
+            try CommandJSON.parse(.object([("command", .string(name))] + fieldsIn), now: now, alsoAllowed: echoKeys)
+        }
         return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
     }
 
     static func vitals(_ animal: String, _ payload: [UInt8], now: Int64) throws(MQTTCommandError) -> ParsedCommand {
         let object = try jsonObject(payload)
         let echo = Echo(object)
+        try allow(object, ["heart_rate", "temperature", "measured_at", "command_id"] + echoKeys, echo: echo)
         let f = CommandJSON.Fields(object)
         let (heartRate, temperature, measuredAt, commandId) = try fields(echo) { () throws -> (Double?, Double?, Int64, String?) in
             (try optionalNumber(f, "heart_rate"), try optionalNumber(f, "temperature"),
@@ -327,6 +378,7 @@ public enum MQTTCommands {
     static func request(_ name: String, _ payload: [UInt8], now: Int64) throws(MQTTCommandError) -> ParsedCommand {
         let object = try jsonObject(payload)
         let echo = Echo(object)
+        if let keys = requestKeys[name] { try allow(object, keys, echo: echo) }
         let f = CommandJSON.Fields(object)
         switch name {
         case "device/add":
@@ -344,7 +396,7 @@ public enum MQTTCommands {
             }
             return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)
         case "command":
-            let parsed = try fields(echo) { try CommandJSON.parse(object, now: now) }
+            let parsed = try fields(echo) { try CommandJSON.parse(object, now: now, alsoAllowed: echoKeys) }
             return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
         case "animal/erase-owner":
             return try viaCommandJSON("erase_owner_data", object, topicId: nil, now: now)

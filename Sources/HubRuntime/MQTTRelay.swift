@@ -65,6 +65,12 @@ public final class MQTTRelay: Sendable {
         }
     }
 
+    /// Every filter a driver, bridge or the discovery listener is scoped to (whether subscribed yet or not):
+    /// devices and bridges read there, so the hub answers no request there (`MQTTTopics.responseTopicProblem`).
+    public var scopes: [String] {
+        state.withLock { s in s.handles.values.flatMap(\.scope) }
+    }
+
     /// Hands a message to every handle subscribed to a matching filter; false when none wanted it.
     @discardableResult
     public func deliver(_ message: MQTTMessage) -> Bool {

@@ -313,6 +313,11 @@ public actor MQTTSurface {
             logger.notice("mqtt: ignored a retained message on command topic \(message.topic) (commands are never retained)")
             return
         }
+        if let problem = responseTopicProblem(message) {
+            // Refused before anything runs: the answer says why, on the topic's own response topic.
+            respond(MQTTResponse.error(MQTTCommandError(problem, echo: MQTTCommands.bestEffortEcho(message.payload))), to: message, route: route)
+            return
+        }
         let parsed: MQTTCommands.ParsedCommand
         do {
             parsed = try MQTTCommands.parse(route: route, message: message.payload, now: currentMicros())
@@ -369,11 +374,18 @@ public actor MQTTSurface {
         }
     }
 
+    /// Why the message's MQTT 5 response topic must not be answered on; nil when it has none or may be.
+    nonisolated func responseTopicProblem(_ message: MQTTMessage) -> String? {
+        guard let topic = message.responseTopic, !topic.isEmpty else { return nil }
+        return topics.responseTopicProblem(topic, deviceScopes: relay?.scopes ?? [])
+    }
+
     /// Exactly one answer per command: on the MQTT 5 response topic (with the correlation data)
-    /// when the request named one, else on the surface's response topic.
+    /// when the request named one the hub may publish on (`MQTTTopics.responseTopicProblem`), else on
+    /// the surface's response topic.
     nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {
         let payload = Array(answer.serialized().utf8)
-        if let responseTopic = message.responseTopic, !responseTopic.isEmpty {
+        if let responseTopic = message.responseTopic, !responseTopic.isEmpty, responseTopicProblem(message) == nil {
             do {
                 try client.publish(responseTopic, payload, qos: 1, retain: false, correlationData: message.correlationData)
             } catch {

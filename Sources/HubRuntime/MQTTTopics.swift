@@ -1,3 +1,4 @@
+import DriverAPI
 import HubDomain
 
 /// The hub's MQTT topic names, under a configurable base topic (default `hub`) and Home Assistant
@@ -106,6 +107,41 @@ public struct MQTTTopics: Sendable, Equatable {
             return errorResponse
         }
         return answer
+    }
+
+    /// Why the hub must not answer on `topic`, an MQTT 5 response topic a request named; nil when it may.
+    ///
+    /// The hub never publishes where it, Home Assistant, a device or a bridge reads: an answer there would
+    /// be a command (a client allowed to send only a query could so run any command, or switch a real
+    /// device). Refused: a topic that is not a valid topic name (`+`, `#`, U+0000, longer than 65,535
+    /// bytes), one that starts with `$` (the broker's), one that matches a filter the hub subscribes to,
+    /// anything under the base topic but its `response` subtree, anything under the discovery prefix, and
+    /// anything in a driver's or bridge's scope.
+    /// - Parameters:
+    ///   - topic: The response topic (not empty).
+    ///   - deviceScopes: The filters drivers and bridges are scoped to (`MQTTRelay.scopes`).
+    /// - Returns: One sentence naming the topic and the rule it breaks, or nil.
+    public func responseTopicProblem(_ topic: String, deviceScopes: [String] = []) -> String? {
+        let reason: String
+        if let bad = topic.unicodeScalars.first(where: { $0 == "+" || $0 == "#" || $0 == "\0" }) {
+            reason = "it contains \(bad == "\0" ? "the character U+0000" : "the wildcard character '\(bad)'"), which no topic name may"
+        } else if topic.utf8.count > MQTTTopics.maxTopicBytes {
+            reason = "it is \(topic.utf8.count) bytes long, more than a topic may be (\(MQTTTopics.maxTopicBytes))"
+        } else if topic.hasPrefix("$") {
+            reason = "topics that start with $ are the broker's"
+        } else if let filter = subscriptions.first(where: { mqttTopic(topic, matches: $0) }) {
+            reason = "the hub reads it (\(filter))"
+        } else if topic == discoveryPrefix || topic.hasPrefix(discoveryPrefix + "/") {
+            reason = "it is under the discovery prefix \(discoveryPrefix)/, which Home Assistant reads"
+        } else if (topic == base || topic.hasPrefix(base + "/")) && topic != base + "/response" && !topic.hasPrefix(base + "/response/") {
+            reason = "it is one of the hub's own topics, and under \(base)/ the hub answers only on \(base)/response/..."
+        } else if let filter = deviceScopes.first(where: { mqttTopic(topic, matches: $0) }) {
+            reason = "a device or bridge the hub drives reads it (\(filter)), so an answer there would be a command to it"
+        } else {
+            return nil
+        }
+        return "response topic \(JSONValue.string(MQTTTopics.shown(topic)).serialized()) is refused: \(reason); "
+            + "give a topic of your own outside \(base)/ and \(discoveryPrefix)/, or one under \(base)/response/"
     }
 
     /// The answer topic of a routed command; nil for `.ignored`, `.invalid` (use `response(forTopic:)` with

@@ -127,4 +127,41 @@ import VirtualDriver
         await sim.stop()
         try await f.stop()
     }
+
+    /// Issue 12: a query whose MQTT 5 response topic is a command topic (the hub's own, or a device's)
+    /// is refused with an error on its own response topic; nothing is published there, nothing runs.
+    @Test func responseTopicsWhereCommandsAreReadAreRefused() async throws {
+        let broker = try TestBroker.start()
+        let sim = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3))
+        try await sim.start()
+        let f = try await SurfaceFixture.start(broker: broker, factories: Self.factories)
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        try w.publish("hub/request/device/add", #"{"id":"lamp7","driver":"tasmota","name":"Lamp 7","config":{"topic":"plug7"}}"#)
+        try await w.waitFor("hub/device/lamp7/availability") { $0 == "online" }
+        try w.publish("hub/device/lamp/switch/set", "ON")
+        try await w.waitFor("hub/device/lamp/switch") { $0 == "ON" }
+        let commandsToPlug7 = w.messages("cmnd/plug7/POWER").count
+
+        for (index, target) in ["hub/request/all-off", "cmnd/plug7/POWER", "hub/device/lamp/switch/set"].enumerated() {
+            let seen = w.messages("hub/response/device/get").count
+            try w.client.publish("hub/request/device/get", Array(#"{"id":"lamp","transaction":"t-\#(index)"}"#.utf8), qos: 1,
+                                 responseTopic: target, correlationData: [7])
+            let refusal = try await w.waitFor("hub/response/device/get", skip: seen)
+            #expect(refusal.hasPrefix(#"{"status":"error","error":"response topic \"\#(target)\" is refused: "#), "\(refusal)")
+            #expect(refusal.hasSuffix(#""id":"lamp","transaction":"t-\#(index)"}"#), "\(refusal)")
+        }
+        // A reply topic of the client's own is still answered there, with the correlation data.
+        try w.client.publish("hub/request/device/get", Array(#"{"id":"lamp"}"#.utf8), qos: 1, responseTopic: "app/replies/1", correlationData: [9])
+        let answer = try await w.waitFor("app/replies/1")
+        #expect(answer.hasPrefix(#"{"status":"ok","data":{"id":"lamp""#) && w.messages("app/replies/1").first?.correlationData == [9])
+        // Nothing was published where commands are read, and nothing ran.
+        #expect(w.messages("hub/request/all-off").isEmpty)
+        #expect(w.messages("hub/device/lamp/switch/set").count == 1)
+        #expect(w.messages("cmnd/plug7/POWER").count == commandsToPlug7)
+        #expect(await f.service.hub.state.devices["lamp"]?.switchState == .on)
+        #expect(w.messages("hub/events/hub/MultiSwitchRequested").isEmpty)
+        await sim.stop()
+        try await f.stop()
+    }
 }

@@ -127,4 +127,51 @@ import Testing
         let answer = t.response(forTopic: tooLong)
         #expect(answer == "hub/response/error", "\(answer?.utf8.count ?? 0) bytes")
     }
+
+    /// MQTT 5 response topics: the hub answers only where nobody reads commands (issue 12).
+    @Test func responseTopicsTheHubAnswersOn() {
+        let scopes = ["cmnd/plug7/#", "stat/plug7/#", "shellyplus1pm-abc/#", "+/online", "espresense/devices/#"]
+        let accepted = ["app/replies/42", "client/inbox", "hub/response/device/get", "hub/response", "hubx/request/all-off",
+                        "a//b", "x/online/more"]
+        for topic in accepted {
+            #expect(t.responseTopicProblem(topic, deviceScopes: scopes) == nil, "\(topic)")
+        }
+        let refused: [(topic: String, reason: String)] = [
+            ("hub/request/all-off", "the hub reads it (hub/request/#)"),
+            ("hub/device/lamp/switch/set", "the hub reads it (hub/device/+/switch/set)"),
+            ("hub/group/g/switch/set", "the hub reads it (hub/group/+/switch/set)"),
+            ("hub/animal/admit", "the hub reads it (hub/animal/admit)"),
+            ("hub/animal/rex/vitals", "the hub reads it (hub/animal/+/vitals)"),
+            ("homeassistant/status", "the hub reads it (homeassistant/status)"),
+            ("hub/status", "it is one of the hub's own topics, and under hub/ the hub answers only on hub/response/..."),
+            ("hub/events/device/lamp/SwitchToggled", "it is one of the hub's own topics"),
+            ("hub/device/lamp/state", "it is one of the hub's own topics"),
+            ("hub", "it is one of the hub's own topics"),
+            ("hub/responses", "it is one of the hub's own topics"),
+            ("homeassistant/switch/hub/lamp_switch/config", "it is under the discovery prefix homeassistant/, which Home Assistant reads"),
+            ("cmnd/plug7/POWER", "a device or bridge the hub drives reads it (cmnd/plug7/#), so an answer there would be a command to it"),
+            ("shellyplus1pm-abc/rpc", "a device or bridge the hub drives reads it (shellyplus1pm-abc/#)"),
+            ("app/online", "a device or bridge the hub drives reads it (+/online)"),
+            ("app/+/replies", "it contains the wildcard character '+', which no topic name may"),
+            ("app/#", "it contains the wildcard character '#', which no topic name may"),
+            ("app/\u{0}x", "it contains the character U+0000, which no topic name may"),
+            ("$SYS/broker/x", "topics that start with $ are the broker's"),
+            (String(repeating: "a", count: 65_536), "it is 65536 bytes long, more than a topic may be (65535)"),
+        ]
+        for (topic, reason) in refused {
+            let problem = t.responseTopicProblem(topic, deviceScopes: scopes)
+            #expect(problem?.contains(": " + reason) == true, "\(topic.prefix(40)): \(problem ?? "accepted")")
+        }
+        #expect(t.responseTopicProblem("hub/request/all-off") == """
+            response topic "hub/request/all-off" is refused: the hub reads it (hub/request/#); \
+            give a topic of your own outside hub/ and homeassistant/, or one under hub/response/
+            """)
+        // Another base and prefix move the rules with them.
+        let site = MQTTTopics(base: "site1/hub", discoveryPrefix: "ha")
+        #expect(site.responseTopicProblem("site1/hub/response/x") == nil)
+        #expect(site.responseTopicProblem("hub/request/all-off") == nil)
+        #expect(site.responseTopicProblem("site1/hub/request/all-off") != nil)
+        #expect(site.responseTopicProblem("site1/hub/status") != nil)
+        #expect(site.responseTopicProblem("ha/status") != nil && site.responseTopicProblem("ha/x") != nil)
+    }
 }

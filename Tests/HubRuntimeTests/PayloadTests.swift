@@ -217,7 +217,7 @@ private enum P {
         #expect(P.error(.animalAdmit, #"{"id":"rex","name":["Rex"],"species":"dog","beacon":"b","weight_kg":3}"#) == "\"name\": must be a string")
         #expect(P.error(.animalAdmit, #"{"name":"Rex"}"#) == "\"id\": is required")
         // A "command" key in the payload cannot turn the admission into something else.
-        #expect(P.error(.animalAdmit, #"{"command":"remove_device","id":"rex"}"#) == "\"name\": is required")
+        #expect(P.error(.animalAdmit, #"{"command":"remove_device","id":"rex"}"#)?.hasPrefix("\"command\": is not a known field") == true)
     }
 
     @Test func discharge() throws {
@@ -307,6 +307,94 @@ private enum P {
         #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get, group/define, group/remove, groups, scene/define, scene/remove, scene/apply, scenes, all-off, discovered, beacons/unknown, animal/erase-owner")
         #expect(e?.echo.id == "r-1")
         #expect(P.error(.request("device/explode"), "")?.hasPrefix("unknown request \"device/explode\"") == true)
+    }
+
+    // MARK: Keys and sizes, every route (issue 12)
+
+    /// A payload every route accepts, with every key it takes. Covers every request name.
+    static let everyKey: [(route: MQTTRoute, payload: String)] = [
+        (.request("device/add"), #"{"id":"v","driver":"virtual","name":"V","config":{},"hardware_id":"h","command_id":"c","transaction":1}"#),
+        (.request("device/rename"), #"{"id":"lamp","name":"L","command_id":"c","transaction":1}"#),
+        (.request("device/remove"), #"{"id":"lamp","command_id":"c","transaction":1}"#),
+        (.request("switch"), #"{"device":"lamp","state":"ON","command_id":"c","id":"x","transaction":1}"#),
+        (.request("command"), #"{"command":"switch","id":"lamp","state":"ON","command_id":"c","transaction":1}"#),
+        (.request("devices"), #"{"id":"x","transaction":1}"#),
+        (.request("device/get"), #"{"id":"lamp","transaction":1}"#),
+        (.request("animals"), #"{"id":"x","transaction":1}"#),
+        (.request("animal/get"), #"{"id":"rex","transaction":1}"#),
+        (.request("group/define"), #"{"id":"g","name":"G","members":["lamp"],"command_id":"c","transaction":1}"#),
+        (.request("group/remove"), #"{"id":"g","command_id":"c","transaction":1}"#),
+        (.request("groups"), #"{"id":"x","transaction":1}"#),
+        (.request("scene/define"), #"{"id":"s","name":"S","states":{"lamp":"ON"},"command_id":"c","transaction":1}"#),
+        (.request("scene/remove"), #"{"id":"s","command_id":"c","transaction":1}"#),
+        (.request("scene/apply"), #"{"id":"s","command_id":"c","transaction":1}"#),
+        (.request("scenes"), #"{"id":"x","transaction":1}"#),
+        (.request("all-off"), #"{"command_id":"c","id":"x","transaction":1}"#),
+        (.request("discovered"), #"{"id":"x","transaction":1}"#),
+        (.request("beacons/unknown"), #"{"id":"x","transaction":1}"#),
+        (.request("animal/erase-owner"), #"{"id":"rex","command_id":"c","transaction":1}"#),
+        (.switchSet("lamp"), #"{"state":"ON","id":"c","command_id":"c","transaction":1}"#),
+        (.groupSwitchSet("g"), #"{"state":"ON","id":"c","command_id":"c","transaction":1}"#),
+        (.activationsSet("lamp"), #"{"op":"add","name":"e","start":1795456800,"length":30,"period":1440,"device":"lamp","id":"c","command_id":"c","transaction":1}"#),
+        (.activationsSet("lamp"), #"{"op":"add","name":"e","start":1795456800,"length":30,"repeat":{"at":"18:00","days":["mon"],"time_zone":"UTC"}}"#),
+        (.animalAdmit, #"""
+            {"id":"rex","name":"Rex","species":"dog","weight_kg":3,"beacon":"b","gender":"m","birth_date":"2020-01-01","breed":"x","coat":"x",
+             "owner_name":"A","owner_address":"B","owner_phone":"C","motive":"x","veterinarian":"x","observations":"x","photo":"x",
+             "command_id":"c","transaction":1}
+            """#),
+        (.animalDischarge("rex"), #"{"id":"rex","exit_weight_kg":3,"veterinarian":"v","observations":"o","command_id":"c","transaction":1}"#),
+        (.animalVitals("rex"), #"{"heart_rate":80,"temperature":38,"measured_at":1795000000,"command_id":"c","transaction":1}"#),
+    ]
+
+    @Test func everyRequestNameIsCovered() {
+        let covered = Set(Self.everyKey.compactMap { entry -> String? in if case .request(let name) = entry.route { name } else { nil } })
+        #expect(covered == Set(MQTTCommands.requestNames))
+        #expect(Set(MQTTCommands.requestKeys.keys) == Set(MQTTCommands.requestNames).subtracting(["command"]))
+    }
+
+    @Test func everyKeyTheRouteTakesIsAccepted() {
+        for (route, payload) in Self.everyKey {
+            do { _ = try P.parse(route, payload) } catch { Issue.record("\(route): \(error.message)") }
+        }
+    }
+
+    /// An extra key anywhere is refused, named, with the keys the route takes; nothing is parsed.
+    @Test func unknownKeysAreRefused() {
+        for (route, payload) in Self.everyKey {
+            let extra = "{\"colour\":\"red\"," + payload.drop { $0 != "{" }.dropFirst()
+            let e = P.fullError(route, extra)
+            #expect(e?.message.hasPrefix("\"colour\": is not a known field (known: ") == true, "\(route): \(e?.message ?? "parsed")")
+            #expect(e?.echo.transaction == (payload.contains("transaction") ? JSONValue?.some(1) : JSONValue?.none), "\(route)")
+        }
+        // The ones from the issue, word for word.
+        #expect(P.error(.request("all-off"), #"{"status":"ok","data":[1]}"#)
+            == "\"status\": is not a known field (known: command_id, id, transaction)")
+        #expect(P.error(.request("devices"), #"{"command_id":"x"}"#) == "\"command_id\": is not a known field (known: id, transaction)")
+        #expect(P.error(.request("device/get"), #"{"id":"lamp","device":"lamp"}"#) == "\"device\": is not a known field (known: id, transaction)")
+        #expect(P.error(.request("command"), #"{"command":"switch","id":"lamp","state":"ON","colour":"red"}"#)
+            == "\"colour\": is not a known field (known: command, command_id, id, state, transaction)")
+        #expect(P.error(.switchSet("lamp"), #"{"state":"ON","brightness":5}"#)
+            == "\"brightness\": is not a known field (known: command_id, id, state, transaction)")
+        #expect(P.error(.animalVitals("rex"), #"{"heart_rate":80,"pulse":80}"#)
+            == "\"pulse\": is not a known field (known: command_id, heart_rate, measured_at, temperature, transaction)")
+        // Nested objects too.
+        #expect(P.error(.activationsSet("lamp"), #"{"op":"add","name":"e","start":1,"length":3,"repeat":{"at":"18:00","time_zone":"UTC","tz":"x"}}"#)
+            == "\"repeat.tz\": is not a known field (known: at, days, time_zone)")
+        #expect(P.error(.request("command"), #"{"command":"report_activations","id":"lamp","found":[{"name":"a","start":1,"length":3,"x":1}]}"#)
+            == "\"found[0].x\": is not a known field (known: length, name, period, start)")
+    }
+
+    /// Every byte counts toward the 64 KiB limit, whitespace too, for every route.
+    @Test func whitespaceCountsTowardTheLimit() throws {
+        let routes = MQTTCommands.requestNames.map { MQTTRoute.request($0) } + [.switchSet("lamp"), .groupSwitchSet("g"), .activationsSet("lamp"),
+                                                                                 .animalAdmit, .animalDischarge("rex"), .animalVitals("rex")]
+        for route in routes {
+            #expect(P.error(route, [UInt8](repeating: 0x20, count: 1_048_576)) == "payload of 1048576 bytes exceeds 65536", "\(route)")
+            #expect(P.error(route, [UInt8](repeating: 0x0A, count: 65_537)) == "payload of 65537 bytes exceeds 65536", "\(route)")
+        }
+        // Up to the limit, a blank request without arguments is still the request.
+        #expect(try P.parse(.request("all-off"), String(repeating: " ", count: 65_536)).commands == [.applyScene(id: HouseholdLimits.allOff)])
+        #expect(try P.parse(.request("devices"), String(repeating: "\n", count: 65_536)).query == .devices)
     }
 
     // MARK: Responses
