@@ -108,7 +108,9 @@ public enum LogTransfer {
             throw HubError.failed("the event log already holds \(store.lastSequence) events; import needs an empty one")
         }
         var batch = ImportBatch()
-        for record in records where batch.add(record) { try await append(batch.take(), to: store) }
+        for record in records {
+            if batch.add(record) { try await append(batch.take(), to: store) }
+        }
         batch.close()
         try await append(batch.take(), to: store)
         return store.lastSequence
