@@ -53,6 +53,7 @@ import Testing
     /// at 1 GB); streaming, at 40 MB, near the 31 MB of importing a two-line file.
     @Test func importMemoryIsBoundedWhateverTheFileSize() throws {
         let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) } // about 120 MB
         let file = dir + "/big.jsonl"
         let events = 200_000
         try writeExport(events: events, to: file)
