@@ -217,10 +217,12 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         var a = form
         a.name = trimmed(a.name)
         a.species = trimmed(a.species)
-        a.beacon = trimmed(a.beacon).lowercased()
         guard !a.name.isEmpty else { throw Rejection.missingField("a name", command.name) }
         guard !a.species.isEmpty else { throw Rejection.missingField("a species", command.name) }
-        guard !a.beacon.isEmpty else { throw Rejection.missingField("a beacon", command.name) }
+        guard !trimmed(a.beacon).isEmpty else { throw Rejection.missingField("a beacon", command.name) }
+        do { a.beacon = try BeaconId.canonical(a.beacon) } catch {
+            throw Rejection(code: "invalid_beacon", message: "beacon \(quoted(trimmed(a.beacon))) of animal \(quoted(a.animal)) \(error.reason)")
+        }
         a.gender = nonEmpty(a.gender); a.birthDate = nonEmpty(a.birthDate); a.breed = nonEmpty(a.breed)
         a.coat = nonEmpty(a.coat); a.ownerName = nonEmpty(a.ownerName); a.ownerAddress = nonEmpty(a.ownerAddress)
         a.ownerPhone = nonEmpty(a.ownerPhone); a.motive = nonEmpty(a.motive); a.veterinarian = nonEmpty(a.veterinarian)
@@ -252,7 +254,7 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         let animal = try admittedAnimal(id, state)
         let room = trimmed(room)
         guard !room.isEmpty else { throw Rejection.missingField("a room", command.name) }
-        let beacon = trimmed(beacon).lowercased()
+        let beacon = BeaconId.key(beacon)
         if !beacon.isEmpty && beacon != animal.beacon {
             throw Rejection(code: "beacon_mismatch",
                             message: "beacon \(quoted(beacon)) is not the beacon of animal \(quoted(id)) (\(quoted(animal.beacon)))")
@@ -292,7 +294,7 @@ private func admittedAnimal(_ id: String, _ state: HubState) throws(Rejection) -
     return animal
 }
 
-private func trimmed(_ s: String) -> String {
+func trimmed(_ s: String) -> String {
     var sub = Substring(s)
     while let f = sub.first, f.isWhitespace { sub.removeFirst() }
     while let l = sub.last, l.isWhitespace { sub.removeLast() }

@@ -261,7 +261,7 @@ public struct Admission: Sendable, Equatable, Codable {
     public var observations: String?
     /// A reference to a stored photo.
     public var photo: String?
-    /// Beacon uuid or id, stored lowercased.
+    /// The beacon identity as the bridges report it (`BeaconId.canonical`).
     public var beacon: String
 
     public init(animal: String, name: String, gender: String? = nil, birthDate: String? = nil, weightKg: Double,

@@ -78,7 +78,7 @@ public actor BridgeHost: Service {
     }
 
     func animal(wearing beacon: String) async -> String? {
-        await hub.animal(wearing: beacon.lowercased())
+        await hub.animal(wearing: BeaconId.key(beacon))
     }
 
     func sighted(_ bridge: String, beacon: String, room: String, at: Int64) async {

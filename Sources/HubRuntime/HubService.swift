@@ -52,6 +52,9 @@ public final class HubService: Sendable {
     let group: ServiceGroup
     let logger: Logger
     private let running = Mutex<Task<String?, Never>?>(nil)
+    /// Ends when the group runs (its signal handlers are installed) or has stopped.
+    private let started: AsyncStream<Void>
+    private let startedSink: AsyncStream<Void>.Continuation
 
     /// Opens the log, registers configured devices and (unless disabled) connects to the broker:
     /// everything that can fail for a reason a person must fix fails here, before anything runs.
@@ -90,6 +93,9 @@ public final class HubService: Sendable {
             services += [drivers, follower, bridges, scheduler]
             if let surface { services.append(surface.commandDispatch) }
             services.append(ShutdownNotice(logger: logger)) // first to hear of a shutdown: says so
+            // Started after the group installed its signal handlers and after every other service.
+            let (started, startedSink) = AsyncStream<Void>.makeStream()
+            services.append(StartNotice(sink: startedSink))
             group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: services.map {
                     .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
@@ -102,6 +108,8 @@ public final class HubService: Sendable {
             self.bridges = bridges
             self.surface = surface
             self.logger = logger
+            self.started = started
+            self.startedSink = startedSink
         } catch {
             // Nothing runs: give the log back (snapshot, lock released) before saying why.
             do { try await hub.close() } catch let closing {
@@ -122,7 +130,8 @@ public final class HubService: Sendable {
     public func launch() {
         running.withLock { task in
             guard task == nil else { return }
-            task = Task { [group] in
+            task = Task { [group, startedSink] in
+                defer { startedSink.finish() }
                 do {
                     try await group.run()
                     return nil
@@ -131,6 +140,12 @@ public final class HubService: Sendable {
                 }
             }
         }
+    }
+
+    /// Waits until the services run: the group's handlers for the shutdown signals are installed,
+    /// so a signal from now on shuts the hub down gracefully. Returns at once if it has stopped.
+    public func waitUntilRunning() async {
+        for await _ in started { return }
     }
 
     /// Waits until the hub stopped: nil after a graceful shutdown (`stop()` or a signal), or why it
@@ -189,6 +204,17 @@ struct HubLogKeeper: Service {
         try? await gracefulShutdown() // shut down or cancelled: close the log either way
         try await hub.close()
         logger.info("stopped; snapshot written, log closed")
+    }
+}
+
+/// Says the group runs (``HubService/waitUntilRunning()``), then waits for the shutdown.
+struct StartNotice: Service {
+    let sink: AsyncStream<Void>.Continuation
+
+    func run() async throws {
+        sink.yield()
+        sink.finish()
+        try? await gracefulShutdown()
     }
 }
 

@@ -69,6 +69,9 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before anything opens: a SIGINT/SIGTERM from now on is kept for the service group
+        // (which shuts the hub down gracefully) instead of killing it half-open.
+        EarlySignals.catch(Self.signals)
         let (service, demoSimulators) = try await Console.guarded {
             let config = try settings()
             var options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: config,
@@ -84,7 +87,7 @@ struct RunCommand: AsyncParsableCommand {
             }
             do {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
-                let service = try await HubService.start(options, logger: Console.logger, signals: [.sigint, .sigterm])
+                let service = try await HubService.start(options, logger: Console.logger, signals: Self.signals)
                 return (service, simulators)
             } catch {
                 await simulators?.stop()
@@ -92,6 +95,9 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         await demoSimulators?.kick(service)
+        // Say "Ctrl-C stops" only once it does: the group's signal handlers are installed.
+        await service.waitUntilRunning()
+        EarlySignals.redeliver()
         let state = await service.hub.state
         let animals = state.animals.admitted.count
         Console.note("hub: running with data directory \(data.dataDir): \(state.lastSequence) events, "
@@ -105,6 +111,11 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(3)
         }
     }
+}
+
+extension RunCommand {
+    /// The signals that shut the hub down gracefully.
+    static let signals: [UnixSignal] = [.sigint, .sigterm]
 }
 
 /// The driver plugins this executable links.

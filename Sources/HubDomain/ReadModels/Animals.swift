@@ -10,7 +10,7 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
     public var admittedAt: Int64
     public var dischargedAt: Int64?
     public var discharge: AnimalDischarged?
-    /// Lowercased beacon uuid or id.
+    /// The beacon's identity as the bridges report it (`BeaconId.key`).
     public var beacon: String
     public var lastRoom: String?
     public var lastSeenAt: Int64?
@@ -44,15 +44,30 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
 /// Per animal: admission, status, whereabouts, latest vitals; plus a beacon index.
 public struct AnimalsModel: Sendable, Equatable, Codable {
     public private(set) var byId: [String: AnimalRecord] = [:]
-    /// Lowercased beacon -> currently admitted animal id.
+    /// Beacon identity (`BeaconId.key`, as the bridges report it) -> currently admitted animal id.
     public private(set) var beaconIndex: [String: String] = [:]
 
     public init() {}
 
+    enum CodingKeys: String, CodingKey { case byId, beaconIndex }
+
+    /// A snapshot written before beacon ids were canonical is re-keyed (the log says the same).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        byId = try c.decode([String: AnimalRecord].self, forKey: .byId).mapValues { record in
+            var record = record
+            record.beacon = BeaconId.key(record.beacon)
+            return record
+        }
+        let index = try c.decode([String: String].self, forKey: .beaconIndex)
+        beaconIndex = Dictionary(index.map { (BeaconId.key($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
+    }
+
     public subscript(id: String) -> AnimalRecord? { byId[id] }
 
+    /// The admitted animal wearing `beacon`, given in any form `BeaconId` reads.
     public func animal(withBeacon beacon: String) -> AnimalRecord? {
-        guard let id = beaconIndex[beacon.lowercased()] else { return nil }
+        guard let id = beaconIndex[BeaconId.key(beacon)] else { return nil }
         return byId[id]
     }
 
@@ -65,7 +80,7 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
             if let previous, previous.isAdmitted, beaconIndex[previous.beacon] == e.animal {
                 beaconIndex[previous.beacon] = nil
             }
-            let beacon = e.beacon.lowercased()
+            let beacon = BeaconId.key(e.beacon)
             byId[e.animal] = AnimalRecord(id: e.animal, admission: e, status: .admitted, admittedAt: context.timestamp,
                                           dischargedAt: nil, discharge: nil, beacon: beacon, lastRoom: nil,
                                           lastSeenAt: nil, heartRate: nil, temperature: nil,
