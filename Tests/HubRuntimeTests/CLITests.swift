@@ -51,11 +51,7 @@ import Testing
     }
 
     @Test func aFlippedByteInTheLastRecordIsCorruptionForVerifyAndExecAlike() throws {
-        let dir = temporaryDirectory() + "/data"
-        _ = try runHub(["exec", "--data-dir", dir,
-                        #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
-                        #"{"command":"register_device","id":"b","driver":"virtual","name":"B"}"#])
-        let paths = HubPaths(dataDirectory: dir)
+        let (dir, paths) = try dataDirectory(registering: ["a", "b"])
         let segment = paths.log + "/00000000000000000001.seg"
         var bytes = [UInt8](FileManager.default.contents(atPath: segment)!)
         let last = segmentFrames(segment)[1]
@@ -74,10 +70,7 @@ import Testing
     }
 
     @Test func aTornTailIsCutIntoAQuarantineFileTheOutputNames() throws {
-        let dir = temporaryDirectory() + "/data"
-        _ = try runHub(["exec", "--data-dir", dir,
-                        #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#])
-        let paths = HubPaths(dataDirectory: dir)
+        let (dir, paths) = try dataDirectory(registering: ["a"])
         let segment = paths.log + "/00000000000000000001.seg"
         let whole = [UInt8](FileManager.default.contents(atPath: segment)!)
         // A crash in the middle of appending a second record: half of a copy of the first is written.
@@ -97,10 +90,7 @@ import Testing
     }
 
     @Test func verifyNamesAForgedSnapshot() throws {
-        let dir = temporaryDirectory() + "/data"
-        _ = try runHub(["exec", "--data-dir", dir,
-                        #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#])
-        let paths = HubPaths(dataDirectory: dir)
+        let (dir, paths) = try dataDirectory(registering: ["lamp"])
         let file = paths.snapshots + "/snapshot-00000000000000000001.snap"
         #expect(try runHub(["verify", "--data-dir", dir]).status == 0)
         forgeSnapshot(file) { $0.replacingOccurrences(of: #""lamp""#, with: #""phantom""#) }
@@ -140,4 +130,14 @@ import Testing
         #expect(badBound.status == 1)
         #expect(badBound.stderr.contains("neither a sequence number nor an ISO-8601 time"))
     }
+}
+
+/// A new data directory in which `hub exec` registered a virtual device for each id (named as its
+/// id, capitalised).
+func dataDirectory(registering ids: [String]) throws -> (dir: String, paths: HubPaths) {
+    let dir = temporaryDirectory() + "/data"
+    let commands = ids.map { #"{"command":"register_device","id":"\#($0)","driver":"virtual","name":"\#($0.capitalized)"}"# }
+    let exec = try runHub(["exec", "--data-dir", dir] + commands)
+    guard exec.status == 0 else { throw HubError.failed("hub exec: \(exec.stderr)") }
+    return (dir, HubPaths(dataDirectory: dir))
 }

@@ -16,15 +16,26 @@ import VirtualDriver
 @Suite(.serialized) struct MQTTDeviceSurfaceTests {
     static let factories: [any DriverFactory] = [VirtualDriverFactory(), ShellyDriverFactory(), TasmotaDriverFactory()]
 
-    @Test func tasmotaThroughTheHub() async throws {
+    /// A broker, a simulated Tasmota plug on topic `plug7`, and a hub that registered it (over MQTT)
+    /// as `lamp7` and sees it online. `devices` are the hub's configured devices (default: a lamp).
+    func hubWithTasmotaPlug7(loadWatts: Double? = nil,
+                             devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")])
+        async throws -> (TasmotaSimulator, SurfaceFixture) {
         let broker = try TestBroker.start()
-        let sim = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3, loadWatts: 3_600_000))
+        var options = TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3)
+        if let loadWatts { options.loadWatts = loadWatts }
+        let sim = TasmotaSimulator(options: options)
         try await sim.start()
-        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        let f = try await SurfaceFixture.start(broker: broker, devices: devices, factories: Self.factories)
+        try await f.watcher.waitFor("hub/status") { $0 == "online" }
+        try f.watcher.publish("hub/request/device/add", #"{"id":"lamp7","driver":"tasmota","name":"Lamp 7","config":{"topic":"plug7"}}"#)
+        try await f.watcher.waitFor("hub/device/lamp7/availability") { $0 == "online" }
+        return (sim, f)
+    }
+
+    @Test func tasmotaThroughTheHub() async throws {
+        let (sim, f) = try await hubWithTasmotaPlug7(loadWatts: 3_600_000, devices: [])
         let w = f.watcher
-        try await w.waitFor("hub/status") { $0 == "online" }
-        try w.publish("hub/request/device/add", #"{"id":"lamp7","driver":"tasmota","name":"Lamp 7","config":{"topic":"plug7"}}"#)
-        try await w.waitFor("hub/device/lamp7/availability") { $0 == "online" }
         try w.publish("hub/device/lamp7/switch/set", "ON")
         try await w.waitFor("hub/device/lamp7/switch") { $0 == "ON" }
         #expect(sim.relayOn == [true])
@@ -131,14 +142,8 @@ import VirtualDriver
     /// Issue 12: a query whose MQTT 5 response topic is a command topic (the hub's own, or a device's)
     /// is refused with an error on its own response topic; nothing is published there, nothing runs.
     @Test func responseTopicsWhereCommandsAreReadAreRefused() async throws {
-        let broker = try TestBroker.start()
-        let sim = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3))
-        try await sim.start()
-        let f = try await SurfaceFixture.start(broker: broker, factories: Self.factories)
+        let (sim, f) = try await hubWithTasmotaPlug7()
         let w = f.watcher
-        try await w.waitFor("hub/status") { $0 == "online" }
-        try w.publish("hub/request/device/add", #"{"id":"lamp7","driver":"tasmota","name":"Lamp 7","config":{"topic":"plug7"}}"#)
-        try await w.waitFor("hub/device/lamp7/availability") { $0 == "online" }
         try w.publish("hub/device/lamp/switch/set", "ON")
         try await w.waitFor("hub/device/lamp/switch") { $0 == "ON" }
         let commandsToPlug7 = w.messages("cmnd/plug7/POWER").count
