@@ -388,7 +388,8 @@ public actor MQTTSurface {
         return topics.responseTopicProblem(topic, deviceScopes: relay?.scopes ?? [])
     }
 
-    /// Exactly one answer per command: on the MQTT 5 response topic (with the correlation data)
+    /// One answer per command message the hub took in (none if it dies first: docs/mqtt.md, "What the
+    /// hub promises for a command"): on the MQTT 5 response topic (with the correlation data)
     /// when the request named one the hub may publish on (`MQTTTopics.responseTopicProblem`), else on
     /// the surface's response topic.
     nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {
