@@ -67,8 +67,12 @@ struct MQTTCommandDispatch: Service {
                 group.addTask { for await work in stream { await surface.handle(work) } }
             }
             // Stop taking messages at shutdown; the lanes finish what they hold, each answered.
-            for await message in surface.client.messages.cancelOnGracefulShutdown() {
-                surface.dispatch(message, lanes: lanes)
+            // The stream is read directly in a task that graceful shutdown cancels, not through
+            // `cancelOnGracefulShutdown()`: that sequence is a merge which carries every message
+            // through a task of its own, one more hop while the command is acknowledged but not logged.
+            let lanes = lanes
+            await cancelWhenGracefulShutdown {
+                for await message in surface.client.messages { surface.dispatch(message, lanes: lanes) }
             }
             for lane in lanes { lane.finish() }
         }

@@ -43,6 +43,8 @@ public actor MQTTSurface {
     private nonisolated let answeredCount = Counter()
     /// Answers handed to the broker connection since start (one per command message).
     public nonisolated var answered: Int { answeredCount.value }
+    /// The QoS 1 window: commands received (and so acknowledged to the broker) but not yet durable.
+    public nonisolated let commandWindow = CommandWindow()
 
     init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
          topics: MQTTTopics, checkpointPath: String, logger: Logger) {
@@ -328,12 +330,18 @@ public actor MQTTSurface {
         var hasher = Hasher()
         if let command = parsed.commands.first { hasher.combine(Hub.serializationKeys(command)[0]) } else { hasher.combine(message.topic) }
         let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes.count))
+        commandWindow.queued()
         lanes[lane].yield(Work(message: message, route: route, parsed: parsed))
     }
 
     nonisolated func handle(_ work: Work) async {
+        let taken = ContinuousClock.now
         let answer = await answer(work.parsed)
+        // A command's answer comes after its append is durable (the log's group commit has synced):
+        // from here on a crash cannot lose it.
+        let durable = ContinuousClock.now
         respond(answer, to: work.message, route: work.route)
+        commandWindow.finished(work, taken: taken, durable: durable, answered: ContinuousClock.now)
     }
 
     nonisolated func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
@@ -380,7 +388,8 @@ public actor MQTTSurface {
         return topics.responseTopicProblem(topic, deviceScopes: relay?.scopes ?? [])
     }
 
-    /// Exactly one answer per command: on the MQTT 5 response topic (with the correlation data)
+    /// One answer per command message the hub took in (none if it dies first: docs/mqtt.md, "What the
+    /// hub promises for a command"): on the MQTT 5 response topic (with the correlation data)
     /// when the request named one the hub may publish on (`MQTTTopics.responseTopicProblem`), else on
     /// the surface's response topic.
     nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: MQTTRoute) {

@@ -117,15 +117,28 @@ public struct MQTTMessage: Sendable, Equatable {
     /// MQTT 5 request/response properties; always nil with MQTT 3.1.1.
     public var responseTopic: String?
     public var correlationData: [UInt8]?
+    /// When libmosquitto handed the message to the client (monotonic), set in the message callback;
+    /// nil for a message made by hand. For QoS 1 the library has already queued the PUBACK by then
+    /// (libmosquitto 2.0 acknowledges before it calls the application), so this is where the window
+    /// between "the broker thinks it is delivered" and "the hub has logged it" starts.
+    /// Not part of equality: two deliveries of the same message are the same message.
+    public var receivedAt: ContinuousClock.Instant?
 
     public init(topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false,
-                responseTopic: String? = nil, correlationData: [UInt8]? = nil) {
+                responseTopic: String? = nil, correlationData: [UInt8]? = nil,
+                receivedAt: ContinuousClock.Instant? = nil) {
         self.topic = topic
         self.payload = payload
         self.qos = qos
         self.retain = retain
         self.responseTopic = responseTopic
         self.correlationData = correlationData
+        self.receivedAt = receivedAt
+    }
+
+    public static func == (a: MQTTMessage, b: MQTTMessage) -> Bool {
+        a.topic == b.topic && a.payload == b.payload && a.qos == b.qos && a.retain == b.retain
+            && a.responseTopic == b.responseTopic && a.correlationData == b.correlationData
     }
 }
 

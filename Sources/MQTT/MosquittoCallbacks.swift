@@ -40,6 +40,8 @@ func mqttOnPublish(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mi
 
 func mqttOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
                    _ message: UnsafePointer<mosquitto_message>?, _ props: OpaquePointer?) {
+    // First thing: with QoS 1 the PUBACK is already queued when the library calls us.
+    let receivedAt = ContinuousClock.now
     guard let core = core(obj), let message else { return }
     let m = message.pointee
     // Topic: libmosquitto has validated it as UTF-8; String(cString:) repairs anything odd anyway.
@@ -70,7 +72,7 @@ func mqttOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
         }
     }
     core.handleMessage(MQTTMessage(topic: topic, payload: payload, qos: Int(m.qos), retain: m.retain,
-                                   responseTopic: responseTopic, correlationData: correlationData))
+                                   responseTopic: responseTopic, correlationData: correlationData, receivedAt: receivedAt))
 }
 
 func mqttOnLog(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ level: Int32,

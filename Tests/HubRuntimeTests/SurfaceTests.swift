@@ -34,6 +34,31 @@ import Testing
         try await f.stop()
     }
 
+    /// The retry path docs/mqtt.md promises for the QoS 1 window: the same command id again gets the
+    /// original outcome (same seq, same events) with "duplicate":true and appends nothing; every
+    /// received message carries its receipt time; the window counter is empty once all are answered.
+    @Test func retriedCommandIdGetsTheOriginalOutcomeAsDuplicate() async throws {
+        let f = try await SurfaceFixture.start()
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        let surface = try #require(f.service.surface)
+        surface.commandWindow.record()
+        try w.publish("hub/device/lamp/switch/set", #"{"state":"ON","id":"retry-1"}"#)
+        let first = try await w.waitFor("hub/response/device/lamp/switch/set") { $0.contains("retry-1") }
+        #expect(first.contains(#""duplicate":false"#))
+        let last = f.service.hub.store.lastSequence
+        try w.publish("hub/device/lamp/switch/set", #"{"state":"ON","id":"retry-1"}"#)
+        let second = try await w.waitFor("hub/response/device/lamp/switch/set", skip: 1) { $0.contains("retry-1") }
+        #expect(second == first.replacingOccurrences(of: #""duplicate":false"#, with: #""duplicate":true"#))
+        #expect(f.service.hub.store.lastSequence == last)
+        #expect(w.messages("hub/response/device/lamp/switch/set").allSatisfy { $0.receivedAt != nil })
+        let samples = surface.commandWindow.stopRecording()
+        #expect(samples.count == 2)
+        #expect(samples.allSatisfy { $0.taken >= 0 && $0.taken <= $0.durable && $0.durable <= $0.answered })
+        #expect(surface.commandWindow.current == 0 && surface.commandWindow.maximum >= 1)
+        try await f.stop()
+    }
+
     @Test func requestResponseEchoesAndMQTT5ResponseTopicIsHonoured() async throws {
         let f = try await SurfaceFixture.start()
         let w = f.watcher
