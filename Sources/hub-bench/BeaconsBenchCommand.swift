@@ -27,9 +27,7 @@ struct BeaconsBench: AsyncParsableCommand {
     func run() async throws {
         try await Console.guarded {
             let exe = try hubExecutable()
-            let root = (dir as NSString).standardizingPath
-            try? FileManager.default.removeItem(atPath: root)
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            let root = try Bench.freshDirectory(dir)
             defer { try? FileManager.default.removeItem(atPath: root) }
             let broker = try TestBroker.start()
             defer { broker.stop() }

@@ -27,9 +27,7 @@ struct LogBench: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let root = (dir as NSString).standardizingPath
-            try? FileManager.default.removeItem(atPath: root)
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            let root = try Bench.freshDirectory(dir)
             defer { try? FileManager.default.removeItem(atPath: root) }
             let config = LogBenchmark.Configuration(replayEventCount: events, sequentialAppends: sequential,
                                                     concurrentWriters: writers, concurrentAppendsTotal: concurrent, bulkBatchSize: 100)

@@ -30,8 +30,7 @@ struct MQTTBench: AsyncParsableCommand {
         try await Console.guarded {
             let broker = try TestBroker.start()
             defer { broker.stop() }
-            let root = (dir as NSString).standardizingPath
-            try? FileManager.default.removeItem(atPath: root)
+            let root = try Bench.freshDirectory(dir)
             defer { try? FileManager.default.removeItem(atPath: root) }
             Console.note("bench: mosquitto on 127.0.0.1:\(broker.port)")
             let cpu = CPUMeter(brokerPid: broker.pid)
@@ -52,12 +51,8 @@ struct MQTTBench: AsyncParsableCommand {
             let directCPU = cpu.since(mark, messages: directCount)
             Console.note("bench: hub core alone, Hub.execute from 32 tasks: \(Int(direct)) commands/s")
 
-            var config = HubConfig()
-            config.mqtt.port = broker.port
-            config.devices = [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")]
-                + (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
-            let service = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config,
-                                                                       factories: [VirtualDriverFactory()]), logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+            let service = try await Bench.startHub(port: broker.port, root: root,
+                                                   devices: [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")])
             let hubLatency = ingestOnly ? Latencies(samples: []) : try await hubRoundTrips(port: broker.port)
             Console.note("bench: hub command p50 \(ms(hubLatency.p50)) ms, p99 \(ms(hubLatency.p99)) ms")
             mark = cpu.now()
@@ -109,19 +104,12 @@ struct MQTTBench: AsyncParsableCommand {
     func ms(_ seconds: Double) -> String { String(format: "%.3f", seconds * 1000) }
     func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? String(format: "%.2fx", a / b) : "-" }
 
-    func client(_ port: Int, _ id: String, subscribe: [String] = []) async throws -> MQTTClient {
-        let client = try MQTTClient(options: MQTTOptions(port: port, clientId: id, cleanSession: true))
-        for filter in subscribe { try client.subscribe(filter, qos: 1) }
-        try client.start()
-        try await client.waitUntilConnected(timeout: .seconds(5))
-        return client
-    }
 
     func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     func bareRoundTrips(port: Int) async throws -> Latencies {
-        let receiver = try await client(port, "bench-bare-sub", subscribe: ["bench/echo"])
-        let sender = try await client(port, "bench-bare-pub")
+        let receiver = try await Bench.client(port, "bench-bare-sub", subscribe: ["bench/echo"])
+        let sender = try await Bench.client(port, "bench-bare-pub")
         try await Task.sleep(for: .milliseconds(200))
         var messages = receiver.messages.makeAsyncIterator()
         var samples: [Double] = []
@@ -138,8 +126,8 @@ struct MQTTBench: AsyncParsableCommand {
     }
 
     func hubRoundTrips(port: Int) async throws -> Latencies {
-        let watcher = try await client(port, "bench-hub-sub", subscribe: ["hub/device/bench/switch", "hub/response/device/bench/switch/set", "hub/events/device/bench/#"])
-        let sender = try await client(port, "bench-hub-pub")
+        let watcher = try await Bench.client(port, "bench-hub-sub", subscribe: ["hub/device/bench/switch", "hub/response/device/bench/switch/set", "hub/events/device/bench/#"])
+        let sender = try await Bench.client(port, "bench-hub-pub")
         var messages = watcher.messages.makeAsyncIterator()
         var samples: [Double] = []
         var on = true
@@ -165,9 +153,9 @@ struct MQTTBench: AsyncParsableCommand {
     /// `answering`: the subscriber also publishes two QoS 1 messages per message it receives, as the
     /// hub must (the answer and the event): the most this broker and machine allow the hub.
     func bareIngestRate(port: Int, answering: Bool = false) async throws -> Double {
-        let receiver = try await client(port, "bench-bare-ingest-sub", subscribe: ["bench/ingest"])
+        let receiver = try await Bench.client(port, "bench-bare-ingest-sub", subscribe: ["bench/ingest"])
         var clients: [MQTTClient] = []
-        for p in 0..<publishers { clients.append(try await client(port, "bench-bare-ingest-\(p)")) }
+        for p in 0..<publishers { clients.append(try await Bench.client(port, "bench-bare-ingest-\(p)")) }
         let perPublisher = ingest / publishers
         let total = perPublisher * publishers
         let payload = Array(#"{"command":"record_reading","device":"meter-1","quantity":"power","value":120}"#.utf8)
@@ -234,7 +222,7 @@ struct MQTTBench: AsyncParsableCommand {
     func ingestRate(port: Int, service: HubService) async throws -> IngestRates {
         guard let surface = service.surface else { throw HubError.failed("the hub has no MQTT surface") }
         var clients: [MQTTClient] = []
-        for p in 0..<publishers { clients.append(try await client(port, "bench-ingest-\(p)")) }
+        for p in 0..<publishers { clients.append(try await Bench.client(port, "bench-ingest-\(p)")) }
         let base = service.hub.store.lastSequence
         let answeredBefore = surface.answered
         let perPublisher = ingest / publishers

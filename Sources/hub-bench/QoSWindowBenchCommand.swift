@@ -34,20 +34,14 @@ struct QoSWindowBench: AsyncParsableCommand {
         try await Console.guarded {
             let broker = try TestBroker.start()
             defer { broker.stop() }
-            let root = (dir as NSString).standardizingPath
-            try? FileManager.default.removeItem(atPath: root)
+            let root = try Bench.freshDirectory(dir)
             defer { try? FileManager.default.removeItem(atPath: root) }
-            var config = HubConfig()
-            config.mqtt.port = broker.port
-            config.devices = (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
-            let service = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config,
-                                                                       factories: [VirtualDriverFactory()]),
-                                                     logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+            let service = try await Bench.startHub(port: broker.port, root: root)
             guard let surface = service.surface else { throw HubError.failed("the hub has no MQTT surface") }
             var rows: [String] = []
 
             // Light: one command at a time, the next sent when the previous is answered.
-            let sender = try await client(broker.port, "bench-qos-light", subscribe: ["hub/response/command"])
+            let sender = try await Bench.client(broker.port, "bench-qos-light", subscribe: ["hub/response/command"])
             var answers = sender.messages.makeAsyncIterator()
             surface.commandWindow.resetPeak()
             surface.commandWindow.record()
@@ -60,7 +54,7 @@ struct QoSWindowBench: AsyncParsableCommand {
             await sender.stop(finalMessage: nil)
 
             // Steady: `rate` commands a second from one publisher, not waiting for answers.
-            let steady = try await client(broker.port, "bench-qos-steady")
+            let steady = try await Bench.client(broker.port, "bench-qos-steady")
             let count = rate * steadySeconds
             var before = surface.answered
             surface.commandWindow.resetPeak()
@@ -78,7 +72,7 @@ struct QoSWindowBench: AsyncParsableCommand {
 
             // Flood: `publishers` publishers as fast as they can; the backlog waits in the hub.
             var clients: [MQTTClient] = []
-            for p in 0..<publishers { clients.append(try await client(broker.port, "bench-qos-flood-\(p)")) }
+            for p in 0..<publishers { clients.append(try await Bench.client(broker.port, "bench-qos-flood-\(p)")) }
             let perPublisher = flood / publishers
             before = surface.answered
             surface.commandWindow.resetPeak()
@@ -112,13 +106,6 @@ struct QoSWindowBench: AsyncParsableCommand {
         Array(#"{"command":"record_reading","device":"meter-\#(device)","quantity":"power","value":\#(100 + i % 50),"command_id":"\#(id)","transaction":"\#(id)"}"#.utf8)
     }
 
-    func client(_ port: Int, _ id: String, subscribe: [String] = []) async throws -> MQTTClient {
-        let client = try MQTTClient(options: MQTTOptions(port: port, clientId: id, cleanSession: true))
-        for filter in subscribe { try client.subscribe(filter, qos: 1) }
-        try client.start()
-        try await client.waitUntilConnected(timeout: .seconds(5))
-        return client
-    }
 
     func waitAnswered(_ surface: MQTTSurface, _ target: Int) async throws {
         let start = ContinuousClock.now
