@@ -43,7 +43,7 @@ public enum LogTransfer {
     ///   already holds events or the file changed between the passes, or what the store throws.
     @discardableResult
     public static func importFile(_ path: String, into paths: HubPaths) async throws -> UInt64 {
-        let checked = try check(fileAt: path)
+        let checked = try check(fileAt: path) // a bad file is refused before anything is made
         if FileManager.default.fileExists(atPath: paths.log) {
             let existing = try? paths.openEventStore(readOnly: true)
             if let existing, existing.lastSequence > 0 {
@@ -52,7 +52,7 @@ public enum LogTransfer {
         }
         let store = try paths.openEventStore()
         do {
-            let count = try await importFile(path, into: store, expecting: checked)
+            let count = try await write(path, into: store, expecting: checked)
             await store.close()
             return count
         } catch {
@@ -71,9 +71,21 @@ public enum LogTransfer {
         return (reader.count, reader.previousHash)
     }
 
-    /// The second pass: appends the (checked) file to an empty store, batch by batch, keeping the
+    /// Imports an export file into an empty store of any backend in two passes: every line is checked
+    /// first (nothing is written unless all are sound), then appended batch by batch, keeping the
     /// streams, causations and command ids, so the imported log has the same sequences and hashes.
-    static func importFile(_ path: String, into store: any EventStore, expecting checked: (events: UInt64, lastHash: [UInt8])) async throws -> UInt64 {
+    /// Memory stays bounded whatever the file's size.
+    ///
+    /// - Returns: The store's last sequence afterwards.
+    /// - Throws: `EventLines.LineError` naming the first bad line; `HubError` when the store already
+    ///   holds events or the file changed between the passes; the first append's error.
+    @discardableResult
+    public static func importFile(_ path: String, into store: any EventStore) async throws -> UInt64 {
+        try await write(path, into: store, expecting: check(fileAt: path))
+    }
+
+    /// The second pass: appends a checked file to an empty store, batch by batch.
+    static func write(_ path: String, into store: any EventStore, expecting checked: (events: UInt64, lastHash: [UInt8])) async throws -> UInt64 {
         guard store.lastSequence == 0 else {
             throw HubError.failed("the event log already holds \(store.lastSequence) events; import needs an empty one")
         }
@@ -94,40 +106,9 @@ public enum LogTransfer {
         return store.lastSequence
     }
 
-    /// Appends checked records (from ``parse(fileAt:)``) to an empty store, keeping their streams,
-    /// causations and command ids, so the imported log has the same sequences and chain hashes.
-    ///
-    /// - Parameters:
-    ///   - records: Records in sequence order from 1, gapless.
-    ///   - store: An empty store of any backend.
-    /// - Returns: The store's last sequence afterwards.
-    /// - Throws: `HubError` when the store already holds events, or the first append's error.
-    @discardableResult
-    public static func importRecords(_ records: [EventRecord], into store: any EventStore) async throws -> UInt64 {
-        guard store.lastSequence == 0 else {
-            throw HubError.failed("the event log already holds \(store.lastSequence) events; import needs an empty one")
-        }
-        var batch = ImportBatch()
-        for record in records {
-            if batch.add(record) { try await append(batch.take(), to: store) }
-        }
-        batch.close()
-        try await append(batch.take(), to: store)
-        return store.lastSequence
-    }
-
     static func append(_ requests: [AppendRequest], to store: any EventStore) async throws {
         guard !requests.isEmpty else { return }
         for result in await store.appendAll(requests) { _ = try result.get() }
-    }
-
-    /// Parses and checks every line of an export file, keeping every record (for tests and small
-    /// files; `importFile` streams).
-    public static func parse(fileAt path: String) throws -> [EventRecord] {
-        let reader = try ExportReader(path: path)
-        var records: [EventRecord] = []
-        while let record = try reader.next() { records.append(record) }
-        return records
     }
 }
 

@@ -41,7 +41,7 @@ import Testing
 
         // Import into another store through the protocol: same records, same chain.
         let target = try openStore(dir + "/b")
-        #expect(try await LogTransfer.importRecords(try LogTransfer.parse(fileAt: file), into: target) == last)
+        #expect(try await LogTransfer.importFile(file, into: target) == last)
         #expect(try target.verify(progress: nil).headHash == report.headHash)
         #expect(target.commandResult("cmd-3")?.duplicate == true)
         await target.close()
