@@ -66,6 +66,8 @@ let package = Package(
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
         // Test and benchmark helper: runs a private mosquitto broker on a free port (never in `hub`).
         .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
+        // Test support: a small tmpfs of its own, filled to make a real full disk.
+        .target(name: "DiskHarness", path: "Tests/DiskHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // Command handling, projections, replay, import/export.
@@ -97,11 +99,11 @@ let package = Package(
         ]),
         .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
-        .testTarget(name: "HubLogTests", dependencies: ["HubLog"]),
+        .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
-            "MQTT", "BrokerHarness",
+            "MQTT", "BrokerHarness", "DiskHarness",
             "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
             .product(name: "Logging", package: "swift-log"),
         ]),

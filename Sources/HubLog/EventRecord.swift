@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One event as the log stores it: the envelope every backend keeps, with an opaque payload.
 ///
 /// The log does not interpret payloads; the domain (`HubDomain`) encodes and decodes them. A record is
@@ -181,6 +187,12 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
     case writerStopped(reason: String)
     /// A system call failed.
     case io(path: String, operation: String, errno: Int32)
+    /// The file system holding `path` is full (`ENOSPC`, or `EDQUOT`: the quota is used up) when
+    /// `operation` (a write, creating a file or a directory) needed space. Nothing of the append was
+    /// kept: the store cut what it had written back to the last whole record and goes on; the same
+    /// append succeeds once space is freed. Distinct from ``io(path:operation:errno:)`` and
+    /// ``writerStopped(reason:)``: a failed fsync is never reported as this.
+    case storageFull(path: String, operation: String, errno: Int32)
     /// The store was closed.
     case closed
     /// The request cannot be stored (e.g. a name or payload too large), or the store was used wrongly.
@@ -198,6 +210,9 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
             return "event log writer stopped: \(reason)"
         case let .io(path, operation, code):
             return "\(operation) \(path) failed: errno \(code)"
+        case let .storageFull(path, operation, code):
+            let cause = code == EDQUOT ? "the disk quota is used up (EDQUOT)" : "no space left on device (ENOSPC)"
+            return "the disk is full: \(operation) \(path) failed: \(cause); nothing was written"
         case .closed:
             return "event log is closed"
         case let .invalid(message):

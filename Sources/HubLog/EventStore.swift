@@ -26,7 +26,8 @@
 /// - **Durability before return.** ``append(_:)`` returns only once its events would survive a crash
 ///   or power loss at that instant (fsync, a synchronous commit, a replica's acknowledgement...).
 ///   An append that throws may or may not have been committed only when the writer stopped
-///   (``EventLogError/writerStopped(reason:)``); retry it with the same command id.
+///   (``EventLogError/writerStopped(reason:)``); retry it with the same command id. An append
+///   refused for want of space (``EventLogError/storageFull(path:operation:errno:)``) wrote nothing.
 /// - **Nothing is rewritten.** A committed record is never changed or removed.
 /// - **The hash chain.** Each record has a chain hash: SHA-256 over the previous record's chain hash
 ///   (32 zero bytes before the first record) and the record's canonical encoding
@@ -54,6 +55,7 @@
 ///   ``readViews(from:through:_:)`` yields and reports the head hash. A backend that stores hashes
 ///   should also check them against the recomputed chain.
 /// - ``openingNotes``: none.
+/// - ``storageCondition``: always ok.
 public protocol EventStore: Sendable {
     /// Appends one request's events atomically, returning once they are durable.
     ///
@@ -62,8 +64,10 @@ public protocol EventStore: Sendable {
     ///   before, the original result with ``AppendResult/duplicate`` set (nothing is written).
     /// - Throws: ``EventLogError/wrongExpectedVersion(stream:expected:actual:)`` when the stream's
     ///   version does not match (nothing written); ``EventLogError/invalid(_:)`` when the request cannot
-    ///   be stored or the store is read-only; ``EventLogError/writerStopped(reason:)`` when a write or
-    ///   sync failed (the store accepts nothing more); ``EventLogError/closed`` after ``close()``.
+    ///   be stored or the store is read-only; ``EventLogError/storageFull(path:operation:errno:)``
+    ///   when the disk is full (nothing written; the store goes on, and the same append succeeds once
+    ///   space is freed); ``EventLogError/writerStopped(reason:)`` when a write or sync failed
+    ///   otherwise (the store accepts nothing more); ``EventLogError/closed`` after ``close()``.
     func append(_ request: AppendRequest) async throws -> AppendResult
 
     /// Appends several requests, in this order, each atomically and durably (as ``append(_:)``).
@@ -141,6 +145,11 @@ public protocol EventStore: Sendable {
     /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` naming the first fault.
     func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport
 
+    /// Whether the store can write now as far as its disk goes: ``StorageCondition/full(path:since:reason:)``
+    /// while appends are refused for want of space, ``StorageCondition/ok`` otherwise. Cheap to ask
+    /// (a readiness check polls it).
+    var storageCondition: StorageCondition { get }
+
     /// What opening the store found and did, in words for the operator's log (for example a torn
     /// tail cut after a crash, with where and how many bytes). Empty when there is nothing to say.
     var openingNotes: [String] { get }
@@ -213,6 +222,9 @@ extension EventStore {
 
     /// No notes.
     public var openingNotes: [String] { [] }
+
+    /// Always ``StorageCondition/ok``: a backend that cannot tell a full disk apart says nothing.
+    public var storageCondition: StorageCondition { .ok }
 
     /// Reads the record at `sequence` with ``readViews(from:through:_:)`` and returns its hash.
     ///

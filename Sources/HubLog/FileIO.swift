@@ -8,7 +8,7 @@ import Darwin
 enum FileIO {
     static func openFile(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         let fd = open(path, flags | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw EventLogError.io(path: path, operation: "open", errno: errno) }
+        guard fd >= 0 else { throw spaceFailure(path: path, operation: "open", errno: errno) }
         return fd
     }
 
@@ -61,7 +61,7 @@ enum FileIO {
             let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw EventLogError.io(path: path, operation: "write", errno: errno)
+                throw spaceFailure(path: path, operation: "write", errno: errno)
             }
             done += n
         }
@@ -88,14 +88,14 @@ enum FileIO {
         }
     }
 
-    static func makeDirectory(_ path: String) throws {
+    static func makeDirectory(_ path: String, mode: mode_t = 0o755) throws {
         var parts: [String] = []
         for component in path.split(separator: "/", omittingEmptySubsequences: false) {
             parts.append(String(component))
             let prefix = parts.joined(separator: "/")
             if prefix.isEmpty { continue }
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw EventLogError.io(path: prefix, operation: "mkdir", errno: errno)
+            if mkdir(prefix, mode) != 0 && errno != EEXIST {
+                throw spaceFailure(path: prefix, operation: "mkdir", errno: errno)
             }
         }
     }
@@ -142,19 +142,27 @@ enum FileIO {
         unlink(path)
     }
 
-    /// Writes a file atomically: temp file, fsync, rename, fsync the directory.
+    /// Writes a file atomically: temp file, fsync, rename, fsync the directory. When any step fails
+    /// the temp file is removed (a full disk leaves no empty or partial `.tmp` behind) and the file
+    /// at `path`, if any, is untouched.
     static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, mode: mode_t = 0o644) throws {
         let temp = path + ".tmp"
         let fd = try openFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
         do {
             try bytes.withUnsafeBytes { try writeAll(fd: fd, path: temp, $0) }
             guard fsync(fd) == 0 else { throw EventLogError.io(path: temp, operation: "fsync", errno: errno) }
+            close(fd)
         } catch {
             close(fd)
+            remove(temp)
             throw error
         }
-        close(fd)
-        try rename(temp, path)
+        do {
+            try rename(temp, path)
+        } catch {
+            remove(temp)
+            throw error
+        }
         try syncDirectory(directory)
     }
 }

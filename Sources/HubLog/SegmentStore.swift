@@ -60,6 +60,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         var segments: [Segment] = []
         var index: [IndexEntry] = []
         var stopped: String? = nil
+        /// Full after a write found no space; ok again after a write or when the writer sees space.
+        var storage: StorageCondition = .ok
         var closed = false
         var waiters: [Int: CheckedContinuation<Void, Error>] = [:]
         var nextWaiterId = 0
@@ -85,6 +87,14 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     private var segmentFD: Int32 = -1
     private var segmentSize = 0
     private var syncsStarted = 0
+    /// While the disk is full: the free bytes the writer waits for before it calls it ok again.
+    private var spaceNeeded: Int? = nil
+    /// Bytes the current commit tried to write, and the segment files it created (undone when the
+    /// disk turns out full).
+    private var batchBytes = 0
+    private var batchCreated: [String] = []
+    /// How often the writer looks at the free space while the disk is full and nothing is queued.
+    static let spaceProbeInterval: TimeInterval = 1
 
     // The queue of appends waiting for the writer.
     private let queue = NSCondition()
@@ -189,6 +199,10 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     /// See ``EventStore/lastSequence``.
     public var lastSequence: UInt64 { shared.withLock { $0.lastSequence } }
+
+    /// See ``EventStore/storageCondition``: full from a write that found no space until an append
+    /// is written again or the writer (looking every second while idle) sees enough free space.
+    public var storageCondition: StorageCondition { shared.withLock { $0.storage } }
 
     /// Data syncs done since open (group commit makes this smaller than the number of appends).
     public var syncCount: Int { shared.withLock { $0.syncs } }
@@ -382,7 +396,16 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     private func writerLoop() {
         while true {
             queue.lock()
-            while pending.isEmpty && !closing { queue.wait() }
+            while pending.isEmpty && !closing {
+                guard let needed = spaceNeeded else { queue.wait(); continue }
+                // The disk is full: look now and then whether space came back, so the condition
+                // clears by itself (a readiness check must not wait for the next command).
+                _ = queue.wait(until: Date(timeIntervalSinceNow: Self.spaceProbeInterval))
+                if pending.isEmpty && !closing, let free = FileIO.freeBytes(directory), free >= needed {
+                    spaceNeeded = nil
+                    shared.withLock { $0.storage = .ok }
+                }
+            }
             if pending.isEmpty && closing {
                 writerDone = true
                 queue.broadcast()
@@ -412,6 +435,13 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
+        // Where this commit starts: a full disk cuts the log back to here.
+        let startSegments = shared.withLock { $0.segments.count }
+        let startSize = segmentSize
+        batchBytes = 0
+        batchCreated = []
+        /// Per request: whether its result holds only once this batch is written.
+        var needsWrite: [Bool] = []
 
         do {
             for item in batch {
@@ -420,6 +450,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
                     var again = original
                     again.duplicate = true
                     results.append(.success(again))
+                    needsWrite.append(commandOverlay[id] != nil)
                     continue
                 }
                 let current = streamOverlay[request.stream] ?? shared.withLock { $0.streams[request.stream] }
@@ -429,10 +460,12 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
                 case .exact(let v) where current == v: break
                 default:
                     results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
+                    needsWrite.append(false)
                     continue
                 }
                 if let problem = RecordFormat.problem(with: request) {
                     results.append(.failure(EventLogError.invalid(problem)))
+                    needsWrite.append(false)
                     continue
                 }
                 let first = nextSequence
@@ -459,19 +492,41 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
                 let result = AppendResult(firstSequence: first, lastSequence: nextSequence - 1, streamVersion: version, duplicate: false)
                 if let id = request.causation.commandId, !request.events.isEmpty { commandOverlay[id] = result }
                 results.append(.success(result))
+                needsWrite.append(true)
             }
             if !out.isEmpty || nextSequence > committedLast + 1 {
                 try writeOut(&out)
                 try sync()
             }
+        } catch let full as EventLogError {
+            guard case let .storageFull(path, _, _) = full else { stop(batch, because: "\(full)"); return }
+            // No space: cut the log back to where this commit started (nothing of it stays, so no
+            // torn record is left for later appends to follow), refuse what needed the write, and
+            // go on. The next commit tries again.
+            do {
+                try rollBack(segments: startSegments, size: startSize)
+            } catch {
+                stop(batch, because: "\(full); then cutting the log back failed: \(error)")
+                return
+            }
+            // A quota is not seen by statvfs: then only a write that succeeds says the space is back.
+            if case .storageFull(_, _, EDQUOT) = full { spaceNeeded = .max } else { spaceNeeded = batchBytes + 16 * 1024 }
+            shared.withLock { s in
+                if !s.storage.isFull { s.storage = .full(path: path, since: FileIO.nowMicros(), reason: "\(full)") }
+            }
+            for (i, item) in batch.enumerated() {
+                item.complete(i < results.count && !needsWrite[i] ? results[i] : .failure(full))
+            }
+            return
         } catch {
-            let reason = "\(error)"
-            shared.withLock { $0.stopped = reason }
-            for item in batch { item.complete(.failure(EventLogError.writerStopped(reason: reason))) }
-            failWaiters(reason: reason)
+            stop(batch, because: "\(error)")
             return
         }
 
+        if spaceNeeded != nil && nextSequence - 1 > committedLast {
+            spaceNeeded = nil
+            shared.withLock { $0.storage = .ok }
+        }
         lastHash = hash
         if !commandOverlay.isEmpty { commandResults.withLock { $0.merge(commandOverlay) { a, _ in a } } }
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
@@ -490,8 +545,38 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// A write or sync failed for another reason than space: the writer stops for good, failing this
+    /// batch and every later append (after a failed fsync the state of the written pages is unknown).
+    private func stop(_ batch: [Pending], because reason: String) {
+        shared.withLock { $0.stopped = reason }
+        for item in batch { item.complete(.failure(EventLogError.writerStopped(reason: reason))) }
+        failWaiters(reason: reason)
+    }
+
+    /// Undoes a commit that ran out of space: removes the segment files it created, cuts the
+    /// segment it started in back to `size` (its last whole record) and syncs that, so neither a
+    /// crash nor the next append can find a record of the failed commit.
+    private func rollBack(segments count: Int, size: Int) throws {
+        let keep = shared.withLock { s -> Segment in
+            s.segments.removeAll { batchCreated.contains($0.path) }
+            return s.segments[count - 1]
+        }
+        if !batchCreated.isEmpty || segmentFD < 0 {
+            if segmentFD >= 0 { Glibc.close(segmentFD) }
+            segmentFD = -1
+            for path in batchCreated { FileIO.remove(path) }
+            batchCreated = []
+            try FileIO.syncDirectory(directory)
+            segmentFD = try FileIO.openFile(keep.path, flags: O_WRONLY | O_APPEND)
+        }
+        try FileIO.truncate(fd: segmentFD, path: keep.path, to: size)
+        try FileIO.dataSync(fd: segmentFD, path: keep.path)
+        segmentSize = size
+    }
+
     private func writeOut(_ out: inout [UInt8]) throws {
         guard !out.isEmpty else { return }
+        batchBytes += out.count
         let path = shared.withLock { $0.segments.last!.path }
         try out.withUnsafeBytes { try FileIO.writeAll(fd: segmentFD, path: path, $0) }
         segmentSize += out.count
@@ -517,6 +602,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         let path = directory + "/" + name
         let fd = try FileIO.openFile(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
         segmentFD = fd
+        batchCreated.append(path)
         try RecordFormat.segmentHeader(firstSequence: firstSequence).withUnsafeBytes {
             try FileIO.writeAll(fd: fd, path: path, $0)
         }
