@@ -11,7 +11,8 @@ import Synchronization
 /// type, `CommandAnswer`, that each transport renders.
 ///
 /// A command the log cannot take (a full disk, a stopped writer) is never dropped silently: the
-/// answer says so, the failure is logged with its cause and counted (`unrecorded`).
+/// answer says so (`storage_full` for a full disk, `internal` otherwise), the failure is logged
+/// with its cause and counted (`unrecorded`).
 public struct CommandService: Sendable {
     public let hub: Hub
     let catalog: DriverCatalog
@@ -62,12 +63,28 @@ public struct CommandService: Sendable {
             }
         } catch {
             unrecordedCount.add()
-            logger.error("a command could not be recorded", metadata: [
+            let rejection = Self.notRecorded(error)
+            // A full disk is said once by the storage watch (and on `<base>/status/storage`), not
+            // once per refused command.
+            logger.log(level: rejection.code == Self.storageFull ? .debug : .error, "a command could not be recorded", metadata: [
                 "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
                 "command_id": "\(commandId ?? "-")", "error": "\(error)",
             ])
-            return .failed(Rejection(code: "internal", message: "the hub could not record the command: \(error)"))
+            return .failed(rejection)
         }
+    }
+
+    /// The code of a command refused because the disk holding the log is full.
+    public static let storageFull = "storage_full"
+
+    /// The answer to a command the log could not take: `storage_full` when the disk is full (the
+    /// hub goes on; the same command succeeds once space is freed), `internal` otherwise.
+    static func notRecorded(_ error: Error) -> Rejection {
+        if case EventLogError.storageFull = error {
+            return Rejection(code: storageFull, message: "\(error): the command was not recorded and changed nothing; "
+                             + "free space on that disk and send it again (the same command_id is safe)")
+        }
+        return Rejection(code: "internal", message: "the hub could not record the command: \(error)")
     }
 
     /// Several commands from one message, in order (a vitals message gives two readings); stops at

@@ -55,8 +55,16 @@ struct HouseholdControl: Sendable {
                 o.reason = device.availabilityReason
             } else {
                 let id = commandId.map { "\($0)/\(target.device)" }
-                let switched = try await hub.execute(.switchDevice(id: target.device, target: target.state == .on ? .on : .off),
+                let switched: CommandOutcome
+                do {
+                    switched = try await hub.execute(.switchDevice(id: target.device, target: target.state == .on ? .on : .off),
                                                      commandId: id, actor: actor, now: currentMicros())
+                } catch EventLogError.storageFull(let path, let operation, let code) {
+                    // The disk filled up after the command itself was logged: this member is not
+                    // switched, and says why (the same command id switches it once space is back).
+                    let rejection = CommandService.notRecorded(EventLogError.storageFull(path: path, operation: operation, errno: code))
+                    switched = .rejected(rejection, result: nil, duplicate: false)
+                }
                 if case let .rejected(rejection, _, _) = switched {
                     o.outcome = "failed"
                     o.reason = rejection.message

@@ -41,6 +41,9 @@ public actor Hub {
     /// A projection snapshot is written after this many new events (and on close).
     let snapshotEvery: UInt64
     var snapshotSequence: UInt64 = 0
+    /// After a snapshot could not be written: why, and the sequence before which it is not tried again.
+    public private(set) var snapshotProblem: String? = nil
+    var snapshotRetryAt: UInt64 = 0
     /// What opening found (the store's own notes, snapshot used, events replayed), for the log.
     public nonisolated let openingNotes: [String]
     /// Seals owner contact data before it is logged; erasing deletes the key.
@@ -287,7 +290,28 @@ public actor Hub {
             }
             return true
         }
-        if state.lastSequence - snapshotSequence >= snapshotEvery { try snapshot() }
+        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+    }
+
+    /// Whether the log can write now, as far as its disk goes (``EventStore/storageCondition``):
+    /// `full` while commands are refused with `storage_full`. Cheap; safe from any thread (a
+    /// readiness check may poll it).
+    public nonisolated var storageCondition: StorageCondition { store.storageCondition }
+
+    /// True while the disk holding the log is full (see ``storageCondition``).
+    public nonisolated var isStorageFull: Bool { storageCondition.isFull }
+
+    /// Writes a snapshot; a failure (a full disk) is kept in ``snapshotProblem`` instead of thrown:
+    /// the previous snapshot stays in use, nothing is left half-written, and the next attempt waits
+    /// for another eighth of `snapshotEvery` events (a full disk is not hammered with snapshots).
+    func snapshotQuietly() {
+        do {
+            try snapshot()
+            snapshotProblem = nil
+        } catch {
+            snapshotProblem = "the snapshot at sequence \(state.lastSequence) was not written: \(error); the previous one stays in use"
+            snapshotRetryAt = state.lastSequence + max(1, snapshotEvery / 8)
+        }
     }
 
     /// Writes a snapshot of the read models with the sequence it covers and the log's chain hash
@@ -298,11 +322,23 @@ public actor Hub {
         snapshotSequence = state.lastSequence
     }
 
-    /// Snapshots and closes the log.
-    public func close() async throws {
-        try catchUp()
-        try snapshot()
+    /// Snapshots and closes the log. The log is closed whatever happens to the snapshot.
+    ///
+    /// - Returns: Why no snapshot was written (a full disk), or nil: the next start replays the log
+    ///   from the previous snapshot, nothing is lost.
+    /// - Throws: When the log's tail cannot be read.
+    @discardableResult
+    public func close() async throws -> String? {
+        do {
+            try catchUp()
+        } catch {
+            await store.close()
+            throw error
+        }
+        snapshotRetryAt = 0
+        snapshotQuietly()
         await store.close()
+        return snapshotProblem
     }
 
     static func encodeSnapshot(_ state: HubState) throws -> [UInt8] {

@@ -88,6 +88,7 @@ public final class HubService: Sendable {
             let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
+            services.append(StorageWatch(hub: hub, surface: surface, logger: logger))
             // The drivers start before the follower hands them commands, and stop after it (a command
             // the follower hands over at shutdown finds its driver still there).
             services += [drivers, follower, bridges, scheduler]
@@ -202,8 +203,11 @@ struct HubLogKeeper: Service {
 
     func run() async throws {
         try? await gracefulShutdown() // shut down or cancelled: close the log either way
-        try await hub.close()
-        logger.info("stopped; snapshot written, log closed")
+        if let problem = try await hub.close() {
+            logger.warning("stopped; log closed, but \(problem) (the next start replays the log from it)")
+        } else {
+            logger.info("stopped; snapshot written, log closed")
+        }
     }
 }
 

@@ -184,6 +184,7 @@ final class MQTTEventsPublisher: Service {
         do {
             try "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)
         } catch {
+            unlink(temp) // a full disk leaves no empty or partial temp file behind
             // Not fatal: the feed sends again from the last saved point after a restart (at least once).
             logger.warning("mqtt: could not save the event feed's checkpoint", metadata: ["file": "\(temp)", "error": "\(error)"])
             return

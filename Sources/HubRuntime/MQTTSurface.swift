@@ -121,6 +121,7 @@ public actor MQTTSurface {
                     wasDisconnected = false
                 }
                 publishOrLog(topics.status, Array("online".utf8))
+                publishStorage(await StorageReport.current(hub))
                 await republishAll()
             case .disconnected(let reason):
                 wasDisconnected = true
@@ -139,6 +140,12 @@ public actor MQTTSurface {
         } catch {
             logger.warning("mqtt: could not publish", metadata: ["topic": "\(topic)", "error": "\(error)"])
         }
+    }
+
+    /// The disk's condition, retained on `<base>/status/storage`: after every connect and whenever
+    /// the storage watch sees it change.
+    nonisolated func publishStorage(_ report: StorageReport) {
+        publishOrLog(topics.storageStatus, Array(report.json.serialized().utf8))
     }
 
     /// Discovery for every device and animal, then their state: after every (re)connect and when

@@ -6,6 +6,7 @@ import HubDomain
 ///
 /// Out (published by the hub):
 /// - `<base>/status`: `online` / `offline` (retained; the last will says `offline`)
+/// - `<base>/status/storage`: JSON (retained): `ok`, or `full` with the file and since when
 /// - `<base>/device/<id>/state`: JSON (retained); plain `.../switch` (ON/OFF), `.../power` (W),
 ///   `.../energy` (kWh), `.../availability` (online/offline), all retained
 /// - `<base>/animal/<id>/state`: JSON (retained)
@@ -39,6 +40,8 @@ public struct MQTTTopics: Sendable, Equatable {
     // MARK: Out
 
     public var status: String { base + "/status" }
+    /// JSON (retained): whether the disk holding the log is full (`StorageReport`).
+    public var storageStatus: String { base + "/status/storage" }
     public func deviceState(_ id: String) -> String { device(id, "state") }
     /// Plain `ON` / `OFF`.
     public func deviceSwitch(_ id: String) -> String { device(id, "switch") }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HubDomain
+import HubLog
 
 /// Keeps animal owners' contact data erasable without rewriting the log ("crypto-shredding"):
 /// owner name, address and phone are sealed with a per-animal key (AES-256-GCM) before they are
@@ -25,13 +26,9 @@ public struct OwnerDataVault: Sendable {
             return SymmetricKey(data: data)
         }
         guard create else { return nil }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
         let key = SymmetricKey(size: .bits256)
-        let data = key.withUnsafeBytes { Data($0) }
-        guard FileManager.default.createFile(atPath: keyPath(animal), contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw HubError.failed("cannot write the owner-data key \(keyPath(animal))")
-        }
+        // Whole or not at all (no empty key file on a full disk: that is `storage_full`).
+        try DurableFile.write(key.withUnsafeBytes { Array($0) }, to: keyPath(animal), directory: directory, mode: 0o600)
         return key
     }
 

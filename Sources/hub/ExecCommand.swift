@@ -50,7 +50,7 @@ struct ExecCommand: AsyncParsableCommand {
             }
             print(answer.serialized())
         }
-        try await Console.guarded { try await hub.close() }
+        if let problem = try await Console.guarded({ try await hub.close() }) { Console.note("hub: \(problem)") }
         if failures > 0 { throw ExitCode.failure }
     }
 }
