@@ -27,7 +27,10 @@ final class MQTTEventsPublisher: Service {
         /// Acknowledged out of order (beyond a gap), folded in when the gap closes.
         var ahead: Set<UInt64> = []
         var saved: UInt64 = 0
+        /// The last attempt to save (successful or not).
         var savedAt = ContinuousClock.now
+        /// The last save failed (a full disk): said once, retried once a second.
+        var failing = false
 
         mutating func complete(_ sequence: UInt64) {
             guard sequence > acknowledged else { return }
@@ -35,9 +38,10 @@ final class MQTTEventsPublisher: Service {
             while ahead.remove(acknowledged + 1) != nil { acknowledged += 1 }
         }
 
-        /// Whether the checkpoint is due: every 1,000 events, or a second after the last save.
+        /// Whether the checkpoint is due: every 1,000 events, or a second after the last save (after
+        /// a failed save, only a second after it).
         var saveDue: Bool {
-            acknowledged >= saved + 1000 || (acknowledged > saved && ContinuousClock.now - savedAt > .seconds(1))
+            (!failing && acknowledged >= saved + 1000) || (acknowledged > saved && ContinuousClock.now - savedAt > .seconds(1))
         }
     }
 
@@ -186,13 +190,21 @@ final class MQTTEventsPublisher: Service {
         } catch {
             unlink(temp) // a full disk leaves no empty or partial temp file behind
             // Not fatal: the feed sends again from the last saved point after a restart (at least once).
-            logger.warning("mqtt: could not save the event feed's checkpoint", metadata: ["file": "\(temp)", "error": "\(error)"])
+            if !p.failing {
+                let reason = (error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? "\(error)"
+                logger.warning("mqtt: could not save the event feed's checkpoint; retrying every second",
+                               metadata: ["file": "\(temp)", "error": "\(reason)"])
+            }
+            p.failing = true
+            p.savedAt = ContinuousClock.now
             return
         }
         guard rename(temp, checkpointPath) == 0 else {
             logger.warning("mqtt: could not save the event feed's checkpoint", metadata: ["file": "\(checkpointPath)", "errno": "\(errno)"])
             return
         }
+        if p.failing { logger.notice("mqtt: the event feed's checkpoint is saved again") }
+        p.failing = false
         p.saved = p.acknowledged
         p.savedAt = ContinuousClock.now
     }
