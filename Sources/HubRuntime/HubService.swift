@@ -76,6 +76,7 @@ public final class HubService: Sendable {
     ///   - logger: start-up lines and every service's diagnostics.
     ///   - signals: signals that shut the hub down gracefully (`hub run`: SIGINT and SIGTERM).
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
+        try options.http?.checkCanListen()
         let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, metrics: options.metrics)
         for line in hub.openingNotes { logger.info("\(line)") }
         do {

@@ -22,7 +22,7 @@ struct DataOptions: ParsableArguments {
 
 /// `--log-level`, for the subcommands that write diagnostics through swift-log (`run`, `exec`).
 struct LogLevelOption: ParsableArguments {
-    @Option(help: "The lowest level of diagnostics written: trace, debug, info (default), notice, warning, error or critical.")
+    @Option(help: ArgumentHelp("The lowest level of diagnostics written (default: info; debug adds a line per command).", valueName: "level"))
     var logLevel: Logger.Level?
 }
 

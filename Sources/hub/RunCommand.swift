@@ -36,7 +36,8 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Run without the MQTT surface.") var noMqtt = false
     @Flag(help: "With no devices in the configuration: simulate two TCP power plugs and a Kasa plug in this process and register them (demo-pump, demo-heater, demo-kettle).") var demo = false
     @Option(help: "Write a read-model snapshot after this many new events.") var snapshotEvery: UInt64 = 10_000
-    @Option(help: "Serve /metrics (Prometheus), /healthz and /readyz on ADDRESS:PORT, such as 127.0.0.1:9480 (off by default).")
+    @Option(help: ArgumentHelp("Serve /metrics (Prometheus), /healthz and /readyz here, such as 127.0.0.1:9480 (off by default).",
+                               valueName: "address:port"))
     var http: String?
     @OptionGroup var log: LogLevelOption
 

@@ -183,3 +183,34 @@ final class FlagBox: Sendable {
     func set() { flag.store(true, ordering: .relaxed) }
     var isSet: Bool { flag.load(ordering: .relaxed) }
 }
+
+extension ObservabilityTests {
+    @Test func anAddressInUseIsRefusedBeforeAnythingStarts() async throws {
+        // Something else listens on the port: a real listening socket.
+        let other = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(other) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(other, $0, length) == 0 && getsockname(other, $0, &length) == 0 }
+        }
+        #expect(bound && listen(other, 1) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+
+        let directory = temporaryDirectory()
+        var options = HubServiceOptions(paths: HubPaths(dataDirectory: directory), config: HubConfig(), factories: [VirtualDriverFactory()])
+        options.config.mqtt.enabled = false
+        options.http = HTTPSettings(host: "127.0.0.1", port: port)
+        await #expect {
+            _ = try await HubService(options, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        } throws: { error in
+            "\(error)" == "HTTP address 127.0.0.1:\(port): cannot listen there: Address already in use"
+        }
+        // Nothing was opened: the data directory is free for the next hub.
+        options.http = nil
+        let next = try await HubService(options, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        try await next.hub.close()
+    }
+}
