@@ -21,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // JSON values, the strict parser and the strict object reader: a leaf, shared by the domain and the driver API.
@@ -77,6 +80,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Hummingbird", package: "hummingbird"),
         ]),
         // What the command-line tools share: one-line messages, the error convention, unbuffered output.
         .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -88,6 +94,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
@@ -106,6 +114,8 @@ let package = Package(
             "MQTT", "BrokerHarness", "DiskHarness",
             "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),

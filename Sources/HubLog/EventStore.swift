@@ -154,6 +154,10 @@ public protocol EventStore: Sendable {
     /// tail cut after a crash, with where and how many bytes). Empty when there is nothing to say.
     var openingNotes: [String] { get }
 
+    /// Why the store can take no more appends although it is open (its writer stopped after a
+    /// failed write or sync), in words for the operator; nil while it can. Readiness checks read it.
+    var writerFault: String? { get }
+
     /// Stops accepting appends, lets committed and queued work finish, and releases the store's
     /// resources (files, locks, connections). Later appends throw ``EventLogError/closed``, and
     /// waiters in ``waitForAppend(after:)`` are woken with it. Calling it twice is harmless.
@@ -225,6 +229,9 @@ extension EventStore {
 
     /// Always ``StorageCondition/ok``: a backend that cannot tell a full disk apart says nothing.
     public var storageCondition: StorageCondition { .ok }
+
+    /// No fault: a store that cannot write says so by throwing from ``append(_:)``.
+    public var writerFault: String? { nil }
 
     /// Reads the record at `sequence` with ``readViews(from:through:_:)`` and returns its hash.
     ///

@@ -10,6 +10,9 @@ public struct SegmentStoreOptions: Sendable {
     public var segmentSize: Int = 64 * 1024 * 1024
     /// Test-only fault injection: the n-th data sync (1-based) fails with EIO.
     public var failSyncNumber: Int? = nil
+    /// Told how long each successful data sync (fdatasync) took, on the writer thread: keep it cheap
+    /// (the runtime records it in a histogram).
+    public var syncObserver: (@Sendable (Duration) -> Void)? = nil
 
     /// Makes settings.
     ///
@@ -214,6 +217,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     public func commandResult(_ commandId: String) -> AppendResult? {
         commandResults.withLock { $0[commandId].map { var r = $0; r.duplicate = true; return r } }
     }
+
+    /// See ``EventStore/writerFault``: why the writer thread stopped (a failed write or sync), if it did.
+    public var writerFault: String? { shared.withLock { $0.stopped } }
 
     /// See ``EventStore/append(_:)``: queued for the writer thread, acknowledged after its group
     /// commit's fdatasync.
@@ -589,7 +595,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         if let failing = options.failSyncNumber, syncsStarted >= failing {
             throw EventLogError.io(path: path, operation: "fdatasync (injected fault)", errno: EIO)
         }
+        let started = ContinuousClock.now
         try FileIO.dataSync(fd: segmentFD, path: path)
+        options.syncObserver?(ContinuousClock.now - started)
         shared.withLock { $0.syncs += 1 }
     }
 

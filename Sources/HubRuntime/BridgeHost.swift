@@ -57,7 +57,7 @@ public actor BridgeHost: Service {
     public func start(_ factory: any BridgeFactory, settingsJSON: String) async -> String? {
         let bridge: any Bridge
         do { bridge = try factory.make(settingsJSON: settingsJSON) } catch { return "bridge \(factory.name): \(error)" }
-        guard let mqtt = relay?.handle(scope: bridge.mqttScope) else { return "bridge \(factory.name): no MQTT connection" }
+        guard let mqtt = relay?.handle(scope: bridge.mqttScope, onMessage: hub.metrics.bridgeObservation(bridge: factory.name)) else { return "bridge \(factory.name): no MQTT connection" }
         do {
             for filter in bridge.mqttScope { try mqtt.subscribe(filter) }
             try await bridge.start(context: HostedBridgeContext(name: factory.name, mqtt: mqtt, host: self))
@@ -82,6 +82,7 @@ public actor BridgeHost: Service {
     }
 
     func sighted(_ bridge: String, beacon: String, room: String, at: Int64) async {
+        hub.metrics.bridgeFact(bridge: bridge, kind: "sighted")
         guard let animal = await animal(wearing: beacon) else {
             noteUnknown(beacon, room: room, at: at)
             return
@@ -92,6 +93,7 @@ public actor BridgeHost: Service {
     }
 
     func present(_ bridge: String, beacon: String, room: String, at: Int64) async {
+        hub.metrics.bridgeFact(bridge: bridge, kind: "present")
         guard let animal = await animal(wearing: beacon) else {
             noteUnknown(beacon, room: room, at: at)
             return
@@ -105,6 +107,7 @@ public actor BridgeHost: Service {
     }
 
     func unseen(_ bridge: String, beacon: String, lastRoom: String, lastSeen: Int64) async {
+        hub.metrics.bridgeFact(bridge: bridge, kind: "unseen")
         guard let animal = await animal(wearing: beacon) else { return }
         await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)")
         presenceSink.yield(animal)

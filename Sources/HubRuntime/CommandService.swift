@@ -46,6 +46,18 @@ public struct CommandService: Sendable {
     /// - Returns: the answer; never throws (a failure to record is an answer too).
     @discardableResult
     public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros()) async -> CommandAnswer {
+        let answer = await answer(command, commandId: commandId, actor: actor, now: now)
+        hub.metrics.answered(answer)
+        if logger.logLevel <= .debug {
+            logger.debug("command", metadata: [
+                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")",
+            ])
+        }
+        return answer
+    }
+
+    private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async -> CommandAnswer {
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
         do {
             if HouseholdControl.isMultiDevice(command) {
@@ -138,6 +150,15 @@ public enum CommandAnswer: Sendable, Equatable {
     case failed(Rejection)
 
     public var isOK: Bool { if case .ok = self { return true } else { return false } }
+
+    /// `ok`, `refused` or `failed`: the `outcome` label of `hub_commands_total`.
+    public var outcomeName: String {
+        switch self {
+        case .ok: return "ok"
+        case .refused: return "refused"
+        case .failed: return "failed"
+        }
+    }
 
     /// The rejection of a refused or failed command.
     public var rejection: Rejection? {

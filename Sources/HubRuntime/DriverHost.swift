@@ -159,9 +159,12 @@ public actor DriverHost: Service {
 
     /// Carries out one queued command (on the device's worker task).
     private func perform(_ command: DriverCommand, device: String, driver: any Driver, driverName: String) async {
+        let started = ContinuousClock.now
         do {
             try await driver.execute(command)
+            hub.metrics.driverCommand(driver: driverName, failed: false, duration: ContinuousClock.now - started)
         } catch {
+            hub.metrics.driverCommand(driver: driverName, failed: true, duration: ContinuousClock.now - started)
             switch command {
             case .setSwitch:
                 await execute(.failSwitch(id: device, reason: "\(driverName): \(error)"), actor: "driver:\(driverName)")

@@ -44,6 +44,10 @@ public actor Hub {
     /// After a snapshot could not be written: why, and the sequence before which it is not tried again.
     public private(set) var snapshotProblem: String? = nil
     var snapshotRetryAt: UInt64 = 0
+    /// When the newest snapshot was written (seconds since the epoch; the file's time for one found at start).
+    var snapshotWrittenAt: Double?
+    /// Where the hub's own measurements go (appends; the log's syncs when it opened the log itself).
+    public nonisolated let metrics: HubMetrics
     /// What opening found (the store's own notes, snapshot used, events replayed), for the log.
     public nonisolated let openingNotes: [String]
     /// Seals owner contact data before it is logged; erasing deletes the key.
@@ -54,9 +58,15 @@ public actor Hub {
 
     /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
     /// and starts the hub on it.
+    ///
+    /// - Parameter metrics: where appends and the log's data syncs are measured (unless
+    ///   `logOptions` already has a sync observer).
     public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
-                logOptions: SegmentStoreOptions = SegmentStoreOptions()) throws {
-        try self.init(store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery)
+                logOptions: SegmentStoreOptions = SegmentStoreOptions(), metrics: HubMetrics = .disabled) throws {
+        var logOptions = logOptions
+        if logOptions.syncObserver == nil, metrics !== HubMetrics.disabled { logOptions.syncObserver = metrics.syncObserver }
+        try self.init(store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery,
+                      metrics: metrics)
     }
 
     /// Starts the hub on an opened event store of any backend, restoring the read models from the
@@ -69,9 +79,12 @@ public actor Hub {
     ///   - paths: Where the snapshots and the owner-data keys are kept.
     ///   - limits: The domain's limits.
     ///   - snapshotEvery: Write a snapshot after this many new events.
+    ///   - metrics: where appends are measured.
     /// - Throws: When the snapshot directory cannot be made or the log cannot be read.
-    public init(store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000) throws {
+    public init(store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
+                metrics: HubMetrics = .disabled) throws {
         self.store = store
+        self.metrics = metrics
         snapshots = try SnapshotStore(directory: paths.snapshots)
         let vault = OwnerDataVault(dataDirectory: paths.dataDirectory)
         self.vault = vault
@@ -89,6 +102,9 @@ public actor Hub {
                 if restored.lastSequence == sequence {
                     state = restored
                     snapshotSequence = sequence
+                    let file = paths.snapshots + "/" + snapshot.name
+                    snapshotWrittenAt = (try? FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date)?
+                        .map { $0.timeIntervalSince1970 }
                     notes.append("read models restored from the snapshot at sequence \(sequence)")
                 } else {
                     notes.append(try snapshots.setAside(snapshot.name, because: "its read models end at sequence \(restored.lastSequence), not \(sequence)"))
@@ -210,8 +226,10 @@ public actor Hub {
         let proposed = events.map {
             ProposedEvent(type: $0.typeName, schemaVersion: $0.schemaVersion, timestamp: now, payload: $0.encodePayload())
         }
+        let started = ContinuousClock.now
         let result = try await store.append(AppendRequest(stream: stream, expected: expected,
                                                           causation: Causation(commandId: commandId, actor: actor), events: proposed))
+        if !result.duplicate { metrics.appended(events: proposed.count, duration: ContinuousClock.now - started) }
         try catchUp()
         return result
     }
@@ -320,6 +338,22 @@ public actor Hub {
         guard state.lastSequence > snapshotSequence, let chainHash = try store.chainHash(at: state.lastSequence) else { return }
         try snapshots.save(sequence: state.lastSequence, chainHash: chainHash, bytes: Self.encodeSnapshot(state))
         snapshotSequence = state.lastSequence
+        snapshotWrittenAt = Date().timeIntervalSince1970
+    }
+
+    /// What `/metrics` reads when scraped: devices per driver by availability, and the snapshot's
+    /// time and distance from the head of the log.
+    func metricsSummary() -> MetricsSummary {
+        var devices: [String: MetricsSummary.Availability] = [:]
+        for record in state.devices.active {
+            switch record.available {
+            case true?: devices[record.driver, default: .init()].available += 1
+            case false?: devices[record.driver, default: .init()].unavailable += 1
+            case nil: devices[record.driver, default: .init()].unknown += 1
+            }
+        }
+        return MetricsSummary(devices: devices, snapshotWrittenAt: snapshotWrittenAt,
+                              eventsSinceSnapshot: Int(store.lastSequence - min(snapshotSequence, store.lastSequence)))
     }
 
     /// Snapshots and closes the log. The log is closed whatever happens to the snapshot.

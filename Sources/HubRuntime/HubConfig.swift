@@ -1,5 +1,6 @@
 import Foundation
 import HubDomain
+import Logging
 
 /// The hub's configuration file (JSON). Every key is optional; unknown keys are errors, so a typo
 /// is reported instead of silently ignored. Command-line flags override the file.
@@ -13,7 +14,9 @@ import HubDomain
 ///   "devices": [{"id": "lamp", "driver": "virtual", "name": "Desk lamp", "config": {}}],
 ///   "confirm_timeout_seconds": 5,
 ///   "activation_divergence": "restore",
-///   "readings": {"power": {"deadband": 1, "relative": 0.02, "max_interval_seconds": 300}}
+///   "readings": {"power": {"deadband": 1, "relative": 0.02, "max_interval_seconds": 300}},
+///   "log_level": "info",
+///   "http": {"listen": "127.0.0.1:9480"}
 /// }
 /// ```
 public struct HubConfig: Sendable, Equatable {
@@ -57,6 +60,10 @@ public struct HubConfig: Sendable, Equatable {
     public var beacons: String? = "{}"
     /// Per-quantity reading filter rules that replace the defaults.
     public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
+    /// The lowest level of diagnostics written (`log_level`; `--log-level` overrides it).
+    public var logLevel: Logger.Level = .info
+    /// Where to serve `/metrics`, `/healthz` and `/readyz` (`http.listen`; `--http` overrides it); nil: not served.
+    public var http: HTTPSettings?
 
     /// How the driver host treats what drivers report.
     public var driverHostOptions: DriverHostOptions {
@@ -90,7 +97,18 @@ public struct HubConfig: Sendable, Equatable {
     static func read(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
         let root = try JSONObjectReader(value)
-        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons"])
+        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http"])
+        if let level = try root.string("log_level") {
+            guard let l = Logger.Level(rawValue: level) else {
+                throw root.wrongType("log_level", "one of \(Logger.Level.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(level)\"")
+            }
+            config.logLevel = l
+        }
+        if let http = try root.object("http") {
+            try http.allow(["listen"])
+            let listen = try http.require("listen", http.string)
+            do { config.http = try HTTPSettings(parsing: listen) } catch { throw http.invalid("listen", "\(error)") }
+        }
         switch root["beacons"] {
         case nil: break
         case .bool(let on)?: config.beacons = on ? "{}" : nil

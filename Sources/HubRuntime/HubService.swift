@@ -3,6 +3,7 @@ import Foundation
 import HubDomain
 import HubLog
 import Logging
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 import Synchronization
@@ -25,6 +26,16 @@ public struct HubServiceOptions: Sendable {
     public var bridgeFactories: [any BridgeFactory] = []
     /// The scheduler's clock (tests set it by hand).
     public var scheduleClock: any ScheduleClock = WallClock()
+    /// Where the hub's metrics go (`hub run`: the Prometheus factory it bootstrapped).
+    public var metrics: HubMetrics = .disabled
+    /// The registry `/metrics` renders (the one `metrics` writes into); nil: `/metrics` answers 404.
+    public var metricsRegistry: PrometheusCollectorRegistry? = nil
+    /// Serve `/metrics`, `/healthz` and `/readyz` here; nil: no HTTP listener.
+    public var http: HTTPSettings? = nil
+    /// `/readyz` fails below this much free space on the data directory's file system.
+    public var minimumFreeBytes: UInt64 = 64 * 1_048_576
+    /// Conditions `/readyz` checks after the hub's own (``HubService/readinessChecks(hub:surface:options:stopping:)``).
+    public var extraReadinessChecks: [ReadinessCheck] = []
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -49,6 +60,7 @@ public final class HubService: Sendable {
     public let scheduler: Scheduler
     public let bridges: BridgeHost
     public let surface: MQTTSurface?
+    let http: HTTPService?
     let group: ServiceGroup
     let logger: Logger
     private let running = Mutex<Task<String?, Never>?>(nil)
@@ -64,7 +76,8 @@ public final class HubService: Sendable {
     ///   - logger: start-up lines and every service's diagnostics.
     ///   - signals: signals that shut the hub down gracefully (`hub run`: SIGINT and SIGTERM).
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
-        let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery)
+        try options.http?.checkCanListen()
+        let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, metrics: options.metrics)
         for line in hub.openingNotes { logger.info("\(line)") }
         do {
             let catalog = DriverCatalog(options.factories)
@@ -87,13 +100,23 @@ public final class HubService: Sendable {
             // Follow the log from here, before the drivers start, so what they report at start-up is published too.
             let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
+            let stopping = StoppingFlag()
+            var http: HTTPService? = nil
+            if let settings = options.http {
+                let readiness = Readiness(Self.readinessChecks(hub: hub, surface: surface, options: options, stopping: stopping)
+                                          + options.extraReadinessChecks)
+                let responders = ObservabilityResponders(hub: hub, surface: surface, registry: options.metricsRegistry, readiness: readiness)
+                // Second to start, second to last to stop: /healthz answers while the others stop.
+                http = HTTPService(settings: settings, router: HubRoutes.router(observability: responders), logger: logger)
+                services.append(http!)
+            }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
             services.append(StorageWatch(hub: hub, surface: surface, logger: logger))
             // The drivers start before the follower hands them commands, and stop after it (a command
             // the follower hands over at shutdown finds its driver still there).
             services += [drivers, follower, bridges, scheduler]
             if let surface { services.append(surface.commandDispatch) }
-            services.append(ShutdownNotice(logger: logger)) // first to hear of a shutdown: says so
+            services.append(ShutdownNotice(logger: logger, stopping: stopping)) // first to hear of a shutdown: says so
             // Started after the group installed its signal handlers and after every other service.
             let (started, startedSink) = AsyncStream<Void>.makeStream()
             services.append(StartNotice(sink: startedSink))
@@ -101,13 +124,14 @@ public final class HubService: Sendable {
                 services: services.map {
                     .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
                 },
-                gracefulShutdownSignals: signals, logger: logger))
+                gracefulShutdownSignals: signals, logger: Self.lifecycleLogger(logger)))
             self.hub = hub
             self.commands = commands
             self.drivers = drivers
             self.scheduler = scheduler
             self.bridges = bridges
             self.surface = surface
+            self.http = http
             self.logger = logger
             self.started = started
             self.startedSink = startedSink
@@ -161,6 +185,35 @@ public final class HubService: Sendable {
     public func stop() async throws {
         await group.triggerGracefulShutdown()
         if let reason = await finished() { throw HubError.failed(reason) }
+    }
+
+    /// The service group's own lines (a service starting, finishing) are written only at `trace`:
+    /// at `debug` they would drown the hub's own.
+    static func lifecycleLogger(_ logger: Logger) -> Logger {
+        var quieter = logger
+        if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .info) }
+        return quieter
+    }
+
+    /// The port the HTTP listener is bound to once it is (the one asked for, or the one picked for
+    /// port 0); nil without a listener or when it stopped before binding.
+    public func httpPort() async -> Int? {
+        await http?.port()
+    }
+
+    /// The hub's own readiness conditions, in the order `/readyz` reports them: not stopping, the
+    /// log's writer healthy, the broker connected (with MQTT), free space on the data directory.
+    /// A condition another part of the hub provides (such as a writer refusing appends on a full
+    /// disk) is added here or passed in ``HubServiceOptions/extraReadinessChecks``.
+    static func readinessChecks(hub: Hub, surface: MQTTSurface?, options: HubServiceOptions, stopping: StoppingFlag) -> [ReadinessCheck] {
+        var checks = [
+            ReadinessCheck(name: "lifecycle") { stopping.isSet ? "the hub is stopping" : nil },
+            Readiness.log(hub),
+            Readiness.storage(hub),
+        ]
+        if let surface { checks.append(Readiness.mqtt(surface, host: options.config.mqtt.host, port: options.config.mqtt.port)) }
+        checks.append(Readiness.disk(options.paths.dataDirectory, minimumFreeBytes: options.minimumFreeBytes))
+        return checks
     }
 
     static func registerConfiguredDevices(commands: CommandService, options: HubServiceOptions, logger: Logger) async throws {
@@ -222,12 +275,22 @@ struct StartNotice: Service {
     }
 }
 
+/// Set once the hub's graceful shutdown began.
+final class StoppingFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .relaxed) }
+    var isSet: Bool { flag.load(ordering: .relaxed) }
+}
+
 /// Says `stopping` as soon as a graceful shutdown begins.
 struct ShutdownNotice: Service {
     let logger: Logger
+    /// Set when the shutdown begins (`/readyz` then says not ready).
+    let stopping: StoppingFlag
 
     func run() async throws {
         do { try await gracefulShutdown() } catch { return } // cancelled: nothing to announce
+        stopping.set()
         logger.info("stopping")
     }
 }

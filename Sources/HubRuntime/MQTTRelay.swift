@@ -42,9 +42,11 @@ public final class MQTTRelay: Sendable {
     }
 
     /// A handle limited to `scope` (MQTT filters); nil when the hub runs without MQTT.
-    public func handle(scope: [String]) -> (any DriverMQTT)? {
+    ///
+    /// - Parameter onMessage: called for each message delivered to the handle (a bridge's count of observations).
+    public func handle(scope: [String], onMessage: (@Sendable () -> Void)? = nil) -> (any DriverMQTT)? {
         guard !scope.isEmpty, state.withLock({ $0.client != nil }) else { return nil }
-        let handle = ScopedMQTT(scope: scope, relay: self)
+        let handle = ScopedMQTT(scope: scope, relay: self, onMessage: onMessage)
         state.withLock { $0.handles[ObjectIdentifier(handle)] = handle }
         return handle
     }
@@ -113,10 +115,12 @@ final class ScopedMQTT: DriverMQTT {
     private let continuation: AsyncStream<DriverMQTTMessage>.Continuation
     private let subscribed = Mutex<[String]>([])
     private weak let relay: MQTTRelay?
+    private let onMessage: (@Sendable () -> Void)?
 
-    init(scope: [String], relay: MQTTRelay) {
+    init(scope: [String], relay: MQTTRelay, onMessage: (@Sendable () -> Void)? = nil) {
         self.scope = scope
         self.relay = relay
+        self.onMessage = onMessage
         // Bounded: a device flooding its topics cannot grow the hub's memory without limit.
         (messages, continuation) = AsyncStream<DriverMQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
     }
@@ -147,6 +151,9 @@ final class ScopedMQTT: DriverMQTT {
         try relay.publish(topic, payload, retain: retain)
     }
 
-    func yield(_ message: DriverMQTTMessage) { continuation.yield(message) }
+    func yield(_ message: DriverMQTTMessage) {
+        onMessage?()
+        continuation.yield(message)
+    }
     func finish() { continuation.finish() }
 }

@@ -117,6 +117,7 @@ public actor MQTTSurface {
             switch event {
             case .connected(let sessionPresent):
                 if wasDisconnected {
+                    hub.metrics.mqttReconnected()
                     logger.notice("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
                     wasDisconnected = false
                 }

@@ -147,6 +147,12 @@ public final class MQTTClient: Sendable {
 
     public var isConnected: Bool { core.isConnected }
 
+    /// How many messages this client received from the broker and published (sent, or queued by
+    /// libmosquitto while disconnected) since it was made. Cheap: two relaxed atomic loads.
+    public var traffic: MQTTTraffic {
+        MQTTTraffic(received: core.received.load(ordering: .relaxed), published: core.published.load(ordering: .relaxed))
+    }
+
     /// Connects in the background (mosquitto_connect_async, then a thread running
     /// mosquitto_loop_forever). Returns at once, also when the broker is down: the loop keeps retrying
     /// with back-off. (A host *name* is resolved synchronously here; use an address to never block.)
@@ -279,8 +285,10 @@ public final class MQTTClient: Sendable {
         }
         switch rc {
         case 0:
+            core.published.add(1, ordering: .relaxed)
             return mid
         case Int32(MOSQ_ERR_NO_CONN.rawValue) where qos > 0:
+            core.published.add(1, ordering: .relaxed)
             return mid // queued by libmosquitto, sent after reconnect
         case Int32(MOSQ_ERR_NO_CONN.rawValue):
             throw core.error(.notConnected, "QoS 0 message to \(topic) dropped")

@@ -41,6 +41,10 @@ final class MQTTClientCore: Sendable {
     let acks = PublishAcknowledgements()
     /// MQTT 5 subscription options sent with every subscribe (0 with MQTT 3.1.1).
     let subscribeOptions: Int32
+    /// Messages received from the broker and handed on (``MQTTClient/traffic``).
+    let received = Atomic<UInt64>(0)
+    /// Messages sent or queued to send (``MQTTClient/traffic``).
+    let published = Atomic<UInt64>(0)
 
     init(options: MQTTOptions,
          messageSink: AsyncStream<MQTTMessage>.Continuation,

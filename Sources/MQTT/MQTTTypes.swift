@@ -221,3 +221,16 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
         }
     }
 }
+
+/// A client's message counts since it was made (``MQTTClient/traffic``).
+public struct MQTTTraffic: Sendable, Equatable {
+    /// Messages received from the broker.
+    public var received: UInt64
+    /// Messages published (sent, or queued while disconnected).
+    public var published: UInt64
+
+    public init(received: UInt64, published: UInt64) {
+        self.received = received
+        self.published = published
+    }
+}

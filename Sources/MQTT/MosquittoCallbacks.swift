@@ -43,6 +43,7 @@ func mqttOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
     // First thing: with QoS 1 the PUBACK is already queued when the library calls us.
     let receivedAt = ContinuousClock.now
     guard let core = core(obj), let message else { return }
+    core.received.add(1, ordering: .relaxed)
     let m = message.pointee
     // Topic: libmosquitto has validated it as UTF-8; String(cString:) repairs anything odd anyway.
     let topic = m.topic.map { String(cString: $0) } ?? ""

@@ -14,6 +14,7 @@ struct ExecCommand: AsyncParsableCommand {
         """)
 
     @OptionGroup var data: DataOptions
+    @OptionGroup var log: LogLevelOption
 
     @Option(help: "Who is acting (recorded as the events' actor).")
     var actor: String = "cli"
@@ -27,7 +28,8 @@ struct ExecCommand: AsyncParsableCommand {
         for note in hub.openingNotes where note.hasPrefix("recovered") || note.contains("set aside") { Console.note("hub: \(note)") }
         // The same command path as `hub run`, with no drivers running: members of a group or scene
         // are sent their switch and stay pending until a running hub's drivers carry it out.
-        let service = CommandService(hub: hub, catalog: DriverCatalog(LinkedDrivers.all), confirmTimeout: .zero, logger: Console.logger)
+        let service = CommandService(hub: hub, catalog: DriverCatalog(LinkedDrivers.all), confirmTimeout: .zero,
+                                     logger: Console.logger(level: log.logLevel ?? .info))
         var texts = commands
         if texts == ["-"] {
             texts = []

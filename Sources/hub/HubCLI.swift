@@ -20,7 +20,22 @@ struct DataOptions: ParsableArguments {
     var dataDir: String = "./hub-data"
 }
 
+/// `--log-level`, for the subcommands that write diagnostics through swift-log (`run`, `exec`).
+struct LogLevelOption: ParsableArguments {
+    @Option(help: ArgumentHelp("The lowest level of diagnostics written (default: info; debug adds a line per command).", valueName: "level"))
+    var logLevel: Logger.Level?
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
 extension Console {
-    /// The hub's diagnostics on standard error, one `hub: ...` line each.
-    static let logger = Logger(label: "hub") { _ in LineLogHandler(prefix: "hub: ", sink: { Console.note($0) }) }
+    /// The hub's diagnostics on standard error, one `hub: ...` line each, at `info` and above.
+    static let logger = logger(level: .info)
+
+    /// The hub's diagnostics on standard error from `level` up.
+    static func logger(level: Logger.Level) -> Logger {
+        var logger = Logger(label: "hub") { _ in LineLogHandler(prefix: "hub: ", level: level, sink: { Console.note($0) }) }
+        logger.logLevel = level
+        return logger
+    }
 }

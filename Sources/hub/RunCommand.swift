@@ -4,8 +4,10 @@ import Foundation
 import HubRuntime
 import DriverAPI
 import BeaconBridge
+import CoreMetrics
 import Kasa
 import PowerPlug
+import Prometheus
 import Shelly
 import Tasmota
 import UnixSignals
@@ -34,6 +36,10 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Run without the MQTT surface.") var noMqtt = false
     @Flag(help: "With no devices in the configuration: simulate two TCP power plugs and a Kasa plug in this process and register them (demo-pump, demo-heater, demo-kettle).") var demo = false
     @Option(help: "Write a read-model snapshot after this many new events.") var snapshotEvery: UInt64 = 10_000
+    @Option(help: ArgumentHelp("Serve /metrics (Prometheus), /healthz and /readyz here, such as 127.0.0.1:9480 (off by default).",
+                               valueName: "address:port"))
+    var http: String?
+    @OptionGroup var log: LogLevelOption
 
     func settings() throws -> HubConfig {
         var settings = try config.map(HubConfig.load(path:)) ?? HubConfig()
@@ -65,6 +71,8 @@ struct RunCommand: AsyncParsableCommand {
             settings.mqtt.discoveryPrefix = discoveryPrefix
         }
         if noMqtt { settings.mqtt.enabled = false }
+        if let http { settings.http = try HTTPSettings(parsing: http) }
+        if let level = log.logLevel { settings.logLevel = level }
         return settings
     }
 
@@ -77,6 +85,12 @@ struct RunCommand: AsyncParsableCommand {
             var options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: config,
                                             factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
             options.bridgeFactories = LinkedDrivers.bridges
+            // The one place the process-wide metrics system is bootstrapped; /metrics renders its registry.
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(HubMetrics.prometheusFactory(registry: registry))
+            options.metrics = HubMetrics(factory: MetricsSystem.factory)
+            options.metricsRegistry = registry
+            options.http = config.http
             var simulators: Demo? = nil
             if demo && config.devices.isEmpty {
                 simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
@@ -87,7 +101,7 @@ struct RunCommand: AsyncParsableCommand {
             }
             do {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
-                let service = try await HubService.start(options, logger: Console.logger, signals: Self.signals)
+                let service = try await HubService.start(options, logger: Console.logger(level: config.logLevel), signals: Self.signals)
                 return (service, simulators)
             } catch {
                 await simulators?.stop()

@@ -1,0 +1,56 @@
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The hub's HTTP listener, one more `Service` in the hub's group: hummingbird's `Application`
+/// (its own server and date cache run in a group of their own, which shuts down with the hub's).
+final class HTTPService: Service, Sendable {
+    let settings: HTTPSettings
+    private let app: Application<RouterResponder<BasicRequestContext>>
+    /// The bound port once the server runs; `stopped` once `run()` returned.
+    private let bound: BoundPort
+
+    /// - Parameters:
+    ///   - settings: where to listen.
+    ///   - router: what to serve (``HubRoutes``).
+    ///   - logger: the hub's logger; hummingbird's own lines are kept to warnings unless it is at `trace`.
+    init(settings: HTTPSettings, router: Router<BasicRequestContext>, logger: Logger) {
+        self.settings = settings
+        var quieter = logger
+        if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .warning) }
+        let bound = BoundPort()
+        self.bound = bound
+        app = Application(router: router,
+                          configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+                          onServerRunning: { channel in
+                              let port = channel.localAddress?.port ?? settings.port
+                              bound.state.withLock { $0.port = port }
+                              logger.info("http: serving /metrics, /healthz and /readyz on http://\(HTTPSettings(host: settings.host, port: port).description)")
+                          },
+                          logger: quieter)
+    }
+
+    func run() async throws {
+        defer { bound.state.withLock { $0.stopped = true } }
+        do {
+            try await app.run()
+        } catch {
+            throw HubError.failed("http: cannot serve on \(settings.description): \(error)")
+        }
+    }
+
+    /// The port the listener is bound to, once it is (nil if it stopped first).
+    func port() async -> Int? {
+        while true {
+            let (port, stopped) = bound.state.withLock { $0 }
+            if port != nil || stopped { return port }
+            do { try await Task.sleep(for: .milliseconds(10)) } catch { return nil }
+        }
+    }
+}
+
+/// Where ``HTTPService`` keeps the port its server bound.
+final class BoundPort: Sendable {
+    let state = Mutex<(port: Int?, stopped: Bool)>((nil, false))
+}

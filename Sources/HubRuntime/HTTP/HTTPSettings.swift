@@ -1,0 +1,38 @@
+/// Where `hub run` serves HTTP (`--http ADDRESS:PORT`, or `"http": {"listen": ...}` in the
+/// configuration file): `/metrics`, `/healthz` and `/readyz`, and the console of a later issue.
+public struct HTTPSettings: Sendable, Equatable {
+    /// An IPv4 or IPv6 address (or a host name) to bind.
+    public var host: String
+    /// 0 picks a free port (tests); ``HubService/httpPort()`` says which.
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Reads `ADDRESS:PORT` (`127.0.0.1:9480`, `[::1]:9480`, `0.0.0.0:9480`).
+    ///
+    /// - Throws: ``HubError/usage(_:)`` naming what is wrong (no port, a port out of range, an empty address).
+    public init(parsing text: String) throws {
+        guard let colon = text.lastIndex(of: ":") else {
+            throw HubError.usage("HTTP address \"\(text)\": expected ADDRESS:PORT, such as 127.0.0.1:9480")
+        }
+        var host = String(text[..<colon])
+        let portText = text[text.index(after: colon)...]
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else {
+            throw HubError.usage("HTTP address \"\(text)\": the address before the port is empty (use 127.0.0.1 for this machine only)")
+        }
+        guard host.contains(":") == text.hasPrefix("[") else {
+            throw HubError.usage("HTTP address \"\(text)\": write an IPv6 address in brackets, such as [::1]:9480")
+        }
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            throw HubError.usage("HTTP address \"\(text)\": the port must be a number from 0 to 65535, not \"\(portText)\"")
+        }
+        self.init(host: host, port: port)
+    }
+
+    /// `host:port` as it was given (IPv6 in brackets).
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}

@@ -1,0 +1,107 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain HTTP/1.1 GET over a real TCP connection to 127.0.0.1 (no client library): what a
+/// scraper or a health probe does.
+struct HTTPProbe {
+    struct Reply {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func get(port: Int, path: String) async throws -> Reply {
+        try await Task.detached { try blockingGet(port: port, path: path) }.value
+    }
+
+    static func blockingGet(port: Int, path: String) throws -> Reply {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)") }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
+            throw Failure(description: "send: errno \(errno)")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 { throw Failure(description: "recv: errno \(errno)") }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return try parse(bytes)
+    }
+
+    /// Status line, headers (names lowercased) and body (a `chunked` body is joined).
+    static func parse(_ bytes: [UInt8]) throws -> Reply {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { throw Failure(description: "no end of headers in \(text.prefix(200))") }
+        let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure(description: "bad status line \(lines[0])") }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = String(text[split.upperBound...])
+        if headers["transfer-encoding"]?.lowercased() == "chunked" { body = try dechunk(body) }
+        return Reply(status: status, headers: headers, body: body)
+    }
+
+    static func dechunk(_ text: String) throws -> String {
+        var rest = Substring(text), out = ""
+        while let lineEnd = rest.range(of: "\r\n") {
+            guard let size = Int(rest[..<lineEnd.lowerBound].split(separator: ";")[0], radix: 16) else {
+                throw Failure(description: "bad chunk size")
+            }
+            if size == 0 { break }
+            let start = lineEnd.upperBound
+            let utf8 = rest.utf8
+            let end = utf8.index(start, offsetBy: size)
+            out += String(rest[start..<end])
+            rest = rest[end...].dropFirst(2)
+        }
+        return out
+    }
+}
+
+/// Prometheus's own `promtool check metrics` (Debian's `prometheus` package; scripts/setup-system
+/// installs it for the tests): a real parser and linter of the text format.
+enum PromTool {
+    static func check(_ exposition: String) throws -> (status: Int32, output: String) {
+        guard let path = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first(where: FileManager.default.isExecutableFile) else {
+            throw HTTPProbe.Failure(description: "promtool is not installed (apt-get install prometheus; scripts/setup-system does it for tests)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["check", "metrics"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(exposition.utf8))
+        try input.fileHandleForWriting.close()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+}
