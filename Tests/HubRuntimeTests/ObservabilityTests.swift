@@ -1,4 +1,5 @@
 import BrokerHarness
+import DiskHarness
 import Foundation
 import HubDomain
 import HubLog
@@ -166,6 +167,32 @@ import VirtualDriver
         let problem = await check.problem()
         #expect(problem?.hasPrefix("the log's writer stopped: ") == true)
         #expect(problem?.contains("fdatasync (injected fault)") == true)
+        store.close()
+    }
+
+    @Test(.enabled(if: SmallDisk.available, Comment(rawValue: SmallDisk.unavailableReason)))
+    func readinessSaysWhileTheLogsDiskIsFull() async throws {
+        // A real full disk (a small tmpfs): the command is refused storage_full and /readyz's
+        // storage check says so, until space is back and the next append goes through.
+        let disk = try SmallDisk(megabytes: 4)
+        let paths = HubPaths(dataDirectory: disk.path + "/data")
+        let store = try SegmentStore(directory: paths.log)
+        let hub = try Hub(store: store, paths: paths)
+        let check = Readiness.storage(hub)
+        #expect(await check.problem() == nil)
+        try disk.fill()
+        // The first few may still fit in the page the segment already has.
+        for n in 0..<200 where !hub.isStorageFull {
+            _ = try? await hub.execute(.registerDevice(id: "d\(n)", driver: "virtual", name: "Device \(n)", config: "{}", hardwareId: nil),
+                                       actor: "test", now: Int64(n))
+        }
+        let problem = await check.problem()
+        #expect(problem?.hasPrefix("the disk holding the log is full (") == true)
+        #expect(problem?.hasSuffix("commands are refused with storage_full") == true)
+        disk.free()
+        _ = try await hub.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
+                                  actor: "test", now: 1_000)
+        #expect(await check.problem() == nil)
         store.close()
     }
 
