@@ -90,7 +90,7 @@ struct ReplayCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON instead of tables.")
     var json = false
     @Option(help: ArgumentHelp("Print only this history, as of the bound: SUBJECT:QUANTITY:BUCKET (e.g. device/kettle:power:1h).",
-                               valueName: "history"))
+                               valueName: "subject:quantity:bucket"))
     var history: String?
     @Option(help: "With --history: the range's start (ISO-8601; default: 60 minutes, 24 hours or 30 days before --to).")
     var from: String?
