@@ -72,7 +72,8 @@ public enum HistoryJSON {
         var out = "\(query.subject.stream) \(query.quantity.rawValue) (\(unit)) per \(query.resolution.rawValue), "
             + "\(ISO8601.format(micros: query.from)) to \(ISO8601.format(micros: query.to)): \(lines.count - 1) bucket(s)\n"
         for line in lines {
-            out += zip(line, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ") + "\n"
+            let padded = zip(line, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ")
+            out += String(padded.reversed().drop(while: { $0 == " " }).reversed()) + "\n"
         }
         return out
     }
