@@ -54,7 +54,7 @@ public actor Hub {
     public nonisolated let vault: OwnerDataVault
 
     /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
-    static let snapshotFormat = 3
+    static let snapshotFormat = 4
 
     /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
     /// and starts the hub on it.
@@ -292,6 +292,10 @@ public actor Hub {
             .map { ($0, StatePayloads.group($0, devices: state.devices)) }
         return (current, groups.filter { household.groups[$0] == nil }.sorted())
     }
+
+    /// Answers a history query from the read models, inside the actor (no copy of the state).
+    /// - Throws: The domain's `Rejection` (`unknown_subject`, `not_retained`).
+    public func history(_ query: HistoryQuery) throws(Rejection) -> HistoryAnswer { try state.history(query) }
 
     /// Folds every committed event the read models have not seen yet (the live tail, which stores
     /// such as the segment store serve from memory).

@@ -4,11 +4,14 @@ import HubDomain
 public struct MQTTCommandError: Error, Sendable, Equatable, CustomStringConvertible {
     /// One line for people: names the field or the part of the payload that was wrong.
     public var message: String
+    /// A stable code when a well-formed request was refused (a history query's `bad_range`, ...); nil otherwise.
+    public var code: String?
     /// What could still be read of the request's `id` / `transaction`, so the error answer can echo it.
     public var echo: MQTTCommands.Echo
 
-    public init(_ message: String, echo: MQTTCommands.Echo = MQTTCommands.Echo()) {
+    public init(_ message: String, code: String? = nil, echo: MQTTCommands.Echo = MQTTCommands.Echo()) {
         self.message = message
+        self.code = code
         self.echo = echo
     }
 
@@ -45,6 +48,7 @@ public enum MQTTCommands {
         }
         keys["all-off"] = ["command_id", "id"] + echoKeys
         keys["switch"] = ["device", "state", "command_id", "id"] + echoKeys
+        keys["history"] = HistoryJSON.keys + ["id"] + echoKeys
         return keys
     }()
 
@@ -57,7 +61,7 @@ public enum MQTTCommands {
     public static let requestNames = ["device/add", "device/rename", "device/remove", "switch", "command",
                                       "devices", "device/get", "animals", "animal/get",
                                       "group/define", "group/remove", "groups", "scene/define", "scene/remove", "scene/apply",
-                                      "scenes", "all-off", "discovered", "beacons/unknown", "animal/erase-owner"]
+                                      "scenes", "all-off", "discovered", "beacons/unknown", "animal/erase-owner", "history"]
 
     /// Requests answered from the read models, without a command.
     public enum Query: Sendable, Equatable {
@@ -77,6 +81,8 @@ public enum MQTTCommands {
         case discovered
         /// `request/beacons/unknown`: beacons heard that no admitted animal wears.
         case unknownBeacons
+        /// `request/history` `{"subject","quantity","from","to","bucket"}`: buckets of readings (checked by the domain).
+        case history(HistoryQuery)
     }
 
     /// The values a JSON request carried for the answer to echo: `id` and `transaction`, verbatim.
@@ -425,6 +431,13 @@ public enum MQTTCommands {
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .devices)
         case "animals":
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .animals)
+        case "history":
+            do {
+                return ParsedCommand(commands: [], commandId: nil, echo: echo,
+                                     query: .history(try HistoryJSON.query(object, alsoAllowed: ["id"] + echoKeys)))
+            } catch {
+                throw MQTTCommandError(error.message, code: error.code, echo: echo)
+            }
         case "device/get", "animal/get":
             let id = try fields(echo) { try f.string("id") }
             let kind = name == "device/get" ? "device" : "animal"
@@ -454,7 +467,7 @@ public enum MQTTResponse {
         return .object(fields + echoFields(echo))
     }
 
-    public static func error(_ error: MQTTCommandError) -> JSONValue { self.error(error.message, echo: error.echo) }
+    public static func error(_ error: MQTTCommandError) -> JSONValue { self.error(error.message, code: error.code, echo: error.echo) }
 
     static func echoFields(_ echo: MQTTCommands.Echo) -> [(String, JSONValue)] {
         var fields: [(String, JSONValue)] = [("id", echo.id ?? .null)]

@@ -353,6 +353,13 @@ public actor MQTTSurface {
     }
 
     nonisolated func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
+        if case .history(let query)? = parsed.query {
+            do {
+                return MQTTResponse.ok(HistoryJSON.data(try await hub.history(query)), echo: parsed.echo)
+            } catch {
+                return MQTTResponse.error(error.message, code: error.code, echo: parsed.echo)
+            }
+        }
         if let query = parsed.query { return MQTTResponse.ok(await answer(query), echo: parsed.echo) }
         let commands = parsed.commands.enumerated().map { index, command in
             (command: command, commandId: index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId)
@@ -387,6 +394,8 @@ public actor MQTTSurface {
             return .array(state.household.groups.values.sorted { $0.id < $1.id }.map { StatePayloads.group($0, devices: state.devices) })
         case .scenes:
             return .array(state.household.scenes.values.sorted { $0.id < $1.id }.map(StatePayloads.scene))
+        case .history:
+            return .null  // answered by answer(_ parsed:), which can refuse
         }
     }
 

@@ -11,6 +11,7 @@ struct ExecCommand: AsyncParsableCommand {
         discussion: """
         Example: hub exec '{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}'
         Commands: \(CommandJSON.names.joined(separator: ", ")). The hub must not be running on the same data directory.
+        Queries: {"query":"history","subject":"device/lamp","quantity":"power","from":"<ISO-8601>","to":"<ISO-8601>","bucket":"1h"}.
         """)
 
     @OptionGroup var data: DataOptions
@@ -42,7 +43,14 @@ struct ExecCommand: AsyncParsableCommand {
             let now = currentMicros()
             let answer: JSONValue
             do {
-                let (command, commandId) = try CommandJSON.parse(try JSONValue.parse(text), now: now)
+                let object = try JSONValue.parse(text)
+                if object["query"] != nil {
+                    answer = await Self.query(object, hub: hub)
+                    if answer["status"] != .string("ok") { failures += 1 }
+                    print(answer.serialized())
+                    continue
+                }
+                let (command, commandId) = try CommandJSON.parse(object, now: now)
                 let outcome = await service.execute(command, commandId: commandId, actor: actor, now: now)
                 if !outcome.isOK { failures += 1 }
                 answer = outcome.execLine
@@ -54,5 +62,25 @@ struct ExecCommand: AsyncParsableCommand {
         }
         if let problem = try await Console.guarded({ try await hub.close() }) { Console.note("hub: \(problem)") }
         if failures > 0 { throw ExitCode.failure }
+    }
+
+    /// A read-only query: `{"query":"history",...}` (the only one so far), answered like the MQTT request.
+    static func query(_ object: JSONValue, hub: Hub) async -> JSONValue {
+        func refusal(_ message: String, code: String?) -> JSONValue {
+            .object([("status", "error")] + (code.map { [("code", JSONValue.string($0))] } ?? []) + [("error", .string(message))])
+        }
+        guard object["query"] == .string("history") else {
+            return refusal("\"query\": must be \"history\" (the only query hub exec answers)", code: nil)
+        }
+        do {
+            let query = try HistoryJSON.query(object, alsoAllowed: ["query"])
+            return .object([("status", "ok"), ("data", HistoryJSON.data(try await hub.history(query)))])
+        } catch let failure as HistoryJSON.Failure {
+            return refusal(failure.message, code: failure.code)
+        } catch let rejection as Rejection {
+            return refusal(rejection.message, code: rejection.code)
+        } catch {
+            return refusal("\(error)", code: nil)
+        }
     }
 }

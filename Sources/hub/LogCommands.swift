@@ -89,6 +89,13 @@ struct ReplayCommand: AsyncParsableCommand {
     var until: String?
     @Flag(help: "Print JSON instead of tables.")
     var json = false
+    @Option(help: ArgumentHelp("Print only this history, as of the bound: SUBJECT:QUANTITY:BUCKET (e.g. device/kettle:power:1h).",
+                               valueName: "subject:quantity:bucket"))
+    var history: String?
+    @Option(help: "With --history: the range's start (ISO-8601; default: 60 minutes, 24 hours or 30 days before --to).")
+    var from: String?
+    @Option(help: "With --history: the range's end (ISO-8601; default: the end of the bucket holding the last event folded).")
+    var to: String?
 
     func run() async throws {
         try await Console.guarded {
@@ -97,7 +104,11 @@ struct ReplayCommand: AsyncParsableCommand {
             var state = HubState()
             let unreadable = try Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
             let asOf = bound?.description ?? "the end of the log"
-            if json {
+            if let history {
+                try ReplayHistory(spec: history, from: from, to: to).print(state, asOf: asOf, json: json)
+            } else if from != nil || to != nil {
+                throw HubError.usage("--from and --to go with --history")
+            } else if json {
                 print(ReadModelReport.json(state, asOf: asOf, vault: OwnerDataVault(dataDirectory: data.dataDir)).serialized())
             } else {
                 print(ReadModelReport.table(state, asOf: asOf), terminator: "")

@@ -62,6 +62,7 @@ import Testing
         let first = try Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
         try await populate(first)
         let before = await first.state
+        #expect(before.history.seriesCount == 2)  // lamp's power, rex's heart rate: the history model is in the snapshot too
         try await first.close()
         let second = try Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
         #expect(second.openingNotes.contains { $0.contains("restored from the snapshot at sequence \(before.lastSequence)") })

@@ -302,9 +302,24 @@ private enum P {
             == "\"id\": \"a+b\" is not a valid animal id: ids are 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
     }
 
+    @Test func historyQueriesAreCheckedByTheDomainWithCodes() throws {
+        let q = try P.parse(.request("history"), #"{"subject":"animal/rex","quantity":"heart_rate","from":"2026-11-22T00:00:00Z","to":"2026-11-22T02:00:00+01:00","bucket":"1m"}"#)
+        #expect(q.query == .history(HistoryQuery(subject: .animal("rex"), quantity: .heartRate, from: ISO8601.parse("2026-11-22T00:00:00Z")!,
+                                                 to: ISO8601.parse("2026-11-22T01:00:00Z")!, resolution: .minute)))
+        do {
+            _ = try P.parse(.request("history"), #"{"subject":"device/lamp","quantity":"power","from":"2026-11-22T00:00:00Z","to":"2026-11-21T00:00:00Z","bucket":"1h"}"#)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == "bad_range")
+            #expect(MQTTResponse.error(error)["code"] == "bad_range")
+        }
+        #expect(P.error(.request("history"), #"{"subject":"device/lamp","quantity":42,"from":"a","to":"b","bucket":"1h"}"#)
+            == "\"quantity\": must be a string")
+    }
+
     @Test func unknownRequest() {
         let e = P.fullError(.request("reboot"), #"{"id":"r-1"}"#)
-        #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get, group/define, group/remove, groups, scene/define, scene/remove, scene/apply, scenes, all-off, discovered, beacons/unknown, animal/erase-owner")
+        #expect(e?.message == "unknown request \"reboot\"; known: device/add, device/rename, device/remove, switch, command, devices, device/get, animals, animal/get, group/define, group/remove, groups, scene/define, scene/remove, scene/apply, scenes, all-off, discovered, beacons/unknown, animal/erase-owner, history")
         #expect(e?.echo.id == "r-1")
         #expect(P.error(.request("device/explode"), "")?.hasPrefix("unknown request \"device/explode\"") == true)
     }
@@ -333,6 +348,7 @@ private enum P {
         (.request("discovered"), #"{"id":"x","transaction":1}"#),
         (.request("beacons/unknown"), #"{"id":"x","transaction":1}"#),
         (.request("animal/erase-owner"), #"{"id":"rex","command_id":"c","transaction":1}"#),
+        (.request("history"), #"{"subject":"device/lamp","quantity":"power","from":"2026-11-22T00:00:00Z","to":"2026-11-23T00:00:00Z","bucket":"1h","id":"x","transaction":1}"#),
         (.switchSet("lamp"), #"{"state":"ON","id":"c","command_id":"c","transaction":1}"#),
         (.groupSwitchSet("g"), #"{"state":"ON","id":"c","command_id":"c","transaction":1}"#),
         (.activationsSet("lamp"), #"{"op":"add","name":"e","start":1795456800,"length":30,"period":1440,"device":"lamp","id":"c","command_id":"c","transaction":1}"#),

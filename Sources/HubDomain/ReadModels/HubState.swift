@@ -5,6 +5,7 @@ public struct HubState: Sendable, Equatable, Codable {
     public var activations = ActivationsModel()
     public var animals = AnimalsModel()
     public var household = HouseholdModel()
+    public var history = HistoryModel()
     public var audit: AuditTrail
     /// Sequence of the last applied event (0 = none).
     public private(set) var lastSequence: UInt64 = 0
@@ -25,6 +26,7 @@ public struct HubState: Sendable, Equatable, Codable {
         activations.apply(event, context: context)
         animals.apply(event, context: context)
         household.apply(event, context: context)
+        history.apply(event, context: context)
         audit.apply(event, context: context)
         lastSequence = context.sequence
     }

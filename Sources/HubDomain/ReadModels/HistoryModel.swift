@@ -1,0 +1,187 @@
+/// What one history series is about: a device's or an animal's readings of one quantity.
+public struct HistorySeriesKey: Sendable, Hashable {
+    public var subject: Subject
+    public var quantity: Quantity
+    public init(subject: Subject, quantity: Quantity) { self.subject = subject; self.quantity = quantity }
+}
+
+/// The readings of one series in buckets of a minute, an hour and a day.
+struct HistorySeries: Sendable, Equatable {
+    var minute = HistoryColumn(limit: HistoryResolution.minute.retainedBuckets)
+    var hour = HistoryColumn(limit: HistoryResolution.hour.retainedBuckets)
+    var day = HistoryColumn(limit: HistoryResolution.day.retainedBuckets)
+
+    subscript(resolution: HistoryResolution) -> HistoryColumn {
+        switch resolution {
+        case .minute: return minute
+        case .hour: return hour
+        case .day: return day
+        }
+    }
+
+    mutating func add(_ value: Double, at: Int64, now: Int64) {
+        add(value, at: at, now: now, .minute, &minute)
+        add(value, at: at, now: now, .hour, &hour)
+        add(value, at: at, now: now, .day, &day)
+    }
+
+    private func add(_ value: Double, at: Int64, now: Int64, _ resolution: HistoryResolution, _ column: inout HistoryColumn) {
+        let b = resolution.bucket(of: at)
+        if let horizon = resolution.horizon(now: now) {
+            column.prune(before: horizon)
+            if b < horizon { return }  // already past what this resolution keeps
+        }
+        column.add(bucket: b, value: value, at: at)
+    }
+
+    var storageBytes: Int { minute.storageBytes + hour.storageBytes + day.storageBytes }
+}
+
+/// The history read model: for every device and animal, every quantity it reported (energy
+/// excepted: the energy ledger answers energy per day), buckets of 1 minute, 1 hour and 1 day with
+/// count, min, max, sum and last.
+///
+/// Retention is driven by the model's clock, the newest log timestamp folded (never a wall clock,
+/// so a replay prunes exactly as the live hub did): minute buckets are kept 7 days, hour buckets
+/// 365 days, day buckets for ever. A series is pruned when it takes a reading; a query never shows
+/// buckets past the horizon (it is refused, ``HubState/history(_:)``).
+public struct HistoryModel: Sendable, Equatable {
+    private var slots: [HistorySeriesKey: Int] = [:]
+    private(set) var series: [HistorySeries] = []
+    private var keys: [HistorySeriesKey] = []
+    /// The newest event timestamp folded, µs since the epoch (0 before any).
+    public private(set) var now: Int64 = 0
+
+    public init() {}
+
+    /// The quantities the model keeps (energy is the ledger's).
+    public static func keeps(_ quantity: Quantity) -> Bool { quantity != .energy }
+
+    public mutating func apply(_ event: HubEvent, context: EventContext) {
+        if context.timestamp > now { now = context.timestamp }
+        guard case .readingRecorded(let e) = event, Self.keeps(e.quantity), e.value.isFinite else { return }
+        record(HistorySeriesKey(subject: e.subject, quantity: e.quantity), value: e.value, measuredAt: e.measuredAt)
+    }
+
+    /// Folds one reading directly (what `apply` does for a `ReadingRecorded`; the benchmark uses it
+    /// to fold a year of readings without a log). `now` only moves forward.
+    public mutating func record(_ key: HistorySeriesKey, value: Double, measuredAt: Int64, now clock: Int64? = nil) {
+        if let clock, clock > now { now = clock }
+        let slot: Int
+        if let found = slots[key] {
+            slot = found
+        } else {
+            slot = series.count
+            slots[key] = slot
+            series.append(HistorySeries())
+            keys.append(key)
+        }
+        series[slot].add(value, at: measuredAt, now: now)
+    }
+
+    /// Whether any reading of `subject` was kept.
+    public func knows(_ subject: Subject) -> Bool {
+        Quantity.allCases.contains { slots[HistorySeriesKey(subject: subject, quantity: $0)] != nil }
+    }
+
+    /// The buckets of `key` at `resolution` starting in `[from, to)` (µs), oldest first; empty buckets are absent.
+    public func buckets(_ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64) -> [HistoryBucket] {
+        guard let slot = slots[key] else { return [] }
+        let column = series[slot][resolution]
+        let last = resolution.bucket(of: to - 1)
+        var out: [HistoryBucket] = []
+        var i = column.lowerBound(resolution.bucket(of: from))
+        while i < column.count, column.start(at: i) <= last {
+            out.append(column.bucket(at: i, width: resolution.width))
+            i += 1
+        }
+        return out
+    }
+
+    /// How many series the model holds.
+    public var seriesCount: Int { series.count }
+
+    /// Bytes of bucket storage (allocated ring slots, held or free), over all series.
+    public var storageBytes: Int { series.reduce(0) { $0 + $1.storageBytes } }
+
+    /// Bytes one bucket slot takes.
+    public static var bytesPerBucket: Int { HistoryColumn.bytesPerBucket }
+
+    public static func == (a: HistoryModel, b: HistoryModel) -> Bool {
+        guard a.now == b.now, a.series.count == b.series.count else { return false }
+        for (key, slot) in a.slots {
+            guard let other = b.slots[key], a.series[slot] == b.series[other] else { return false }
+        }
+        return true
+    }
+}
+
+// MARK: Snapshot form
+
+extension HistoryModel: Codable {
+    static let codecVersion: UInt8 = 1
+
+    /// The binary form: version, clock, then each series (subject kind and id, quantity, the three columns).
+    public func encodedBytes() -> [UInt8] {
+        var w = ByteWriter(capacity: 16 + storageBytes)
+        w.u8(Self.codecVersion)
+        w.i64(now)
+        w.u32(UInt32(series.count))
+        for (slot, key) in keys.enumerated() {
+            w.u8(key.subject.kind == "device" ? 0 : 1)
+            w.string(key.subject.id)
+            w.string(key.quantity.rawValue)
+            series[slot].minute.encode(to: &w); series[slot].hour.encode(to: &w); series[slot].day.encode(to: &w)
+        }
+        return w.bytes
+    }
+
+    /// Reads ``encodedBytes()``; a failure names the field and offset.
+    public init(encodedBytes bytes: [UInt8]) throws(DecodingFailure) {
+        let result = bytes.withUnsafeBytes { raw -> Result<HistoryModel, DecodingFailure> in
+            do throws(DecodingFailure) { return .success(try Self.decode(raw)) } catch { return .failure(error) }
+        }
+        self = try result.get()
+    }
+
+    static func decode(_ raw: UnsafeRawBufferPointer) throws(DecodingFailure) -> HistoryModel {
+        var model = HistoryModel()
+        var r = ByteReader(raw, type: "HistoryModel", schemaVersion: UInt16(Self.codecVersion))
+        let version = try r.u8("version")
+        guard version == Self.codecVersion else { throw r.failure("version", "unknown history codec version \(version)") }
+        model.now = try r.i64("now")
+        let n = Int(try r.u32("series"))
+        for _ in 0..<n {
+            let kind = try r.u8("subject")
+            let id = try r.string("subject")
+            guard kind <= 1 else { throw r.failure("subject", "invalid subject kind \(kind)") }
+            let name = try r.string("quantity")
+            guard let quantity = Quantity(rawValue: name) else { throw r.failure("quantity", "unknown quantity \"\(name)\"") }
+            let key = HistorySeriesKey(subject: kind == 0 ? .device(id) : .animal(id), quantity: quantity)
+            guard model.slots[key] == nil else { throw r.failure("subject", "series \(key.subject.stream) \(name) twice") }
+            var s = HistorySeries()
+            s.minute = try HistoryColumn(from: &r, limit: HistoryResolution.minute.retainedBuckets)
+            s.hour = try HistoryColumn(from: &r, limit: HistoryResolution.hour.retainedBuckets)
+            s.day = try HistoryColumn(from: &r, limit: HistoryResolution.day.retainedBuckets)
+            model.slots[key] = model.series.count
+            model.series.append(s)
+            model.keys.append(key)
+        }
+        try r.finish()
+        return model
+    }
+
+    /// In a snapshot the model is one base64 string of its binary form (compact, and fast to write).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(Base64.encode(encodedBytes()))
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        guard let bytes = Base64.decode(try container.decode(String.self)) else {
+            throw DecodingFailure(type: "HistoryModel", schemaVersion: UInt16(Self.codecVersion), field: "", reason: "not base64")
+        }
+        try self.init(encodedBytes: bytes)
+    }
+}
