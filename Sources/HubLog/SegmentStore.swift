@@ -73,7 +73,11 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         /// models) read the tail from memory instead of the files.
         var recent: [EventRecord] = []
     }
-    static let recentCapacity = 8192
+    /// How many committed records stay in memory for followers (a few more, up to `recentSlack`,
+    /// before the oldest are dropped): a fixed amount, so a long-running hub reaches it and stays
+    /// there. A follower further behind reads the files (the page cache).
+    static let recentCapacity = 512
+    static let recentSlack = 64
 
     /// The directory holding the segment files and the `LOCK` file.
     public let directory: String
@@ -512,7 +516,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             s.lastSequence = nextSequence - 1
             s.headHash = hash
             s.recent += committed
-            if s.recent.count > 2 * Self.recentCapacity { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
+            if s.recent.count > Self.recentCapacity + Self.recentSlack { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }
             s.index += newIndex
             guard nextSequence - 1 > committedLast else { return [] }
