@@ -142,22 +142,33 @@ final class CommandIndexFile: @unchecked Sendable {
     func upsert(_ commandId: String, first: UInt64, last: UInt64) throws {
         let key = Self.key(commandId)
         var target: UInt64? = nil
-        var fresh = false
-        try probe(key) { slot, position in
+        var fresh = false, found = false, distance = 0
+        let ended = try probe(key) { slot, position in
+            distance += 1
             if slot.first == 0 { target = position; fresh = true; return false }
             if slot.key == key && slot.first == first {
+                found = true
                 if slot.last != last { target = position }
                 return false
             }
             return true
         }
+        if !ended {
+            // Every slot taken: the header's count was behind (slots written after its last
+            // checkpoint, before a crash). Growing counts them again.
+            try grow()
+            return try upsert(commandId, first: first, last: last)
+        }
         guard let target else { return }
         try write(Slot(key: key, first: first, last: last), at: target)
-        if fresh {
+        if fresh && !found {
             count += 1
-            if count * 10 >= slotCount * 7 { try grow() }
+            if count * 10 >= slotCount * 7 || distance > Self.longProbe { try grow() }
         }
     }
+
+    /// A probe chain this long means the table is fuller than its count says: it grows (and recounts).
+    static let longProbe = 512
 
     /// Syncs the slots, then records that every command through `sequence` (whose chain hash is
     /// `hash`) is in the file.
@@ -170,8 +181,9 @@ final class CommandIndexFile: @unchecked Sendable {
     }
 
     /// Walks the probe chain from `key`'s home slot until `body` returns false or an empty slot
-    /// (which is handed to `body` too).
-    private func probe(_ key: (UInt64, UInt64), _ body: (Slot, UInt64) throws -> Bool) throws {
+    /// (which is handed to `body` too); false when it went round the whole table instead.
+    @discardableResult
+    private func probe(_ key: (UInt64, UInt64), _ body: (Slot, UInt64) throws -> Bool) throws -> Bool {
         let mask = slotCount - 1
         var position = key.0 & mask
         var buffer = [UInt8](repeating: 0, count: Self.probeChunk * Self.slotSize)
@@ -186,12 +198,12 @@ final class CommandIndexFile: @unchecked Sendable {
             guard n == wanted else { throw EventLogError.io(path: path, operation: "read (file shorter than its slots)", errno: EIO) }
             for i in 0..<run {
                 let slot = buffer.withUnsafeBytes { Self.decode($0, at: i * Self.slotSize) }
-                if try !body(slot, position + UInt64(i)) || slot.first == 0 { return }
+                if try !body(slot, position + UInt64(i)) || slot.first == 0 { return true }
             }
             visited += UInt64(run)
             position = (position + UInt64(run)) & mask
         }
-        throw EventLogError.io(path: path, operation: "probe (no empty slot)", errno: ENOSPC)
+        return false
     }
 
     private static func decode(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Slot {
@@ -240,10 +252,13 @@ final class CommandIndexFile: @unchecked Sendable {
         }
     }
 
-    /// Doubles the table: every entry is placed again in a new file, which replaces this one once
-    /// synced. The mark stays what it was (the new file holds at least as much).
+    /// Doubles the table (or more, when the recount says so): every entry is placed again in a new
+    /// file, which replaces this one once synced. The mark stays what it was (the new file holds at
+    /// least as much); the count is what the old file really held.
     private func grow() throws {
-        let slots = slotCount * 2
+        count = try countEntries()
+        var slots = slotCount * 2
+        while count * 10 >= slots * 7 { slots *= 2 }
         let fresh = try Self.makeFile(path: path + ".new", directory: directory, slots: slots)
         do {
             let chunk = 4096
@@ -272,6 +287,23 @@ final class CommandIndexFile: @unchecked Sendable {
         Glibc.close(fd)
         fd = fresh.fd
         slotCount = slots
+    }
+
+    /// The slots in use, counted by reading the whole table.
+    private func countEntries() throws -> UInt64 {
+        let chunk = 4096
+        var buffer = [UInt8](repeating: 0, count: chunk * Self.slotSize)
+        var position: UInt64 = 0, used: UInt64 = 0
+        while position < slotCount {
+            let run = Int(min(UInt64(chunk), slotCount - position))
+            _ = try buffer.withUnsafeMutableBytes {
+                try FileIO.read(fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<(run * Self.slotSize)]),
+                                at: Self.headerSize + Int(position) * Self.slotSize)
+            }
+            for i in 0..<run where buffer.withUnsafeBytes({ Self.decode($0, at: i * Self.slotSize).first != 0 }) { used += 1 }
+            position += UInt64(run)
+        }
+        return used
     }
 
     /// Puts a slot in the first empty place of its chain in a table being filled (no duplicates there).

@@ -188,6 +188,29 @@ import Testing
         }
     }
 
+    /// After a crash the header's count can be behind the slots written since its checkpoint (they
+    /// are found again, not counted again): the table must still grow instead of filling up.
+    @Test func slotsWrittenAfterTheLastCheckpointDoNotFillTheTable() async throws {
+        let dir = temporaryDirectory()
+        let store = try SegmentStore(directory: dir, options: options())
+        _ = try await appendCommands(store, (0..<1000).map { "a-\($0)" })
+        store.close()
+        let header = Array(readFile(dir + "/commands.idx")[0..<CommandIndexFile.headerSize])
+        let more = try SegmentStore(directory: dir, options: options())
+        _ = try await appendCommands(more, (0..<1800).map { "b-\($0)" })
+        more.close()
+        var bytes = readFile(dir + "/commands.idx")
+        bytes.replaceSubrange(0..<header.count, with: header) // as if killed before checkpointing the b-s
+        writeFile(dir + "/commands.idx", bytes)
+        let reopened = try SegmentStore(directory: dir, options: options())
+        defer { reopened.close() }
+        // 2800 slots used, 1000 counted: 1400 more would overfill 4096 slots on the count alone.
+        let results = try await appendCommands(reopened, (0..<1400).map { "c-\($0)" })
+        #expect(results.count == 1400)
+        #expect(reopened.commands.fileEntries == 4200)
+        for id in ["a-0", "b-1799", "c-1399"] { #expect(reopened.commandResult(id) != nil, "\(id)") }
+    }
+
     /// Writes `header` over the index and empties every slot whose first sequence is above `keepingOnly`.
     func rewriteIndex(_ dir: String, header: [UInt8], keepingOnly limit: UInt64) throws {
         var bytes = readFile(dir + "/commands.idx")
