@@ -141,7 +141,7 @@ final class MQTTEventsPublisher: Service {
                     try await inFlight[head].task.value
                     head += 1
                 }
-                if head >= 64 {
+                if head >= 16 {
                     inFlight.removeFirst(head)
                     head = 0
                 }

@@ -21,7 +21,7 @@ import Testing
             while surface.eventsAcknowledged < sequence, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
             #expect(surface.eventsAcknowledged >= sequence)
         }
-        #expect(surface.events.heldTasks <= 66, "held \(surface.events.heldTasks) tasks after 300 acknowledged events")
+        #expect(surface.events.heldTasks <= 18, "held \(surface.events.heldTasks) tasks after 300 acknowledged events")
         try await f.stop()
     }
 }
