@@ -105,6 +105,7 @@ final class CommandIndexOpening: @unchecked Sendable {
     func note(_ opened: LogRecovery.Opened, rebuild: String?) -> String? {
         guard file != nil, let why = rebuild ?? remade else { return nil }
         if rebuild == nil && opened.lastSequence == 0 { return nil }
-        return "the command index \(CommandIndexFile.fileName) \(why): rebuilt by a scan of \(opened.lastSequence) records"
+        let records = opened.lastSequence == 1 ? "1 record" : "\(opened.lastSequence) records"
+        return "the command index \(CommandIndexFile.fileName) \(why): rebuilt by a scan of \(records)"
     }
 }
