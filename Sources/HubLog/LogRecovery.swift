@@ -13,7 +13,14 @@ enum LogRecovery {
         var lastSequence: UInt64 = 0
         var lastHash = RecordFormat.genesisHash
         var streams: [String: UInt64] = [:]
-        var commandResults: [String: AppendResult] = [:]
+        /// The command-id index file the scan fills with the commands after ``commandsAfter``
+        /// (nil: none, e.g. read-only).
+        var commandSink: CommandIndexFile? = nil
+        var commandsAfter: UInt64 = .max
+        /// The chain hash of the record at ``commandsAfter`` (genesis for 0), to check the index is this log's.
+        var hashAtCommandMark: [UInt8]? = nil
+        /// The first error writing the command index during the scan.
+        var commandIndexError: Error? = nil
         var segments: [SegmentStore.Segment] = []
         var index: [SegmentStore.IndexEntry] = []
         /// End of the last sound record in the newest segment.
@@ -35,14 +42,16 @@ enum LogRecovery {
             }
             if let id = view.commandId {
                 let first = (lastCommand?.id == id) ? lastCommand!.first : view.sequence
-                commandResults[id] = AppendResult(firstSequence: first, lastSequence: view.sequence,
-                                                  streamVersion: view.streamVersion, duplicate: false)
+                if view.sequence > commandsAfter, commandIndexError == nil, let sink = commandSink {
+                    do { try sink.upsert(id, first: first, last: view.sequence) } catch { commandIndexError = error }
+                }
                 lastCommand = (id, first)
             } else {
                 lastCommand = nil
             }
             lastSequence = view.sequence
             lastHash = view.hash
+            if view.sequence == commandsAfter { hashAtCommandMark = lastHash }
             tailOffset = offset + length
             return nil
         }
@@ -58,8 +67,13 @@ enum LogRecovery {
     }
 
     /// `repair == false` (read-only) leaves a torn tail in place and stops reading before it.
-    static func open(directory: String, repair: Bool = true) throws -> Opened {
+    /// `commands`: the command-id index to fill with every command after `commandsAfter` (its mark).
+    static func open(directory: String, repair: Bool = true, commands: CommandIndexFile? = nil,
+                     commandsAfter: UInt64 = .max) throws -> Opened {
         var opened = Opened(report: RecoveryReport(segments: 0, records: 0, truncatedTail: nil))
+        opened.commandSink = commands
+        opened.commandsAfter = commandsAfter
+        if commandsAfter == 0 { opened.hashAtCommandMark = RecordFormat.genesisHash }
         var names = try segmentFiles(in: directory)
         if names.isEmpty {
             guard repair else { throw EventLogError.invalid("no event log in \(directory)") }

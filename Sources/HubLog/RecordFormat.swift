@@ -228,6 +228,15 @@ public struct RecordView {
         return utf8.withUnsafeBytes { memcmpEqual(UnsafeRawBufferPointer(rebasing: body[typeRange]), $0) }
     }
 
+    /// Compares the command id bytes without making a String.
+    ///
+    /// - Parameter utf8: The UTF-8 bytes of a command id.
+    /// - Returns: Whether the record was appended with exactly that command id.
+    public func commandIdEquals(_ utf8: [UInt8]) -> Bool {
+        guard let range = commandIdRange, range.count == utf8.count else { return false }
+        return utf8.withUnsafeBytes { memcmpEqual(UnsafeRawBufferPointer(rebasing: body[range]), $0) }
+    }
+
     /// A copy of the record (owning its strings and payload).
     public var record: EventRecord {
         EventRecord(sequence: sequence, stream: stream, streamVersion: streamVersion, type: type,

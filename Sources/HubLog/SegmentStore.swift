@@ -13,15 +13,20 @@ public struct SegmentStoreOptions: Sendable {
     /// Told how long each successful data sync (fdatasync) took, on the writer thread: keep it cheap
     /// (the runtime records it in a histogram).
     public var syncObserver: (@Sendable (Duration) -> Void)? = nil
+    /// How many recent command ids (with their results) are kept in memory; older ones are looked
+    /// up in the command index file (`commands.idx`).
+    public var commandWindow: Int = 4096
 
     /// Makes settings.
     ///
     /// - Parameters:
     ///   - segmentSize: Start a new segment once the current one reaches this many bytes.
     ///   - failSyncNumber: Test-only: make the n-th data sync fail.
-    public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil) {
+    ///   - commandWindow: Recent command ids kept in memory (at least 1).
+    public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096) {
         self.segmentSize = segmentSize
         self.failSyncNumber = failSyncNumber
+        self.commandWindow = max(1, commandWindow)
     }
 }
 
@@ -73,7 +78,11 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         /// models) read the tail from memory instead of the files.
         var recent: [EventRecord] = []
     }
-    static let recentCapacity = 8192
+    /// How many committed records stay in memory for followers (a few more, up to `recentSlack`,
+    /// before the oldest are dropped): a fixed amount, so a long-running hub reaches it and stays
+    /// there. A follower further behind reads the files (the page cache).
+    static let recentCapacity = 512
+    static let recentSlack = 64
 
     /// The directory holding the segment files and the `LOCK` file.
     public let directory: String
@@ -82,8 +91,11 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     let options: SegmentStoreOptions
     let shared = Mutex(Shared())
 
-    /// Every command id ever appended, with its original result (idempotency is permanent).
-    private let commandResults: Mutex<[String: AppendResult]>
+    /// Every command id ever appended, with its original result (idempotency is permanent): a
+    /// bounded window in memory, the rest in `commands.idx` (see ``CommandIndex``).
+    let commands: CommandIndex
+    /// What opening found of the command index, when it had to be rebuilt (for ``openingNotes``).
+    let commandIndexNote: String?
 
     // Writer-thread state.
     private var lastHash: [UInt8]
@@ -137,16 +149,23 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             throw EventLogError.invalid("no event log at \(directory)")
         }
         self.lockFD = lockFD
-        let opened: LogRecovery.Opened
+        var opened: LogRecovery.Opened
+        let indexing: CommandIndexOpening
         do {
-            opened = try LogRecovery.open(directory: directory, repair: !readOnly)
+            indexing = readOnly ? CommandIndexOpening() : try CommandIndexOpening(directory: directory)
+            opened = try LogRecovery.open(directory: directory, repair: !readOnly, commands: indexing.scanned,
+                                          commandsAfter: indexing.after)
+            if let failure = opened.commandIndexError { throw failure }
         } catch {
             if lockFD >= 0 { Glibc.close(lockFD) }
             throw error
         }
+        opened.commandSink = nil
+        let rebuild = indexing.mustRebuild(opened)
         follower = Mutex(readOnly ? opened : LogRecovery.Opened(report: opened.report))
         recovery = opened.report
-        commandResults = Mutex(readOnly ? [:] : opened.commandResults)
+        commands = CommandIndex(window: options.commandWindow)
+        commandIndexNote = indexing.note(opened, rebuild: rebuild)
         lastHash = opened.lastHash
         shared.withLock {
             $0.lastSequence = opened.lastSequence
@@ -156,6 +175,13 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             $0.index = opened.index
         }
         if readOnly { writerDone = true; return }
+        do {
+            try openCommandIndex(indexing, rebuild: rebuild, opened: opened)
+        } catch {
+            Glibc.close(lockFD)
+            self.lockFD = -1
+            throw error
+        }
         let last = opened.segments[opened.segments.count - 1]
         segmentFD = try FileIO.openFile(last.path, flags: O_WRONLY | O_APPEND)
         segmentSize = try FileIO.size(fd: segmentFD, path: last.path)
@@ -174,9 +200,13 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     /// The torn tail cut on opening, if any: which segment, at which offset, how many bytes, and the
     /// quarantine file that keeps them.
     public var openingNotes: [String] {
-        guard let torn = recovery.truncatedTail else { return [] }
-        let kept = recovery.quarantine.map { "; the cut bytes are kept in \(directory)/\($0)" } ?? ""
-        return ["recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)" + kept]
+        var notes: [String] = []
+        if let torn = recovery.truncatedTail {
+            let kept = recovery.quarantine.map { "; the cut bytes are kept in \(directory)/\($0)" } ?? ""
+            notes.append("recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)" + kept)
+        }
+        if let commandIndexNote { notes.append(commandIndexNote) }
+        return notes
     }
 
     /// See ``EventStore/chainHash(at:)``: the head hash from memory, an older one read from the
@@ -215,7 +245,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     /// See ``EventStore/commandResult(_:)``; a read-only store does not index command ids (nil).
     public func commandResult(_ commandId: String) -> AppendResult? {
-        commandResults.withLock { $0[commandId].map { var r = $0; r.duplicate = true; return r } }
+        guard !readOnly else { return nil }
+        return (try? lookUpCommand(commandId)).flatMap { $0 }.map { var r = $0; r.duplicate = true; return r }
     }
 
     /// See ``EventStore/writerFault``: why the writer thread stopped (a failed write or sync), if it did.
@@ -392,6 +423,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             return all
         }
         for waiter in waiters { waiter.resume(throwing: EventLogError.closed) }
+        let head = shared.withLock { ($0.lastSequence, $0.headHash) }
+        commands.close(through: head.0, hash: head.1)
         // The writer has finished: release the segment and the directory lock.
         if segmentFD >= 0 { Glibc.close(segmentFD); segmentFD = -1 }
         if lockFD >= 0 { Glibc.close(lockFD); lockFD = -1 }
@@ -452,12 +485,19 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
         do {
             for item in batch {
                 let request = item.request
-                if let id = request.causation.commandId, let original = commandOverlay[id] ?? commandResults.withLock({ $0[id] }) {
-                    var again = original
-                    again.duplicate = true
-                    results.append(.success(again))
-                    needsWrite.append(commandOverlay[id] != nil)
-                    continue
+                if let id = request.causation.commandId {
+                    let original: AppendResult?
+                    do { original = try commandOverlay[id] ?? lookUpCommand(id) } catch {
+                        results.append(.failure(error))
+                        needsWrite.append(false)
+                        continue
+                    }
+                    if var again = original {
+                        again.duplicate = true
+                        results.append(.success(again))
+                        needsWrite.append(commandOverlay[id] != nil)
+                        continue
+                    }
                 }
                 let current = streamOverlay[request.stream] ?? shared.withLock { $0.streams[request.stream] }
                 switch request.expected {
@@ -534,12 +574,11 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             shared.withLock { $0.storage = .ok }
         }
         lastHash = hash
-        if !commandOverlay.isEmpty { commandResults.withLock { $0.merge(commandOverlay) { a, _ in a } } }
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
             s.lastSequence = nextSequence - 1
             s.headHash = hash
             s.recent += committed
-            if s.recent.count > 2 * Self.recentCapacity { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
+            if s.recent.count > Self.recentCapacity + Self.recentSlack { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }
             s.index += newIndex
             guard nextSequence - 1 > committedLast else { return [] }
@@ -547,6 +586,9 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             s.waiters.removeAll()
             return all
         }
+        // Indexed once committed (a crash before this is mended by the next open's tail scan), and
+        // before anyone hears of the commit: a retry can never miss its original.
+        commands.record(commandOverlay, through: nextSequence - 1, hash: hash)
         for (i, item) in batch.enumerated() { item.complete(results[i]) }
         for waiter in waiters { waiter.resume() }
     }

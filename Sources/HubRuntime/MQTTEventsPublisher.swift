@@ -107,9 +107,16 @@ final class MQTTEventsPublisher: Service {
         }
     }
 
+    /// Tasks the feed holds (in flight, or acknowledged but not yet let go): at most `window` plus
+    /// a few, whatever the number of events (a test checks it).
+    var heldTasks: Int { held.load(ordering: .relaxed) }
+    private let held = Atomic<Int>(0)
+
     private func feed(from first: UInt64, failed: AsyncStream<any Error>.Continuation) async -> (pending: [Task<Void, any Error>], error: (any Error)?) {
-        var inFlight: [Task<Void, any Error>] = []
+        // Each event's acknowledgement task, oldest first; `head` is the first one still held.
+        var inFlight: [(sequence: UInt64, task: Task<Void, any Error>)] = []
         var head = 0
+        defer { held.store(0, ordering: .relaxed) }
         do {
             for try await record in hub.store.subscribe(from: first) {
                 let topic = topics.event(stream: record.stream, type: record.type)
@@ -121,7 +128,7 @@ final class MQTTEventsPublisher: Service {
                     do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout {}
                 }
                 let ticket = try client.publishTracked(topic, payload, qos: 1)
-                inFlight.append(Task {
+                inFlight.append((sequence, Task {
                     do {
                         try await ticket.acknowledged()
                     } catch {
@@ -129,19 +136,24 @@ final class MQTTEventsPublisher: Service {
                         throw error
                     }
                     self.acknowledge(sequence)
-                })
+                }))
+                // Let go of every task the broker's acknowledgements have passed (not only when the
+                // window is full: at a household's pace it never is, and the tasks piled up).
+                let done = acknowledged
+                while head < inFlight.count && inFlight[head].sequence <= done { head += 1 }
                 while inFlight.count - head >= Self.window {
-                    try await inFlight[head].value
+                    try await inFlight[head].task.value
                     head += 1
                 }
-                if head >= 4096 {
+                if head >= 16 {
                     inFlight.removeFirst(head)
                     head = 0
                 }
+                held.store(inFlight.count, ordering: .relaxed)
             }
-            return (Array(inFlight[head...]), nil)
+            return (inFlight[head...].map(\.task), nil)
         } catch {
-            return (Array(inFlight[head...]), error)
+            return (inFlight[head...].map(\.task), error)
         }
     }
 

@@ -25,8 +25,11 @@ struct ExecCommand: AsyncParsableCommand {
 
     func run() async throws {
         let hub = try await Console.guarded { try Hub(paths: HubPaths(dataDirectory: data.dataDir)) }
-        // What opening repaired or set aside (a torn tail cut into quarantine, a snapshot the log disowns).
-        for note in hub.openingNotes where note.hasPrefix("recovered") || note.contains("set aside") { Console.note("hub: \(note)") }
+        // What opening repaired, rebuilt or set aside (a torn tail cut into quarantine, the command
+        // index rebuilt by a scan, a snapshot the log disowns).
+        for note in hub.openingNotes where note.hasPrefix("recovered") || note.hasPrefix("the command index") || note.contains("set aside") {
+            Console.note("hub: \(note)")
+        }
         // The same command path as `hub run`, with no drivers running: members of a group or scene
         // are sent their switch and stay pending until a running hub's drivers carry it out.
         let service = CommandService(hub: hub, catalog: DriverCatalog(LinkedDrivers.all), confirmTimeout: .zero,

@@ -28,6 +28,17 @@ import Testing
         #expect(s.energy.lifetimeKWh(device: "nope") == 0)
     }
 
+    /// A hub runs for years: the ledger keeps the newest year of days per device, not every day.
+    @Test func theDailyEnergyKeepsAYearOfDays() {
+        let day = Civil.microsPerDay
+        let s = fold((0...400).map { energy(Double($0) * 10, t0 + Int64($0) * day) })
+        let acc = s.energy["m"]!
+        #expect(acc.dailyWh.count == 366) // EnergyAccount.daysKept
+        #expect(acc.dailyWh[Civil.dayKey(dayNumber: Civil.dayNumber(micros: t0 + 400 * day))] == 10)
+        #expect(acc.dailyWh[Civil.dayKey(dayNumber: Civil.dayNumber(micros: t0 + day))] == nil)
+        #expect(acc.lifetimeWh == 4000)
+    }
+
     @Test func lifetimeNeverDecreasesThroughDecide() {
         var s = HubState()
         register("m", &s)

@@ -89,6 +89,15 @@ import Testing
         #expect(try runHub(["verify", "--data-dir", dir]).stdout.contains("log sound: 2 events"))
     }
 
+    @Test func aDeletedCommandIndexIsRebuiltAndExecSaysSo() throws {
+        let (dir, paths) = try dataDirectory(registering: ["a"])
+        try FileManager.default.removeItem(atPath: paths.log + "/commands.idx")
+        let exec = try runHub(["exec", "--data-dir", dir, #"{"command":"rename_device","id":"a","name":"Alpha"}"#])
+        #expect(exec.status == 0, "\(exec.stderr)")
+        #expect(exec.stderr.contains("hub: the command index commands.idx was missing: rebuilt by a scan of 1 record"), "\(exec.stderr)")
+        #expect(FileManager.default.fileExists(atPath: paths.log + "/commands.idx"))
+    }
+
     @Test func verifyNamesAForgedSnapshot() throws {
         let (dir, paths) = try dataDirectory(registering: ["lamp"])
         let file = paths.snapshots + "/snapshot-00000000000000000001.snap"

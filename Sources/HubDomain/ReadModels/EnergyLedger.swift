@@ -5,8 +5,11 @@ public struct EnergyAccount: Sendable, Equatable, Codable {
     public var lastMeasuredAt: Int64?
     /// Never decreases: the sum of positive deltas between counter readings.
     public var lifetimeWh: Double = 0
-    /// Energy per UTC day of the reading, keyed "YYYY-MM-DD", in Wh.
+    /// Energy per UTC day of the reading, keyed "YYYY-MM-DD", in Wh: the newest ``daysKept`` days
+    /// (a hub that runs for years keeps a year of days per device, not every day; the log keeps all).
     public var dailyWh: [String: Double] = [:]
+    /// How many days ``dailyWh`` keeps.
+    public static let daysKept = 366
     public var resets: Int = 0
     // Cache of the last day key, so consecutive readings on one day format nothing.
     var cachedDay: Int64?
@@ -28,6 +31,7 @@ public struct EnergyAccount: Sendable, Equatable, Codable {
                     cachedDayKey = Civil.dayKey(dayNumber: day)
                 }
                 dailyWh[cachedDayKey, default: 0] += delta
+                if dailyWh.count > Self.daysKept, let oldest = dailyWh.keys.min() { dailyWh[oldest] = nil }
             }
         }
         lastCounterWh = value
