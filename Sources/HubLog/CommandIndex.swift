@@ -44,6 +44,16 @@ final class CommandIndex: Sendable {
         state.withLock { $0.file = file }
     }
 
+    /// Hands over a file that could not take the log's tail at start-up (a full disk): `unindexed`
+    /// holds the tail's commands in memory, and `failure` keeps the file's mark where it was.
+    func install(_ file: CommandIndexFile, unindexed: [String: AppendResult], failure: EventLogError) {
+        state.withLock {
+            $0.file = file
+            $0.unindexed = unindexed
+            $0.failure = failure
+        }
+    }
+
     /// Where the index lives, for messages.
     var path: String? { state.withLock { $0.file?.path } }
 

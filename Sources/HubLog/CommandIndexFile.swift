@@ -245,7 +245,7 @@ final class CommandIndexFile: @unchecked Sendable {
                 let n = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw EventLogError.io(path: path, operation: "write", errno: errno)
+                    throw FileIO.spaceFailure(path: path, operation: "write", errno: errno)
                 }
                 done += n
             }

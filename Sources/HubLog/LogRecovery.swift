@@ -21,6 +21,9 @@ enum LogRecovery {
         var hashAtCommandMark: [UInt8]? = nil
         /// The first error writing the command index during the scan.
         var commandIndexError: Error? = nil
+        /// The commands the scan could not write into the index after ``commandIndexError`` (a
+        /// full disk): kept in memory by the store until the next open indexes them again.
+        var unindexedCommands: [String: AppendResult] = [:]
         var segments: [SegmentStore.Segment] = []
         var index: [SegmentStore.IndexEntry] = []
         /// End of the last sound record in the newest segment.
@@ -42,8 +45,14 @@ enum LogRecovery {
             }
             if let id = view.commandId {
                 let first = (lastCommand?.id == id) ? lastCommand!.first : view.sequence
-                if view.sequence > commandsAfter, commandIndexError == nil, let sink = commandSink {
-                    do { try sink.upsert(id, first: first, last: view.sequence) } catch { commandIndexError = error }
+                if view.sequence > commandsAfter, let sink = commandSink {
+                    if commandIndexError == nil {
+                        do { try sink.upsert(id, first: first, last: view.sequence) } catch { commandIndexError = error }
+                    }
+                    if commandIndexError != nil {
+                        unindexedCommands[id] = AppendResult(firstSequence: first, lastSequence: view.sequence,
+                                                             streamVersion: view.streamVersion, duplicate: false)
+                    }
                 }
                 lastCommand = (id, first)
             } else {

@@ -45,8 +45,25 @@ extension SegmentStore {
                 return true
             }
         }
-        try file.checkpoint(through: opened.lastSequence, hash: opened.lastHash)
+        if let full = opened.commandIndexError as? EventLogError {
+            // The disk filled while the tail was indexed: the file keeps its mark (the next open
+            // indexes the tail again) and the tail's commands are kept in memory meanwhile.
+            commands.install(file, unindexed: opened.unindexedCommands, failure: full)
+            return
+        }
+        do {
+            try file.checkpoint(through: opened.lastSequence, hash: opened.lastHash)
+        } catch let full as EventLogError where Self.isStorageFull(full) {
+            commands.install(file, unindexed: [:], failure: full)
+            return
+        }
         commands.install(file)
+    }
+
+    /// Whether `error` is ``EventLogError/storageFull(path:operation:errno:)``.
+    static func isStorageFull(_ error: Error) -> Bool {
+        if case .storageFull? = error as? EventLogError { return true }
+        return false
     }
 }
 

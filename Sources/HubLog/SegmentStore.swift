@@ -155,7 +155,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
             indexing = readOnly ? CommandIndexOpening() : try CommandIndexOpening(directory: directory)
             opened = try LogRecovery.open(directory: directory, repair: !readOnly, commands: indexing.scanned,
                                           commandsAfter: indexing.after)
-            if let failure = opened.commandIndexError { throw failure }
+            // A full disk while indexing the tail is not fatal: those commands stay in memory.
+            if let failure = opened.commandIndexError, !Self.isStorageFull(failure) { throw failure }
         } catch {
             if lockFD >= 0 { Glibc.close(lockFD) }
             throw error
