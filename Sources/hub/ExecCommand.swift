@@ -23,7 +23,7 @@ struct ExecCommand: AsyncParsableCommand {
     var commands: [String]
 
     func run() async throws {
-        let hub = try await Console.guarded { try Hub(paths: HubPaths(dataDirectory: data.dataDir)) }
+        let hub = try await Console.guarded { try Hub(paths: data.paths()) }
         // What opening repaired or set aside (a torn tail cut into quarantine, a snapshot the log disowns).
         for note in hub.openingNotes where note.hasPrefix("recovered") || note.contains("set aside") { Console.note("hub: \(note)") }
         // The same command path as `hub run`, with no drivers running: members of a group or scene
