@@ -46,6 +46,17 @@ public final class PostgresEventStore: EventStore, Sendable {
         var writing = false
         var nextWaiter = 0
         var waiters: [Int: (after: UInt64, continuation: CheckedContinuation<Void, Error>)] = [:]
+        /// Transactions committed by this process's writer (each may hold several appends).
+        var transactions: UInt64 = 0
+
+        /// Stops the store after a lost connection: every waiter and later append fails with `reason`.
+        mutating func stop(_ reason: String) {
+            guard fault == nil, !closing else { return }
+            fault = reason
+            let woken = waiters.values
+            waiters.removeAll()
+            for waiter in woken { waiter.continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+        }
 
         mutating func advance(to sequence: UInt64) {
             guard sequence > lastSequence else { return }
@@ -110,6 +121,13 @@ public final class PostgresEventStore: EventStore, Sendable {
             _ = try listener.query(PostgresQuery(unsafeSQL: "LISTEN \(PostgresSchema.channel)"), logger: logger).wait()
             let last = try readLastSequence()
             state.withLock { $0.advance(to: last) }
+            // A lost connection is not waited out silently: followers and appends hear of it.
+            for (connection, role) in [(writer, "writer"), (reader, "reader"), (listener, "listener")] {
+                connection.closeFuture.whenComplete { [weak self] _ in
+                    guard let self else { return }
+                    self.state.withLock { $0.stop("\(self.location): the \(role) connection to PostgreSQL was lost") }
+                }
+            }
         } catch {
             for connection in opened { _ = try? connection.close().wait() }
             try? group.syncShutdownGracefully()
@@ -289,6 +307,10 @@ public final class PostgresEventStore: EventStore, Sendable {
     }
 
     public var writerFault: String? { state.withLock { $0.fault } }
+
+    /// Transactions this store's writer has committed: fewer than its appends when concurrent
+    /// appends shared one (group commit).
+    public var transactionsCommitted: UInt64 { state.withLock { $0.transactions } }
 
     public func close() async {
         let first = state.withLock { state -> Bool in

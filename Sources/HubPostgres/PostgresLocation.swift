@@ -14,6 +14,15 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var password: String?
     public var database: String
 
+    /// A location given part by part.
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+    }
+
     /// Whether `text` names a PostgreSQL log (`postgres://` or `postgresql://`).
     public static func isURL(_ text: String) -> Bool {
         text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")

@@ -76,12 +76,7 @@ extension PostgresEventStore {
         } catch {
             _ = try? await writer.query("ROLLBACK", logger: logger).get()
             let reason = "\(location): \(Self.reason(error)) (an append in flight may or may not have been committed)"
-            state.withLock { state in
-                state.fault = reason
-                let waiters = state.waiters.values
-                state.waiters.removeAll()
-                for waiter in waiters { waiter.continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
-            }
+            state.withLock { $0.stop(reason) }
             let failed = state.withLock { state -> [Pending] in
                 defer { state.pending.removeAll() }
                 return state.pending
@@ -177,7 +172,10 @@ extension PostgresEventStore {
         _ = try await run("UPDATE hub_log_head SET last_seq = \(Int64(last)), chain_hash = \(ByteBuffer(bytes: hash)) WHERE id = 1")
         _ = try await run("SELECT pg_notify(\(PostgresSchema.channel), \(String(last)))")
         _ = try await run("COMMIT")
-        state.withLock { $0.advance(to: last) }
+        state.withLock { state in
+            state.transactions += 1
+            state.advance(to: last)
+        }
         return results
     }
 

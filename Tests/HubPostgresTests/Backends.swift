@@ -28,7 +28,7 @@ struct LogPlace {
 
     /// A fresh, empty log of `backend`; nil (the test is skipped, said once) when PostgreSQL is not installed.
     static func fresh(_ backend: Backend) throws -> LogPlace? {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-test-\(UUID().uuidString.prefix(8))").path
+        let dir = testRoot + "/\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         switch backend {
         case .segments:
@@ -39,6 +39,13 @@ struct LogPlace {
         }
     }
 }
+
+/// This test process's directories, removed when it exits.
+let testRoot: String = {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path
+    atexit { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path) }
+    return root
+}()
 
 /// One proposed event with a recognisable payload.
 func event(_ n: Int, type: String = "Noted") -> ProposedEvent {
