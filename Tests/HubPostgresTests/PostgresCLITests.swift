@@ -52,4 +52,33 @@ import Testing
         let empty = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", bare])
         #expect(empty.status != 0 && empty.stderr.contains("no hub event log in this database"), "\(empty.stderr)")
     }
+
+    @Test func hubRunKeepsItsLogInThePostgresTheConfigurationNames() throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        let config = pg.dataDirectory + "/hub.json"
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"log":"\#(pg.url!)"}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: hub)
+        process.arguments = ["run", "--data-dir", pg.dataDirectory, "--config", config, "--no-mqtt"]
+        let errPath = pg.dataDirectory + "/stderr.txt"
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        var said = ""
+        while Date() < deadline, process.isRunning {
+            said = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            if said.contains("Ctrl-C stops") { break }
+            usleep(100_000)
+        }
+        #expect(said.contains("event log \(pg.url!)"), "\(said)")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(!FileManager.default.fileExists(atPath: pg.dataDirectory + "/log"))
+        let events = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", pg.url!])
+        #expect(events.stdout.contains(#""type":"DeviceRegistered""#), "\(events.stderr)")
+    }
 }
