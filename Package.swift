@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // JSON values, the strict parser and the strict object reader: a leaf, shared by the domain and the driver API.
@@ -38,6 +39,14 @@ let package = Package(
         .target(name: "HubLog", dependencies: [
             "CCRC32C",
             .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.
+        .target(name: "HubPostgres", dependencies: [
+            "HubLog",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // What a driver may see and do.
         .target(name: "DriverAPI", dependencies: ["HubJSON", "Quantities"]),
@@ -69,13 +78,15 @@ let package = Package(
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
         // Test and benchmark helper: runs a private mosquitto broker on a free port (never in `hub`).
         .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
+        // Test support: a private PostgreSQL server (initdb in a temporary directory, a free loopback port).
+        .target(name: "PostgresHarness", path: "Tests/PostgresHarness"),
         // Test support: a small tmpfs of its own, filled to make a real full disk.
         .target(name: "DiskHarness", path: "Tests/DiskHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // Command handling, projections, replay, import/export.
         .target(name: "HubRuntime", dependencies: [
-            "HubDomain", "HubLog", "DriverAPI", "MQTT",
+            "HubDomain", "HubLog", "HubPostgres", "DriverAPI", "MQTT",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -117,6 +128,7 @@ let package = Package(
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
+        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),

@@ -172,7 +172,12 @@ public struct RecordView {
     public let schemaVersion: UInt16
     let streamRange: Range<Int>, typeRange: Range<Int>, commandIdRange: Range<Int>?, actorRange: Range<Int>, payloadRange: Range<Int>
 
-    init?(body: UnsafeRawBufferPointer) {
+    /// A view of a canonical body (as ``RecordFormat/appendFrame(to:record:previousHash:)`` writes it
+    /// after the frame header), for backends that build their views from stored rows.
+    ///
+    /// - Parameter body: The body, ending in its chain hash; it must outlive the view.
+    /// - Returns: nil when the lengths in the body do not add up to its size.
+    public init?(body: UnsafeRawBufferPointer) {
         guard body.count >= RecordFormat.fixedBodySize + RecordFormat.hashSize else { return nil }
         self.body = body
         sequence = body.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian

@@ -1,24 +1,48 @@
 import Foundation
 import HubDomain
 import HubLog
+import HubPostgres
 
 /// Where the hub keeps its data: `<dataDir>/log` (segments) and `<dataDir>/snapshots`.
 public struct HubPaths: Sendable {
     public var dataDirectory: String
-    public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
+    /// Where the event log is kept when it is not the segment log in ``log``: a
+    /// `postgres://user@host:5432/database` URL (`--log`, or `log` in the configuration file);
+    /// nil for the embedded segment log. The data directory still holds snapshots and keys.
+    public var logURL: String?
+    public init(dataDirectory: String, logURL: String? = nil) {
+        self.dataDirectory = dataDirectory
+        self.logURL = logURL
+    }
     public var log: String { dataDirectory + "/log" }
     public var snapshots: String { dataDirectory + "/snapshots" }
 
-    /// Opens the event log kept in this data directory (the embedded segment store at ``log``): the
-    /// one place that picks the backend for callers that only know a data directory.
+    /// The event log named for messages: the segment log's directory, or the PostgreSQL URL with
+    /// its password masked.
+    public var logDescription: String {
+        guard let logURL else { return log }
+        return (try? PostgresLocation(url: logURL).description) ?? PostgresLocation.masked(logURL)
+    }
+
+    /// Whether there may be a log to open read-only: the segment log's directory exists, or a
+    /// PostgreSQL log is named (its tables are checked when it opens).
+    public var mayHoldLog: Bool { logURL != nil || FileManager.default.fileExists(atPath: log) }
+
+    /// Opens the event log: the PostgreSQL log at ``logURL`` when set (with the `PG*` environment
+    /// variables filling what the URL leaves out), else the embedded segment store at ``log``: the
+    /// one place that picks the backend.
     ///
     /// - Parameters:
     ///   - readOnly: Open without the writer's lock and without repairing anything (beside a running hub).
     ///   - options: The segment store's settings.
     /// - Returns: The opened store.
-    /// - Throws: `EventLogError` when the log cannot be opened (locked, corrupt, missing when read-only).
+    /// - Throws: `EventLogError` when the log cannot be opened (locked, corrupt, missing when
+    ///   read-only, a URL that does not parse, a server that cannot be reached).
     public func openEventStore(readOnly: Bool = false, options: SegmentStoreOptions = SegmentStoreOptions()) throws -> any EventStore {
-        try SegmentStore(directory: log, options: options, readOnly: readOnly)
+        if let logURL {
+            return try PostgresEventStore(location: PostgresLocation(url: logURL), readOnly: readOnly)
+        }
+        return try SegmentStore(directory: log, options: options, readOnly: readOnly)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HubDomain
+import HubPostgres
 import Logging
 
 /// The hub's configuration file (JSON). Every key is optional; unknown keys are errors, so a typo
@@ -64,6 +65,9 @@ public struct HubConfig: Sendable, Equatable {
     public var logLevel: Logger.Level = .info
     /// Where to serve `/metrics`, `/healthz` and `/readyz` (`http.listen`; `--http` overrides it); nil: not served.
     public var http: HTTPSettings?
+    /// `log`: the event log's PostgreSQL URL (`postgres://user@host:5432/database`); nil keeps the
+    /// segment log in the data directory. `--log` overrides it.
+    public var log: String?
 
     /// How the driver host treats what drivers report.
     public var driverHostOptions: DriverHostOptions {
@@ -97,7 +101,14 @@ public struct HubConfig: Sendable, Equatable {
     static func read(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
         let root = try JSONObjectReader(value)
-        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http"])
+        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log"])
+        if let log = try root.string("log") {
+            guard PostgresLocation.isURL(log) else {
+                throw root.wrongType("log", "a postgres:// URL such as \"postgres://hub@db.example:5432/hub\", not \"\(PostgresLocation.masked(log))\"")
+            }
+            do { _ = try PostgresLocation(url: log) } catch { throw root.invalid("log", "\(error)") }
+            config.log = log
+        }
         if let level = try root.string("log_level") {
             guard let l = Logger.Level(rawValue: level) else {
                 throw root.wrongType("log_level", "one of \(Logger.Level.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(level)\"")

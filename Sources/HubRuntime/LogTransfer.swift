@@ -44,10 +44,12 @@ public enum LogTransfer {
     @discardableResult
     public static func importFile(_ path: String, into paths: HubPaths) async throws -> UInt64 {
         let checked = try check(fileAt: path) // a bad file is refused before anything is made
-        if FileManager.default.fileExists(atPath: paths.log) {
-            let existing = try? paths.openEventStore(readOnly: true)
-            if let existing, existing.lastSequence > 0 {
-                throw HubError.failed("\(paths.dataDirectory) already holds \(existing.lastSequence) events; import needs an empty data directory")
+        if paths.mayHoldLog, let existing = try? paths.openEventStore(readOnly: true) {
+            let count = existing.lastSequence
+            await existing.close()
+            if count > 0 {
+                let place = paths.logURL == nil ? paths.dataDirectory : paths.logDescription
+                throw HubError.failed("\(place) already holds \(count) events; import needs an empty log")
             }
         }
         let store = try paths.openEventStore()

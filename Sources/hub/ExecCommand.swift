@@ -24,7 +24,7 @@ struct ExecCommand: AsyncParsableCommand {
     var commands: [String]
 
     func run() async throws {
-        let hub = try await Console.guarded { try Hub(paths: HubPaths(dataDirectory: data.dataDir)) }
+        let hub = try await Console.guarded { try Hub(paths: data.paths()) }
         // What opening repaired, rebuilt or set aside (a torn tail cut into quarantine, the command
         // index rebuilt by a scan, a snapshot the log disowns).
         for note in hub.openingNotes where note.hasPrefix("recovered") || note.hasPrefix("the command index") || note.contains("set aside") {

@@ -14,10 +14,26 @@ struct HubCLI: AsyncParsableCommand {
     )
 }
 
-/// `--data-dir`, shared by every subcommand.
+/// `--data-dir` and `--log`, shared by every subcommand.
 struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "The hub's data directory (event log and snapshots).")
     var dataDir: String = "./hub-data"
+    @Option(name: .long, help: ArgumentHelp(
+        "Keep the event log in PostgreSQL instead of <data-dir>/log, such as postgres://hub@db.example:5432/hub (PGHOST, PGPORT, PGUSER, PGPASSWORD and PGDATABASE fill what the URL leaves out). The data directory still holds snapshots and keys.",
+        valueName: "url"))
+    var log: String?
+
+    /// The data directory, with the log `--log` names (or `fallback`, from the configuration file).
+    func paths(fallback: String? = nil) throws -> HubPaths {
+        let url = log ?? fallback
+        if let url, !url.hasPrefix("postgres://"), !url.hasPrefix("postgresql://") {
+            throw HubError.usage("--log \(HubPaths(dataDirectory: dataDir, logURL: url).logDescription): not a postgres:// URL (postgres://user@host:5432/database); without --log the log is <data-dir>/log")
+        }
+        return HubPaths(dataDirectory: dataDir, logURL: url)
+    }
+
+    /// The event log named for messages (a PostgreSQL URL with its password masked).
+    var logDescription: String { (try? paths().logDescription) ?? dataDir }
 }
 
 /// `--log-level`, for the subcommands that write diagnostics through swift-log (`run`, `exec`).

@@ -7,8 +7,8 @@ import HubRuntime
 
 /// Opens the log read-only (beside a running hub, without repairing anything).
 func openLogReadOnly(_ data: DataOptions) throws -> any EventStore {
-    let paths = HubPaths(dataDirectory: data.dataDir)
-    guard FileManager.default.fileExists(atPath: paths.log) else {
+    let paths = try data.paths()
+    guard paths.mayHoldLog else {
         throw HubError.usage("no event log in \(data.dataDir) (start one with `hub run --data-dir \(data.dataDir)` or `hub import`)")
     }
     return try paths.openEventStore(readOnly: true)
@@ -76,6 +76,7 @@ struct EventsCommand: AsyncParsableCommand {
                 try store.read(from: start, through: store.lastSequence) { emit($0) }
             }
             out.flush()
+            await store.close()
         }
     }
 }
@@ -114,6 +115,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 print(ReadModelReport.table(state, asOf: asOf), terminator: "")
             }
             if unreadable > 0 { Console.note("hub: \(unreadable) events of types this hub version cannot read were skipped") }
+            await store.close()
         }
     }
 }
@@ -128,7 +130,7 @@ struct VerifyCommand: AsyncParsableCommand {
     /// Each snapshot must be sealed, bound to the log's chain hash at its sequence, and equal to the
     /// log folded to that sequence; a bad one is named, and nothing is changed.
     func checkSnapshots() throws {
-        let paths = HubPaths(dataDirectory: data.dataDir)
+        let paths = try data.paths()
         let audit = try SnapshotAudit.check(paths: paths) { try openLogReadOnly(data) }
         for finding in audit.findings where finding.problem == nil {
             let verdict = finding.skipped.map { "not compared (\($0))" } ?? "matches the log folded to sequence \(finding.sequence ?? 0)"
@@ -160,6 +162,7 @@ struct VerifyCommand: AsyncParsableCommand {
             print("log sound: \(report.records) events\(storage) checked in " + String(format: "%.2f", seconds) + " s")
             print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
             if let note = report.incompleteTail { print("note: \(note)") }
+            await store.close()
             try checkSnapshots()
         }
     }
@@ -200,6 +203,7 @@ struct ExportCommand: AsyncParsableCommand {
         try await Console.guarded {
             let store = try openLogReadOnly(data)
             let count = try LogTransfer.export(store: store, to: file)
+            await store.close()
             if file != "-" { Console.note("hub: exported \(count) events to \(file)") }
         }
     }
@@ -216,8 +220,9 @@ struct ImportCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let count = try await LogTransfer.importFile(file, into: HubPaths(dataDirectory: data.dataDir))
-            Console.note("hub: imported \(count) events into \(data.dataDir)")
+            let paths = try data.paths()
+            let count = try await LogTransfer.importFile(file, into: paths)
+            Console.note("hub: imported \(count) events into \(paths.logURL == nil ? data.dataDir : paths.logDescription)")
         }
     }
 }

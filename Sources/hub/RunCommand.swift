@@ -80,9 +80,9 @@ struct RunCommand: AsyncParsableCommand {
         // Before anything opens: a SIGINT/SIGTERM from now on is kept for the service group
         // (which shuts the hub down gracefully) instead of killing it half-open.
         EarlySignals.catch(Self.signals)
-        let (service, demoSimulators) = try await Console.guarded {
+        let (service, demoSimulators, logNote) = try await Console.guarded {
             let config = try settings()
-            var options = HubServiceOptions(paths: HubPaths(dataDirectory: data.dataDir), config: config,
+            var options = HubServiceOptions(paths: try data.paths(fallback: config.log), config: config,
                                             factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
             options.bridgeFactories = LinkedDrivers.bridges
             // The one place the process-wide metrics system is bootstrapped; /metrics renders its registry.
@@ -102,7 +102,7 @@ struct RunCommand: AsyncParsableCommand {
             do {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
                 let service = try await HubService.start(options, logger: Console.logger(level: config.logLevel), signals: Self.signals)
-                return (service, simulators)
+                return (service, simulators, options.paths.logURL == nil ? "" : ", event log \(options.paths.logDescription)")
             } catch {
                 await simulators?.stop()
                 throw error
@@ -114,7 +114,7 @@ struct RunCommand: AsyncParsableCommand {
         EarlySignals.redeliver()
         let state = await service.hub.state
         let animals = state.animals.admitted.count
-        Console.note("hub: running with data directory \(data.dataDir): \(state.lastSequence) events, "
+        Console.note("hub: running with data directory \(data.dataDir)\(logNote): \(state.lastSequence) events, "
                      + "\(state.devices.active.count) device(s), \(animals) animal(s) admitted. Ctrl-C stops.")
         // Until a signal, or until the service cannot go on (then exit non-zero, so a supervisor
         // such as systemd restarts it).

@@ -1,0 +1,334 @@
+import HubLog
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Synchronization
+
+/// The event log on PostgreSQL: the same ``EventStore`` contract as the segment store, in the tables
+/// of ``PostgresSchema`` (see docs/operations.md and docs/architecture.md).
+///
+/// - **Appends** are committed by one writer task in group commits: every append waiting when a
+///   transaction starts joins it (one `COMMIT`, one WAL flush). The transaction locks the head row,
+///   checks command ids and expected versions, inserts the records with their chain hashes, moves the
+///   head and sends `NOTIFY hub_log`; `synchronous_commit` is `on` for the connection, so an append
+///   returns only after PostgreSQL has made it durable.
+/// - **Synchronous requirements** (``read(from:through:_:)``, ``streamVersion(_:)``,
+///   ``commandResult(_:)``, ``chainHash(at:)``) block the calling thread on an `EventLoopFuture`
+///   of the store's own one-thread event loop group: no Swift task is needed to finish them, so a
+///   caller on the cooperative pool cannot deadlock it (it is only held for the round trip). They
+///   must not be called on that event loop (nothing outside the store runs there).
+/// - **Following**: a third connection `LISTEN`s on `hub_log`; each notification (this process's
+///   commits and any other writer's) moves ``lastSequence`` and wakes ``waitForAppend(after:)``.
+///   Nothing polls.
+public final class PostgresEventStore: EventStore, Sendable {
+    /// Where the log lives (its description masks the password).
+    public let location: PostgresLocation
+    let readOnly: Bool
+    let group: MultiThreadedEventLoopGroup
+    let writer: PostgresConnection
+    let reader: PostgresConnection
+    let listener: PostgresConnection
+    let logger: Logger
+    let state: Mutex<StoreState>
+
+    struct Pending: Sendable {
+        var request: AppendRequest
+        var complete: @Sendable (Result<AppendResult, Error>) -> Void
+    }
+
+    struct StoreState: ~Copyable {
+        var lastSequence: UInt64 = 0
+        var closing = false
+        var closed = false
+        var fault: String?
+        var pending: [Pending] = []
+        var writing = false
+        var nextWaiter = 0
+        var waiters: [Int: (after: UInt64, continuation: CheckedContinuation<Void, Error>)] = [:]
+        /// Transactions committed by this process's writer (each may hold several appends).
+        var transactions: UInt64 = 0
+
+        /// Stops the store after a lost connection: every waiter and later append fails with `reason`.
+        mutating func stop(_ reason: String) {
+            guard fault == nil, !closing else { return }
+            fault = reason
+            let woken = waiters.values
+            waiters.removeAll()
+            for waiter in woken { waiter.continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+        }
+
+        mutating func advance(to sequence: UInt64) {
+            guard sequence > lastSequence else { return }
+            lastSequence = sequence
+            for (id, waiter) in waiters where waiter.after < sequence {
+                waiters.removeValue(forKey: id)
+                waiter.continuation.resume()
+            }
+        }
+    }
+
+    /// Connects to the log at `location`, creating its tables when opened for writing.
+    ///
+    /// Blocks the calling thread until connected (on the store's own event loop; safe from any
+    /// thread or task).
+    ///
+    /// - Parameters:
+    ///   - location: The server and database.
+    ///   - readOnly: Appends are refused; the tables must exist.
+    ///   - logger: Where postgres-nio's own diagnostics go (by default nowhere: they must never reach
+    ///     the standard output `hub events` and `hub export -` write to).
+    /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause.
+    public init(location: PostgresLocation, readOnly: Bool = false, logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        self.location = location
+        self.readOnly = readOnly
+        self.logger = logger
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.group = group
+        var opened: [PostgresConnection] = []
+        do {
+            for id in 1...3 {
+                let connection = try PostgresConnection.connect(on: group.next(), configuration: Self.configuration(location),
+                                                                id: id, logger: logger).wait()
+                opened.append(connection)
+                _ = try connection.query("SET synchronous_commit = on", logger: logger).wait()
+            }
+            if !readOnly {
+                _ = try opened[0].query("BEGIN", logger: logger).wait()
+                for statement in PostgresSchema.create {
+                    _ = try opened[0].query(PostgresQuery(unsafeSQL: statement), logger: logger).wait()
+                }
+                _ = try opened[0].query("COMMIT", logger: logger).wait()
+            } else {
+                let rows = try opened[1].query("SELECT to_regclass('hub_log_head') IS NOT NULL", logger: logger).wait()
+                guard try rows.first?.decode(Bool.self) == true else {
+                    throw EventLogError.invalid("\(location): no hub event log in this database (start one with `hub run --log` or `hub import --log`)")
+                }
+            }
+        } catch {
+            for connection in opened { _ = try? connection.close().wait() }
+            try? group.syncShutdownGracefully()
+            throw Self.describe(error, location, "cannot open the event log")
+        }
+        writer = opened[0]
+        reader = opened[1]
+        listener = opened[2]
+        state = Mutex(StoreState())
+        do {
+            listener.addListener(channel: PostgresSchema.channel) { [weak self] _, notification in
+                if let sequence = UInt64(notification.payload) { self?.state.withLock { $0.advance(to: sequence) } }
+            }
+            _ = try listener.query(PostgresQuery(unsafeSQL: "LISTEN \(PostgresSchema.channel)"), logger: logger).wait()
+            let last = try readLastSequence()
+            state.withLock { $0.advance(to: last) }
+            // A lost connection is not waited out silently: followers and appends hear of it.
+            for (connection, role) in [(writer, "writer"), (reader, "reader"), (listener, "listener")] {
+                connection.closeFuture.whenComplete { [weak self] _ in
+                    guard let self else { return }
+                    self.state.withLock { $0.stop("\(self.location): the \(role) connection to PostgreSQL was lost") }
+                }
+            }
+        } catch {
+            for connection in opened { _ = try? connection.close().wait() }
+            try? group.syncShutdownGracefully()
+            throw Self.describe(error, location, "cannot open the event log")
+        }
+    }
+
+    /// A store dropped without ``close()`` (a read-only one a command opened and let go) closes its
+    /// connections here, so none is left half-open.
+    deinit {
+        guard state.withLock({ !$0.closed }) else { return }
+        let onLoop = group.next().inEventLoop
+        for connection in [writer, reader, listener] {
+            if onLoop { let _: EventLoopFuture<Void> = connection.close() } else { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+        }
+        if !onLoop { try? group.syncShutdownGracefully() }
+    }
+
+    static func configuration(_ location: PostgresLocation) -> PostgresConnection.Configuration {
+        if location.host.hasPrefix("/") {
+            return .init(unixSocketPath: "\(location.host)/.s.PGSQL.\(location.port)", username: location.user,
+                         password: location.password, database: location.database)
+        }
+        return .init(host: location.host, port: location.port, username: location.user, password: location.password,
+                     database: location.database, tls: .disable)
+    }
+
+    /// One line for an error from PostgreSQL (or the connection), naming the log without its password.
+    static func describe(_ error: any Error, _ location: PostgresLocation, _ what: String) -> EventLogError {
+        if let logError = error as? EventLogError { return logError }
+        return .invalid("\(location): \(what): \(reason(error))")
+    }
+
+    /// The server's message for a server error; the kind of failure otherwise (never a password).
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                let code = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                return message + code
+            }
+            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+            return "\(error.code)"
+        }
+        return "\(error)"
+    }
+
+    func readLastSequence() throws -> UInt64 {
+        let rows = try reader.query("SELECT last_seq FROM hub_log_head WHERE id = 1", logger: logger).wait()
+        return UInt64(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    // MARK: The core requirements
+
+    public var lastSequence: UInt64 { state.withLock { $0.lastSequence } }
+
+    public func streamVersion(_ stream: String) -> UInt64? {
+        let query: PostgresQuery = "SELECT max(stream_version) FROM hub_events WHERE stream = \(stream)"
+        guard let rows = try? reader.query(query, logger: logger).wait(), let value = try? rows.first?.decode(Int64?.self) else {
+            return nil
+        }
+        return UInt64(value)
+    }
+
+    public func commandResult(_ commandId: String) -> AppendResult? {
+        let query: PostgresQuery = "SELECT first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = \(commandId)"
+        guard let rows = try? reader.query(query, logger: logger).wait(), let row = rows.first,
+              let (first, last, version) = try? row.decode((Int64, Int64, Int64?).self) else { return nil }
+        return AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
+                            duplicate: true)
+    }
+
+    /// Rows copied out per query; the caller's closure never runs while a query is open.
+    static let readChunk: UInt64 = 1024
+
+    public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
+        try readRows(from: from, through: through) { record, _ in try body(record) }
+    }
+
+    /// Reads records with their stored chain hashes, a chunk at a time.
+    func readRows(from: UInt64, through: UInt64, _ body: (EventRecord, [UInt8]) throws -> Bool) throws {
+        var next = max(from, 1)
+        while next <= through {
+            let upper = min(through, next + Self.readChunk - 1)
+            let query: PostgresQuery = """
+                SELECT \(unescaped: PostgresSchema.selectColumns) FROM hub_events \
+                WHERE seq >= \(Int64(clamping: next)) AND seq <= \(Int64(clamping: upper)) ORDER BY seq
+                """
+            let rows: PostgresQueryResult
+            do { rows = try reader.query(query, logger: logger).wait() } catch {
+                throw Self.describe(error, location, "cannot read from sequence \(next)")
+            }
+            var count: UInt64 = 0
+            for row in rows {
+                let (record, hash) = try Self.decode(row)
+                count += 1
+                guard try body(record, hash) else { return }
+            }
+            if count == 0 { return }
+            next = upper + 1
+        }
+    }
+
+    static func decode(_ row: PostgresRow) throws -> (EventRecord, [UInt8]) {
+        let r = row.makeRandomAccess()
+        let payload = try r[8].decode(ByteBuffer.self)
+        let hash = try r[9].decode(ByteBuffer.self)
+        let record = EventRecord(
+            sequence: UInt64(try r[0].decode(Int64.self)), stream: try r[1].decode(String.self),
+            streamVersion: UInt64(try r[2].decode(Int64.self)), type: try r[3].decode(String.self),
+            schemaVersion: UInt16(truncatingIfNeeded: try r[4].decode(Int32.self)), timestamp: try r[5].decode(Int64.self),
+            causation: Causation(commandId: try r[6].decode(String?.self), actor: try r[7].decode(String.self)),
+            payload: Array(payload.readableBytesView))
+        return (record, Array(hash.readableBytesView))
+    }
+
+    // MARK: Hashes
+
+    /// Views built from the stored rows; each record's chain hash is recomputed from the previous
+    /// stored hash and compared with its own stored hash, so an altered row is reported, not handed out.
+    public func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
+        let start = max(from, 1)
+        guard var previous = try chainHash(at: start - 1) else { return }
+        var frame: [UInt8] = []
+        try readRows(from: start, through: through) { record, stored in
+            frame.removeAll(keepingCapacity: true)
+            let computed = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: previous)
+            guard computed == stored else {
+                throw EventLogError.corrupt(segment: "\(location) hub_events", offset: 0, sequence: record.sequence,
+                                            reason: "hash chain broken: the record's content or order was altered")
+            }
+            previous = stored
+            return try frame.withUnsafeBytes { raw in
+                try body(RecordView(body: UnsafeRawBufferPointer(rebasing: raw[RecordFormat.frameHeaderSize...]))!)
+            }
+        }
+    }
+
+    public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
+        if sequence == 0 { return RecordFormat.genesisHash }
+        let query: PostgresQuery = "SELECT chain_hash FROM hub_events WHERE seq = \(Int64(clamping: sequence))"
+        let rows: PostgresQueryResult
+        do { rows = try reader.query(query, logger: logger).wait() } catch {
+            throw Self.describe(error, location, "cannot read the chain hash at \(sequence)")
+        }
+        guard let row = rows.first else { return nil }
+        return Array(try row.decode(ByteBuffer.self).readableBytesView)
+    }
+
+    // MARK: Waiting, faults, closing
+
+    public func waitForAppend(after sequence: UInt64) async throws {
+        let id = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                state.withLock { state in
+                    if state.closed {
+                        continuation.resume(throwing: EventLogError.closed)
+                    } else if state.lastSequence > sequence {
+                        continuation.resume()
+                    } else if let fault = state.fault {
+                        continuation.resume(throwing: EventLogError.writerStopped(reason: fault))
+                    } else if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        state.waiters[id] = (sequence, continuation)
+                    }
+                }
+            }
+        } onCancel: {
+            state.withLock { state in
+                state.waiters.removeValue(forKey: id)?.continuation.resume(throwing: CancellationError())
+            }
+        }
+    }
+
+    public var writerFault: String? { state.withLock { $0.fault } }
+
+    /// Transactions this store's writer has committed: fewer than its appends when concurrent
+    /// appends shared one (group commit).
+    public var transactionsCommitted: UInt64 { state.withLock { $0.transactions } }
+
+    public func close() async {
+        let first = state.withLock { state -> Bool in
+            defer { state.closing = true }
+            return !state.closing
+        }
+        guard first else { return }
+        // Let queued and in-flight appends finish.
+        while state.withLock({ $0.writing || !$0.pending.isEmpty }) {
+            try? await Task.sleep(nanoseconds: 2_000_000)
+        }
+        state.withLock { state in
+            state.closed = true
+            let waiters = state.waiters.values
+            state.waiters.removeAll()
+            for waiter in waiters { waiter.continuation.resume(throwing: EventLogError.closed) }
+        }
+        for connection in [writer, reader, listener] { try? await connection.close() }
+        try? await group.shutdownGracefully()
+    }
+}

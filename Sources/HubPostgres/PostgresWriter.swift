@@ -1,0 +1,253 @@
+import HubLog
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// Appends: a queue, and one writer task that commits everything waiting in one transaction
+/// (group commit).
+extension PostgresEventStore {
+    public func append(_ request: AppendRequest) async throws -> AppendResult {
+        if readOnly { throw EventLogError.invalid("the event log was opened read-only") }
+        return try await withCheckedThrowingContinuation { continuation in
+            enqueue([Pending(request: request, complete: { continuation.resume(with: $0) })])
+        }
+    }
+
+    public func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
+        if requests.isEmpty { return [] }
+        if readOnly { return requests.map { _ in .failure(EventLogError.invalid("the event log was opened read-only")) } }
+        // Enqueued together, so they share one transaction when the writer is idle.
+        return await withCheckedContinuation { (continuation: CheckedContinuation<[Result<AppendResult, Error>], Never>) in
+            let collector = Collector(count: requests.count) { continuation.resume(returning: $0) }
+            enqueue(requests.enumerated().map { index, request in
+                Pending(request: request, complete: { collector.set(index, $0) })
+            })
+        }
+    }
+
+    func enqueue(_ items: [Pending]) {
+        let start = state.withLock { state -> Bool? in
+            if state.closing { return nil }
+            if state.fault != nil { return nil }
+            state.pending += items
+            if state.writing { return false }
+            state.writing = true
+            return true
+        }
+        switch start {
+        case nil:
+            let error: EventLogError = state.withLock { $0.fault }.map { .writerStopped(reason: $0) } ?? .closed
+            for item in items { item.complete(.failure(error)) }
+        case true?:
+            Task { await self.drain() }
+        case false?:
+            break
+        }
+    }
+
+    /// Commits batches until the queue is empty.
+    func drain() async {
+        while true {
+            let batch = state.withLock { state -> [Pending] in
+                let batch = state.pending
+                state.pending.removeAll()
+                if batch.isEmpty { state.writing = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            let results = await commit(batch.map(\.request))
+            for (item, result) in zip(batch, results) { item.complete(result) }
+        }
+    }
+
+    /// One transaction for the batch; a server error (the connection still sound) retries each
+    /// request alone so one bad request does not fail the others; a lost connection stops the writer.
+    func commit(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
+        do {
+            return try await transaction(requests)
+        } catch let error as PSQLError where error.code == .server {
+            _ = try? await writer.query("ROLLBACK", logger: logger).get()
+            if requests.count > 1 {
+                var results: [Result<AppendResult, Error>] = []
+                for request in requests { results += await commit([request]) }
+                return results
+            }
+            return [.failure(Self.describe(error, location, "append to \(requests[0].stream) refused"))]
+        } catch {
+            _ = try? await writer.query("ROLLBACK", logger: logger).get()
+            let reason = "\(location): \(Self.reason(error)) (an append in flight may or may not have been committed)"
+            state.withLock { $0.stop(reason) }
+            let failed = state.withLock { state -> [Pending] in
+                defer { state.pending.removeAll() }
+                return state.pending
+            }
+            for item in failed { item.complete(.failure(EventLogError.writerStopped(reason: reason))) }
+            return requests.map { _ in .failure(EventLogError.writerStopped(reason: reason)) }
+        }
+    }
+
+    private func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+        try await writer.query(query, logger: logger).get()
+    }
+
+    /// The transaction: lock the head, decide each request, insert, move the head, notify, commit.
+    private func transaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, Error>] {
+        _ = try await run("BEGIN")
+        let head = try await run("SELECT last_seq, chain_hash FROM hub_log_head WHERE id = 1 FOR UPDATE")
+        guard let headRow = head.first else { throw EventLogError.invalid("\(location): the hub_log_head row is missing") }
+        let (headSequence, headHash) = try headRow.decode((Int64, ByteBuffer).self)
+        let committedLast = UInt64(headSequence)
+        var nextSequence = committedLast + 1
+        var hash = Array(headHash.readableBytesView)
+        var streams: [String: UInt64?] = [:]
+        var commands: [String: AppendResult] = [:]
+        var rows: [(EventRecord, [UInt8])] = []
+        var newCommands: [(String, AppendResult)] = []
+        var results: [Result<AppendResult, Error>] = []
+        var frame: [UInt8] = []
+
+        for request in requests {
+            if let id = request.causation.commandId {
+                var original = commands[id]
+                if original == nil {
+                    let found = try await run("SELECT first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = \(id)")
+                    if let row = found.first {
+                        let (first, last, version) = try row.decode((Int64, Int64, Int64?).self)
+                        original = AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last),
+                                                streamVersion: version.map(UInt64.init), duplicate: true)
+                    }
+                }
+                if var again = original {
+                    again.duplicate = true
+                    results.append(.success(again))
+                    continue
+                }
+            }
+            let current: UInt64?
+            if let known = streams[request.stream] { current = known } else {
+                let found = try await run("SELECT max(stream_version) FROM hub_events WHERE stream = \(request.stream)")
+                current = try found.first?.decode(Int64?.self).map(UInt64.init)
+            }
+            switch request.expected {
+            case .any: break
+            case .noStream where current == nil: break
+            case .exact(let v) where current == v: break
+            default:
+                results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
+                continue
+            }
+            if let problem = RecordFormat.problem(with: request) ?? Self.textProblem(request) {
+                results.append(.failure(EventLogError.invalid(problem)))
+                continue
+            }
+            let first = nextSequence
+            var version = current
+            for event in request.events {
+                let streamVersion = version.map { $0 + 1 } ?? 0
+                let record = EventRecord(sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
+                                         type: event.type, schemaVersion: event.schemaVersion, timestamp: event.timestamp,
+                                         causation: request.causation, payload: event.payload)
+                frame.removeAll(keepingCapacity: true)
+                hash = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: hash)
+                rows.append((record, hash))
+                version = streamVersion
+                nextSequence += 1
+            }
+            streams[request.stream] = .some(version)
+            let result = AppendResult(firstSequence: first, lastSequence: nextSequence - 1, streamVersion: version, duplicate: false)
+            if let id = request.causation.commandId, !request.events.isEmpty {
+                commands[id] = result
+                newCommands.append((id, result))
+            }
+            results.append(.success(result))
+        }
+
+        guard !rows.isEmpty else {
+            _ = try await run("ROLLBACK")
+            return results
+        }
+        try await insert(rows)
+        try await insert(newCommands)
+        let last = nextSequence - 1
+        _ = try await run("UPDATE hub_log_head SET last_seq = \(Int64(last)), chain_hash = \(ByteBuffer(bytes: hash)) WHERE id = 1")
+        _ = try await run("SELECT pg_notify(\(PostgresSchema.channel), \(String(last)))")
+        _ = try await run("COMMIT")
+        state.withLock { state in
+            state.transactions += 1
+            state.advance(to: last)
+        }
+        return results
+    }
+
+    /// PostgreSQL's text cannot hold a NUL character; say so rather than fail the transaction.
+    static func textProblem(_ request: AppendRequest) -> String? {
+        let names = [request.stream, request.causation.actor, request.causation.commandId ?? ""] + request.events.map(\.type)
+        if names.contains(where: { $0.utf8.contains(0) }) {
+            return "append to \(request.stream): a stream, type, actor or command id with a NUL character cannot be stored in PostgreSQL"
+        }
+        return nil
+    }
+
+    /// Multi-row inserts of the records (at most 1,000 rows a statement: 10 parameters each).
+    private func insert(_ rows: [(EventRecord, [UInt8])]) async throws {
+        var start = 0
+        while start < rows.count {
+            let chunk = rows[start..<min(start + 1000, rows.count)]
+            var bindings = PostgresBindings(capacity: chunk.count * 10)
+            var values: [String] = []
+            for (record, hash) in chunk {
+                let base = bindings.count
+                values.append("(" + (1...10).map { "$\(base + $0)" }.joined(separator: ",") + ")")
+                bindings.append(Int64(record.sequence))
+                bindings.append(record.stream)
+                bindings.append(Int64(record.streamVersion))
+                bindings.append(record.type)
+                bindings.append(Int32(record.schemaVersion))
+                bindings.append(record.timestamp)
+                bindings.append(record.causation.commandId)
+                bindings.append(record.causation.actor)
+                bindings.append(ByteBuffer(bytes: record.payload))
+                bindings.append(ByteBuffer(bytes: hash))
+            }
+            let sql = "INSERT INTO hub_events (\(PostgresSchema.selectColumns)) VALUES " + values.joined(separator: ",")
+            _ = try await run(PostgresQuery(unsafeSQL: sql, binds: bindings))
+            start += chunk.count
+        }
+    }
+
+    private func insert(_ commands: [(String, AppendResult)]) async throws {
+        guard !commands.isEmpty else { return }
+        var bindings = PostgresBindings(capacity: commands.count * 4)
+        var values: [String] = []
+        for (id, result) in commands {
+            let base = bindings.count
+            values.append("(" + (1...4).map { "$\(base + $0)" }.joined(separator: ",") + ")")
+            bindings.append(id)
+            bindings.append(Int64(result.firstSequence))
+            bindings.append(Int64(result.lastSequence))
+            bindings.append(result.streamVersion.map { Int64($0) })
+        }
+        let sql = "INSERT INTO hub_commands (command_id, first_seq, last_seq, stream_version) VALUES " + values.joined(separator: ",")
+        _ = try await run(PostgresQuery(unsafeSQL: sql, binds: bindings))
+    }
+}
+
+/// Collects the results of an `appendAll` in order, and hands them over once all are in.
+final class Collector: Sendable {
+    private let slots: Mutex<(results: [Result<AppendResult, Error>?], remaining: Int)>
+    private let done: @Sendable ([Result<AppendResult, Error>]) -> Void
+
+    init(count: Int, done: @escaping @Sendable ([Result<AppendResult, Error>]) -> Void) {
+        slots = Mutex((Array(repeating: nil, count: count), count))
+        self.done = done
+    }
+
+    func set(_ index: Int, _ result: Result<AppendResult, Error>) {
+        let finished: [Result<AppendResult, Error>]? = slots.withLock { slots in
+            slots.results[index] = result
+            slots.remaining -= 1
+            return slots.remaining == 0 ? slots.results.map { $0! } : nil
+        }
+        if let finished { done(finished) }
+    }
+}

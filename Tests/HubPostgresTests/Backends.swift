@@ -1,0 +1,102 @@
+import Foundation
+import HubLog
+import HubPostgres
+import HubRuntime
+import PostgresHarness
+
+/// The two backends every contract test runs against.
+enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
+    case segments
+    case postgres
+
+    var description: String { rawValue }
+}
+
+/// A log of one backend that a test can open, close and open again.
+struct LogPlace {
+    let backend: Backend
+    /// The data directory (snapshots, keys; the segment log in `log/`).
+    let dataDirectory: String
+    /// The PostgreSQL URL (nil for the segment log).
+    let url: String?
+
+    var paths: HubPaths { HubPaths(dataDirectory: dataDirectory, logURL: url) }
+
+    func open(readOnly: Bool = false) throws -> any EventStore {
+        try paths.openEventStore(readOnly: readOnly)
+    }
+
+    /// A fresh, empty log of `backend`; nil (the test is skipped, said once) when PostgreSQL is not installed.
+    static func fresh(_ backend: Backend) throws -> LogPlace? {
+        let dir = testRoot + "/\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        switch backend {
+        case .segments:
+            return LogPlace(backend: backend, dataDirectory: dir, url: nil)
+        case .postgres:
+            guard let server = try PostgresServer.shared() else { return nil }
+            return LogPlace(backend: backend, dataDirectory: dir, url: try server.createDatabase())
+        }
+    }
+}
+
+/// This test process's directories, removed when it exits.
+let testRoot: String = {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path
+    atexit { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path) }
+    return root
+}()
+
+/// One proposed event with a recognisable payload.
+func event(_ n: Int, type: String = "Noted") -> ProposedEvent {
+    ProposedEvent(type: type, schemaVersion: 1, timestamp: 1_795_000_000_000_000 + Int64(n), payload: Array("payload \(n)".utf8))
+}
+
+func request(_ stream: String, _ events: [ProposedEvent], expected: ExpectedVersion = .any, commandId: String? = nil) -> AppendRequest {
+    AppendRequest(stream: stream, expected: expected, causation: Causation(commandId: commandId, actor: "test"), events: events)
+}
+
+/// Every record of the log, in order.
+func allRecords(_ store: any EventStore) throws -> [EventRecord] {
+    var records: [EventRecord] = []
+    try store.read(from: 1, through: store.lastSequence) { records.append($0); return true }
+    return records
+}
+
+/// An executable of this package (`hub`) built next to the test bundle.
+func builtExecutable(_ name: String = "hub") -> String? {
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    let fallback = FileManager.default.currentDirectoryPath + "/.build/debug/" + name
+    return FileManager.default.isExecutableFile(atPath: fallback) ? fallback : nil
+}
+
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs the `hub` executable to completion.
+func runHub(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+    guard let path = builtExecutable() else { throw HubError.failed("the hub executable was not built") }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                         stderr: String(decoding: errData, as: UTF8.self))
+}

@@ -1,0 +1,134 @@
+import Foundation
+import HubLog
+import HubRuntime
+import Testing
+
+/// The EventStore contract, clause by clause, against the segment log and PostgreSQL alike, so a
+/// clause cannot hold for one backend and silently not for the other.
+@Suite(.serialized) struct EventStoreContractTests {
+    @Test(arguments: Backend.allCases)
+    func concurrentAppendsGetAGaplessSequenceAndDenseStreamVersions(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try place.open()
+        // 40 writers at once, over 4 streams: the store orders them.
+        let results = await withTaskGroup(of: Result<AppendResult, Error>.self) { group in
+            for n in 0..<40 {
+                group.addTask {
+                    do { return .success(try await store.append(request("s\(n % 4)", [event(n), event(n + 100)]))) }
+                    catch { return .failure(error) }
+                }
+            }
+            var all: [Result<AppendResult, Error>] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        #expect(store.lastSequence == 80)
+        let records = try allRecords(store)
+        #expect(records.map(\.sequence) == Array(1...80))
+        for stream in 0..<4 {
+            let versions = records.filter { $0.stream == "s\(stream)" }.map(\.streamVersion)
+            #expect(versions == Array(0..<20))
+            #expect(store.streamVersion("s\(stream)") == 19)
+        }
+        #expect(store.streamVersion("nobody") == nil)
+        // Both events of one append are consecutive.
+        for result in results { let r = try result.get(); #expect(r.lastSequence == r.firstSequence + 1) }
+        #expect(try store.verify(progress: nil).records == 80)
+        await store.close()
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aWrongExpectedVersionWritesNothing(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try place.open()
+        let first = try await store.append(request("device/lamp", [event(1), event(2)], expected: .noStream))
+        #expect(first == AppendResult(firstSequence: 1, lastSequence: 2, streamVersion: 1, duplicate: false))
+        await #expect(throws: EventLogError.wrongExpectedVersion(stream: "device/lamp", expected: .noStream, actual: 1)) {
+            try await store.append(request("device/lamp", [event(3)], expected: .noStream))
+        }
+        await #expect(throws: EventLogError.wrongExpectedVersion(stream: "device/lamp", expected: .exact(0), actual: 1)) {
+            try await store.append(request("device/lamp", [event(3)], expected: .exact(0)))
+        }
+        await #expect(throws: EventLogError.wrongExpectedVersion(stream: "device/other", expected: .exact(0), actual: nil)) {
+            try await store.append(request("device/other", [event(3)], expected: .exact(0)))
+        }
+        #expect(store.lastSequence == 2)
+        let next = try await store.append(request("device/lamp", [event(3)], expected: .exact(1)))
+        #expect(next == AppendResult(firstSequence: 3, lastSequence: 3, streamVersion: 2, duplicate: false))
+        // In one batch, a refused request does not stop the others, and a later one sees an earlier one.
+        let batch = await store.appendAll([
+            request("device/lamp", [event(4)], expected: .exact(2)),
+            request("device/lamp", [event(5)], expected: .exact(2)),
+            request("device/lamp", [event(6)], expected: .exact(3)),
+        ])
+        #expect((try? batch[0].get())?.streamVersion == 3)
+        #expect((try? batch[1].get()) == nil)
+        #expect((try? batch[2].get())?.firstSequence == 5)
+        #expect(try allRecords(store).map(\.sequence) == Array(1...5))
+        await store.close()
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aCommandIdIsRememberedForGoodAcrossReopening(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        var store = try place.open()
+        _ = try await store.append(request("a", [event(0)]))
+        let original = try await store.append(request("b", [event(1), event(2)], commandId: "cmd-1"))
+        #expect(original == AppendResult(firstSequence: 2, lastSequence: 3, streamVersion: 1, duplicate: false))
+        // The same id in one batch: the second is the first's duplicate.
+        let batch = await store.appendAll([request("c", [event(3)], commandId: "cmd-2"), request("c", [event(4)], commandId: "cmd-2")])
+        #expect(try batch[1].get() == AppendResult(firstSequence: 4, lastSequence: 4, streamVersion: 0, duplicate: true))
+        await store.close()
+
+        store = try place.open()
+        var again = original
+        again.duplicate = true
+        // Answered before the expected-version check, and nothing is written.
+        #expect(try await store.append(request("b", [event(9)], expected: .noStream, commandId: "cmd-1")) == again)
+        #expect(store.commandResult("cmd-1") == again)
+        #expect(store.commandResult("never") == nil)
+        #expect(store.lastSequence == 4)
+        await store.close()
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aFollowerIsWokenByAnAppend(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try place.open()
+        _ = try await store.append(request("a", [event(0)]))
+        let follower = Task { () -> [UInt64] in
+            var seen: [UInt64] = []
+            for try await record in store.subscribe(from: 1) {
+                seen.append(record.sequence)
+                if seen.count == 3 { break }
+            }
+            return seen
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        _ = try await store.append(request("a", [event(1), event(2)]))
+        let deadline = Task { try await Task.sleep(nanoseconds: 10_000_000_000); follower.cancel() }
+        let seen = try await follower.value
+        deadline.cancel()
+        #expect(seen == [1, 2, 3])
+        await store.close()
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aReaderBesideTheWriterIsWokenByItsAppends(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let writer = try place.open()
+        _ = try await writer.append(request("a", [event(0)]))
+        let reader = try place.open(readOnly: true)
+        #expect(reader.lastSequence == 1)
+        await #expect(throws: EventLogError.self) { try await reader.append(request("a", [event(1)])) }
+        let waiting = Task { try await reader.waitForAppend(after: 1) }
+        _ = try await writer.append(request("a", [event(1)]))
+        let deadline = Task { try await Task.sleep(nanoseconds: 10_000_000_000); waiting.cancel() }
+        try await waiting.value
+        deadline.cancel()
+        #expect(try allRecords(reader).count == 2)
+        await reader.close()
+        await writer.close()
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import PostgresHarness
+import Testing
+
+/// `--log postgres://...` on the subcommands that open a log, as a user runs them.
+@Suite(.serialized) struct PostgresCLITests {
+    @Test func execEventsReplayVerifyAndExportWorkOnPostgres() throws {
+        guard let pg = try LogPlace.fresh(.postgres), let seg = try LogPlace.fresh(.segments) else { return }
+        let commands = [#"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
+                        #"{"command":"rename_device","id":"a","name":"Alpha"}"#]
+        let onPostgres = ["--data-dir", pg.dataDirectory, "--log", pg.url!]
+        let exec = try runHub(["exec"] + onPostgres + commands)
+        #expect(exec.status == 0, "\(exec.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: pg.dataDirectory + "/log"), "the segment log is not used")
+        let events = try runHub(["events"] + onPostgres)
+        #expect(events.status == 0)
+        #expect(events.stdout.split(separator: "\n").count == 2)
+        let replay = try runHub(["replay"] + onPostgres + ["--json"])
+        #expect(replay.stdout.contains("Alpha"))
+        let verify = try runHub(["verify"] + onPostgres)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stdout.contains("log sound: 2 events"))
+        let export = try runHub(["export"] + onPostgres + ["-"])
+        #expect(export.status == 0)
+        // `hub import` of that export into a segment log, and back out: the same bytes.
+        try export.stdout.write(toFile: seg.dataDirectory + "/x.jsonl", atomically: true, encoding: .utf8)
+        #expect(try runHub(["import", "--data-dir", seg.dataDirectory + "/d", seg.dataDirectory + "/x.jsonl"]).status == 0)
+        #expect(try runHub(["export", "--data-dir", seg.dataDirectory + "/d", "-"]).stdout == export.stdout)
+    }
+
+    @Test func theConnectionSettingsComeFromPGVariablesAndAPasswordIsNeverPrinted() throws {
+        guard let pg = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
+        let database = String(pg.url!.split(separator: "/").last!)
+        let exec = try runHub(["exec", "--data-dir", pg.dataDirectory, "--log", "postgres://",
+                               #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#],
+                              environment: ["PGHOST": server.host, "PGPORT": "\(server.port)", "PGUSER": server.user, "PGDATABASE": database])
+        #expect(exec.status == 0, "\(exec.stderr)")
+        #expect(try runHub(["events", "--data-dir", pg.dataDirectory, "--log", pg.url!]).stdout.contains("DeviceRegistered"))
+        // Nothing listens on this port: the error names the log, masked.
+        let refused = try runHub(["verify", "--data-dir", pg.dataDirectory, "--log", "postgres://hub:s3cret-pw@127.0.0.1:1/x"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("postgres://hub:***@127.0.0.1:1/x"), "\(refused.stderr)")
+        #expect(!(refused.stderr + refused.stdout).contains("s3cret-pw"))
+        // The password from PGPASSWORD is not printed either; a bad URL is named, masked.
+        let env = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", "postgres://hub@127.0.0.1:1/x"],
+                             environment: ["PGPASSWORD": "s3cret-pw"])
+        #expect(env.status != 0 && !(env.stderr + env.stdout).contains("s3cret-pw"))
+        let bad = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", "mysql://hub:s3cret-pw@host/x"])
+        #expect(bad.status != 0 && bad.stderr.contains("not a postgres:// URL") && !bad.stderr.contains("s3cret-pw"), "\(bad.stderr)")
+        // A database without a hub log: read-only subcommands say so and create nothing.
+        let bare = try server.createDatabase()
+        let empty = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", bare])
+        #expect(empty.status != 0 && empty.stderr.contains("no hub event log in this database"), "\(empty.stderr)")
+    }
+
+    @Test func hubRunKeepsItsLogInThePostgresTheConfigurationNames() throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        let config = pg.dataDirectory + "/hub.json"
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"log":"\#(pg.url!)"}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: hub)
+        process.arguments = ["run", "--data-dir", pg.dataDirectory, "--config", config, "--no-mqtt"]
+        let errPath = pg.dataDirectory + "/stderr.txt"
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        var said = ""
+        while Date() < deadline, process.isRunning {
+            said = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            if said.contains("Ctrl-C stops") { break }
+            usleep(100_000)
+        }
+        #expect(said.contains("event log \(pg.url!)"), "\(said)")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(!FileManager.default.fileExists(atPath: pg.dataDirectory + "/log"))
+        let events = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", pg.url!])
+        #expect(events.stdout.contains(#""type":"DeviceRegistered""#), "\(events.stderr)")
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import HubDomain
+import HubLog
+import HubPostgres
+import HubRuntime
+import PostgresHarness
+import Testing
+
+/// What is particular to the PostgreSQL backend: group commit, a lost connection, its settings.
+@Suite(.serialized) struct PostgresStoreTests {
+    @Test func concurrentAppendsShareTransactions() async throws {
+        guard let place = try LogPlace.fresh(.postgres) else { return }
+        let store = try PostgresEventStore(location: PostgresLocation(url: place.url!))
+        let writers = 64
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: AppendResult.self) { group in
+            for n in 0..<writers { group.addTask { try await store.append(request("s\(n)", [event(n)], commandId: "c-\(n)")) } }
+            for try await _ in group {}
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(store.lastSequence == UInt64(writers))
+        #expect(store.transactionsCommitted < UInt64(writers), "group commit: \(store.transactionsCommitted) transactions for \(writers) appends")
+        print("PostgresStoreTests: \(writers) concurrent appends in \(store.transactionsCommitted) transactions, \(elapsed)")
+        await store.close()
+    }
+
+    @Test func aLostConnectionStopsTheWriterAndWakesFollowers() async throws {
+        guard let place = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
+        let store = try PostgresEventStore(location: PostgresLocation(url: place.url!))
+        _ = try await store.append(request("a", [event(0)]))
+        let follower = Task { try await store.waitForAppend(after: 1) }
+        let database = String(place.url!.split(separator: "/").last!)
+        _ = try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()",
+                            database: database)
+        await #expect(throws: EventLogError.self) { try await follower.value }
+        await #expect {
+            try await store.append(request("a", [event(1)]))
+        } throws: { error in
+            guard case .writerStopped(let reason)? = error as? EventLogError else { return false }
+            return reason.contains(place.url!)
+        }
+        #expect(store.writerFault != nil)
+        await store.close()
+        // Nothing was written after the first append.
+        let reopened = try place.open(readOnly: true)
+        #expect(reopened.lastSequence == 1)
+        await reopened.close()
+    }
+
+    @Test func theLocationComesFromTheURLThenThePGVariables() throws {
+        let env = ["PGHOST": "db.example", "PGPORT": "6432", "PGUSER": "ops", "PGPASSWORD": "pw-env", "PGDATABASE": "hubs"]
+        let full = try PostgresLocation(url: "postgres://hub:s%40cret@127.0.0.1:5433/log", environment: env)
+        #expect(full == PostgresLocation(host: "127.0.0.1", port: 5433, user: "hub", password: "s@cret", database: "log"))
+        #expect(full.description == "postgres://hub:***@127.0.0.1:5433/log")
+        let bare = try PostgresLocation(url: "postgresql://", environment: env)
+        #expect(bare == PostgresLocation(host: "db.example", port: 6432, user: "ops", password: "pw-env", database: "hubs"))
+        #expect(!bare.description.contains("pw-env"))
+        let defaults = try PostgresLocation(url: "postgres://", environment: [:])
+        #expect(defaults == PostgresLocation(host: "localhost", port: 5432, user: "postgres", password: nil, database: "postgres"))
+        #expect(throws: EventLogError.self) { try PostgresLocation(url: "postgres://h:99999/x", environment: [:]) }
+        #expect(throws: EventLogError.self) { try PostgresLocation(url: "postgres://h/x?sslmode=require", environment: [:]) }
+        #expect(PostgresLocation.masked("mysql://u:secret@h/x") == "mysql://u:***@h/x")
+    }
+
+    @Test func theConfigurationFileNamesTheLog() throws {
+        let good = try HubConfig.parse(JSONValue.parse(Array(#"{"log":"postgres://hub@db:5432/hub"}"#.utf8)))
+        #expect(good.log == "postgres://hub@db:5432/hub")
+        #expect(HubPaths(dataDirectory: "/d", logURL: good.log).logDescription == "postgres://hub@db:5432/hub")
+        #expect {
+            try HubConfig.parse(JSONValue.parse(Array(#"{"log":"mysql://hub:secret@db/hub"}"#.utf8)))
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("log") && text.contains("postgres://") && !text.contains("secret")
+        }
+    }
+}
