@@ -196,6 +196,9 @@ final class KasaConnection: Sendable {
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            // NIO keeps each connection's receive buffer between reads: start it at 512 bytes, not
+            // 2 KiB (a sysinfo reply is ~700 bytes; the buffer grows for longer replies).
+            .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(KasaClientHandler(maxFrameSize: maxFrameSize, writes: writes))
