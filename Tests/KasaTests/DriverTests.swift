@@ -35,7 +35,7 @@ import Testing
 
         try await driver.execute(.setSwitch(on: true))
         #expect(sim.relayOn)
-        #expect(await context.observations.stateChanges == [false, true])  // read back before execute returned
+        #expect(await context.observations.stateChanges == [false, true])  // the answer confirmed before execute returned
         let before = await context.count
         await context.wait { Array($0.dropFirst(before)).readings(.power).count >= 2 }
         let on = Array(await context.observations.dropFirst(before))

@@ -24,15 +24,16 @@ actor KasaClient {
     private var connection: KasaConnection?
     private var connecting: Task<KasaConnection, any Error>?
     private var isShutDown = false
+    private let writes = KasaWriteCounter()
 
     init(config: KasaClientConfig, group: any EventLoopGroup) {
         self.config = config
         self.group = group
     }
 
-    /// Sends a JSON payload and returns the reply payload, with retries; throws `KasaClientError`
-    /// (or `CancellationError`).
-    func request(_ plain: [UInt8]) async throws -> [UInt8] {
+    /// Sends a JSON payload and returns the reply payload (with its request's place in the order of
+    /// writes), with retries; throws `KasaClientError` (or `CancellationError`).
+    func request(_ plain: [UInt8]) async throws -> KasaAnswer {
         var retried = 0
         while true {
             var used: KasaConnection?
@@ -65,11 +66,11 @@ actor KasaClient {
         if isShutDown { throw KasaClientError.stopped }
         if let connection, connection.isActive { return connection }
         if let connecting { return try await connecting.value }
-        let config = config, group = group
+        let config = config, group = group, writes = writes
         let task = Task {
             try await KasaConnection.connect(host: config.host, port: config.port, group: group,
                                              timeout: .nanoseconds(Int64(config.timeout * 1e9)),
-                                             maxFrameSize: config.maxFrameSize)
+                                             maxFrameSize: config.maxFrameSize, writes: writes)
         }
         connecting = task
         defer { connecting = nil }

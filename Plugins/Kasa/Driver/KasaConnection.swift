@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Why a request to a plug failed, in words a person can read (used as the availability reason).
 public enum KasaClientError: Error, Equatable, CustomStringConvertible {
@@ -84,7 +85,21 @@ public enum KasaClientError: Error, Equatable, CustomStringConvertible {
 struct KasaPendingRequest: Sendable {
     let frame: [UInt8]
     let timeout: TimeAmount
-    let promise: EventLoopPromise<[UInt8]>
+    let promise: EventLoopPromise<KasaAnswer>
+}
+
+/// A reply payload and the place of its request among every request written to the plug.
+struct KasaAnswer: Sendable {
+    let payload: [UInt8]
+    /// Counts the client's writes (on any connection): a larger number answers a request written
+    /// later, and a plug answers in order, so it tells the later state of the plug.
+    let order: UInt64
+}
+
+/// Numbers the requests as they are written, across the connections of one client.
+final class KasaWriteCounter: Sendable {
+    private let last = Atomic<UInt64>(0)
+    func next() -> UInt64 { last.add(1, ordering: .relaxed).newValue }
 }
 
 /// Sends queued requests one at a time (one in flight) and matches each reply frame to the request
@@ -95,13 +110,14 @@ final class KasaClientHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     private var decoder: KasaFrameDecoder
+    private let writes: KasaWriteCounter
     private var waiting = CircularBuffer<KasaPendingRequest>()
-    private var inFlight: (request: KasaPendingRequest, timer: Scheduled<Void>, id: Int)?
-    private var nextId = 0
+    private var inFlight: (request: KasaPendingRequest, timer: Scheduled<Void>, order: UInt64)?
     private var failure: KasaClientError?
 
-    init(maxFrameSize: Int) {
+    init(maxFrameSize: Int, writes: KasaWriteCounter) {
         decoder = KasaFrameDecoder(maxFrameSize: maxFrameSize)
+        self.writes = writes
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -117,14 +133,13 @@ final class KasaClientHandler: ChannelDuplexHandler {
 
     private func sendNext(context: ChannelHandlerContext) {
         guard inFlight == nil, failure == nil, let request = waiting.popFirst() else { return }
-        nextId += 1
-        let id = nextId
+        let order = writes.next()
         let seconds = Double(request.timeout.nanoseconds) / 1e9
         let timer = context.eventLoop.assumeIsolated().scheduleTask(in: request.timeout) { [self] in
-            guard let current = inFlight, current.id == id else { return }
+            guard let current = inFlight, current.order == order else { return }
             fail(context: context, .timeout(seconds: seconds))
         }
-        inFlight = (request, timer, id)
+        inFlight = (request, timer, order)
         var buffer = context.channel.allocator.buffer(capacity: request.frame.count)
         buffer.writeBytes(request.frame)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
@@ -139,7 +154,7 @@ final class KasaClientHandler: ChannelDuplexHandler {
                 guard let current = inFlight else { continue }  // unsolicited frame: dropped
                 current.timer.cancel()
                 inFlight = nil
-                current.request.promise.succeed(payload)
+                current.request.promise.succeed(KasaAnswer(payload: payload, order: current.order))
                 sendNext(context: context)
             }
         } catch {
@@ -177,13 +192,16 @@ final class KasaConnection: Sendable {
     private init(channel: any Channel) { self.channel = channel }
 
     static func connect(host: String, port: Int, group: any EventLoopGroup, timeout: TimeAmount,
-                        maxFrameSize: Int) async throws -> KasaConnection {
+                        maxFrameSize: Int, writes: KasaWriteCounter) async throws -> KasaConnection {
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            // NIO keeps each connection's receive buffer between reads: start it at 512 bytes, not
+            // 2 KiB (a sysinfo reply is ~700 bytes; the buffer grows for longer replies).
+            .channelOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(KasaClientHandler(maxFrameSize: maxFrameSize))
+                    try channel.pipeline.syncOperations.addHandler(KasaClientHandler(maxFrameSize: maxFrameSize, writes: writes))
                 }
             }
             .connect(host: host, port: port).get()
@@ -191,8 +209,8 @@ final class KasaConnection: Sendable {
     }
 
     /// Sends one JSON payload and returns the decrypted reply payload.
-    func request(_ plain: [UInt8], timeout: TimeAmount) async throws -> [UInt8] {
-        let promise = channel.eventLoop.makePromise(of: [UInt8].self)
+    func request(_ plain: [UInt8], timeout: TimeAmount) async throws -> KasaAnswer {
+        let promise = channel.eventLoop.makePromise(of: KasaAnswer.self)
         let request = KasaPendingRequest(frame: KasaCipher.frame(plain), timeout: timeout, promise: promise)
         channel.writeAndFlush(request).whenFailure { error in
             promise.fail(KasaClientError.classify(error, endpoint: "", host: ""))

@@ -44,22 +44,25 @@ public final class KasaDriver: Driver {
         /// nil = not known yet.
         var available: Bool?
         var reason = ""
-        var lastRelay: Bool?
         var hasEmeter: Bool?
+        /// The read-back after the last switch, until it is done.
+        var readBack: Task<Void, Never>?
     }
 
     private let client: KasaClient
     private let pollInterval: Double
     private let maxBackoff: Double
-    /// Delay between `set_relay_state` and reading the state back.
+    /// Delay between `set_relay_state`'s answer and reading the state back.
     private let readBackDelay = 0.35
     private let state = Mutex(State())
     private let gate = DriverReportGate()
+    private let relay: KasaRelayReports
 
     init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, group: any EventLoopGroup) {
         self.client = KasaClient(config: client, group: group)
         self.pollInterval = pollInterval
         self.maxBackoff = max(maxBackoff, pollInterval)
+        relay = KasaRelayReports(gate: gate)
     }
 
     public func start(context: any DriverContext) async throws {
@@ -75,14 +78,16 @@ public final class KasaDriver: Driver {
     }
 
     public func stop() async {
-        let task = state.withLock { s -> Task<Void, Never>? in
+        let (task, readBack) = state.withLock { s -> (Task<Void, Never>?, Task<Void, Never>?) in
             s.stopped = true
-            defer { s.pollTask = nil }
-            return s.pollTask
+            defer { s.pollTask = nil; s.readBack = nil }
+            return (s.pollTask, s.readBack)
         }
         task?.cancel()
+        readBack?.cancel()
         await client.shutDown()
         await task?.value
+        await readBack?.value
         await gate.close()
     }
 
@@ -100,30 +105,47 @@ public final class KasaDriver: Driver {
 
     // MARK: - Switching
 
+    /// Sends `set_relay_state`; its `err_code 0` answer is the plug's confirmation, reported at once.
+    /// A read-back follows later without holding the command, so a plug that answers 0 but does
+    /// not switch is corrected shortly after (and a failed read-back leaves it to the next poll).
     private func setRelay(_ on: Bool) async throws {
-        let reply: JSONValue
+        let order: UInt64
         do {
-            reply = try await send(["system": ["set_relay_state": ["state": .int(on ? 1 : 0)]]])
+            let (reply, answered) = try await send(["system": ["set_relay_state": ["state": .int(on ? 1 : 0)]]])
             _ = try KasaReply.method(reply, "system", "set_relay_state")
+            order = answered
         } catch let error as KasaClientError {
             throw DriverError("set_relay_state failed: \(error)")
         }
-        try? await Task.sleep(nanoseconds: UInt64(readBackDelay * 1e9))
-        // Read back what the plug now says; if that fails, the next poll reports it.
-        guard let sysinfo = try? await sysinfo(), let relay = KasaJSON.int(sysinfo["relay_state"]) else { return }
-        state.withLock { $0.lastRelay = relay == 1 }
-        await gate.report(.switchState(on: relay == 1, manual: nil))
+        scheduleReadBack()
+        await relay.take(on, order: order, confirms: true)
     }
 
-    private func sysinfo() async throws -> JSONValue {
-        try KasaReply.method(try await send(["system": ["get_sysinfo": [:]]]), "system", "get_sysinfo")
+    /// Reads the relay back `readBackDelay` after a switch, in its own task; a later switch replaces it.
+    private func scheduleReadBack() {
+        let task = Task { [self] in
+            do { try await Task.sleep(nanoseconds: UInt64(readBackDelay * 1e9)) } catch { return }
+            guard let read = try? await sysinfo(), let on = KasaJSON.int(read.sysinfo["relay_state"]) else { return }
+            await relay.take(on == 1, order: read.order, confirms: false)
+        }
+        let replaced = state.withLock { s -> Task<Void, Never>? in
+            if s.stopped { return task }
+            defer { s.readBack = task }
+            return s.readBack
+        }
+        replaced?.cancel()
     }
 
-    /// One request/reply as JSON objects.
-    private func send(_ request: JSONValue) async throws -> JSONValue {
-        let reply = try await client.request(KasaJSON.encode(request))
+    private func sysinfo() async throws -> (sysinfo: JSONValue, order: UInt64) {
+        let (reply, order) = try await send(["system": ["get_sysinfo": [:]]])
+        return (try KasaReply.method(reply, "system", "get_sysinfo"), order)
+    }
+
+    /// One request/reply as JSON objects, with the request's place in the order of writes.
+    private func send(_ request: JSONValue) async throws -> (JSONValue, order: UInt64) {
+        let answer = try await client.request(KasaJSON.encode(request))
         do {
-            return try KasaJSON.parseObject(reply)
+            return (try KasaJSON.parseObject(answer.payload), answer.order)
         } catch {
             throw KasaClientError.protocolError(error)
         }
@@ -159,20 +181,16 @@ public final class KasaDriver: Driver {
         let knownEmeter = state.withLock { $0.hasEmeter }
         var request: JSONValue = ["system": ["get_sysinfo": [:]]]
         if knownEmeter == true { request["emeter"] = ["get_realtime": [:]] }
-        var reply = try await send(request)
+        var (reply, order) = try await send(request)
         let sysinfo = try KasaReply.method(reply, "system", "get_sysinfo")
-        guard let relay = KasaJSON.int(sysinfo["relay_state"]) else {
+        guard let on = KasaJSON.int(sysinfo["relay_state"]) else {
             throw KasaClientError.badReply("get_sysinfo has no relay_state")
         }
         let hasEmeter = (sysinfo["feature"]?.stringValue ?? "").contains("ENE")
-        let relayChanged = state.withLock { s -> Bool in
-            s.hasEmeter = hasEmeter
-            defer { s.lastRelay = relay == 1 }
-            return s.lastRelay != (relay == 1)
-        }
-        if relayChanged { await gate.report(.switchState(on: relay == 1, manual: nil)) }
+        state.withLock { $0.hasEmeter = hasEmeter }
+        await relay.take(on == 1, order: order, confirms: false)
         if hasEmeter && knownEmeter != true {
-            reply = try await send(["emeter": ["get_realtime": [:]]])
+            reply = try await send(["emeter": ["get_realtime": [:]]]).0
         }
         if hasEmeter, let realtime = try? KasaReply.method(reply, "emeter", "get_realtime") {
             let now = Int64(Date().timeIntervalSince1970 * 1_000_000)

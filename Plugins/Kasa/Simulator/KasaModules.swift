@@ -21,6 +21,7 @@ extension KasaSimState {
         requestCount += 1
         var reply: Reply = [:]
         for (module, body) in request.objectValue ?? [] {
+            for (method, _) in body.objectValue ?? [] { noteRequest("\(module).\(method)") }
             guard let handler = Self.handler(for: module) else {
                 reply[module] = Self.moduleNotSupported
                 continue
@@ -75,7 +76,7 @@ extension KasaSimState {
             return sysinfo(now: now)
         case "set_relay_state":
             guard let state = KasaJSON.int(args["state"]), state == 0 || state == 1 else { return Self.invalidArgument }
-            setRelay(state == 1, at: now)
+            if !ignoresSwitching { setRelay(state == 1, at: now) }
             return [:]
         case "set_led_off":
             guard let off = KasaJSON.int(args["off"]), off == 0 || off == 1 else { return Self.invalidArgument }

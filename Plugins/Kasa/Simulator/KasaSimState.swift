@@ -34,6 +34,11 @@ struct KasaSimState: Sendable {
     /// When the countdown rule was (re)armed, Unix seconds.
     var countdownArmedAt: Double = 0
     var requestCount = 0
+    /// The latest methods asked (`system.set_relay_state`), oldest first, at most `recentLimit`.
+    var recentMethods: [String] = []
+    static let recentLimit = 64
+    /// Answers `set_relay_state` with `err_code` 0 but leaves the relay as it is (a faulty plug).
+    var ignoresSwitching = false
     var cloudServer = "n-devs.tplinkcloud.com"
     var rng = SystemRandomNumberGenerator()
 
@@ -86,6 +91,11 @@ struct KasaSimState: Sendable {
     mutating func setRelay(_ on: Bool, at now: Double) {
         if on && !relayOn { relayOnSince = now }
         relayOn = on
+    }
+
+    mutating func noteRequest(_ method: String) {
+        if recentMethods.count == Self.recentLimit { recentMethods.removeFirst() }
+        recentMethods.append(method)
     }
 
     mutating func eraseEnergy() {

@@ -113,6 +113,16 @@ public final class KasaSimulator: Sendable {
     /// Requests answered so far (all connections).
     public var requestCount: Int { device.withLock { $0.requestCount } }
 
+    /// The methods of the latest requests (`"system.get_sysinfo"`), oldest first: the last 64.
+    public var recentMethods: [String] { device.withLock { $0.recentMethods } }
+
+    /// When set, the plug answers `set_relay_state` with `err_code` 0 but its relay does not move:
+    /// a faulty plug, for testing that the driver's read-back corrects what the answer claimed.
+    public var ignoresSwitching: Bool {
+        get { device.withLock { $0.ignoresSwitching } }
+        set { device.withLock { $0.ignoresSwitching = newValue } }
+    }
+
     /// Runs `body` on the state brought forward to the clock's now.
     private func withDevice<T: Sendable>(_ body: (inout KasaSimState) -> T) -> T {
         let now = clock()

@@ -17,6 +17,9 @@ enum PlugConnector {
                     .connectTimeout(connectTimeout)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
                     .channelOption(.socketOption(.so_keepalive), value: 1)
+                    // NIO keeps each connection's receive buffer between reads: 3-byte statuses and
+                    // 291-byte lists need 512 bytes, not the default 2 KiB (it grows if ever needed).
+                    .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
                 return try await bootstrap.connect(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(PlugMessageDecoder(slots: slots, readTimeout: readTimeout))
