@@ -79,7 +79,7 @@ let package = Package(
         // Test and benchmark helper: runs a private mosquitto broker on a free port (never in `hub`).
         .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
         // Test support: a private PostgreSQL server (initdb in a temporary directory, a free loopback port).
-        .target(name: "PostgresHarness", path: "Tests/PostgresHarness"),
+        .target(name: "PostgresHarness", dependencies: ["BrokerHarness"], path: "Tests/PostgresHarness"),
         // Test support: a small tmpfs of its own, filled to make a real full disk.
         .target(name: "DiskHarness", path: "Tests/DiskHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.

@@ -675,17 +675,19 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     }
 }
 
-/// Gathers the results of a multi-request append and hands them over once all are in.
-final class ResultCollector: Sendable {
+/// Gathers the results of a multi-request append and hands them over once all are in (any
+/// backend's `appendAll` that completes its requests one by one).
+public final class ResultCollector: Sendable {
     private let state: Mutex<(results: [Result<AppendResult, Error>?], remaining: Int)>
     private let done: @Sendable ([Result<AppendResult, Error>]) -> Void
 
-    init(count: Int, done: @escaping @Sendable ([Result<AppendResult, Error>]) -> Void) {
+    public init(count: Int, done: @escaping @Sendable ([Result<AppendResult, Error>]) -> Void) {
         state = Mutex((Array(repeating: nil, count: count), count))
         self.done = done
     }
 
-    func set(_ index: Int, _ result: Result<AppendResult, Error>) {
+    /// The result of request `index`; the last one in calls `done` with all of them, in order.
+    public func set(_ index: Int, _ result: Result<AppendResult, Error>) {
         let finished: [Result<AppendResult, Error>]? = state.withLock { s in
             s.results[index] = result
             s.remaining -= 1

@@ -18,7 +18,7 @@ extension PostgresEventStore {
         if readOnly { return requests.map { _ in .failure(EventLogError.invalid("the event log was opened read-only")) } }
         // Enqueued together, so they share one transaction when the writer is idle.
         return await withCheckedContinuation { (continuation: CheckedContinuation<[Result<AppendResult, Error>], Never>) in
-            let collector = Collector(count: requests.count) { continuation.resume(returning: $0) }
+            let collector = ResultCollector(count: requests.count) { continuation.resume(returning: $0) }
             enqueue(requests.enumerated().map { index, request in
                 Pending(request: request, complete: { collector.set(index, $0) })
             })
@@ -229,25 +229,5 @@ extension PostgresEventStore {
         }
         let sql = "INSERT INTO hub_commands (command_id, first_seq, last_seq, stream_version) VALUES " + values.joined(separator: ",")
         _ = try await run(PostgresQuery(unsafeSQL: sql, binds: bindings))
-    }
-}
-
-/// Collects the results of an `appendAll` in order, and hands them over once all are in.
-final class Collector: Sendable {
-    private let slots: Mutex<(results: [Result<AppendResult, Error>?], remaining: Int)>
-    private let done: @Sendable ([Result<AppendResult, Error>]) -> Void
-
-    init(count: Int, done: @escaping @Sendable ([Result<AppendResult, Error>]) -> Void) {
-        slots = Mutex((Array(repeating: nil, count: count), count))
-        self.done = done
-    }
-
-    func set(_ index: Int, _ result: Result<AppendResult, Error>) {
-        let finished: [Result<AppendResult, Error>]? = slots.withLock { slots in
-            slots.results[index] = result
-            slots.remaining -= 1
-            return slots.remaining == 0 ? slots.results.map { $0! } : nil
-        }
-        if let finished { done(finished) }
     }
 }

@@ -179,8 +179,9 @@ public final class TestBroker: @unchecked Sendable {
         return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Binds 127.0.0.1:0, reads the port the kernel chose, closes the socket.
-    private static func freePort() throws -> Int {
+    /// Binds 127.0.0.1:0, reads the port the kernel chose, closes the socket (a server started
+    /// next on it, a broker or a PostgreSQL, takes it).
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BrokerHarnessError("socket(): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

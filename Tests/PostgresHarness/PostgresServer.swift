@@ -8,6 +8,7 @@
 // One server per test process (initdb takes a second or two); every test takes a fresh database. The
 // server is stopped when the process exits (atexit), and `stop()` ends it earlier.
 
+import BrokerHarness
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -86,7 +87,7 @@ public final class PostgresServer: @unchecked Sendable {
             runAs = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
         }
         chmod(directory.path, 0o700)
-        let server = PostgresServer(port: try freePort(), directory: directory, bin: bin, runAs: runAs)
+        let server = PostgresServer(port: try TestBroker.freePort(), directory: directory, bin: bin, runAs: runAs)
         try server.initdb()
         try server.launch()
         try server.waitUntilReady()
@@ -194,24 +195,5 @@ public final class PostgresServer: @unchecked Sendable {
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
-
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PostgresHarnessError("socket(): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw PostgresHarnessError("bind(127.0.0.1:0): \(String(cString: strerror(errno)))") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }
