@@ -54,7 +54,7 @@ public struct RecoveryReport: Sendable, Equatable {
 ///
 /// One writer thread assigns gapless sequences and stream versions, writes each batch of waiting
 /// appends with one write and one fdatasync (group commit), and only then acknowledges them.
-public final class SegmentStore: EventStore, @unchecked Sendable {
+public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     struct Segment: Sendable { var firstSequence: UInt64; var path: String; var name: String }
     /// Every `indexStride`-th record's position, for seeking.
     struct IndexEntry: Sendable { var sequence: UInt64; var segment: Int; var offset: Int }
@@ -113,10 +113,7 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
 
     // The queue of appends waiting for the writer.
     private let queue = NSCondition()
-    struct Pending {
-        var request: AppendRequest
-        var complete: @Sendable (Result<AppendResult, Error>) -> Void
-    }
+    typealias Pending = PendingAppend
     private var pending: [Pending] = []
     private var closing = false
     private var writerDone = false
@@ -253,28 +250,8 @@ public final class SegmentStore: EventStore, @unchecked Sendable {
     /// See ``EventStore/writerFault``: why the writer thread stopped (a failed write or sync), if it did.
     public var writerFault: String? { shared.withLock { $0.stopped } }
 
-    /// See ``EventStore/append(_:)``: queued for the writer thread, acknowledged after its group
-    /// commit's fdatasync.
-    public func append(_ request: AppendRequest) async throws -> AppendResult {
-        if readOnly { throw EventLogError.invalid("the event log was opened read-only") }
-        return try await withCheckedThrowingContinuation { continuation in
-            enqueue([Pending(request: request, complete: { continuation.resume(with: $0) })])
-        }
-    }
-
-    /// Appends several requests in this order, committed together (one sync for all of them when
-    /// the writer is idle). Each gets its own result; a failed one does not stop the others.
-    public func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
-        if requests.isEmpty { return [] }
-        return await withCheckedContinuation { continuation in
-            let collector = ResultCollector(count: requests.count) { continuation.resume(returning: $0) }
-            enqueue(requests.enumerated().map { index, request in
-                Pending(request: request, complete: { collector.set(index, $0) })
-            })
-        }
-    }
-
-    private func enqueue(_ items: [Pending]) {
+    /// See ``QueuedAppends/enqueue(_:)``: for the writer thread.
+    public func enqueue(_ items: [PendingAppend]) {
         queue.lock()
         if closing {
             queue.unlock()

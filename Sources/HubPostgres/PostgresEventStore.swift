@@ -21,10 +21,10 @@ import Synchronization
 /// - **Following**: a third connection `LISTEN`s on `hub_log`; each notification (this process's
 ///   commits and any other writer's) moves ``lastSequence`` and wakes ``waitForAppend(after:)``.
 ///   Nothing polls.
-public final class PostgresEventStore: EventStore, Sendable {
+public final class PostgresEventStore: QueuedAppends, Sendable {
     /// Where the log lives (its description masks the password).
     public let location: PostgresLocation
-    let readOnly: Bool
+    public let readOnly: Bool
     let group: MultiThreadedEventLoopGroup
     let writer: PostgresConnection
     let reader: PostgresConnection
@@ -32,10 +32,7 @@ public final class PostgresEventStore: EventStore, Sendable {
     let logger: Logger
     let state: Mutex<StoreState>
 
-    struct Pending: Sendable {
-        var request: AppendRequest
-        var complete: @Sendable (Result<AppendResult, Error>) -> Void
-    }
+    typealias Pending = PendingAppend
 
     struct StoreState: ~Copyable {
         var lastSequence: UInt64 = 0

@@ -6,26 +6,8 @@ import Synchronization
 /// Appends: a queue, and one writer task that commits everything waiting in one transaction
 /// (group commit).
 extension PostgresEventStore {
-    public func append(_ request: AppendRequest) async throws -> AppendResult {
-        if readOnly { throw EventLogError.invalid("the event log was opened read-only") }
-        return try await withCheckedThrowingContinuation { continuation in
-            enqueue([Pending(request: request, complete: { continuation.resume(with: $0) })])
-        }
-    }
-
-    public func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
-        if requests.isEmpty { return [] }
-        if readOnly { return requests.map { _ in .failure(EventLogError.invalid("the event log was opened read-only")) } }
-        // Enqueued together, so they share one transaction when the writer is idle.
-        return await withCheckedContinuation { (continuation: CheckedContinuation<[Result<AppendResult, Error>], Never>) in
-            let collector = ResultCollector(count: requests.count) { continuation.resume(returning: $0) }
-            enqueue(requests.enumerated().map { index, request in
-                Pending(request: request, complete: { collector.set(index, $0) })
-            })
-        }
-    }
-
-    func enqueue(_ items: [Pending]) {
+    /// See ``QueuedAppends/enqueue(_:)``: for the writer task.
+    public func enqueue(_ items: [PendingAppend]) {
         let start = state.withLock { state -> Bool? in
             if state.closing { return nil }
             if state.fault != nil { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import HubLog
 
@@ -34,6 +35,23 @@ import Testing
         for i in 10..<60 { _ = try await writer.append(request("s", i)) }
         #expect(try await follow.value == Array(8...60))
         #expect(segmentPaths(dir).count > 1)
+    }
+
+    @Test func aReaderRefusesAppendAllInsteadOfWaitingForAWriterItHasNot() async throws {
+        let (dir, _) = try await makeLog(count: 3)
+        let reader = try SegmentStore(directory: dir, readOnly: true)
+        // Waited for with a deadline: a read-only store has no writer thread to answer a queued
+        // append, so a wait on the task itself could hang the test instead of failing it.
+        let answered = Mutex<[Result<AppendResult, Error>]?>(nil)
+        Task { let r = await reader.appendAll([request("s", 3), request("s", 4)]); answered.withLock { $0 = r } }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while answered.withLock({ $0 == nil }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let results = answered.withLock { $0 }
+        #expect(results?.count == 2, "appendAll on a read-only store was not answered within 5 s")
+        for result in results ?? [] {
+            #expect(throws: EventLogError.self) { try result.get() }
+        }
+        #expect(reader.lastSequence == 3)
     }
 
     @Test func aReaderLeavesATornTailAlone() async throws {
