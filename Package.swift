@@ -128,7 +128,7 @@ let package = Package(
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
-        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness"]),
+        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),

@@ -1,3 +1,4 @@
+import BrokerHarness
 import Foundation
 import HubLog
 import HubPostgres
@@ -61,42 +62,4 @@ func allRecords(_ store: any EventStore) throws -> [EventRecord] {
     var records: [EventRecord] = []
     try store.read(from: 1, through: store.lastSequence) { records.append($0); return true }
     return records
-}
-
-/// An executable of this package (`hub`) built next to the test bundle.
-func builtExecutable(_ name: String = "hub") -> String? {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    let fallback = FileManager.default.currentDirectoryPath + "/.build/debug/" + name
-    return FileManager.default.isExecutableFile(atPath: fallback) ? fallback : nil
-}
-
-struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
-/// Runs the `hub` executable to completion.
-func runHub(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
-    guard let path = builtExecutable() else { throw HubError.failed("the hub executable was not built") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errData, as: UTF8.self))
 }

@@ -1,3 +1,4 @@
+import BrokerHarness
 import Foundation
 import HubLog
 import Synchronization

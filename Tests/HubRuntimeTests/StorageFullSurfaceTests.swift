@@ -1,3 +1,4 @@
+import BrokerHarness
 import DiskHarness
 import DriverAPI
 import Foundation

@@ -1,3 +1,4 @@
+import BrokerHarness
 import Foundation
 import HubDomain
 import Logging
@@ -45,43 +46,5 @@ func populate(_ hub: Hub) async throws {
     }
 }
 
-/// An executable of this package (`hub`, `hub-bench`) built next to the test bundle.
-func builtExecutable(_ name: String = "hub") -> String? {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent(name).path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    let fallback = FileManager.default.currentDirectoryPath + "/.build/debug/" + name
-    return FileManager.default.isExecutableFile(atPath: fallback) ? fallback : nil
-}
-
 /// The `hub` executable built next to the test bundle.
 func hubExecutable() -> String? { builtExecutable("hub") }
-
-struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
-/// Runs the hub executable to completion.
-func runHub(_ arguments: [String], stdin: String? = nil) throws -> ProcessResult {
-    guard let path = hubExecutable() else { throw HubError.failed("the hub executable was not built") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errData, as: UTF8.self))
-}

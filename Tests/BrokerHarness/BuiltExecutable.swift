@@ -1,0 +1,43 @@
+import Foundation
+
+/// An executable of this package (`hub`, `hub-bench`) built next to the test bundle: for tests
+/// that run it as a real process.
+public func builtExecutable(_ name: String = "hub") -> String? {
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    let fallback = FileManager.default.currentDirectoryPath + "/.build/debug/" + name
+    return FileManager.default.isExecutableFile(atPath: fallback) ? fallback : nil
+}
+
+/// What a finished process printed, and its exit status.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs the `hub` executable to completion, with `stdin` as its input and `environment` added to
+/// this process's own.
+public func runHub(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
+    guard let path = builtExecutable("hub") else { throw BrokerHarnessError("the hub executable was not built") }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                         stderr: String(decoding: errData, as: UTF8.self))
+}
