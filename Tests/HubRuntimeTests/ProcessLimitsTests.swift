@@ -66,6 +66,19 @@ import Testing
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
     }
 
+    /// The measurement is the hub's own peak, whatever this test process holds: with 200 MiB
+    /// touched here, `hub --help` still measures far below it (`wait4` alone reported this process's
+    /// peak, which is how the import test failed once the test process had grown past 80 MB).
+    @Test func thePeakMeasuredIsTheChildsOwn() throws {
+        let size = 200 << 20
+        let ballast = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 4096)
+        defer { ballast.deallocate() }
+        for offset in stride(from: 0, to: size, by: 4096) { ballast.storeBytes(of: 1, toByteOffset: offset, as: UInt8.self) }
+        let result = try runHubMeasured(["--help"])
+        #expect(result.status == 0)
+        #expect(result.maxRSSKiB > 0 && result.maxRSSKiB < 150 * 1024, "measured \(result.maxRSSKiB / 1024) MiB")
+    }
+
     static let importRSSBoundKiB = 80 * 1024
 }
 
@@ -98,7 +111,12 @@ struct MeasuredResult {
     var stderr: String
 }
 
-/// Runs the hub to completion as a direct child and reports its own peak resident set (`wait4`).
+/// Runs the hub to completion as a direct child and reports its own peak resident set.
+///
+/// `wait4`'s `ru_maxrss` alone is not the child's: `posix_spawn` starts it with `vfork`, so at its
+/// `exec` the kernel carries over the high-water mark of the memory it shared, this test process's.
+/// So the child's own `VmHWM` (`/proc/<pid>/status`) is sampled while it runs, and `ru_maxrss` is
+/// taken only when it is above what this process had reached (then it can only be the child's).
 func runHubMeasured(_ arguments: [String]) throws -> MeasuredResult {
     guard let path = hubExecutable() else { throw HubError.failed("the hub executable was not built") }
     let errPath = temporaryDirectory() + "/stderr"
@@ -115,10 +133,27 @@ func runHubMeasured(_ arguments: [String]) throws -> MeasuredResult {
     guard spawned == 0 else { throw HubError.failed("posix_spawn \(path): error \(spawned)") }
     var status: Int32 = 0
     var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 {
-        guard errno == EINTR else { throw HubError.failed("wait4: errno \(errno)") }
+    var sampled = 0
+    while true {
+        let done = wait4(pid, &status, WNOHANG, &usage)
+        if done == pid { break }
+        if done < 0 {
+            guard errno == EINTR else { throw HubError.failed("wait4: errno \(errno)") }
+            continue
+        }
+        sampled = max(sampled, highWaterKiB("/proc/\(pid)/status") ?? 0)
+        usleep(5_000)
     }
+    let ours = highWaterKiB("/proc/self/status") ?? Int.max
     let exited = status & 0x7f == 0
     let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    return MeasuredResult(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), maxRSSKiB: usage.ru_maxrss, stderr: stderr)
+    return MeasuredResult(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f),
+                          maxRSSKiB: usage.ru_maxrss > ours ? usage.ru_maxrss : sampled, stderr: stderr)
+}
+
+/// `VmHWM` (peak resident set, KiB) from a `/proc/<pid>/status` file; nil when it cannot be read.
+func highWaterKiB(_ statusFile: String) -> Int? {
+    guard let text = try? String(contentsOfFile: statusFile, encoding: .utf8),
+          let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
 }
