@@ -107,7 +107,9 @@ public final class HubService: Sendable {
                                           + options.extraReadinessChecks)
                 let responders = ObservabilityResponders(hub: hub, surface: surface, registry: options.metricsRegistry, readiness: readiness)
                 // Second to start, second to last to stop: /healthz answers while the others stop.
-                http = HTTPService(settings: settings, router: HubRoutes.router(observability: responders), logger: logger)
+                let routes = HubRoutes(hub: hub, commands: commands, surface: surface, dataDirectory: options.paths.dataDirectory,
+                                       observability: responders)
+                http = HTTPService(settings: settings, router: routes.router(), logger: logger)
                 services.append(http!)
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }

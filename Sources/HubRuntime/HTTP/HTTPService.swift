@@ -7,7 +7,7 @@ import Synchronization
 /// (its own server and date cache run in a group of their own, which shuts down with the hub's).
 final class HTTPService: Service, Sendable {
     let settings: HTTPSettings
-    private let app: Application<RouterResponder<BasicRequestContext>>
+    private let app: Application<RouterResponder<HubRequestContext>>
     /// The bound port once the server runs; `stopped` once `run()` returned.
     private let bound: BoundPort
 
@@ -15,7 +15,7 @@ final class HTTPService: Service, Sendable {
     ///   - settings: where to listen.
     ///   - router: what to serve (``HubRoutes``).
     ///   - logger: the hub's logger; hummingbird's own lines are kept to warnings unless it is at `trace`.
-    init(settings: HTTPSettings, router: Router<BasicRequestContext>, logger: Logger) {
+    init(settings: HTTPSettings, router: Router<HubRequestContext>, logger: Logger) {
         self.settings = settings
         var quieter = logger
         if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .warning) }
