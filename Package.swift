@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
@@ -94,6 +95,7 @@ let package = Package(
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         // What the command-line tools share: one-line messages, the error convention, unbuffered output.
         .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -127,6 +129,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),

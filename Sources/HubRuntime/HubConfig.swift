@@ -17,7 +17,7 @@ import Logging
 ///   "activation_divergence": "restore",
 ///   "readings": {"power": {"deadband": 1, "relative": 0.02, "max_interval_seconds": 300}},
 ///   "log_level": "info",
-///   "http": {"listen": "127.0.0.1:9480"}
+///   "http": {"listen": "127.0.0.1:8080"}
 /// }
 /// ```
 public struct HubConfig: Sendable, Equatable {
@@ -63,8 +63,9 @@ public struct HubConfig: Sendable, Equatable {
     public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
     /// The lowest level of diagnostics written (`log_level`; `--log-level` overrides it).
     public var logLevel: Logger.Level = .info
-    /// Where to serve `/metrics`, `/healthz` and `/readyz` (`http.listen`; `--http` overrides it); nil: not served.
-    public var http: HTTPSettings?
+    /// Where to serve the API, the console, `/metrics`, `/healthz` and `/readyz` (`http.listen`;
+    /// `--http` overrides it); nil: not served (`"http": false`, `--no-http`).
+    public var http: HTTPSettings? = .standard
     /// `log`: the event log's PostgreSQL URL (`postgres://user@host:5432/database`); nil keeps the
     /// segment log in the data directory. `--log` overrides it.
     public var log: String?
@@ -115,7 +116,10 @@ public struct HubConfig: Sendable, Equatable {
             }
             config.logLevel = l
         }
-        if let http = try root.object("http") {
+        if case .bool(let on)? = root["http"] {
+            guard !on else { throw root.wrongType("http", "false (no HTTP listener) or an object such as {\"listen\": \"127.0.0.1:8080\"}") }
+            config.http = nil
+        } else if let http = try root.object("http") {
             try http.allow(["listen"])
             let listen = try http.require("listen", http.string)
             do { config.http = try HTTPSettings(parsing: listen) } catch { throw http.invalid("listen", "\(error)") }

@@ -30,7 +30,8 @@ public struct HubServiceOptions: Sendable {
     public var metrics: HubMetrics = .disabled
     /// The registry `/metrics` renders (the one `metrics` writes into); nil: `/metrics` answers 404.
     public var metricsRegistry: PrometheusCollectorRegistry? = nil
-    /// Serve `/metrics`, `/healthz` and `/readyz` here; nil: no HTTP listener.
+    /// Serve the JSON API, the console, `/metrics`, `/healthz` and `/readyz` here; nil: no HTTP
+    /// listener. Off loopback a credential is required (``AccessTokens``; the first is made at start).
     public var http: HTTPSettings? = nil
     /// `/readyz` fails below this much free space on the data directory's file system.
     public var minimumFreeBytes: UInt64 = 64 * 1_048_576
@@ -61,6 +62,9 @@ public final class HubService: Sendable {
     public let bridges: BridgeHost
     public let surface: MQTTSurface?
     let http: HTTPService?
+    /// The admin token made at this start, because the listener is off loopback and the data
+    /// directory had none: to be shown once (`hub run` prints it). Only its digest is stored.
+    public let newAccessToken: String?
     let group: ServiceGroup
     let logger: Logger
     private let running = Mutex<Task<String?, Never>?>(nil)
@@ -102,13 +106,20 @@ public final class HubService: Sendable {
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             let stopping = StoppingFlag()
             var http: HTTPService? = nil
+            var newAccessToken: String? = nil
             if let settings = options.http {
+                let tokens = AccessTokens(dataDirectory: options.paths.dataDirectory)
+                if !settings.isLoopback { newAccessToken = try tokens.ensureOne() }
                 let readiness = Readiness(Self.readinessChecks(hub: hub, surface: surface, options: options, stopping: stopping)
                                           + options.extraReadinessChecks)
                 let responders = ObservabilityResponders(hub: hub, surface: surface, registry: options.metricsRegistry, readiness: readiness)
                 // Second to start, second to last to stop: /healthz answers while the others stop.
                 let routes = HubRoutes(hub: hub, commands: commands, surface: surface, dataDirectory: options.paths.dataDirectory,
-                                       observability: responders)
+                                       observability: responders,
+                                       requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
+                                       topics: surface?.topics ?? MQTTTopics(base: options.config.mqtt.baseTopic,
+                                                                             discoveryPrefix: options.config.mqtt.discoveryPrefix),
+                                       requireCredential: !settings.isLoopback, tokens: tokens)
                 http = HTTPService(settings: settings, router: routes.router(), logger: logger)
                 services.append(http!)
             }
@@ -134,6 +145,7 @@ public final class HubService: Sendable {
             self.bridges = bridges
             self.surface = surface
             self.http = http
+            self.newAccessToken = newAccessToken
             self.logger = logger
             self.started = started
             self.startedSink = startedSink
@@ -196,6 +208,9 @@ public final class HubService: Sendable {
         if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .info) }
         return quieter
     }
+
+    /// Where the HTTP listener was asked to listen; nil without one.
+    public var httpSettings: HTTPSettings? { http?.settings }
 
     /// The port the HTTP listener is bound to once it is (the one asked for, or the one picked for
     /// port 0); nil without a listener or when it stopped before binding.

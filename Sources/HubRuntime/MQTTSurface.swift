@@ -18,6 +18,8 @@ public actor MQTTSurface {
     nonisolated let relay: MQTTRelay?
     /// Live beacon presence for the animals' state.
     nonisolated let bridges: BridgeHost
+    /// Answers requests and runs commands (the same for MQTT and HTTP).
+    nonisolated let requests: Requests
     public nonisolated let client: MQTTClient
     public nonisolated let topics: MQTTTopics
     let discovery: HomeAssistantDiscovery
@@ -52,6 +54,7 @@ public actor MQTTSurface {
         self.commands = commands
         self.drivers = drivers
         self.bridges = bridges
+        self.requests = Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges)
         self.relay = relay
         self.client = client
         self.topics = topics
@@ -352,51 +355,9 @@ public actor MQTTSurface {
         commandWindow.finished(work, taken: taken, durable: durable, answered: ContinuousClock.now)
     }
 
+    /// Answered by the transport-neutral ``Requests`` (the HTTP API answers through it too).
     nonisolated func answer(_ parsed: MQTTCommands.ParsedCommand) async -> JSONValue {
-        if case .history(let query)? = parsed.query {
-            do {
-                return MQTTResponse.ok(HistoryJSON.data(try await hub.history(query)), echo: parsed.echo)
-            } catch {
-                return MQTTResponse.error(error.message, code: error.code, echo: parsed.echo)
-            }
-        }
-        if let query = parsed.query { return MQTTResponse.ok(await answer(query), echo: parsed.echo) }
-        let commands = parsed.commands.enumerated().map { index, command in
-            (command: command, commandId: index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId)
-        }
-        return await self.commands.execute(commands, actor: "mqtt").mqttAnswer(echo: parsed.echo)
-    }
-
-    nonisolated func answer(_ query: MQTTCommands.Query) async -> JSONValue {
-        let state = await hub.state
-        let today = Civil.dayKey(dayNumber: Civil.dayNumber(micros: currentMicros()))
-        func device(_ d: DeviceRecord) -> JSONValue {
-            StatePayloads.device(Hub.DeviceView(state, d), dayKey: today, now: currentMicros())
-        }
-        switch query {
-        case .devices: return .array(state.devices.active.map(device))
-        case .device(let id): return state.devices[id].map(device) ?? .null
-        case .animals:
-            let live = await bridges.presence
-            return .array(state.animals.byId.values.sorted { $0.id < $1.id }.map { StatePayloads.animal($0, live: live[$0.id]) })
-        case .animal(let id):
-            let live = await bridges.presence[id]
-            return state.animals[id].map { StatePayloads.animal($0, live: live) } ?? .null
-        case .discovered:
-            return .array(await drivers.discovered().map { d in
-                .object([("id", .string(d.suggestedId)), ("driver", .string(d.driver)), ("name", .string(d.name)),
-                         ("config", (try? JSONValue.parse(Array(d.settingsJSON.utf8))) ?? .string(d.settingsJSON)),
-                         ("hardware_id", d.hardwareId.map { .string($0) } ?? .null)])
-            })
-        case .unknownBeacons:
-            return await bridges.unknownBeacons()
-        case .groups:
-            return .array(state.household.groups.values.sorted { $0.id < $1.id }.map { StatePayloads.group($0, devices: state.devices) })
-        case .scenes:
-            return .array(state.household.scenes.values.sorted { $0.id < $1.id }.map(StatePayloads.scene))
-        case .history:
-            return .null  // answered by answer(_ parsed:), which can refuse
-        }
+        await requests.answer(parsed, actor: "mqtt")
     }
 
     /// Why the message's MQTT 5 response topic must not be answered on; nil when it has none or may be.

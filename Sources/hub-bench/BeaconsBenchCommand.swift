@@ -34,7 +34,7 @@ struct BeaconsBench: AsyncParsableCommand {
             var children: [Process] = []
             defer { for child in children where child.isRunning { child.terminate(); child.waitUntilExit() } }
 
-            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--mqtt-port", "\(broker.port)", "--mqtt-client-id", "bench-hub"])
+            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--mqtt-port", "\(broker.port)", "--mqtt-client-id", "bench-hub", "--no-http"])
             children.append(hub)
             let watcher = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "bench-beacons-watch", cleanSession: true))
             for filter in ["hub/status", "hub/events/#", "hub/response/animal/admit", "espresense/#", "home/#"] { try watcher.subscribe(filter, qos: 1) }

@@ -67,7 +67,7 @@ struct PlugsBench: AsyncParsableCommand {
             defer { reader.cancel() }
 
             let started = ContinuousClock.now
-            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--config", configPath])
+            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--config", configPath, "--no-http"])
             children.append(hub)
             let pid = hub.processIdentifier
             while seen.online < total {

@@ -49,7 +49,7 @@ struct SoakBench: AsyncParsableCommand {
             let reader = Task { for await m in watcher.messages { counts.record(m.topic, m.payload) } }
             defer { reader.cancel() }
 
-            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--config", configPath])
+            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--config", configPath, "--no-http"])
             children.append(hub)
             let started = ContinuousClock.now
             while !counts.online {

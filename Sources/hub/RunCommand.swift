@@ -36,9 +36,10 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Run without the MQTT surface.") var noMqtt = false
     @Flag(help: "With no devices in the configuration: simulate two TCP power plugs and a Kasa plug in this process and register them (demo-pump, demo-heater, demo-kettle).") var demo = false
     @Option(help: "Write a read-model snapshot after this many new events.") var snapshotEvery: UInt64 = 10_000
-    @Option(help: ArgumentHelp("Serve /metrics (Prometheus), /healthz and /readyz here, such as 127.0.0.1:9480 (off by default).",
+    @Option(help: ArgumentHelp("Serve the console, the JSON API, /metrics, /healthz and /readyz here (default 127.0.0.1:8080). Any address other than loopback requires a token (hub token).",
                                valueName: "address:port"))
     var http: String?
+    @Flag(help: "Run without the HTTP listener (no console, API or /metrics).") var noHttp = false
     @OptionGroup var log: LogLevelOption
 
     func settings() throws -> HubConfig {
@@ -71,7 +72,11 @@ struct RunCommand: AsyncParsableCommand {
             settings.mqtt.discoveryPrefix = discoveryPrefix
         }
         if noMqtt { settings.mqtt.enabled = false }
-        if let http { settings.http = try HTTPSettings(parsing: http) }
+        if let http {
+            guard !noHttp else { throw ValidationError("--http and --no-http contradict each other: give one") }
+            settings.http = try HTTPSettings(parsing: http)
+        }
+        if noHttp { settings.http = nil }
         if let level = log.logLevel { settings.logLevel = level }
         return settings
     }
@@ -108,6 +113,10 @@ struct RunCommand: AsyncParsableCommand {
                 throw error
             }
         }
+        if let token = service.newAccessToken {
+            // Once, on standard output: only its digest is kept (hub token rotate makes a new one).
+            FileHandle.standardOutput.write(Data("hub: HTTP access token \"admin\" (shown once, keep it): \(token)\n".utf8))
+        }
         await demoSimulators?.kick(service)
         // Say "Ctrl-C stops" only once it does: the group's signal handlers are installed.
         await service.waitUntilRunning()
@@ -116,6 +125,11 @@ struct RunCommand: AsyncParsableCommand {
         let animals = state.animals.admitted.count
         Console.note("hub: running with data directory \(data.dataDir)\(logNote): \(state.lastSequence) events, "
                      + "\(state.devices.active.count) device(s), \(animals) animal(s) admitted. Ctrl-C stops.")
+        if let settings = service.httpSettings, let port = await service.httpPort() {
+            let shown = HTTPSettings(host: settings.host == "0.0.0.0" || settings.host == "::" ? "127.0.0.1" : settings.host, port: port)
+            Console.note("hub: console and API on http://\(shown.description)/"
+                         + (settings.isLoopback ? "" : " (listening on \(settings.host); sign in with the token, docs/http.md)"))
+        }
         // Until a signal, or until the service cannot go on (then exit non-zero, so a supervisor
         // such as systemd restarts it).
         let fatal = await service.finished()

@@ -22,11 +22,18 @@ public struct ProcessResult: Sendable {
 
 /// Runs the `hub` executable to completion, with `stdin` as its input and `environment` added to
 /// this process's own.
+/// `hub run` serves HTTP on 127.0.0.1:8080 unless told otherwise: tests run many hubs at once, so
+/// a `run` that names no address gets `--no-http` (a test that wants the listener passes `--http`).
+public func withoutDefaultHTTP(_ arguments: [String]) -> [String] {
+    guard arguments.first == "run", !arguments.contains(where: { $0.hasPrefix("--http") || $0 == "--no-http" }) else { return arguments }
+    return arguments + ["--no-http"]
+}
+
 public func runHub(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
     guard let path = builtExecutable("hub") else { throw BrokerHarnessError("the hub executable was not built") }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
+    process.arguments = withoutDefaultHTTP(arguments)
     if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out

@@ -61,7 +61,7 @@ import Testing
             .write(toFile: config, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: hub)
-        process.arguments = ["run", "--data-dir", pg.dataDirectory, "--config", config, "--no-mqtt"]
+        process.arguments = ["run", "--data-dir", pg.dataDirectory, "--config", config, "--no-mqtt", "--no-http"]
         let errPath = pg.dataDirectory + "/stderr.txt"
         FileManager.default.createFile(atPath: errPath, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))

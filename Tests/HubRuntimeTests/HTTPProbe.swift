@@ -20,7 +20,12 @@ struct HTTPProbe {
         try await Task.detached { try blockingGet(port: port, path: path) }.value
     }
 
-    static func blockingGet(port: Int, path: String) throws -> Reply {
+    /// Any method, with extra header lines (`Authorization: Bearer ...`) and a body.
+    static func request(port: Int, method: String, path: String, headers: [String] = [], body: String = "") async throws -> Reply {
+        try await Task.detached { try blockingGet(port: port, path: path, method: method, headers: headers, body: body) }.value
+    }
+
+    static func blockingGet(port: Int, path: String, method: String = "GET", headers: [String] = [], body: String = "") throws -> Reply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
@@ -34,7 +39,8 @@ struct HTTPProbe {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
+        let extra = headers.map { $0 + "\r\n" }.joined() + (body.isEmpty ? "" : "Content-Length: \(body.utf8.count)\r\n")
+        let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\(extra)\r\n\(body)".utf8)
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
             throw Failure(description: "send: errno \(errno)")
         }

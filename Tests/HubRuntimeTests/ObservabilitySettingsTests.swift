@@ -39,13 +39,21 @@ struct ObservabilitySettingsTests {
         let config = try HubConfig.parse(try JSONValue.parse(Array(#"{"log_level":"debug","http":{"listen":"127.0.0.1:9480"}}"#.utf8)))
         #expect(config.logLevel == .debug)
         #expect(config.http == HTTPSettings(host: "127.0.0.1", port: 9480))
-        #expect(HubConfig().logLevel == .info && HubConfig().http == nil)
+        #expect(HubConfig().logLevel == .info && HubConfig().http == HTTPSettings(host: "127.0.0.1", port: 8080))
+        #expect(try HubConfig.parse(try JSONValue.parse(Array(#"{"http":false}"#.utf8))).http == nil)
+    }
+
+    @Test(arguments: [("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("localhost", true),
+                      ("0.0.0.0", false), ("::", false), ("192.168.1.20", false), ("127.0.0.1.example", false)])
+    func loopbackBindsAreTheOnesWithoutACredential(_ host: String, _ loopback: Bool) {
+        #expect(HTTPSettings(host: host, port: 8080).isLoopback == loopback)
     }
 
     @Test(arguments: [
         (#"{"log_level":"loud"}"#, #"log_level"#, #"not "loud""#),
         (#"{"http":{"listen":"9480"}}"#, "http.listen", "expected ADDRESS:PORT"),
         (#"{"http":{"port":9480}}"#, "port", "listen"),
+        (#"{"http":true}"#, "http", "false (no HTTP listener)"),
     ])
     func badObservabilityConfigIsRefusedNamingTheKey(_ json: String, _ key: String, _ detail: String) {
         #expect {

@@ -15,7 +15,7 @@ import Testing
             let dir = temporaryDirectory() + "/data"
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["run", "--data-dir", dir, "--no-mqtt"]
+            process.arguments = ["run", "--data-dir", dir, "--no-mqtt", "--no-http"]
             let err = Pipe()
             process.standardError = err
             process.standardOutput = FileHandle.nullDevice

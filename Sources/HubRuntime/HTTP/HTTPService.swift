@@ -26,7 +26,9 @@ final class HTTPService: Service, Sendable {
                           onServerRunning: { channel in
                               let port = channel.localAddress?.port ?? settings.port
                               bound.state.withLock { $0.port = port }
-                              logger.info("http: serving /metrics, /healthz and /readyz on http://\(HTTPSettings(host: settings.host, port: port).description)")
+                              let address = HTTPSettings(host: settings.host, port: port)
+                              let access = address.isLoopback ? "this machine only, no credential" : "a token or /login required"
+                              logger.info("http: serving the API, /metrics, /healthz and /readyz on http://\(address.description)/ (\(access))")
                           },
                           logger: quieter)
     }

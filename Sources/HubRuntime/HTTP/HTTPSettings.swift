@@ -1,6 +1,10 @@
 /// Where `hub run` serves HTTP (`--http ADDRESS:PORT`, or `"http": {"listen": ...}` in the
-/// configuration file): `/metrics`, `/healthz` and `/readyz`, and the console of a later issue.
+/// configuration file; ``standard`` unless `--no-http` or `"http": false`): the JSON API, the
+/// console, `/metrics`, `/healthz` and `/readyz`.
 public struct HTTPSettings: Sendable, Equatable {
+    /// `127.0.0.1:8080`: this machine only, where no credential is asked for.
+    public static let standard = HTTPSettings(host: "127.0.0.1", port: 8080)
+
     /// An IPv4 or IPv6 address (or a host name) to bind.
     public var host: String
     /// 0 picks a free port (tests); ``HubService/httpPort()`` says which.
@@ -31,6 +35,15 @@ public struct HTTPSettings: Sendable, Equatable {
             throw HubError.usage("HTTP address \"\(text)\": the port must be a number from 0 to 65535, not \"\(portText)\"")
         }
         self.init(host: host, port: port)
+    }
+
+    /// Bound to this machine only (127.0.0.0/8, ::1, `localhost`): requests need no credential
+    /// (``HTTPAccess``). Any other address, `0.0.0.0` and `::` included, requires one.
+    public var isLoopback: Bool {
+        let h = host.lowercased()
+        if h == "localhost" || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// `host:port` as it was given (IPv6 in brackets).

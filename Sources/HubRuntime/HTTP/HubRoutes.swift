@@ -1,8 +1,8 @@
 import Hummingbird
 
 /// The paths the hub's HTTP listener serves, and who answers each. Each part of the listener
-/// (observability, the JSON API, the console) adds its routes here; the responders stay in their
-/// own files.
+/// (access, observability, the JSON API, the console) adds its routes here; the responders stay in
+/// their own files.
 struct HubRoutes: Sendable {
     /// The log and read models the pages and answers are drawn from.
     let hub: Hub
@@ -13,12 +13,29 @@ struct HubRoutes: Sendable {
     /// The hub's data directory (credentials, photos).
     let dataDirectory: String
     let observability: ObservabilityResponders
+    /// Requests and commands, answered as on the MQTT surface.
+    let requests: Requests
+    /// The MQTT surface's topics (the default ones without MQTT): the API routes ids through them.
+    let topics: MQTTTopics
+    /// False when bound to loopback (``HTTPSettings/isLoopback``): no credential is asked for.
+    let requireCredential: Bool
+    /// The tokens off loopback (`<data>/http/tokens.json`).
+    let tokens: AccessTokens
+    /// Browser sessions opened at `/login`.
+    let sessions = HTTPSessions()
 
     func router() -> Router<HubRequestContext> {
         let router = Router(context: HubRequestContext.self)
+        // First: a middleware applies to the routes added after it (and to every 404).
+        router.add(middleware: HTTPAccess(requireCredential: requireCredential, tokens: tokens, sessions: sessions))
+        let login = LoginResponders(tokens: tokens, sessions: sessions)
+        router.get("login") { request, _ in login.form(request) }
+        router.post("login") { request, _ in try await login.login(request) }
+        router.post("logout") { request, _ in login.logout(request) }
         router.get("metrics") { _, _ in await observability.metrics() }
         router.get("healthz") { _, _ in observability.health() }
         router.get("readyz") { _, _ in await observability.ready() }
+        APIRoutes.register(on: router, APIResponders(hub: hub, requests: requests, topics: topics))
         return router
     }
 }

@@ -1,0 +1,119 @@
+import HubDomain
+import HubLog
+import Hummingbird
+
+/// Answers the JSON API (``APIRoutes``). Nothing here decides anything: a request is parsed as
+/// the MQTT surface parses the same payload (``MQTTCommands/parse(route:message:now:)``, strict
+/// keys, 64 KiB), answered by ``Requests`` (the one command path, actor from ``HTTPAccess``), and
+/// sent with the MQTT answer as its body and a status that says the outcome (``status(of:)``).
+struct APIResponders: Sendable {
+    let hub: Hub
+    let requests: Requests
+    /// The surface's topics (or the default ones without MQTT): a route's target topic is routed
+    /// through them, so an id in a path is checked exactly as one in a topic.
+    let topics: MQTTTopics
+
+    /// The largest body read; anything from ``MQTTCommands/maxPayloadBytes`` up is refused by the parser.
+    static let maxBodyBytes = 1_048_576
+    static let eventsLimit = 1000
+
+    func respond(_ route: APIRoute, _ request: Request, context: HubRequestContext) async throws -> Response {
+        let id = context.parameters.get("id")
+        switch route.target {
+        case .topic(let template):
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: Self.maxBodyBytes)
+            } catch {
+                return Self.response(MQTTResponse.error("payload of more than \(Self.maxBodyBytes) bytes exceeds \(MQTTCommands.maxPayloadBytes)"),
+                                     status: .contentTooLarge)
+            }
+            return Self.response(await answer(topic: template, id: id, payload: Array(buffer: body), actor: context.actor))
+        case .query(let name):
+            var fields: [(String, JSONValue)] = request.uri.queryParameters.map { (String($0.key), .string(String($0.value))) }
+            if let id { fields.insert(("id", .string(id)), at: 0) }
+            let payload = fields.isEmpty ? [] : Array(JSONValue.object(fields).serialized().utf8)
+            let result = await answer(topic: "request/" + name, id: nil, payload: payload, actor: context.actor)
+            if let id, result["status"] == "ok", result["data"] == .null {
+                // `request/device/get` answers `data: null` for an unknown id; a GET of its URL is a 404.
+                let kind = name == "device/get" ? "device" : "animal"
+                return Self.response(MQTTResponse.error("no \(kind) \"\(MQTTTopics.shown(id))\"", code: "unknown_\(kind)"))
+            }
+            return Self.response(result)
+        case .events:
+            return events(request)
+        }
+    }
+
+    /// Parses `payload` as a message on `<base>/<template>` would be, and answers it.
+    func answer(topic template: String, id: String?, payload: [UInt8], actor: String) async -> JSONValue {
+        let route = topics.route(topic: topics.base + "/" + template.replacingOccurrences(of: "{id}", with: id ?? ""))
+        if route == .ignored {
+            return (MQTTResponse.error("id \"\(MQTTTopics.shown(id ?? ""))\" is not valid: ids are 1 to \(Identifier.maxLength) "
+                                                  + "characters of A-Z, a-z, 0-9, _ and -"))
+        }
+        do {
+            let parsed = try MQTTCommands.parse(route: route, message: payload, now: currentMicros())
+            return await requests.answer(parsed, actor: actor)
+        } catch {
+            return MQTTResponse.error(error)
+        }
+    }
+
+    /// `GET /api/events?after=SEQ&limit=N`: the events after `after` (default 0), at most `limit`
+    /// (default 100, at most 1000), each as `hub events` prints it.
+    func events(_ request: Request) -> Response {
+        var after: UInt64 = 0, limit = 100
+        for (key, value) in request.uri.queryParameters {
+            switch key {
+            case "after":
+                guard let n = UInt64(value) else { return Self.response(MQTTResponse.error("after: expected a sequence number (0 or more), not \"\(value)\"")) }
+                after = n
+            case "limit":
+                guard let n = Int(value), (1...Self.eventsLimit).contains(n) else {
+                    return Self.response(MQTTResponse.error("limit: expected a number from 1 to \(Self.eventsLimit), not \"\(value)\""))
+                }
+                limit = n
+            default:
+                return Self.response(MQTTResponse.error("unknown parameter \"\(MQTTTopics.shown(key))\"; known: after, limit"))
+            }
+        }
+        var lines: [JSONValue] = []
+        let last = hub.store.lastSequence
+        guard after < last else { return Self.response(MQTTResponse.ok(.array([]))) }
+        do {
+            try hub.store.read(from: after + 1, through: min(last, after + UInt64(limit))) { record in
+                lines.append(EventLines.json(record, event: try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
+                                                                                 payload: record.payload)))
+                return true
+            }
+        } catch {
+            return Self.response(MQTTResponse.error("the log could not be read: \(error)", code: "internal"))
+        }
+        return Self.response(MQTTResponse.ok(.array(lines)))
+    }
+
+    /// The answer as the body, with the status its outcome calls for.
+    static func response(_ answer: JSONValue, status: HTTPResponse.Status? = nil) -> Response {
+        ObservabilityResponders.json(status ?? Self.status(of: answer), answer)
+    }
+
+    /// 200 for `ok`; for an error, by its code: none (a malformed request) 400, an unknown subject
+    /// 404, a state that forbids it 409, a full disk 507, the hub's own failure 500, else 400.
+    static func status(of answer: JSONValue) -> HTTPResponse.Status {
+        guard answer["status"] != "ok" else { return .ok }
+        guard case .string(let code)? = answer["code"] else { return .badRequest }
+        switch code {
+        case "unknown_device", "unknown_animal", "unknown_activation", "unknown_subject", "unknown_group", "unknown_scene":
+            return .notFound
+        case "device_exists", "device_removed", "activation_exists", "activation_repeat_conflict", "activation_slots_full",
+             "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
+            return .conflict
+        case "storage_full": return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
+        case "internal": return .internalServerError
+        case "unauthorized": return .unauthorized
+        case "cross_site", "csrf": return .forbidden
+        default: return .badRequest
+        }
+    }
+}
