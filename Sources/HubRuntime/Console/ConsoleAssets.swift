@@ -56,6 +56,7 @@ enum ConsoleAssets {
     svg.chart .mean { stroke:var(--accent); stroke-width:1.6; fill:none; }
     svg.chart .max { stroke:var(--bad); stroke-width:1; fill:none; stroke-dasharray:3 3; }
     svg.chart .bar { fill:var(--accent); }
+    svg.chart .dot { fill:var(--accent); }
     svg.chart .grid { stroke:var(--line); stroke-width:1; }
     .ok-box, .error-box { padding:.6rem .8rem; border-radius:.5rem; margin:.5rem 0; border:1px solid; overflow-wrap:anywhere; }
     .ok-box { border-color:var(--on); color:var(--on); }
