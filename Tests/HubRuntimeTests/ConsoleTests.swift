@@ -122,6 +122,21 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
+    @Test func theTimelineIsFilteredAndPaged() async throws {
+        let hub = try await ConsoleHub.start()
+        for n in 1...60 { try await hub.exec(#"{"command":"record_reading","device":"lamp","quantity":"power","value":\#(n)}"#) }
+        let first = try await hub.get("/audit?actor=cli&type=ReadingRecorded")
+        #expect(first.body.contains("50 events shown, newest first"))
+        #expect(first.body.contains("value: 60") && !first.body.contains("value: 10 "))
+        let older = try #require(first.body.range(of: #"href="/audit?type=ReadingRecorded&amp;actor=cli&amp;before="#))
+        let before = first.body[older.upperBound...].prefix { $0.isNumber }
+        let second = try await hub.get("/audit?actor=cli&type=ReadingRecorded&before=\(before)")
+        #expect(second.body.contains("10 events shown, newest first, from sequence \(before) back"))
+        #expect(second.body.contains("value: 1 ·") && second.body.contains("Start of the log reached."))
+        #expect(try await hub.get("/audit?actor=nobody").body.contains("0 events shown"))
+        try await hub.service.stop()
+    }
+
     @Test func aDeviceNamedLikeMarkupShowsAsText() async throws {
         let hub = try await ConsoleHub.start(devices: [HubConfig.Device(id: "x", driver: "virtual", name: "<script>alert(1)</script>", config: "{}")])
         for path in ["/", "/devices/x", "/audit"] {
