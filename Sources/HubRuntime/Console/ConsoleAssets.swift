@@ -100,12 +100,16 @@ enum ConsoleAssets {
       function conflicts(answer) {
         var list = answer.conflicts || [];
         if (!list.length) return "";
-        return "; overlaps " + list.map(function (c) { return c.second || c.with || JSON.stringify(c); }).join(", ");
+        return "; " + list.map(function (c) { return "“" + c.first + "” overlaps “" + c.second + "” from " + c.at; }).join("; ");
       }
       async function command(body) {
         var answer = await post("/console/command", JSON.stringify(body));
         say(answer);
         return answer;
+      }
+      // After an accepted action that changes the page's lists: reload (later when there is more to read).
+      function reloadSoon(answer) {
+        setTimeout(function () { location.reload(); }, (answer.conflicts || []).length ? 4000 : 500);
       }
       function isoTime(v) { return new Date(v).toISOString().replace(/\.\d{3}Z$/, "Z"); }
       function fields(form, into) {
@@ -129,7 +133,7 @@ enum ConsoleAssets {
         b.disabled = true;
         try {
           var answer = await command(JSON.parse(b.dataset.command));
-          if (answer.status === "ok" && b.dataset.after === "reload") setTimeout(function () { location.reload(); }, 400);
+          if (answer.status === "ok" && b.dataset.after === "reload") reloadSoon(answer);
         } finally { b.disabled = false; }
       });
       document.addEventListener("submit", async function (e) {
@@ -158,7 +162,7 @@ enum ConsoleAssets {
             body = list;
           }
           var answer = await command(body);
-          if (answer.status === "ok" && form.dataset.after === "reload") setTimeout(function () { location.reload(); }, 400);
+          if (answer.status === "ok" && form.dataset.after === "reload") reloadSoon(answer);
         } finally { if (submit) submit.disabled = false; }
       });
       // Fill an activation form from a row's "edit" button.
