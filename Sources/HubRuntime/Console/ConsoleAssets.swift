@@ -194,16 +194,21 @@ enum ConsoleAssets {
       if (window.EventSource && document.body.hasAttribute("data-live")) {
         var watched = (document.body.dataset.live || "").split(" ").filter(Boolean);
         var source = new EventSource("/console/events");
+        var offerReload = function () {
+          var note = document.getElementById("live-note");
+          if (note) note.className = "shown ok-box";
+        };
         source.addEventListener("device", function (e) {
-          var d = JSON.parse(e.data);
-          document.querySelectorAll("[data-device]").forEach(function (el) { if (el.dataset.device === d.id) update(el, d); });
+          var d = JSON.parse(e.data), shown = false;
+          document.querySelectorAll("[data-device]").forEach(function (el) {
+            if (el.dataset.device === d.id) { update(el, d); shown = true; }
+          });
+          if (!shown && watched.indexOf("device/") >= 0) offerReload(); // a device this page does not list yet
         });
         source.addEventListener("change", function (e) {
           var c = JSON.parse(e.data);
-          if (watched.some(function (p) { return c.stream.indexOf(p) === 0; })) {
-            var note = document.getElementById("live-note");
-            if (note) note.className = "shown ok-box";
-          }
+          if (c.type === "MultiSwitchRequested") return; // a group or scene used: its devices update in place
+          if (watched.some(function (p) { return c.stream.indexOf(p) === 0; })) offerReload();
         });
         source.addEventListener("reload", function () { source.close(); setTimeout(function () { location.reload(); }, 500); });
       }
