@@ -102,7 +102,9 @@ public final class HubService: Sendable {
             }
             let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
             // Follow the log from here, before the drivers start, so what they report at start-up is published too.
-            let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
+            let console = ConsoleFeed()
+            let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
+                                          console: console)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             let stopping = StoppingFlag()
             var http: HTTPService? = nil
@@ -119,7 +121,7 @@ public final class HubService: Sendable {
                                        requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
                                        topics: surface?.topics ?? MQTTTopics(base: options.config.mqtt.baseTopic,
                                                                              discoveryPrefix: options.config.mqtt.discoveryPrefix),
-                                       requireCredential: !settings.isLoopback, tokens: tokens)
+                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console)
                 http = HTTPService(settings: settings, router: routes.router(), logger: logger)
                 services.append(http!)
             }
@@ -321,14 +323,18 @@ struct HubLogFollower: Service {
     let surface: MQTTSurface?
     let drivers: DriverHost
     let scheduler: Scheduler
+    /// The console's live updates (ended when the follower stops, so open pages let the listener stop).
+    var console: ConsoleFeed? = nil
 
     func run() async throws {
+        defer { console?.finish() }
         do {
             try await cancelWhenGracefulShutdown { [self] in
                 for try await record in hub.store.subscribe(from: from) {
                     // The read models first, so drivers and the surface see this event's effect.
                     try await hub.catchUp()
                     if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
+                    console?.publish(ConsoleChange(sequence: record.sequence, stream: record.stream, type: record.type))
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
                                                            payload: record.payload) else { continue } // counted by the read models as skipped
                     await drivers.handle(event)

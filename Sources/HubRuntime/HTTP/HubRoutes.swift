@@ -23,6 +23,8 @@ struct HubRoutes: Sendable {
     let tokens: AccessTokens
     /// Browser sessions opened at `/login`.
     let sessions = HTTPSessions()
+    /// Live updates for the console's open pages, fed by the log follower.
+    var console = ConsoleFeed()
 
     func router() -> Router<HubRequestContext> {
         let router = Router(context: HubRequestContext.self)
@@ -36,6 +38,7 @@ struct HubRoutes: Sendable {
         router.get("healthz") { _, _ in observability.health() }
         router.get("readyz") { _, _ in await observability.ready() }
         APIRoutes.register(on: router, APIResponders(hub: hub, requests: requests, topics: topics))
+        ConsoleRoutes(routes: self).add(to: router)
         return router
     }
 }
