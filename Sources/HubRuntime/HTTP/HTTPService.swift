@@ -28,7 +28,7 @@ final class HTTPService: Service, Sendable {
                               bound.state.withLock { $0.port = port }
                               let address = HTTPSettings(host: settings.host, port: port)
                               let access = address.isLoopback ? "this machine only, no credential" : "a token or /login required"
-                              logger.info("http: serving the API, /metrics, /healthz and /readyz on http://\(address.description)/ (\(access))")
+                              logger.info("http: serving the console, the API, /metrics, /healthz and /readyz on http://\(address.description)/ (\(access))")
                           },
                           logger: quieter)
     }
