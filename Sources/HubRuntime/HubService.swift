@@ -98,7 +98,9 @@ public final class HubService: Sendable {
             }
             let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
             // Follow the log from here, before the drivers start, so what they report at start-up is published too.
-            let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler)
+            let console = ConsoleFeed()
+            let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
+                                          console: console)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             let stopping = StoppingFlag()
             var http: HTTPService? = nil
@@ -108,7 +110,7 @@ public final class HubService: Sendable {
                 let responders = ObservabilityResponders(hub: hub, surface: surface, registry: options.metricsRegistry, readiness: readiness)
                 // Second to start, second to last to stop: /healthz answers while the others stop.
                 let routes = HubRoutes(hub: hub, commands: commands, surface: surface, dataDirectory: options.paths.dataDirectory,
-                                       observability: responders)
+                                       observability: responders, console: console)
                 http = HTTPService(settings: settings, router: routes.router(), logger: logger)
                 services.append(http!)
             }
@@ -306,14 +308,18 @@ struct HubLogFollower: Service {
     let surface: MQTTSurface?
     let drivers: DriverHost
     let scheduler: Scheduler
+    /// The console's live updates (ended when the follower stops, so open pages let the listener stop).
+    var console: ConsoleFeed? = nil
 
     func run() async throws {
+        defer { console?.finish() }
         do {
             try await cancelWhenGracefulShutdown { [self] in
                 for try await record in hub.store.subscribe(from: from) {
                     // The read models first, so drivers and the surface see this event's effect.
                     try await hub.catchUp()
                     if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
+                    console?.publish(ConsoleChange(sequence: record.sequence, stream: record.stream, type: record.type))
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
                                                            payload: record.payload) else { continue } // counted by the read models as skipped
                     await drivers.handle(event)

@@ -13,12 +13,15 @@ struct HubRoutes: Sendable {
     /// The hub's data directory (credentials, photos).
     let dataDirectory: String
     let observability: ObservabilityResponders
+    /// Live updates for the console's open pages, fed by the log follower.
+    var console = ConsoleFeed()
 
     func router() -> Router<HubRequestContext> {
         let router = Router(context: HubRequestContext.self)
         router.get("metrics") { _, _ in await observability.metrics() }
         router.get("healthz") { _, _ in observability.health() }
         router.get("readyz") { _, _ in await observability.ready() }
+        ConsoleRoutes(routes: self).add(to: router)
         return router
     }
 }

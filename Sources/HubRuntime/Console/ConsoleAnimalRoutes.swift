@@ -1,0 +1,43 @@
+import HubDomain
+import Hummingbird
+
+extension ConsoleRoutes {
+    func animalsPage(_ request: Request) async -> Response {
+        let animals = await hub.read { state in
+            state.animals.byId.values.sorted { ($0.isAdmitted ? 0 : 1, $0.admission.name, $0.id) < ($1.isAdmitted ? 0 : 1, $1.admission.name, $1.id) }
+        }
+        let presence = await routes.surface?.bridges.presence ?? [:]
+        let beacon = request.uri.queryParameters.get("beacon")
+        return AnimalsPage(animals: animals, presence: presence, beacon: beacon).page.response
+    }
+
+    func animalPage(_ id: String) async -> Response {
+        guard let animal = await hub.animal(id) else { return ConsoleResponse.notFound(.animals, "No animal \"\(id)\" was ever admitted.") }
+        let live = await routes.surface?.bridges.presence[id]
+        let now = currentMicros()
+        let from = now - 7 * Civil.microsPerDay
+        async let heart = vitals(id, .heartRate, from: from, to: now)
+        async let temperature = vitals(id, .temperature, from: from, to: now)
+        return AnimalPage(animal: animal, owner: owner(animal), live: live, heartRate: await heart, temperature: await temperature,
+                          from: from, to: now).page.response
+    }
+
+    /// The owner's contact data opened with the animal's key; nil when there is none or it was erased.
+    func owner(_ animal: AnimalRecord) -> (name: String?, address: String?, phone: String?)? {
+        let a = animal.admission, vault = hub.vault
+        guard !animal.ownerErased else { return nil }
+        let opened = (vault.open(a.ownerName, animal: a.animal), vault.open(a.ownerAddress, animal: a.animal),
+                      vault.open(a.ownerPhone, animal: a.animal))
+        guard opened.0 != nil || opened.1 != nil || opened.2 != nil else { return nil }
+        return opened
+    }
+
+    /// Hourly buckets of one vital sign.
+    func vitals(_ id: String, _ quantity: Quantity, from: Int64, to: Int64) async -> [SVGChart.Band] {
+        guard case .buckets(let buckets)? = try? await hub.history(HistoryQuery(subject: .animal(id), quantity: quantity, from: from,
+                                                                               to: to, resolution: .hour)) else { return [] }
+        return buckets.filter { $0.count > 0 }.map {
+            SVGChart.Band(start: $0.start + HistoryResolution.hour.width / 2, min: $0.min, mean: $0.mean, max: $0.max)
+        }
+    }
+}

@@ -1,0 +1,207 @@
+/// The console's stylesheet and script, embedded in the binary (nothing is fetched at run time,
+/// so the console works on a LAN without internet). Served at `/console/console.css` and
+/// `/console/console.js`.
+enum ConsoleAssets {
+    static let css = #"""
+    :root { --bg:#f6f7f9; --card:#fff; --ink:#1d2330; --muted:#5d6778; --line:#dde1e8; --accent:#1f6feb;
+            --on:#1a7f37; --off:#6e7781; --bad:#cf222e; --warn:#9a6700; }
+    @media (prefers-color-scheme: dark) {
+      :root { --bg:#0d1117; --card:#161b22; --ink:#e6edf3; --muted:#8d96a0; --line:#30363d; --accent:#4493f8;
+              --on:#3fb950; --off:#8d96a0; --bad:#f85149; --warn:#d29922; }
+    }
+    * { box-sizing: border-box; }
+    body { margin:0; font:16px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background:var(--bg); color:var(--ink); }
+    header { display:flex; flex-wrap:wrap; align-items:center; gap:.25rem 1rem; padding:.6rem 1rem; background:var(--card);
+             border-bottom:1px solid var(--line); position:sticky; top:0; z-index:2; }
+    header .brand { font-weight:700; margin-right:.5rem; }
+    header nav { display:flex; flex-wrap:wrap; gap:.25rem; }
+    header nav a { padding:.35rem .7rem; border-radius:.5rem; color:var(--ink); text-decoration:none; }
+    header nav a[aria-current=page] { background:var(--accent); color:#fff; }
+    main { max-width:72rem; margin:0 auto; padding:1rem; }
+    h1 { font-size:1.5rem; margin:.2rem 0 1rem; }
+    h2 { font-size:1.15rem; margin:1.6rem 0 .6rem; }
+    a { color:var(--accent); }
+    .muted { color:var(--muted); font-size:.9rem; }
+    .grid { display:grid; grid-template-columns:repeat(auto-fill, minmax(17rem, 1fr)); gap:.8rem; }
+    .card { background:var(--card); border:1px solid var(--line); border-radius:.75rem; padding:.8rem .9rem; }
+    .card h3 { margin:0 0 .4rem; font-size:1.05rem; display:flex; justify-content:space-between; gap:.5rem; align-items:center; }
+    .card dl { display:grid; grid-template-columns:auto 1fr; gap:.15rem .8rem; margin:.4rem 0 .6rem; font-size:.92rem; }
+    .card dt { color:var(--muted); }
+    .card dd { margin:0; overflow-wrap:anywhere; }
+    .row { display:flex; flex-wrap:wrap; gap:.5rem; align-items:center; }
+    button, .button { font:inherit; padding:.5rem .9rem; border-radius:.55rem; border:1px solid var(--line); background:var(--card);
+                      color:var(--ink); cursor:pointer; min-height:2.5rem; text-decoration:none; display:inline-block; }
+    button.primary { background:var(--accent); border-color:var(--accent); color:#fff; }
+    button.danger { border-color:var(--bad); color:var(--bad); }
+    button:disabled { opacity:.55; cursor:wait; }
+    .state { font-weight:700; text-transform:uppercase; font-size:.85rem; padding:.1rem .5rem; border-radius:1rem; border:1px solid currentColor; }
+    [data-state=on] .state, .state.on { color:var(--on); }
+    [data-state=off] .state, .state.off { color:var(--off); }
+    .offline { color:var(--bad); }
+    .pending { color:var(--warn); }
+    table { border-collapse:collapse; width:100%; background:var(--card); font-size:.92rem; }
+    th, td { text-align:left; padding:.4rem .55rem; border-bottom:1px solid var(--line); vertical-align:top; }
+    th { color:var(--muted); font-weight:600; }
+    .scroll { overflow-x:auto; border:1px solid var(--line); border-radius:.6rem; }
+    form.stack { display:grid; grid-template-columns:repeat(auto-fill, minmax(14rem, 1fr)); gap:.6rem .9rem; }
+    form.inline { display:flex; flex-wrap:wrap; gap:.5rem; align-items:flex-end; }
+    label { display:flex; flex-direction:column; gap:.2rem; font-size:.88rem; color:var(--muted); }
+    input, select, textarea { font:inherit; padding:.45rem .55rem; border-radius:.45rem; border:1px solid var(--line);
+                              background:var(--bg); color:var(--ink); min-height:2.4rem; }
+    textarea { min-height:4rem; }
+    form .wide { grid-column:1 / -1; }
+    svg.chart { width:100%; height:auto; background:var(--card); border:1px solid var(--line); border-radius:.6rem; }
+    svg.chart text { fill:var(--muted); font-size:11px; }
+    svg.chart .band { fill:var(--accent); opacity:.22; }
+    svg.chart .mean { stroke:var(--accent); stroke-width:1.6; fill:none; }
+    svg.chart .max { stroke:var(--bad); stroke-width:1; fill:none; stroke-dasharray:3 3; }
+    svg.chart .bar { fill:var(--accent); }
+    svg.chart .grid { stroke:var(--line); stroke-width:1; }
+    .ok-box, .error-box { padding:.6rem .8rem; border-radius:.5rem; margin:.5rem 0; border:1px solid; overflow-wrap:anywhere; }
+    .ok-box { border-color:var(--on); color:var(--on); }
+    .error-box { border-color:var(--bad); color:var(--bad); }
+    #answer { position:fixed; left:1rem; right:1rem; bottom:1rem; max-width:40rem; margin:0 auto; z-index:3; background:var(--card);
+              box-shadow:0 4px 18px rgba(0,0,0,.18); }
+    #answer:empty { display:none; }
+    #live-note { display:none; }
+    #live-note.shown { display:block; }
+    img.photo { max-width:12rem; max-height:12rem; border-radius:.5rem; border:1px solid var(--line); }
+    code, .mono { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:.85rem; overflow-wrap:anywhere; }
+    @media (max-width: 40rem) { main { padding:.6rem; } th, td { padding:.35rem; } }
+    """#
+
+    static let js = #"""
+    "use strict";
+    (function () {
+      function csrf() {
+        var m = document.cookie.match(/(?:^|;\s*)hub_csrf=([^;]*)/);
+        return m ? decodeURIComponent(m[1]) : "";
+      }
+      // Every action: fetch with the CSRF header (never a plain form post).
+      async function post(url, body, type) {
+        var r;
+        try {
+          r = await fetch(url, { method: "POST", credentials: "same-origin",
+            headers: { "Content-Type": type || "application/json", "X-CSRF-Token": csrf() }, body: body });
+        } catch (e) { return { status: "error", error: "the hub did not answer: " + e }; }
+        try { return await r.json(); } catch (e) { return { status: "error", error: "HTTP " + r.status + " " + r.statusText }; }
+      }
+      function say(answer) {
+        var box = document.getElementById("answer");
+        if (!box) return;
+        var ok = answer.status === "ok";
+        box.className = ok ? "ok-box" : "error-box";
+        box.textContent = ok ? "Done" + (answer.seq != null ? " (event " + answer.seq + ")" : "") + conflicts(answer)
+                             : (answer.code ? answer.code + ": " : "") + (answer.error || "refused");
+        clearTimeout(say.timer);
+        say.timer = setTimeout(function () { box.textContent = ""; box.className = ""; }, ok ? 4000 : 12000);
+      }
+      function conflicts(answer) {
+        var list = answer.conflicts || [];
+        if (!list.length) return "";
+        return "; overlaps " + list.map(function (c) { return c.second || c.with || JSON.stringify(c); }).join(", ");
+      }
+      async function command(body) {
+        var answer = await post("/console/command", JSON.stringify(body));
+        say(answer);
+        return answer;
+      }
+      function isoTime(v) { return new Date(v).toISOString().replace(/\.\d{3}Z$/, "Z"); }
+      function fields(form, into) {
+        for (var i = 0; i < form.elements.length; i++) {
+          var el = form.elements[i];
+          if (!el.name || el.type === "file" || el.type === "submit") continue;
+          var v = el.value.trim();
+          if (v === "") continue;
+          if (el.dataset.type === "number") v = Number(v);
+          else if (el.dataset.type === "time") v = isoTime(v);
+          else if (el.dataset.type === "json") { try { v = JSON.parse(v); } catch (e) { v = null; } }
+          into[el.name] = v;
+        }
+        return into;
+      }
+      document.addEventListener("click", async function (e) {
+        var b = e.target.closest("[data-command]");
+        if (!b || b.form) return;
+        e.preventDefault();
+        if (b.dataset.confirm && !window.confirm(b.dataset.confirm)) return;
+        b.disabled = true;
+        try {
+          var answer = await command(JSON.parse(b.dataset.command));
+          if (answer.status === "ok" && b.dataset.after === "reload") setTimeout(function () { location.reload(); }, 400);
+        } finally { b.disabled = false; }
+      });
+      document.addEventListener("submit", async function (e) {
+        var form = e.target.closest("form[data-command]");
+        if (!form) return;
+        e.preventDefault();
+        var submit = form.querySelector("[type=submit]");
+        if (submit) submit.disabled = true;
+        try {
+          var body = fields(form, JSON.parse(form.dataset.command));
+          var file = form.querySelector("input[type=file]");
+          if (file && file.files.length) {
+            var up = await post("/console/photo", file.files[0], file.files[0].type || "application/octet-stream");
+            if (up.status !== "ok") { say(up); return; }
+            body.photo = up.photo;
+          }
+          if (form.dataset.split) { // one command per filled field (vitals: heart rate and temperature)
+            var base = body, list = [];
+            JSON.parse(form.dataset.split).forEach(function (q) {
+              if (base[q] == null) return;
+              var c = JSON.parse(form.dataset.command);
+              c.quantity = q; c.value = base[q];
+              if (base.measured_at) c.measured_at = base.measured_at;
+              list.push(c);
+            });
+            body = list;
+          }
+          var answer = await command(body);
+          if (answer.status === "ok" && form.dataset.after === "reload") setTimeout(function () { location.reload(); }, 400);
+        } finally { if (submit) submit.disabled = false; }
+      });
+      // Fill an activation form from a row's "edit" button.
+      document.addEventListener("click", function (e) {
+        var b = e.target.closest("[data-fill]");
+        if (!b) return;
+        var form = document.getElementById(b.dataset.target);
+        var values = JSON.parse(b.dataset.fill);
+        Object.keys(values).forEach(function (k) { if (form.elements[k]) form.elements[k].value = values[k]; });
+        form.scrollIntoView({ behavior: "smooth" });
+      });
+
+      // Live updates: the server pushes each device's state as the log commits it.
+      function set(root, field, text) {
+        root.querySelectorAll('[data-field="' + field + '"]').forEach(function (el) { el.textContent = text; });
+      }
+      function update(root, d) {
+        var state = d.switch ? d.switch.toLowerCase() : "unknown";
+        root.dataset.state = state;
+        set(root, "state", state);
+        set(root, "mode", d.mode);
+        set(root, "pending", d.pending ? "switching " + d.pending.state.toLowerCase() : "");
+        set(root, "availability", d.availability);
+        set(root, "reason", d.availability_reason || "");
+        set(root, "power", d.power == null ? "–" : d.power + " W");
+        set(root, "energy", d.energy == null ? "–" : d.energy + " kWh");
+        set(root, "failure", d.last_failure ? "failed to switch " + d.last_failure.state.toLowerCase() + ": " + d.last_failure.reason : "");
+      }
+      if (window.EventSource && document.body.hasAttribute("data-live")) {
+        var watched = (document.body.dataset.live || "").split(" ").filter(Boolean);
+        var source = new EventSource("/console/events");
+        source.addEventListener("device", function (e) {
+          var d = JSON.parse(e.data);
+          document.querySelectorAll("[data-device]").forEach(function (el) { if (el.dataset.device === d.id) update(el, d); });
+        });
+        source.addEventListener("change", function (e) {
+          var c = JSON.parse(e.data);
+          if (watched.some(function (p) { return c.stream.indexOf(p) === 0; })) {
+            var note = document.getElementById("live-note");
+            if (note) note.className = "shown ok-box";
+          }
+        });
+        source.addEventListener("reload", function () { source.close(); setTimeout(function () { location.reload(); }, 500); });
+      }
+    })();
+    """#
+}

@@ -1,0 +1,85 @@
+import HubDomain
+import Hummingbird
+
+/// The console's paths: the pages (`/`, `/devices/{id}`, `/animals`, `/animals/{id}`, `/audit`,
+/// `/discovered`), its assets, its live updates (`/console/events`) and its actions
+/// (`POST /console/command`, `POST /console/photo`). Every action goes through the one command
+/// path with the request's actor; the pages only read.
+struct ConsoleRoutes: Sendable {
+    let routes: HubRoutes
+
+    var hub: Hub { routes.hub }
+
+    func add(to router: Router<HubRequestContext>) {
+        router.get("/") { _, _ in await devicesPage() }
+        router.get("devices/{id}") { _, context in await devicePage(context.parameters.get("id") ?? "") }
+        router.get("animals") { request, _ in await animalsPage(request) }
+        router.get("animals/{id}") { _, context in await animalPage(context.parameters.get("id") ?? "") }
+        router.get("audit") { request, _ in await auditPage(request) }
+        router.get("discovered") { _, _ in await discoveredPage() }
+        router.get("console/console.css") { _, _ in ConsoleResponse.asset(ConsoleAssets.css, contentType: "text/css; charset=utf-8") }
+        router.get("console/console.js") { _, _ in ConsoleResponse.asset(ConsoleAssets.js, contentType: "text/javascript; charset=utf-8") }
+        router.get("console/events") { _, _ in ConsoleEventStream(hub: hub, feed: routes.console).response() }
+        router.get("console/photos/{name}") { _, context in photos.serve(context.parameters.get("name") ?? "") }
+        router.post("console/command") { request, context in await command(request, actor: context.actor) }
+        router.post("console/photo") { request, _ in await photos.upload(request) }
+    }
+
+    var photos: PhotoStore { PhotoStore(dataDirectory: routes.dataDirectory) }
+
+    func devicesPage() async -> Response {
+        DevicesPage(snapshot: await hub.read { DevicesSnapshot($0) }).page.response
+    }
+
+    /// `POST /console/command`: one command object (or a list, run in order until one is refused),
+    /// exactly as on MQTT and `hub exec` (`CommandJSON`); the answer is `hub exec`'s line.
+    func command(_ request: Request, actor: String) async -> Response {
+        var request = request
+        let value: JSONValue
+        do {
+            let body = try await request.collectBody(upTo: 256 * 1024)
+            value = try JSONValue.parse(Array(body.readableBytesView))
+        } catch {
+            return ConsoleResponse.error(.badRequest, code: "bad_json", "the body must be a JSON command object (at most 256 KiB): \(error)")
+        }
+        let items: [JSONValue]
+        if case .array(let list) = value { items = list } else { items = [value] }
+        guard !items.isEmpty else { return ConsoleResponse.error(.badRequest, code: "bad_command", "an empty list of commands") }
+        var parsed: [(command: HubCommand, commandId: String?)] = []
+        for (i, item) in items.enumerated() {
+            do {
+                parsed.append(try CommandJSON.parse(item, now: currentMicros()))
+            } catch {
+                let place = items.count > 1 ? "command \(i + 1): " : ""
+                return ConsoleResponse.error(.badRequest, code: "bad_command", place + "\(error)")
+            }
+        }
+        let answer = parsed.count == 1
+            ? await routes.commands.execute(parsed[0].command, commandId: parsed[0].commandId, actor: actor)
+            : await routes.commands.execute(parsed, actor: actor)
+        let status: HTTPResponse.Status
+        switch answer {
+        case .ok: status = .ok
+        case .refused: status = .conflict
+        case .failed: status = .serviceUnavailable
+        }
+        return ConsoleResponse.json(status, answer.execLine)
+    }
+}
+
+extension ConsoleRoutes {
+    func devicePage(_ id: String) async -> Response {
+        guard let snapshot = await hub.read({ DevicePage.Snapshot($0, id: id) }) else {
+            return ConsoleResponse.notFound(.devices, "No device \"\(id)\" is registered.")
+        }
+        let now = currentMicros()
+        let charts = await DeviceCharts.load(hub: hub, device: id, now: now)
+        let store = hub.store, stream = StreamKey.device(id).stream
+        let events = (try? await Self.offloaded {
+            try LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
+                $0.stream == stream && $0.type != EventType.readingRecorded.rawValue
+            }
+        }) ?? LogScan.Page(entries: [], nextBefore: nil, scanned: 0)
+        return DevicePage(snapshot: snapshot, charts: charts, events: events, now: now).page.response
+    }
+}

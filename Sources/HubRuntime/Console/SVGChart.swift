@@ -1,0 +1,97 @@
+import HubDomain
+
+/// Charts drawn on the server as SVG (no script, no library): a min/mean/max band over time, and
+/// bars per day.
+enum SVGChart {
+    static let width = 720.0, height = 240.0
+    static let left = 48.0, right = 10.0, top = 12.0, bottom = 26.0
+
+    /// One point of a band chart.
+    struct Band {
+        var start: Int64
+        var min: Double
+        var mean: Double
+        var max: Double
+    }
+
+    /// A shaded min..max band with the mean as a line and the max dashed, over `[from, to)` (µs).
+    static func band(_ points: [Band], from: Int64, to: Int64, unit: String, label: String) -> HTML {
+        guard !points.isEmpty, to > from else { return "<p class=\"muted\">No \(label) readings in this range.</p>" }
+        let low = min(0, points.map(\.min).min() ?? 0), high = niceCeiling(points.map(\.max).max() ?? 1)
+        func x(_ t: Int64) -> Double { left + (width - left - right) * Double(t - from) / Double(to - from) }
+        func y(_ v: Double) -> Double { top + (height - top - bottom) * (1 - (v - low) / max(high - low, 1e-9)) }
+        let upper = points.map { "\(f(x($0.start))),\(f(y($0.max)))" }
+        let lower = points.reversed().map { "\(f(x($0.start))),\(f(y($0.min)))" }
+        let mean = points.map { "\(f(x($0.start))),\(f(y($0.mean)))" }.joined(separator: " ")
+        let maxLine = points.map { "\(f(x($0.start))),\(f(y($0.max)))" }.joined(separator: " ")
+        let band = (upper + lower).joined(separator: " ")
+        let hours = stride(from: 0, through: 4, by: 1).map { i -> HTML in
+            let t = from + (to - from) * Int64(i) / 4
+            let iso = ISO8601.format(micros: t)
+            let label = to - from > 2 * Civil.microsPerDay ? String(iso.dropFirst(5).prefix(5)) : String(iso.dropFirst(11).prefix(5))
+            return "<text x=\"\(f(x(t)))\" y=\"\(f(height - 8))\" text-anchor=\"middle\">\(label)</text>"
+        }
+        return """
+        <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label): min, mean and max per bucket">
+        \(axes(low: low, high: high, y: y))
+        <polygon class="band" points="\(band)"/>
+        <polyline class="max" points="\(maxLine)"/>
+        <polyline class="mean" points="\(mean)"/>
+        \(hours)
+        <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
+        </svg>
+        """
+    }
+
+    /// One bar per day (`label` under each, a few of them shown).
+    static func bars(_ values: [(label: String, value: Double)], unit: String, label: String) -> HTML {
+        guard values.contains(where: { $0.value > 0 }) else { return "<p class=\"muted\">No \(label) recorded in this range.</p>" }
+        let high = niceCeiling(values.map(\.value).max() ?? 1)
+        let slot = (width - left - right) / Double(values.count)
+        func y(_ v: Double) -> Double { top + (height - top - bottom) * (1 - v / high) }
+        let bars = values.enumerated().map { i, item -> HTML in
+            let x = left + slot * Double(i) + slot * 0.15
+            let h = (height - bottom) - y(item.value)
+            let tick: HTML = i % max(1, values.count / 6) == 0
+                ? "<text x=\"\(f(x + slot * 0.35))\" y=\"\(f(height - 8))\" text-anchor=\"middle\">\(item.label)</text>" : .empty
+            return """
+            <rect class="bar" x="\(f(x))" y="\(f(y(item.value)))" width="\(f(slot * 0.7))" height="\(f(max(h, 0)))"><title>\(item.label): \(ConsoleFormat.number(item.value, decimals: 3)) \(unit)</title></rect>\(tick)
+            """
+        }
+        return """
+        <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label) per day">
+        \(axes(low: 0, high: high, y: y))
+        \(bars)
+        <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
+        </svg>
+        """
+    }
+
+    static func axes(low: Double, high: Double, y: (Double) -> Double) -> HTML {
+        HTML.join((0...4).map { i -> HTML in
+            let v = low + (high - low) * Double(i) / 4
+            return """
+            <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: 1))</text>
+            """
+        })
+    }
+
+    /// 1, 2 or 5 times a power of ten, at or above `value`.
+    static func niceCeiling(_ value: Double) -> Double {
+        guard value > 0, value.isFinite else { return 1 }
+        var magnitude = 1.0
+        while magnitude * 10 <= value { magnitude *= 10 }
+        while magnitude > value { magnitude /= 10 }
+        for step in [1.0, 2, 5, 10] where step * magnitude >= value { return step * magnitude }
+        return 10 * magnitude
+    }
+
+    /// A coordinate with one decimal.
+    static func f(_ v: Double) -> String {
+        let tenths = (v * 10).rounded()
+        guard tenths.isFinite else { return "0" }
+        let n = Int(tenths)
+        let sign = n < 0 ? "-" : ""
+        return "\(sign)\(abs(n) / 10).\(abs(n) % 10)"
+    }
+}
