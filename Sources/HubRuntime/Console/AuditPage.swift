@@ -26,13 +26,17 @@ struct AuditPage {
         }
 
         /// Whether a record passes the filter (`stream` ending in `/` is a prefix: `device/`).
-        func matcher() -> @Sendable (EventRecord) -> Bool {
+        func matcher() -> @Sendable (RecordView) -> Bool {
             let from = Self.time(self.from), to = Self.time(self.to)
             let stream = self.stream, type = self.type, actor = self.actor
+            let typeBytes = Array(type.utf8)
             return { r in
-                if !stream.isEmpty, stream.hasSuffix("/") ? !r.stream.hasPrefix(stream) : r.stream != stream { return false }
-                if !type.isEmpty, r.type != type { return false }
-                if !actor.isEmpty, r.causation.actor != actor { return false }
+                if !type.isEmpty, !r.typeEquals(typeBytes) { return false }
+                if !stream.isEmpty {
+                    let s = r.stream
+                    if stream.hasSuffix("/") ? !s.hasPrefix(stream) : s != stream { return false }
+                }
+                if !actor.isEmpty, r.actor != actor { return false }
                 if let from, r.timestamp < from { return false }
                 if let to, r.timestamp > to { return false }
                 return true

@@ -56,6 +56,7 @@ enum ConsoleAssets {
     svg.chart .mean { stroke:var(--accent); stroke-width:1.6; fill:none; }
     svg.chart .max { stroke:var(--bad); stroke-width:1; fill:none; stroke-dasharray:3 3; }
     svg.chart .bar { fill:var(--accent); }
+    svg.chart .dot { fill:var(--accent); }
     svg.chart .grid { stroke:var(--line); stroke-width:1; }
     .ok-box, .error-box { padding:.6rem .8rem; border-radius:.5rem; margin:.5rem 0; border:1px solid; overflow-wrap:anywhere; }
     .ok-box { border-color:var(--on); color:var(--on); }
@@ -99,12 +100,16 @@ enum ConsoleAssets {
       function conflicts(answer) {
         var list = answer.conflicts || [];
         if (!list.length) return "";
-        return "; overlaps " + list.map(function (c) { return c.second || c.with || JSON.stringify(c); }).join(", ");
+        return "; " + list.map(function (c) { return "“" + c.first + "” overlaps “" + c.second + "” from " + c.at; }).join("; ");
       }
       async function command(body) {
         var answer = await post("/console/command", JSON.stringify(body));
         say(answer);
         return answer;
+      }
+      // After an accepted action that changes the page's lists: reload (later when there is more to read).
+      function reloadSoon(answer) {
+        setTimeout(function () { location.reload(); }, (answer.conflicts || []).length ? 4000 : 500);
       }
       function isoTime(v) { return new Date(v).toISOString().replace(/\.\d{3}Z$/, "Z"); }
       function fields(form, into) {
@@ -128,7 +133,7 @@ enum ConsoleAssets {
         b.disabled = true;
         try {
           var answer = await command(JSON.parse(b.dataset.command));
-          if (answer.status === "ok" && b.dataset.after === "reload") setTimeout(function () { location.reload(); }, 400);
+          if (answer.status === "ok" && b.dataset.after === "reload") reloadSoon(answer);
         } finally { b.disabled = false; }
       });
       document.addEventListener("submit", async function (e) {
@@ -157,7 +162,7 @@ enum ConsoleAssets {
             body = list;
           }
           var answer = await command(body);
-          if (answer.status === "ok" && form.dataset.after === "reload") setTimeout(function () { location.reload(); }, 400);
+          if (answer.status === "ok" && form.dataset.after === "reload") reloadSoon(answer);
         } finally { if (submit) submit.disabled = false; }
       });
       // Fill an activation form from a row's "edit" button.
@@ -189,16 +194,21 @@ enum ConsoleAssets {
       if (window.EventSource && document.body.hasAttribute("data-live")) {
         var watched = (document.body.dataset.live || "").split(" ").filter(Boolean);
         var source = new EventSource("/console/events");
+        var offerReload = function () {
+          var note = document.getElementById("live-note");
+          if (note) note.className = "shown ok-box";
+        };
         source.addEventListener("device", function (e) {
-          var d = JSON.parse(e.data);
-          document.querySelectorAll("[data-device]").forEach(function (el) { if (el.dataset.device === d.id) update(el, d); });
+          var d = JSON.parse(e.data), shown = false;
+          document.querySelectorAll("[data-device]").forEach(function (el) {
+            if (el.dataset.device === d.id) { update(el, d); shown = true; }
+          });
+          if (!shown && watched.indexOf("device/") >= 0) offerReload(); // a device this page does not list yet
         });
         source.addEventListener("change", function (e) {
           var c = JSON.parse(e.data);
-          if (watched.some(function (p) { return c.stream.indexOf(p) === 0; })) {
-            var note = document.getElementById("live-note");
-            if (note) note.className = "shown ok-box";
-          }
+          if (c.type === "MultiSwitchRequested") return; // a group or scene used: its devices update in place
+          if (watched.some(function (p) { return c.stream.indexOf(p) === 0; })) offerReload();
         });
         source.addEventListener("reload", function () { source.close(); setTimeout(function () { location.reload(); }, 500); });
       }

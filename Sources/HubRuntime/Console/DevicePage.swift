@@ -94,13 +94,25 @@ struct EventTable {
     let entries: [LogScan.Entry]
     var showStream = true
 
+    /// An event's fields as `name: value` pairs, the empty ones left out.
+    static func summary(_ data: JSONValue) -> String {
+        guard case .object(let pairs) = data else { return data.serialized() }
+        return pairs.compactMap { key, value -> String? in
+            switch value {
+            case .null: return nil
+            case .string(let s): return "\(key): \(s)"
+            default: return "\(key): \(value.serialized())"
+            }
+        }.joined(separator: " · ")
+    }
+
     var html: HTML {
         guard !entries.isEmpty else { return "<p class=\"muted\">No events.</p>" }
         let rows = entries.map { e -> HTML in
             let stream: HTML = showStream ? "<td><a href=\"/audit\(URLText.query([("stream", e.stream)]))\">\(e.stream)</a></td>" : .empty
             return """
             <tr><td>\(e.sequence)</td><td>\(ConsoleFormat.time(e.timestamp))</td>\(stream)<td>\(e.type)</td><td>\(e.actor)</td>\
-            <td class="mono">\(e.commandId ?? "")</td><td class="mono">\(e.data.map { $0.serialized() } ?? "(a type this hub cannot read)")</td></tr>
+            <td class="mono">\(e.commandId ?? "")</td><td class="mono">\(e.data.map(Self.summary) ?? "(a type this hub cannot read)")</td></tr>
             """
         }
         return """

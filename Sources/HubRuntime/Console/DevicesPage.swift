@@ -7,7 +7,7 @@ struct DevicesPage {
     let snapshot: DevicesSnapshot
 
     var page: ConsolePage {
-        ConsolePage(title: "Devices", section: .devices, live: ["group/", "scene/"], body: """
+        ConsolePage(title: "Devices", section: .devices, live: ["device/", "group/", "scene/"], body: """
         <div class="row"><button class="danger" data-action="all-off" data-confirm="Switch every device off?" \
         data-command="\(ConsoleFormat.command([("command", "apply_scene"), ("id", "all-off")]))">All off</button>
         <span class="muted">\(snapshot.devices.count) devices</span></div>

@@ -32,20 +32,21 @@ struct LogScan {
     ///   - budget: Records to read at most.
     ///   - matches: Which records to keep (decoded only when kept).
     func newest(before: UInt64, limit: Int, budget: Int = 50_000, chunk: UInt64 = 2048,
-                matches: (EventRecord) -> Bool) throws -> Page {
+                matches: (RecordView) -> Bool) throws -> Page {
         var entries: [Entry] = []
         var high = min(before, store.lastSequence), scanned = 0
         while high >= 1 {
             let low = high > chunk ? high - chunk + 1 : 1
-            var found: [EventRecord] = []
-            try store.read(from: low, through: high) { record in
-                if matches(record) { found.append(record) }
+            // Views, not records: a record is copied out only when it is kept.
+            var found: [Entry] = []
+            try store.readViews(from: low, through: high) { view in
+                if matches(view) { found.append(Self.entry(view)) }
                 return true
             }
             scanned += Int(high - low + 1)
-            for record in found.reversed() {
+            for entry in found.reversed() {
                 if entries.count == limit { return Page(entries: entries, nextBefore: entries.last.map { $0.sequence - 1 }, scanned: scanned) }
-                entries.append(Self.entry(record))
+                entries.append(entry)
             }
             if low == 1 { break }
             if scanned >= budget { return Page(entries: entries, nextBefore: low - 1, scanned: scanned) }
@@ -54,10 +55,11 @@ struct LogScan {
         return Page(entries: entries, nextBefore: nil, scanned: scanned)
     }
 
-    static func entry(_ record: EventRecord) -> Entry {
-        let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
-        return Entry(sequence: record.sequence, timestamp: record.timestamp, stream: record.stream, type: record.type,
-                     actor: record.causation.actor, commandId: record.causation.commandId, data: event.map { hideSealed($0.jsonBody()) })
+    static func entry(_ view: RecordView) -> Entry {
+        let type = view.type
+        let event = try? HubEvent.decode(type: type, schemaVersion: view.schemaVersion, payload: view.payload)
+        return Entry(sequence: view.sequence, timestamp: view.timestamp, stream: view.stream, type: type,
+                     actor: view.actor, commandId: view.commandId, data: event.map { hideSealed($0.jsonBody()) })
     }
 
     /// Sealed owner contact data shows as `"sealed"`: never its ciphertext on a page.

@@ -29,7 +29,8 @@ enum SVGChart {
             let t = from + (to - from) * Int64(i) / 4
             let iso = ISO8601.format(micros: t)
             let label = to - from > 2 * Civil.microsPerDay ? String(iso.dropFirst(5).prefix(5)) : String(iso.dropFirst(11).prefix(5))
-            return "<text x=\"\(f(x(t)))\" y=\"\(f(height - 8))\" text-anchor=\"middle\">\(label)</text>"
+            let anchor = i == 0 ? "start" : i == 4 ? "end" : "middle"
+            return "<text x=\"\(f(x(t)))\" y=\"\(f(height - 8))\" text-anchor=\"\(anchor)\">\(label)</text>"
         }
         return """
         <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label): min, mean and max per bucket">
@@ -37,6 +38,7 @@ enum SVGChart {
         <polygon class="band" points="\(band)"/>
         <polyline class="max" points="\(maxLine)"/>
         <polyline class="mean" points="\(mean)"/>
+        \(points.count <= 120 ? dots(points, unit: unit, x: x, y: y) : .empty)
         \(hours)
         <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
         </svg>
@@ -71,9 +73,23 @@ enum SVGChart {
         HTML.join((0...4).map { i -> HTML in
             let v = low + (high - low) * Double(i) / 4
             return """
-            <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: 1))</text>
+            <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: decimals(high - low)))</text>
             """
         })
+    }
+
+    /// A dot per point (hover: its values), when there are few enough to see.
+    static func dots(_ points: [Band], unit: String, x: (Int64) -> Double, y: (Double) -> Double) -> HTML {
+        HTML.join(points.map { p -> HTML in
+            let text = "\(ConsoleFormat.time(p.start)): min \(ConsoleFormat.number(p.min, decimals: 1)), mean "
+                + "\(ConsoleFormat.number(p.mean, decimals: 1)), max \(ConsoleFormat.number(p.max, decimals: 1)) \(unit)"
+            return "<circle class=\"dot\" cx=\"\(f(x(p.start)))\" cy=\"\(f(y(p.mean)))\" r=\"2.5\"><title>\(text)</title></circle>"
+        })
+    }
+
+    /// Enough decimals to tell the axis's steps apart.
+    static func decimals(_ span: Double) -> Int {
+        span >= 40 ? 0 : span >= 4 ? 1 : span >= 0.4 ? 2 : 3
     }
 
     /// 1, 2 or 5 times a power of ten, at or above `value`.
