@@ -112,6 +112,8 @@ struct ConsoleBench: AsyncParsableCommand {
         | Devices page `/` (\(devicesPage.bytes / 1024) KiB; \(requests) requests) | p50 \(ms(devicesPage.p50)) ms, p99 \(ms(devicesPage.p99)) ms | < 50 ms: \(verdict(devicesPage.p99 < 0.050)) |
         | device page `/devices/dev-0` with charts (\(devicePage.bytes / 1024) KiB; \(requests) requests) | p50 \(ms(devicePage.p50)) ms, p99 \(ms(devicePage.p99)) ms | < 100 ms: \(verdict(devicePage.p99 < 0.100)) |
         | live updates: \(pages) open pages, \(live.commands) commands at \(rate)/s (\(live.failedCommands) refused or failed) | \(live.received) of \(live.expected) updates arrived; p50 \(ms(live.p50)) ms, p99 \(ms(live.p99)) ms, latest \(ms(live.max)) ms | none later than 1 s: \(verdict(live.max < 1 && live.received == live.expected)) |
+        | the same commands answered by the command path (decide, append and fsync, fold) | p50 \(ms(live.answerP50)) ms, p99 \(ms(live.answerP99)) ms | |
+        | pages told to reload (fell 1,024 events behind) | \(live.reloads) | 0 |
         """
     }
 }

@@ -20,6 +20,8 @@ struct LiveUpdateBench {
     struct Result {
         var commands = 0, failedCommands = 0, expected = 0, received = 0, reloads = 0
         var p50 = 0.0, p99 = 0.0, max = 0.0
+        /// How long the command path took to answer (decide, append with its fsync, fold): p50 and p99.
+        var answerP50 = 0.0, answerP99 = 0.0
     }
 
     /// What was sent and what arrived, shared by the command loop and the readers.
@@ -28,6 +30,7 @@ struct LiveUpdateBench {
         struct State {
             var sent: [String: Sent] = [:]
             var latencies: [Double] = []
+            var answered: [Double] = []
             var reloads = 0, failedCommands = 0, readersDone = 0
             var stop = false
         }
@@ -57,7 +60,10 @@ struct LiveUpdateBench {
                 let device = "dev-\(k % devices)", on = (k / devices) % 2 == 0
                 ledger.state.withLock { $0.sent[device] = Ledger.Sent(k: k, state: on ? "on" : "off", at: .now) }
                 group.addTask {
+                    let started = ContinuousClock.now
                     let answer = await commands.execute(.switchDevice(id: device, target: on ? .on : .off), actor: "bench")
+                    let took = Self.seconds(ContinuousClock.now - started)
+                    ledger.state.withLock { $0.answered.append(took) }
                     if case .ok = answer {} else { ledger.state.withLock { $0.failedCommands += 1 } }
                 }
             }
@@ -70,12 +76,16 @@ struct LiveUpdateBench {
         }
         ledger.state.withLock { $0.stop = true }
         while ledger.state.withLock({ $0.readersDone }) < streams.count { try await Task.sleep(for: .milliseconds(20)) }
-        let (latencies, reloads) = ledger.state.withLock { ($0.latencies.sorted(), $0.reloads) }
+        let (latencies, answered, reloads) = ledger.state.withLock { ($0.latencies.sorted(), $0.answered.sorted(), $0.reloads) }
         var result = Result(commands: total, failedCommands: failed, expected: expected, received: latencies.count, reloads: reloads)
         if !latencies.isEmpty {
             result.p50 = latencies[latencies.count / 2]
             result.p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
             result.max = latencies.last!
+        }
+        if !answered.isEmpty {
+            result.answerP50 = answered[answered.count / 2]
+            result.answerP99 = answered[min(answered.count - 1, answered.count * 99 / 100)]
         }
         return result
     }
