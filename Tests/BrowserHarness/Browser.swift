@@ -45,7 +45,8 @@ public final class Browser: Sendable {
     public static func launch(executable: String? = nil, width: Int = 1280, height: Int = 900,
                               timeout: Duration = .seconds(30)) async throws -> Browser {
         guard let path = executable ?? findChromium(), FileManager.default.isExecutableFile(atPath: path) else {
-            throw BrowserError(BrowserRequirement.missingMessage(executable ?? "$HUB_CHROMIUM, chromium, chromium-browser, google-chrome on PATH"))
+            let chosen = ProcessInfoEnvironment.value("HUB_CHROMIUM").map { "$HUB_CHROMIUM=\($0)" }
+            throw BrowserError(BrowserRequirement.missingMessage(executable ?? chosen ?? "chromium, chromium-browser, google-chrome on PATH"))
         }
         // A browser that dies makes our writes fail with EPIPE instead of killing the test process.
         signal(SIGPIPE, SIG_IGN)
