@@ -83,6 +83,8 @@ let package = Package(
         .target(name: "PostgresHarness", dependencies: ["BrokerHarness"], path: "Tests/PostgresHarness"),
         // Test support: a small tmpfs of its own, filled to make a real full disk.
         .target(name: "DiskHarness", path: "Tests/DiskHarness"),
+        // Test support: a real headless Chromium driven over the DevTools Protocol on a pipe (Debian's `chromium`).
+        .target(name: "BrowserHarness", dependencies: ["HubJSON"], path: "Tests/BrowserHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // Command handling, projections, replay, import/export.
@@ -134,6 +136,8 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness"]),
+        // The console as a person uses it: a real hub process, a real broker, a real Chromium.
+        .testTarget(name: "BrowserTests", dependencies: ["BrowserHarness", "BrokerHarness", "HubJSON"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),
