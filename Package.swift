@@ -111,7 +111,7 @@ let package = Package(
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
         .executableTarget(name: "hub-bench", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubRuntime", "HubDomain", "HubLog", "HubPostgres", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -128,7 +128,7 @@ let package = Package(
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
-        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness"]),
+        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness", "MQTT"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),

@@ -78,6 +78,10 @@ extension PostgresEventStore {
         let head = try await run("SELECT last_seq, chain_hash FROM hub_log_head WHERE id = 1 FOR UPDATE")
         guard let headRow = head.first else { throw EventLogError.invalid("\(location): the hub_log_head row is missing") }
         let (headSequence, headHash) = try headRow.decode((Int64, ByteBuffer).self)
+        if let problem = try await fenceProblem(run) {
+            _ = try await run("ROLLBACK")
+            return requests.map { _ in .failure(EventLogError.fenced(problem)) }
+        }
         let committedLast = UInt64(headSequence)
         var nextSequence = committedLast + 1
         var hash = Array(headHash.readableBytesView)
