@@ -49,6 +49,36 @@ import Testing
         #expect(await pair.b.waitExit(timeout: 15) == 0, "\(pair.b.stderr)")
     }
 
+    /// The failover figure of docs/benchmarks.md: `HUB_FAILOVER_RUNS=10 swift test --filter failoverTimeOverRuns`
+    /// kills the active that many times (a fresh log, broker and pair each run) and prints each time
+    /// from the SIGKILL to the first command the standby answered, and their median.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HUB_FAILOVER_RUNS"] != nil))
+    func failoverTimeOverRuns() async throws {
+        let runs = Int(ProcessInfo.processInfo.environment["HUB_FAILOVER_RUNS"] ?? "") ?? 10
+        var times: [Double] = []
+        for run in 1...runs {
+            guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+            let broker = try await TestBroker.startAsync()
+            let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port)
+            let client = try await CommandClient(port: broker.port)
+            #expect(try await client.rename("f-\(run)-before") != nil)
+            let killed = Date()
+            pair.a.signal(SIGKILL)
+            let answered = try await client.rename("f-\(run)-after")
+            #expect(answered != nil)
+            if let answered { times.append(answered.timeIntervalSince(killed)) }
+            print("failover run \(run): \(answered.map { String(format: "%.2f s", $0.timeIntervalSince(killed)) } ?? "unanswered")")
+            await client.stop()
+            pair.end()
+            broker.stop()
+        }
+        let sorted = times.sorted()
+        guard !sorted.isEmpty else { return }
+        let median = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        print("failover over \(sorted.count) runs: p50 \(String(format: "%.2f", median)) s, min \(String(format: "%.2f", sorted.first!)) s, "
+              + "max \(String(format: "%.2f", sorted.last!)) s (lease 3 s, renewed every 1 s)")
+    }
+
     @Test func aPausedActiveThatLostTheLeaseAppendsNothingAndStepsDown() async throws {
         guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
         let broker = try await TestBroker.startAsync()
