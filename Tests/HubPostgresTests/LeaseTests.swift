@@ -45,6 +45,24 @@ import Testing
         await b.close()
     }
 
+    /// The batch's lookups are one query each: a request PostgreSQL cannot store (a NUL) fails
+    /// alone, with its own message, and the others in its batch go through.
+    @Test func aNULInOneRequestFailsOnlyThatRequestOfTheBatch() async throws {
+        guard let place = try LogPlace.fresh(.postgres) else { return }
+        let store = try #require(try place.open() as? PostgresEventStore)
+        let event = ProposedEvent(type: "DeviceRenamed", schemaVersion: 1, timestamp: 0, payload: Array("{}".utf8))
+        let results = await store.appendAll([
+            AppendRequest(stream: "device/a", expected: .noStream, causation: Causation(commandId: "n-1", actor: "test"), events: [event]),
+            AppendRequest(stream: "device/\u{0}", expected: .noStream, causation: Causation(commandId: "n-2", actor: "test"), events: [event]),
+            AppendRequest(stream: "device/a", expected: .exact(0), causation: Causation(commandId: "n-1", actor: "test"), events: [event]),
+        ])
+        #expect((try? results[0].get())?.firstSequence == 1)
+        guard case .failure(EventLogError.invalid(let message)) = results[1] else { Issue.record("\(results[1])"); return }
+        #expect(message.contains("NUL"), "\(message)")
+        #expect((try? results[2].get())?.duplicate == true)
+        await store.close()
+    }
+
     @Test func aStoreWithoutAFenceAppendsAsAlways() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
         let store = try #require(try place.open() as? PostgresEventStore)
