@@ -115,7 +115,7 @@ let package = Package(
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
         .executableTarget(name: "hub-bench", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubRuntime", "HubDomain", "HubLog", "HubPostgres", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -135,7 +135,7 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness"]),
+        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness", "MQTT"]),
         // The console as a person uses it: a real hub process, a real broker, a real Chromium.
         .testTarget(name: "BrowserTests", dependencies: ["BrowserHarness", "BrokerHarness", "HubJSON"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),

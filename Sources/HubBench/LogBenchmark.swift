@@ -258,8 +258,9 @@ public struct LogBenchmarkResult: Sendable, Equatable {
             + "elapsed \(Self.decimal(elapsedSeconds, 2)) s"
     }
 
-    /// A Markdown table comparing the hub log with SQLite: workload | hub log | SQLite | ratio.
-    public static func table(hub: LogBenchmarkResult, sqlite: LogBenchmarkResult, machine: String) -> String {
+    /// A Markdown table comparing the hub log (either backend) with SQLite: workload | hub log | SQLite | ratio.
+    /// - Parameter hubLabel: The first column's heading (`hub log`, or `PostgreSQL` for that backend).
+    public static func table(hub: LogBenchmarkResult, sqlite: LogBenchmarkResult, machine: String, hubLabel: String = "hub log") -> String {
         let c = hub.configuration
         func countNote(_ h: Int, _ s: Int) -> String { h == s ? group(h) : "\(group(h)) / SQLite \(group(s))" }
         func row(_ workload: String, _ h: Double?, _ s: Double?, _ unit: String, _ hs: Double, _ ss: Double) -> String {
@@ -272,7 +273,7 @@ public struct LogBenchmarkResult: Sendable, Equatable {
         lines.append("Events: \(group(Int(hub.lastSequence))) total, payload avg \(decimal(max(hub.averagePayloadBytes, sqlite.averagePayloadBytes), 0)) B; "
             + "every append durable (fsync) before it returns.")
         lines.append("")
-        lines.append("| workload | hub log | SQLite (WAL, FULL) | ratio |")
+        lines.append("| workload | \(hubLabel) | SQLite (WAL, FULL) | ratio |")
         lines.append("|---|---:|---:|---:|")
         lines.append(row("a) 1 writer, 1 event/append (\(countNote(hub.sequential.appends, sqlite.sequential.appends)) appends)",
                          hub.sequential.appendsPerSecond, sqlite.sequential.appendsPerSecond, "appends/s",

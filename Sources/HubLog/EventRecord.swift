@@ -197,6 +197,9 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
     case closed
     /// The request cannot be stored (e.g. a name or payload too large), or the store was used wrongly.
     case invalid(String)
+    /// This process no longer holds the lease that lets one hub of several append (a hot standby took
+    /// over: see docs/operations.md); nothing was appended, and this process never appends again.
+    case fenced(String)
 
     /// One line naming what failed and where.
     public var description: String {
@@ -217,6 +220,8 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
             return "event log is closed"
         case let .invalid(message):
             return message
+        case let .fenced(reason):
+            return "not the active hub: \(reason)"
         }
     }
 }

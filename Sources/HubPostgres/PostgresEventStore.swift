@@ -45,6 +45,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         var waiters: [Int: (after: UInt64, continuation: CheckedContinuation<Void, Error>)] = [:]
         /// Transactions committed by this process's writer (each may hold several appends).
         var transactions: UInt64 = 0
+        /// Set by ``fence(holder:token:)``: the lease every append checks.
+        var fence: (holder: String, token: Int64)?
 
         /// Stops the store after a lost connection: every waiter and later append fails with `reason`.
         mutating func stop(_ reason: String) {

@@ -7,8 +7,11 @@
 ///   permanent) with the original result.
 /// - `hub_log_head`: one row with the last sequence and its chain hash. Every append locks it
 ///   (`SELECT ... FOR UPDATE`) in its transaction, so sequences are assigned one commit after
-///   another, without gaps, by however many processes write. (A hot standby's lease and fencing
-///   token belong beside it, checked in the same transaction.)
+///   another, without gaps, by however many processes write.
+/// - `hub_lease`: one row naming the active hub of several sharing the log (hot standby): its
+///   instance name, a fencing token raised on every acquisition, and when the lease expires (the
+///   database's clock). An append by a store with a fence (``PostgresEventStore/fence(holder:token:)``)
+///   checks it in the same transaction (see ``PostgresLease``).
 enum PostgresSchema {
     /// The NOTIFY channel: the payload is the last committed sequence.
     static let channel = "hub_log"
@@ -47,6 +50,15 @@ enum PostgresSchema {
         )
         """,
         "INSERT INTO hub_log_head (id, last_seq, chain_hash) VALUES (1, 0, '\\x\(String(repeating: "0", count: 64))'::bytea) ON CONFLICT (id) DO NOTHING",
+        """
+        CREATE TABLE IF NOT EXISTS hub_lease (
+            id integer PRIMARY KEY CHECK (id = 1),
+            holder text NOT NULL,
+            token bigint NOT NULL,
+            expires_at timestamptz NOT NULL
+        )
+        """,
+        "INSERT INTO hub_lease (id, holder, token, expires_at) VALUES (1, '', 0, '-infinity') ON CONFLICT (id) DO NOTHING",
     ]
 
     static let selectColumns = "seq, stream, stream_version, type, schema_version, ts, command_id, actor, payload, chain_hash"

@@ -78,38 +78,32 @@ extension PostgresEventStore {
         let head = try await run("SELECT last_seq, chain_hash FROM hub_log_head WHERE id = 1 FOR UPDATE")
         guard let headRow = head.first else { throw EventLogError.invalid("\(location): the hub_log_head row is missing") }
         let (headSequence, headHash) = try headRow.decode((Int64, ByteBuffer).self)
+        if let problem = try await fenceProblem(run) {
+            _ = try await run("ROLLBACK")
+            return requests.map { _ in .failure(EventLogError.fenced(problem)) }
+        }
         let committedLast = UInt64(headSequence)
         var nextSequence = committedLast + 1
         var hash = Array(headHash.readableBytesView)
-        var streams: [String: UInt64?] = [:]
-        var commands: [String: AppendResult] = [:]
+        // What the batch needs from the tables, in two queries whatever its size (not two per request).
+        var streams = try await currentVersions(of: requests)
+        var commands = try await storedResults(of: requests)
         var rows: [(EventRecord, [UInt8])] = []
         var newCommands: [(String, AppendResult)] = []
         var results: [Result<AppendResult, Error>] = []
         var frame: [UInt8] = []
 
         for request in requests {
-            if let id = request.causation.commandId {
-                var original = commands[id]
-                if original == nil {
-                    let found = try await run("SELECT first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = \(id)")
-                    if let row = found.first {
-                        let (first, last, version) = try row.decode((Int64, Int64, Int64?).self)
-                        original = AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last),
-                                                streamVersion: version.map(UInt64.init), duplicate: true)
-                    }
-                }
-                if var again = original {
-                    again.duplicate = true
-                    results.append(.success(again))
-                    continue
-                }
+            if let problem = Self.textProblem(request) { // not in the lookups above either
+                results.append(.failure(EventLogError.invalid(problem)))
+                continue
             }
-            let current: UInt64?
-            if let known = streams[request.stream] { current = known } else {
-                let found = try await run("SELECT max(stream_version) FROM hub_events WHERE stream = \(request.stream)")
-                current = try found.first?.decode(Int64?.self).map(UInt64.init)
+            if let id = request.causation.commandId, var again = commands[id] {
+                again.duplicate = true
+                results.append(.success(again))
+                continue
             }
+            let current: UInt64? = streams[request.stream] ?? nil
             switch request.expected {
             case .any: break
             case .noStream where current == nil: break
@@ -159,6 +153,32 @@ extension PostgresEventStore {
             state.advance(to: last)
         }
         return results
+    }
+
+    /// Each requested stream's last version (nil: no stream yet), in one query.
+    private func currentVersions(of requests: [AppendRequest]) async throws -> [String: UInt64?] {
+        let names = Array(Set(requests.filter { Self.textProblem($0) == nil }.map(\.stream)))
+        var versions: [String: UInt64?] = Dictionary(uniqueKeysWithValues: names.map { ($0, nil) })
+        let rows = try await run("SELECT stream, max(stream_version) FROM hub_events WHERE stream = ANY(\(names)) GROUP BY stream")
+        for row in rows {
+            let (stream, version) = try row.decode((String, Int64?).self)
+            versions[stream] = .some(version.map(UInt64.init))
+        }
+        return versions
+    }
+
+    /// The original results of the batch's command ids appended before, in one query.
+    private func storedResults(of requests: [AppendRequest]) async throws -> [String: AppendResult] {
+        let ids = Array(Set(requests.filter { Self.textProblem($0) == nil }.compactMap(\.causation.commandId)))
+        guard !ids.isEmpty else { return [:] }
+        var found: [String: AppendResult] = [:]
+        let rows = try await run("SELECT command_id, first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = ANY(\(ids))")
+        for row in rows {
+            let (id, first, last, version) = try row.decode((String, Int64, Int64, Int64?).self)
+            found[id] = AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
+                                     duplicate: true)
+        }
+        return found
     }
 
     /// PostgreSQL's text cannot hold a NUL character; say so rather than fail the transaction.

@@ -86,6 +86,9 @@ public struct CommandService: Sendable {
         }
     }
 
+    /// The code of a command refused because this hub lost its lease to another instance (hot standby).
+    public static let notActive = "not_active"
+
     /// The code of a command refused because the disk holding the log is full.
     public static let storageFull = "storage_full"
 
@@ -95,6 +98,10 @@ public struct CommandService: Sendable {
         if case EventLogError.storageFull = error {
             return Rejection(code: storageFull, message: "\(error): the command was not recorded and changed nothing; "
                              + "free space on that disk and send it again (the same command_id is safe)")
+        }
+        if case EventLogError.fenced = error {
+            return Rejection(code: notActive, message: "\(error): the command was not recorded and changed nothing; "
+                             + "send it again (the same command_id is safe): the active hub answers it")
         }
         return Rejection(code: "internal", message: "the hub could not record the command: \(error)")
     }

@@ -26,6 +26,9 @@ public enum EarlySignals {
         }
     }
 
+    /// Whether a signal was caught and not redelivered yet (a standby waiting for the lease asks).
+    public static var pending: Bool { caught.load(ordering: .relaxed) != 0 }
+
     /// Raises the signal caught before the group ran, if any: the group's handlers take it now.
     ///
     /// - Returns: The signal raised again, or nil.

@@ -69,6 +69,16 @@ public struct HubConfig: Sendable, Equatable {
     /// `log`: the event log's PostgreSQL URL (`postgres://user@host:5432/database`); nil keeps the
     /// segment log in the data directory. `--log` overrides it.
     public var log: String?
+    /// `instance`: this hub's name among several sharing the PostgreSQL `log` (hot standby: the
+    /// one holding the lease is active); nil: the only hub. `--instance` overrides it.
+    public var instance: String?
+    /// `lease_seconds`: how long the active's lease lasts unless renewed (1 to 60; default 3).
+    public var leaseSeconds: Double = 3
+
+    /// The hot standby's settings when an `instance` is named; nil: the only hub, no lease.
+    public var lease: LeaseSettings? {
+        instance.map { LeaseSettings(instance: $0, ttl: .milliseconds(Int64(leaseSeconds * 1000))) }
+    }
 
     /// How the driver host treats what drivers report.
     public var driverHostOptions: DriverHostOptions {
@@ -102,7 +112,13 @@ public struct HubConfig: Sendable, Equatable {
     static func read(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
         let root = try JSONObjectReader(value)
-        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log"])
+        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log",
+                        "instance", "lease_seconds"])
+        if let instance = try root.string("instance") {
+            if let problem = LeaseSettings.problem(instance: instance) { throw root.invalid("instance", problem) }
+            config.instance = instance
+        }
+        if let seconds = try root.number("lease_seconds", in: 1...60) { config.leaseSeconds = seconds }
         if let log = try root.string("log") {
             guard PostgresLocation.isURL(log) else {
                 throw root.wrongType("log", "a postgres:// URL such as \"postgres://hub@db.example:5432/hub\", not \"\(PostgresLocation.masked(log))\"")

@@ -37,6 +37,11 @@ public struct HubServiceOptions: Sendable {
     public var minimumFreeBytes: UInt64 = 64 * 1_048_576
     /// Conditions `/readyz` checks after the hub's own (``HubService/readinessChecks(hub:surface:options:stopping:)``).
     public var extraReadinessChecks: [ReadinessCheck] = []
+    /// One of several hubs sharing a PostgreSQL log (hot standby): wait as a standby until this
+    /// instance holds the lease, then run as the active one; nil: the only hub (no lease).
+    public var lease: LeaseSettings? = nil
+    /// Asked while waiting as a standby: true stops the wait (`hub run`: a SIGINT/SIGTERM arrived).
+    public var stopStandby: @Sendable () -> Bool = { false }
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -84,6 +89,12 @@ public final class HubService: Sendable {
         let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, metrics: options.metrics)
         for line in hub.openingNotes { logger.info("\(line)") }
         do {
+            var options = options
+            var active: ActiveLease? = nil
+            if let lease = options.lease {
+                active = try await Standby.untilActive(hub: hub, settings: lease, logger: logger, stop: options.stopStandby)
+                options.config.mqtt.clientId += "-" + lease.instance // two clients with one id knock each other off
+            }
             let catalog = DriverCatalog(options.factories)
             let commands = CommandService(hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
                                           logger: logger)
@@ -106,6 +117,11 @@ public final class HubService: Sendable {
             let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
                                           console: console)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
+            if let active, let lease = options.lease {
+                // Stops after everything that appends, so it releases the lease last (before the log closes).
+                services.append(LeaseKeeper(lease: active, settings: lease, surface: surface, logger: logger))
+                surface?.keepRetained(surface!.topics.activeStatus, active.announcement)
+            }
             let stopping = StoppingFlag()
             var http: HTTPService? = nil
             var newAccessToken: String? = nil

@@ -47,6 +47,11 @@ public actor MQTTSurface {
     public nonisolated var answered: Int { answeredCount.value }
     /// The QoS 1 window: commands received (and so acknowledged to the broker) but not yet durable.
     public nonisolated let commandWindow = CommandWindow()
+    /// Retained messages published again after every (re)connect, beside `online` (`<base>/status/active`).
+    private nonisolated let retainedOnConnect = Mutex<[(topic: String, payload: [UInt8])]>([])
+    /// False once this hub stepped down (hot standby): it leaves without `offline` on `<base>/status`,
+    /// which speaks for the new active.
+    private nonisolated let speaksForHub = Atomic<Bool>(true)
 
     init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
          topics: MQTTTopics, checkpointPath: String, logger: Logger) {
@@ -103,11 +108,23 @@ public actor MQTTSurface {
         return surface
     }
 
-    /// Publishes `offline` and disconnects.
+    /// Publishes `offline` (unless this hub stepped down) and disconnects.
     func disconnect() async {
         wake.finish()
         announceRequest.finish()
-        await client.stop(finalMessage: (topic: topics.status, payload: Array("offline".utf8), retain: true))
+        let speaks = speaksForHub.load(ordering: .relaxed)
+        await client.stop(finalMessage: speaks ? (topic: topics.status, payload: Array("offline".utf8), retain: true) : nil)
+    }
+
+    /// Publishes `payload` retained on `topic` after every (re)connect, from the next one on.
+    nonisolated func keepRetained(_ topic: String, _ payload: [UInt8]) {
+        retainedOnConnect.withLock { $0.append((topic, payload)) }
+    }
+
+    /// This hub is no longer the active one: it leaves without saying `offline` for the hub (a
+    /// clean disconnect sends no last will either).
+    nonisolated func leaveSilently() {
+        speaksForHub.store(false, ordering: .relaxed)
     }
 
     // MARK: Connection
@@ -125,6 +142,7 @@ public actor MQTTSurface {
                     wasDisconnected = false
                 }
                 publishOrLog(topics.status, Array("online".utf8))
+                for (topic, payload) in retainedOnConnect.withLock({ $0 }) { publishOrLog(topic, payload) }
                 publishStorage(await StorageReport.current(hub))
                 await republishAll()
             case .disconnected(let reason):

@@ -6,6 +6,7 @@ import HubDomain
 ///
 /// Out (published by the hub):
 /// - `<base>/status`: `online` / `offline` (retained; the last will says `offline`)
+/// - `<base>/status/active`: JSON (retained): the active instance, with a hot standby
 /// - `<base>/status/storage`: JSON (retained): `ok`, or `full` with the file and since when
 /// - `<base>/device/<id>/state`: JSON (retained); plain `.../switch` (ON/OFF), `.../power` (W),
 ///   `.../energy` (kWh), `.../availability` (online/offline), all retained
@@ -40,6 +41,8 @@ public struct MQTTTopics: Sendable, Equatable {
     // MARK: Out
 
     public var status: String { base + "/status" }
+    /// JSON (retained): which instance of several sharing a PostgreSQL log is active (hot standby).
+    public var activeStatus: String { base + "/status/active" }
     /// JSON (retained): whether the disk holding the log is full (`StorageReport`).
     public var storageStatus: String { base + "/status/storage" }
     public func deviceState(_ id: String) -> String { device(id, "state") }

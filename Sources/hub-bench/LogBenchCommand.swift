@@ -4,6 +4,7 @@ import Foundation
 import HubBench
 import HubDomain
 import HubLog
+import HubPostgres
 import HubRuntime
 import Synchronization
 
@@ -24,6 +25,9 @@ struct LogBench: AsyncParsableCommand {
     var dir = "./hub-bench"
     @Option(help: "Also write the Markdown table to this file.")
     var markdown: String?
+    @Option(help: ArgumentHelp("Also run it on the PostgreSQL log at this URL (an empty database: postgres://user@host:5432/db), beside SQLite.",
+                               valueName: "url"))
+    var postgres: String?
 
     func run() async throws {
         try await Console.guarded {
@@ -59,7 +63,23 @@ struct LogBench: AsyncParsableCommand {
             sqlite.close()
 
             let machine = machineDescription(dataDirectory: root) + ", CRC32C " + (CRC32C.hardware ? "in hardware" : "by table")
-            let table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machine)
+            var table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machine)
+            if let postgres {
+                let store = try PostgresEventStore(location: PostgresLocation(url: postgres))
+                let result = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
+                    store: store, label: "PostgreSQL", replay: { _ in },
+                    replayAll: { through in
+                        var state = HubState()
+                        let unreadable = try Hub.fold(store: store, into: &state, through: through)
+                        guard unreadable == 0, state.lastSequence == through else {
+                            throw HubError.failed("replay folded through \(state.lastSequence) with \(unreadable) unreadable events")
+                        }
+                        return (through, 0)
+                    })
+                await store.close()
+                table += "\nThe same on PostgreSQL (\(store.location), synchronous_commit on; \(store.transactionsCommitted) transactions):\n\n"
+                    + LogBenchmarkResult.table(hub: result, sqlite: sqliteResult, machine: machine, hubLabel: "PostgreSQL")
+            }
             print(table)
             if let markdown { try table.write(toFile: markdown, atomically: true, encoding: .utf8) }
         }

@@ -40,6 +40,9 @@ struct RunCommand: AsyncParsableCommand {
                                valueName: "address:port"))
     var http: String?
     @Flag(help: "Run without the HTTP listener (no console, API or /metrics).") var noHttp = false
+    @Option(help: ArgumentHelp("This hub's name among several sharing one PostgreSQL log (--log postgres://...): the one holding the lease is active, the others follow the log as standbys and take over when it lapses. Its MQTT client id gets -NAME appended.",
+                               valueName: "name"))
+    var instance: String?
     @OptionGroup var log: LogLevelOption
 
     func settings() throws -> HubConfig {
@@ -78,6 +81,10 @@ struct RunCommand: AsyncParsableCommand {
         }
         if noHttp { settings.http = nil }
         if let level = log.logLevel { settings.logLevel = level }
+        if let instance {
+            if let problem = LeaseSettings.problem(instance: instance) { throw HubError.usage("--instance: \(problem)") }
+            settings.instance = instance
+        }
         return settings
     }
 
@@ -96,6 +103,8 @@ struct RunCommand: AsyncParsableCommand {
             options.metrics = HubMetrics(factory: MetricsSystem.factory)
             options.metricsRegistry = registry
             options.http = config.http
+            options.lease = config.lease
+            options.stopStandby = { EarlySignals.pending }
             var simulators: Demo? = nil
             if demo && config.devices.isEmpty {
                 simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
@@ -108,6 +117,10 @@ struct RunCommand: AsyncParsableCommand {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
                 let service = try await HubService.start(options, logger: Console.logger(level: config.logLevel), signals: Self.signals)
                 return (service, simulators, options.paths.logURL == nil ? "" : ", event log \(options.paths.logDescription)")
+            } catch is StandbyStopped {
+                await simulators?.stop()
+                Console.note("hub: stopped while standby (instance \(config.instance ?? "-"))")
+                throw ExitCode.success
             } catch {
                 await simulators?.stop()
                 throw error

@@ -54,6 +54,14 @@ import Testing
         #expect(empty.status != 0 && empty.stderr.contains("no hub event log in this database"), "\(empty.stderr)")
     }
 
+    @Test func anInstanceNeedsThePostgresLog() throws {
+        guard let seg = try LogPlace.fresh(.segments) else { return }
+        let run = try runHub(["run", "--data-dir", seg.dataDirectory, "--no-mqtt", "--instance", "a"])
+        #expect(run.status != 0 && run.stderr.contains("a hot standby shares the active hub's log in PostgreSQL"), "\(run.stderr)")
+        let bad = try runHub(["run", "--data-dir", seg.dataDirectory, "--no-mqtt", "--instance", "a/b"])
+        #expect(bad.status != 0 && bad.stderr.contains("--instance: instance name \"a/b\""), "\(bad.stderr)")
+    }
+
     @Test func hubRunKeepsItsLogInThePostgresTheConfigurationNames() throws {
         guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
         let config = pg.dataDirectory + "/hub.json"

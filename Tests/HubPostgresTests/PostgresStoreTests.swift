@@ -73,4 +73,14 @@ import Testing
             return text.contains("log") && text.contains("postgres://") && !text.contains("secret")
         }
     }
+
+    @Test func theConfigurationNamesTheInstanceAndItsLease() throws {
+        let good = try HubConfig.parse(JSONValue.parse(Array(#"{"instance":"b-2","lease_seconds":5}"#.utf8)))
+        #expect(good.lease?.instance == "b-2" && good.lease?.ttl == .seconds(5))
+        #expect(HubConfig().lease == nil, "no instance: no lease, a single hub as before")
+        for bad in [#"{"instance":"a/b"}"#, #"{"instance":""}"#, #"{"lease_seconds":0.5}"#] {
+            #expect(throws: HubConfig.Problem.self, "\(bad)") { try HubConfig.parse(JSONValue.parse(Array(bad.utf8))) }
+        }
+        #expect { try HubConfig.parse(JSONValue.parse(Array(#"{"instance":"a b"}"#.utf8))) } throws: { "\($0)".contains("instance") && "\($0)".contains("letters, digits") }
+    }
 }

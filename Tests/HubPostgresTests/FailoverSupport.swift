@@ -1,0 +1,150 @@
+import BrokerHarness
+import Foundation
+import MQTT
+import Synchronization
+
+/// One `hub run` process, its standard error kept in a file to wait on.
+final class HubProcess: @unchecked Sendable {
+    let process = Process()
+    let errPath: String
+    let name: String
+
+    init(hub: String, name: String, arguments: [String], errPath: String) throws {
+        self.errPath = errPath
+        self.name = name
+        process.executableURL = URL(fileURLWithPath: hub)
+        process.arguments = arguments
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until its standard error says `text` (false: it did not within `timeout`, or exited).
+    func waitFor(_ text: String, timeout: Double = 30) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stderr.contains(text) { return true }
+            if !process.isRunning { return stderr.contains(text) }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Its exit status, or nil when it still runs after `timeout`.
+    func waitExit(timeout: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+
+    /// Ends it whatever state it is in (the test's clean-up).
+    func end() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGCONT)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// Two hubs, `a` (started first: active) and `b` (standby), sharing one PostgreSQL log and one broker,
+/// each with its own data directory.
+struct HubPair {
+    let a: HubProcess
+    let b: HubProcess
+    let directory: String
+
+    static func start(hub: String, root: String, url: String, brokerPort: Int) async throws -> HubPair {
+        let config = root + "/hub.json"
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"beacons":false}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        func launch(_ name: String) throws -> HubProcess {
+            let dir = root + "/" + name
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            return try HubProcess(hub: hub, name: name, arguments: [
+                "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name,
+                "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(brokerPort)",
+            ], errPath: root + "/\(name).stderr")
+        }
+        let a = try launch("a")
+        guard await a.waitFor("Ctrl-C stops") else {
+            a.end()
+            throw BrokerHarnessError("hub a did not start: \(a.stderr)")
+        }
+        let b = try launch("b")
+        guard await b.waitFor("standby: instance b follows the log") else {
+            a.end(); b.end()
+            throw BrokerHarnessError("hub b did not wait as a standby: \(b.stderr)")
+        }
+        return HubPair(a: a, b: b, directory: root)
+    }
+
+    func end() {
+        a.end()
+        b.end()
+    }
+}
+
+/// A client sending `device/rename` commands with command ids (QoS 1), re-sending the same message
+/// until it is answered `ok`, as docs/mqtt.md tells a client that needs every command carried out.
+final class CommandClient: Sendable {
+    let client: MQTTClient
+    final class Received: Sendable {
+        /// Every message received: topic and text, in order.
+        let messages = Mutex<[(topic: String, text: String, at: Date)]>([])
+    }
+    let received = Received()
+    private let reader: Task<Void, Never>
+
+    init(port: Int) async throws {
+        let client = try MQTTClient(options: MQTTOptions(port: port, clientId: "failover-\(UUID().uuidString.prefix(8))", cleanSession: true))
+        self.client = client
+        let received = self.received
+        reader = Task {
+            for await message in client.messages {
+                let text = String(decoding: message.payload, as: UTF8.self)
+                received.messages.withLock { $0.append((message.topic, text, Date())) }
+            }
+        }
+        for filter in ["hub/response/#", "hub/status", "hub/status/active"] { try client.subscribe(filter, qos: 1) }
+        try client.start()
+        try await client.waitUntilConnected(timeout: .seconds(5))
+    }
+
+    deinit { reader.cancel() }
+
+    func stop() async { await client.stop() }
+
+    /// The answers to command `id` received so far (the answer echoes `transaction`, set to the command id).
+    func answers(_ id: String) -> [String] {
+        received.messages.withLock { $0.filter { $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#) }.map(\.text) }
+    }
+
+    /// The last message on `topic`.
+    func last(_ topic: String) -> String? { received.messages.withLock { $0.last { $0.topic == topic }?.text } }
+
+    /// Renames the lamp with command `id` until answered `ok`; returns when the `ok` arrived, nil if
+    /// none within `timeout` seconds.
+    func rename(_ id: String, timeout: Double = 20) async throws -> Date? {
+        let message = Array(#"{"id":"lamp","name":"Lamp \#(id)","command_id":"\#(id)","transaction":"\#(id)"}"#.utf8)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            try client.publish("hub/request/device/rename", message, qos: 1)
+            let resend = Date().addingTimeInterval(0.5)
+            while Date() < min(resend, deadline) {
+                let ok = received.messages.withLock { $0.first { $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#)
+                        && $0.text.contains(#""status":"ok""#) }?.at }
+                if let ok { return ok }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        return nil
+    }
+}
