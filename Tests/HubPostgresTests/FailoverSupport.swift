@@ -69,7 +69,7 @@ struct HubPair {
             let dir = root + "/" + name
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             return try HubProcess(hub: hub, name: name, arguments: [
-                "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name,
+                "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name, "--no-http",
                 "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(brokerPort)",
             ], errPath: root + "/\(name).stderr")
         }
