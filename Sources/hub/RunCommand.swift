@@ -16,7 +16,7 @@ import VirtualDriver
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run the hub until interrupted (SIGINT/SIGTERM): drivers, the MQTT surface, the log.")
+        abstract: "Run the hub until interrupted (SIGINT/SIGTERM): drivers, the MQTT surface, the console and HTTP API, the log.")
 
     @OptionGroup var data: DataOptions
 
