@@ -199,16 +199,8 @@ public final class SQLiteEventStore: EventStore, Sendable {
             return (original, lastSequence)
         }
         let current = try currentVersion(c, request.stream)
-        switch request.expected {
-        case .any: break
-        case .noStream:
-            if current != nil {
-                throw EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)
-            }
-        case let .exact(version):
-            if current != version {
-                throw EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)
-            }
+        guard request.expected.admits(current) else {
+            throw EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)
         }
         let first = lastSequence + 1
         guard !request.events.isEmpty else {

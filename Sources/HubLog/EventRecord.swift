@@ -119,6 +119,16 @@ public enum ExpectedVersion: Sendable, Equatable {
     case noStream
     /// The stream's last event must have this version.
     case exact(UInt64)
+
+    /// Whether a stream whose last version is `current` (nil: no events yet) may take the append;
+    /// every store checks with this, so the rule is written once.
+    public func admits(_ current: UInt64?) -> Bool {
+        switch self {
+        case .any: true
+        case .noStream: current == nil
+        case .exact(let version): current == version
+        }
+    }
 }
 
 /// One atomic append: events for one stream, all committed or none.

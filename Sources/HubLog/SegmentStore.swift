@@ -478,11 +478,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                     }
                 }
                 let current = streamOverlay[request.stream] ?? shared.withLock { $0.streams[request.stream] }
-                switch request.expected {
-                case .any: break
-                case .noStream where current == nil: break
-                case .exact(let v) where current == v: break
-                default:
+                guard request.expected.admits(current) else {
                     results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
                     needsWrite.append(false)
                     continue

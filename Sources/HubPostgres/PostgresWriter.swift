@@ -104,11 +104,7 @@ extension PostgresEventStore {
                 continue
             }
             let current: UInt64? = streams[request.stream] ?? nil
-            switch request.expected {
-            case .any: break
-            case .noStream where current == nil: break
-            case .exact(let v) where current == v: break
-            default:
+            guard request.expected.admits(current) else {
                 results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
                 continue
             }
