@@ -137,6 +137,27 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
+    /// A log that cannot be read is said on the Audit page, not shown as an empty timeline.
+    @Test func aLogThatCannotBeReadIsSaidOnTheAuditPage() async throws {
+        let hub = try await ConsoleHub.start()
+        // More than the store keeps in memory for followers, so the oldest are read from the file.
+        for n in 1...600 { try await hub.exec(#"{"command":"record_reading","device":"lamp","quantity":"power","value":\#(n)}"#) }
+        let logDirectory = hub.dataDirectory + "/log"
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: logDirectory).filter { $0.hasSuffix(".seg") }.sorted().first)
+        let handle = try #require(FileHandle(forUpdatingAtPath: logDirectory + "/" + segment))
+        try handle.seek(toOffset: 2_000) // inside an early record's payload
+        let byte = try #require(try handle.read(upToCount: 1)).first!
+        try handle.seek(toOffset: 2_000)
+        try handle.write(contentsOf: [byte ^ 0xFF])
+        try handle.close()
+        let page = try await hub.get("/audit?before=40")
+        #expect(page.status == 200)
+        #expect(page.body.contains("the log could not be read"), "\(page.body.prefix(4000))")
+        let asOf = try await hub.get("/audit?asof=1")
+        #expect(asOf.body.contains("the log could not be read"))
+        try await hub.service.stop()
+    }
+
     @Test func aDeviceNamedLikeMarkupShowsAsText() async throws {
         let hub = try await ConsoleHub.start(devices: [HubConfig.Device(id: "x", driver: "virtual", name: "<script>alert(1)</script>", config: "{}")])
         for path in ["/", "/devices/x", "/audit"] {
