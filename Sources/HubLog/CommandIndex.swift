@@ -102,6 +102,19 @@ final class CommandIndex: Sendable {
         }
     }
 
+    /// Checkpoints the file's header through `sequence` now (unless a disk error froze the mark).
+    func checkpoint(through sequence: UInt64, hash: [UInt8]) {
+        state.withLock { s in
+            guard let file = s.file, s.failure == nil else { return }
+            do {
+                try file.checkpoint(through: sequence, hash: hash)
+                s.sinceCheckpoint = 0
+            } catch {
+                s.failure = error as? EventLogError
+            }
+        }
+    }
+
     /// Checkpoints through the log's head (unless a disk error froze the mark) and closes the file.
     func close(through sequence: UInt64, hash: [UInt8]) {
         state.withLock { s in

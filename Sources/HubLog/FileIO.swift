@@ -18,6 +18,12 @@ enum FileIO {
         return Int(st.st_size)
     }
 
+    static func size(path: String) throws -> Int {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw EventLogError.io(path: path, operation: "stat", errno: errno) }
+        return Int(st.st_size)
+    }
+
     /// Reads up to `count` bytes at `offset`; fewer only at end of file.
     static func read(fd: Int32, path: String, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
         var done = 0

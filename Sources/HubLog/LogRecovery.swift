@@ -4,9 +4,10 @@ import Glibc
 import Darwin
 #endif
 
-/// Opening a log directory: scan every segment, check every frame, rebuild the indexes, and cut a
-/// torn tail into a quarantine file. Any other damage (a complete record that fails its checks
-/// included, even the last one) is corruption and refuses the open.
+/// Opening a log directory: scan the segments, check every frame read, rebuild the indexes, and cut
+/// a torn tail into a quarantine file. Any other damage (a complete record that fails its checks
+/// included, even the last one) is corruption and refuses the open. With a ``RecoveryCheckpoint``
+/// the log agrees with, the scan starts after the checkpoint's record instead of at the first one.
 enum LogRecovery {
     struct Opened {
         var report: RecoveryReport
@@ -29,6 +30,28 @@ enum LogRecovery {
         /// End of the last sound record in the newest segment.
         var tailOffset = RecordFormat.segmentHeaderSize
         var lastCommand: (id: String, first: UInt64)? = nil
+        /// Where the frame of the record at ``lastSequence`` starts (in the newest segment).
+        var lastRecordOffset = 0
+        /// Records and bytes the scan read (after the checkpoint, when one was used).
+        var scannedRecords = 0
+        var scannedBytes = 0
+        /// Why no checkpoint was used, once the scan is done (nil when one was, or for a new log).
+        var checkpointNote: String? = nil
+
+        /// Takes the state a checkpoint recorded; `names` are the log's segment files.
+        mutating func restore(_ checkpoint: RecoveryCheckpoint, directory: String, names: [String]) {
+            lastSequence = checkpoint.sequence
+            lastHash = checkpoint.hash
+            streams = checkpoint.streams
+            index = checkpoint.index
+            segments = checkpoint.segments.enumerated().map { position, segment in
+                SegmentStore.Segment(firstSequence: segment.firstSequence, path: directory + "/" + names[position], name: names[position])
+            }
+            tailOffset = checkpoint.segments[checkpoint.segments.count - 1].end
+            lastRecordOffset = checkpoint.recordOffset
+            report.checkpointSequence = checkpoint.sequence
+            if commandsAfter == checkpoint.sequence { hashAtCommandMark = checkpoint.hash }
+        }
 
         /// Takes one record into the indexes; returns why it does not fit, or nil.
         mutating func absorb(_ view: RecordView, offset: Int, length: Int, segmentIndex: Int) -> String? {
@@ -43,6 +66,20 @@ enum LogRecovery {
             if view.sequence % SegmentStore.indexStride == 1 {
                 index.append(SegmentStore.IndexEntry(sequence: view.sequence, segment: segmentIndex, offset: offset))
             }
+            indexCommand(view)
+            lastSequence = view.sequence
+            lastHash = view.hash
+            lastRecordOffset = offset
+            tailOffset = offset + length
+            scannedRecords += 1
+            scannedBytes += length
+            return nil
+        }
+
+        /// Fills the command index with the record's command (when it is after ``commandsAfter``)
+        /// and notes the chain hash at the index's mark.
+        mutating func indexCommand(_ view: RecordView) {
+            if view.sequence == commandsAfter { hashAtCommandMark = view.hash }
             if let id = view.commandId {
                 let first = (lastCommand?.id == id) ? lastCommand!.first : view.sequence
                 if view.sequence > commandsAfter, let sink = commandSink {
@@ -58,11 +95,6 @@ enum LogRecovery {
             } else {
                 lastCommand = nil
             }
-            lastSequence = view.sequence
-            lastHash = view.hash
-            if view.sequence == commandsAfter { hashAtCommandMark = lastHash }
-            tailOffset = offset + length
-            return nil
         }
     }
 
@@ -90,11 +122,22 @@ enum LogRecovery {
             try createSegment(directory: directory, name: name, firstSequence: 1)
             names = [name]
         }
+        // Where the scan starts: after a checkpoint the log agrees with, else at the first record.
+        var resume: (position: Int, offset: Int)? = nil
+        switch checkpoint(directory: directory, names: names) {
+        case .use(let checkpoint):
+            opened.restore(checkpoint, directory: directory, names: names)
+            resume = (checkpoint.segments.count - 1, opened.tailOffset)
+            if commands != nil && commandsAfter < checkpoint.sequence { try catchUpCommands(&opened) }
+        case .scan(let why):
+            opened.checkpointNote = why.map { "the recovery checkpoint \(RecoveryCheckpoint.fileName) \($0)" }
+        }
         for (position, name) in names.enumerated() {
+            if let resume, position < resume.position { continue }
             let path = directory + "/" + name
             let isLast = position == names.count - 1
             let expectedFirst = opened.lastSequence + 1
-            let headerProblem = try checkHeader(path: path, expectedFirst: expectedFirst)
+            let headerProblem = resume?.position == position ? nil : try checkHeader(path: path, expectedFirst: expectedFirst)
             if let headerProblem {
                 // A crash while creating the newest segment can leave its header short: rewrite it.
                 if isLast, headerProblem == .short, !repair {
@@ -112,12 +155,17 @@ enum LogRecovery {
                                                 reason: headerProblem.description)
                 }
             }
-            opened.segments.append(SegmentStore.Segment(firstSequence: expectedFirst, path: path, name: name))
+            var from = RecordFormat.segmentHeaderSize
+            if let resume, resume.position == position {
+                from = resume.offset
+            } else {
+                opened.segments.append(SegmentStore.Segment(firstSequence: expectedFirst, path: path, name: name))
+            }
             let segmentIndex = opened.segments.count - 1
             let cursor = try SegmentCursor(path: path)
             var problem: String? = nil
-            opened.tailOffset = RecordFormat.segmentHeaderSize
-            let ended = try cursor.scan(from: RecordFormat.segmentHeaderSize) { view, offset, length in
+            opened.tailOffset = from
+            let ended = try cursor.scan(from: from) { view, offset, length in
                 problem = opened.absorb(view, offset: offset, length: length, segmentIndex: segmentIndex)
                 return problem == nil
             }
@@ -149,7 +197,71 @@ enum LogRecovery {
         }
         opened.report.segments = opened.segments.count
         opened.report.records = opened.lastSequence
+        opened.report.scannedRecords = opened.scannedRecords
+        if resume == nil, opened.lastSequence > 0 {
+            let why = opened.checkpointNote ?? "there was no recovery checkpoint (\(RecoveryCheckpoint.fileName))"
+            opened.checkpointNote = why + ": opening scanned all \(opened.lastSequence) records"
+        } else {
+            opened.checkpointNote = nil
+        }
         return opened
+    }
+
+    /// Whether opening may start after the checkpoint in `directory`.
+    enum CheckpointUse {
+        case use(RecoveryCheckpoint)
+        /// Scan every record; why, when there is a checkpoint that cannot be used.
+        case scan(String?)
+    }
+
+    static func checkpoint(directory: String, names: [String]) -> CheckpointUse {
+        switch RecoveryCheckpoint.load(directory: directory) {
+        case .missing:
+            return .scan(nil)
+        case .damaged(let why):
+            return .scan("was damaged (\(why))")
+        case .found(let checkpoint):
+            do {
+                if let why = try checkpoint.mismatch(directory: directory, names: names) {
+                    return .scan("did not match the log (\(why))")
+                }
+            } catch {
+                return .scan("could not be checked against the log (\(error))")
+            }
+            return .use(checkpoint)
+        }
+    }
+
+    /// The command index's mark is before the checkpoint (a crash between their checkpoints, or an
+    /// index made afresh): reads the records from the mark through the checkpoint's, seeking by the
+    /// checkpoint's index, to index their commands and find the chain hash at the mark.
+    static func catchUpCommands(_ opened: inout Opened) throws {
+        let through = opened.lastSequence, start = max(opened.commandsAfter, 1)
+        if opened.commandsAfter == 0 { opened.hashAtCommandMark = RecordFormat.genesisHash }
+        var position = 0, offset = RecordFormat.segmentHeaderSize
+        if let entry = SegmentStore.seekEntry(opened.index, for: start) {
+            (position, offset) = (entry.segment, entry.offset)
+        }
+        var done = false
+        while !done && position < opened.segments.count {
+            let segment = opened.segments[position]
+            let cursor = try SegmentCursor(path: segment.path)
+            let ended = try cursor.scan(from: offset) { view, _, _ in
+                guard view.sequence >= start else { return true }
+                opened.indexCommand(view)
+                opened.scannedRecords += 1
+                done = view.sequence >= through
+                return !done
+            }
+            if !done, case .incomplete(let at) = ended {
+                throw EventLogError.corrupt(segment: segment.name, offset: UInt64(at), sequence: nil, reason: "record cut short before the recovery checkpoint")
+            }
+            if !done, case .damaged(let at, let why) = ended {
+                throw EventLogError.corrupt(segment: segment.name, offset: UInt64(at), sequence: nil, reason: why)
+            }
+            position += 1
+            offset = RecordFormat.segmentHeaderSize
+        }
     }
 
     /// What the bytes after the last sound frame of a segment are. `open` and ``LogVerifier`` both

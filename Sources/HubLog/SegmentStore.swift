@@ -16,6 +16,9 @@ public struct SegmentStoreOptions: Sendable {
     /// How many recent command ids (with their results) are kept in memory; older ones are looked
     /// up in the command index file (`commands.idx`).
     public var commandWindow: Int = 4096
+    /// A recovery checkpoint (``RecoveryCheckpoint``, `recovery.ckpt`) is written after this many
+    /// bytes of records (and at a clean close), so opening reads at most about this much of the log.
+    public var checkpointEvery: Int = 8 * 1024 * 1024
 
     /// Makes settings.
     ///
@@ -23,10 +26,13 @@ public struct SegmentStoreOptions: Sendable {
     ///   - segmentSize: Start a new segment once the current one reaches this many bytes.
     ///   - failSyncNumber: Test-only: make the n-th data sync fail.
     ///   - commandWindow: Recent command ids kept in memory (at least 1).
-    public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096) {
+    ///   - checkpointEvery: Write a recovery checkpoint after this many bytes of records (at least 1).
+    public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096,
+                checkpointEvery: Int = 8 * 1024 * 1024) {
         self.segmentSize = segmentSize
         self.failSyncNumber = failSyncNumber
         self.commandWindow = max(1, commandWindow)
+        self.checkpointEvery = max(1, checkpointEvery)
     }
 }
 
@@ -41,6 +47,10 @@ public struct RecoveryReport: Sendable, Equatable {
     /// The file (in the log's directory) that keeps the bytes cut from the torn tail: the hub never
     /// deletes bytes. Nil when nothing was cut (or the cut was empty).
     public var quarantine: String? = nil
+    /// The sequence of the recovery checkpoint opening started after, nil when it scanned every record.
+    public var checkpointSequence: UInt64? = nil
+    /// Records opening read from the segment files (after the checkpoint, when one was used).
+    public var scannedRecords: Int = 0
 
     /// Same counts and the same cut.
     public static func == (a: RecoveryReport, b: RecoveryReport) -> Bool {
@@ -77,6 +87,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         /// The most recently committed records, so live followers (subscriptions, the hub's read
         /// models) read the tail from memory instead of the files.
         var recent: [EventRecord] = []
+        /// Why the last recovery checkpoint could not be written, if it could not.
+        var checkpointFault: String? = nil
     }
     /// How many committed records stay in memory for followers (a few more, up to `recentSlack`,
     /// before the oldest are dropped): a fixed amount, so a long-running hub reaches it and stays
@@ -96,6 +108,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     let commands: CommandIndex
     /// What opening found of the command index, when it had to be rebuilt (for ``openingNotes``).
     let commandIndexNote: String?
+    /// Why opening scanned every record (no usable recovery checkpoint), for ``openingNotes``.
+    let checkpointNote: String?
 
     // Writer-thread state.
     private var lastHash: [UInt8]
@@ -108,6 +122,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// disk turns out full).
     private var batchBytes = 0
     private var batchCreated: [String] = []
+    /// Where the frame of the last committed record starts, and the bytes committed since the last
+    /// recovery checkpoint.
+    private var headOffset = 0
+    private var sinceCheckpoint = 0
     /// How often the writer looks at the free space while the disk is full and nothing is queued.
     static let spaceProbeInterval: TimeInterval = 1
 
@@ -164,7 +182,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         recovery = opened.report
         commands = CommandIndex(window: options.commandWindow)
         commandIndexNote = indexing.note(opened, rebuild: rebuild)
+        checkpointNote = opened.checkpointNote
         lastHash = opened.lastHash
+        headOffset = opened.lastRecordOffset
+        sinceCheckpoint = opened.scannedBytes
         shared.withLock {
             $0.lastSequence = opened.lastSequence
             $0.headHash = opened.lastHash
@@ -183,6 +204,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let last = opened.segments[opened.segments.count - 1]
         segmentFD = try FileIO.openFile(last.path, flags: O_WRONLY | O_APPEND)
         segmentSize = try FileIO.size(fd: segmentFD, path: last.path)
+        // A long scan is not repeated at the next open.
+        if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
         let thread = Thread { [self] in writerLoop() }
         thread.name = "hub-log-writer"
         thread.start()
@@ -204,6 +227,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             notes.append("recovered from a torn tail: cut \(torn.bytes) bytes at offset \(torn.offset) of segment \(torn.segment)" + kept)
         }
         if let commandIndexNote { notes.append(commandIndexNote) }
+        if let checkpointNote { notes.append(checkpointNote) }
         return notes
     }
 
@@ -401,8 +425,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             return all
         }
         for waiter in waiters { waiter.resume(throwing: EventLogError.closed) }
-        let head = shared.withLock { ($0.lastSequence, $0.headHash) }
+        let head = shared.withLock { ($0.lastSequence, $0.headHash, $0.stopped) }
         commands.close(through: head.0, hash: head.1)
+        // After a write failure the files may hold more than was committed: the next open scans.
+        if !readOnly && head.2 == nil && sinceCheckpoint > 0 { writeCheckpoint() }
         // The writer has finished: release the segment and the directory lock.
         if segmentFD >= 0 { Glibc.close(segmentFD); segmentFD = -1 }
         if lockFD >= 0 { Glibc.close(lockFD); lockFD = -1 }
@@ -452,6 +478,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
+        var lastOffset = headOffset
         // Where this commit starts: a full disk cuts the log back to here.
         let startSegments = shared.withLock { $0.segments.count }
         let startSize = segmentSize
@@ -503,6 +530,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                         let segmentIndex = shared.withLock { $0.segments.count } - 1
                         newIndex.append(IndexEntry(sequence: nextSequence, segment: segmentIndex, offset: segmentSize + out.count))
                     }
+                    lastOffset = segmentSize + out.count
                     hash = try RecordFormat.appendFrame(to: &out, record: record, previousHash: hash)
                     committed.append(record)
                     version = streamVersion
@@ -548,6 +576,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             shared.withLock { $0.storage = .ok }
         }
         lastHash = hash
+        headOffset = lastOffset
+        sinceCheckpoint += batchBytes
         let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
             s.lastSequence = nextSequence - 1
             s.headHash = hash
@@ -565,6 +595,26 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         commands.record(commandOverlay, through: nextSequence - 1, hash: hash)
         for (i, item) in batch.enumerated() { item.complete(results[i]) }
         for waiter in waiters { waiter.resume() }
+        if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
+    }
+
+    /// Writes the recovery checkpoint at the committed head (on the writer thread, or once it is
+    /// done), after bringing the command index's mark there: a checkpoint ahead of that mark is not used.
+    /// A failure is not the log's: the next open scans from the previous checkpoint (and says so).
+    private func writeCheckpoint() {
+        let (sequence, hash, streams, segments, index) = shared.withLock { ($0.lastSequence, $0.headHash, $0.streams, $0.segments, $0.index) }
+        guard sequence > 0, let newest = segments.last, newest.firstSequence <= sequence else { return }
+        commands.checkpoint(through: sequence, hash: hash)
+        do {
+            // Older segments are closed: their size is where their records end.
+            let ends = try segments.dropLast().map { RecoveryCheckpoint.SegmentEnd(firstSequence: $0.firstSequence, end: try FileIO.size(path: $0.path)) }
+                + [RecoveryCheckpoint.SegmentEnd(firstSequence: newest.firstSequence, end: segmentSize)]
+            try RecoveryCheckpoint(sequence: sequence, hash: hash, recordOffset: headOffset, segments: ends,
+                                   streams: streams, index: index).write(directory: directory)
+            sinceCheckpoint = 0
+        } catch {
+            shared.withLock { $0.checkpointFault = "\(error)" }
+        }
     }
 
     /// A write or sync failed for another reason than space: the writer stops for good, failing this
