@@ -9,10 +9,13 @@ import Synchronization
 /// of ``PostgresSchema`` (see docs/operations.md and docs/architecture.md).
 ///
 /// - **Appends** are committed by one writer task in group commits: every append waiting when a
-///   transaction starts joins it (one `COMMIT`, one WAL flush). The transaction locks the head row,
-///   checks command ids and expected versions, inserts the records with their chain hashes, moves the
-///   head and sends `NOTIFY hub_log`; `synchronous_commit` is `on` for the connection, so an append
-///   returns only after PostgreSQL has made it durable.
+///   transaction starts joins it (one `COMMIT`, one WAL flush). The writer decides the batch
+///   against the head and stream versions it remembers, computes the records' chain hashes, and
+///   sends it all in one `CALL hub_append(...)` (``PostgresAppendProcedure``), which locks the head
+///   row, checks the lease, that the head is the one the writer expected and the command ids,
+///   inserts the records, moves the head, sends `NOTIFY hub_log` and commits: one round trip per
+///   group commit. `synchronous_commit` is `on` for the connection, so an append returns only
+///   after PostgreSQL has made it durable.
 /// - **Synchronous requirements** (``read(from:through:_:)``, ``streamVersion(_:)``,
 ///   ``commandResult(_:)``, ``chainHash(at:)``) block the calling thread on an `EventLoopFuture`
 ///   of the store's own one-thread event loop group: no Swift task is needed to finish them, so a
@@ -47,6 +50,10 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         var transactions: UInt64 = 0
         /// Set by ``fence(holder:token:)``: the lease every append checks.
         var fence: (holder: String, token: Int64)?
+        /// The writer's view of the head and its streams (only the writer task uses it).
+        var view = WriterView()
+        /// Statements the writer has sent (round trips to the server).
+        var statements: UInt64 = 0
 
         /// Stops the store after a lost connection: every waiter and later append fails with `reason`.
         mutating func stop(_ reason: String) {
@@ -310,6 +317,10 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     /// Transactions this store's writer has committed: fewer than its appends when concurrent
     /// appends shared one (group commit).
     public var transactionsCommitted: UInt64 { state.withLock { $0.transactions } }
+
+    /// Statements (round trips) this store's writer has sent: one per group commit while it is the
+    /// only writer, more when it must learn a stream's version or another writer appended.
+    public var writerStatements: UInt64 { state.withLock { $0.statements } }
 
     public func close() async {
         let first = state.withLock { state -> Bool in

@@ -20,10 +20,10 @@ public struct PostgresLease: Sendable, Equatable {
 ///   WHERE expires_at < now() RETURNING token`, which raises the token.
 /// - The holder renews it well before it expires; a renewal that finds another holder or token, or
 ///   an expired lease, means it lost it.
-/// - After ``fence(holder:token:)``, every append transaction first checks (`FOR SHARE`, after the
-///   head lock) that this holder and token still hold an unexpired lease, and otherwise appends
-///   nothing and fails with ``EventLogError/fenced(_:)``: a paused or cut-off former active can
-///   never append, even before it learns it lost the lease.
+/// - After ``fence(holder:token:)``, every append transaction (`hub_append`) first checks
+///   (`FOR SHARE`, after the head lock) that this holder and token still hold an unexpired lease,
+///   and otherwise appends nothing and fails with ``EventLogError/fenced(_:)``: a paused or
+///   cut-off former active can never append, even before it learns it lost the lease.
 ///
 /// These statements run on the store's reader connection (single statements, committed at once).
 extension PostgresEventStore {
@@ -81,22 +81,6 @@ extension PostgresEventStore {
     /// From now on, every append checks in its transaction that `holder` holds the lease with `token`.
     public func fence(holder: String, token: UInt64) {
         state.withLock { $0.fence = (holder, Int64(token)) }
-    }
-
-    /// Within an append transaction (after the head lock): nil when no fence is set or the lease
-    /// is held; otherwise why not.
-    func fenceProblem(_ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws -> String? {
-        guard let (holder, token) = state.withLock({ $0.fence }) else { return nil }
-        let rows = try await run("""
-            SELECT holder, token, expires_at > now() FROM hub_lease WHERE id = 1 FOR SHARE
-            """)
-        guard let row = rows.first else { return "\(location): the hub_lease row is missing" }
-        let (current, currentToken, live) = try row.decode((String, Int64, Bool).self)
-        if current == holder && currentToken == token && live { return nil }
-        if current == holder && currentToken == token {
-            return "instance \(holder)'s lease (token \(token)) expired before it was renewed; nothing was appended"
-        }
-        return "instance \(current) holds the lease now (token \(currentToken), this instance \(holder) had \(token)); nothing was appended"
     }
 
     private func leaseToken(_ query: PostgresQuery, _ what: String) async throws -> UInt64? {

@@ -7,11 +7,14 @@
 ///   permanent) with the original result.
 /// - `hub_log_head`: one row with the last sequence and its chain hash. Every append locks it
 ///   (`SELECT ... FOR UPDATE`) in its transaction, so sequences are assigned one commit after
-///   another, without gaps, by however many processes write.
+///   another, without gaps, by however many processes write; and checks it is the head the
+///   writer decided against.
 /// - `hub_lease`: one row naming the active hub of several sharing the log (hot standby): its
 ///   instance name, a fencing token raised on every acquisition, and when the lease expires (the
 ///   database's clock). An append by a store with a fence (``PostgresEventStore/fence(holder:token:)``)
 ///   checks it in the same transaction (see ``PostgresLease``).
+/// - `hub_append`: the procedure every group commit is one call of (``PostgresAppendProcedure``);
+///   replaced on every open for writing, so a newer hub brings its own.
 enum PostgresSchema {
     /// The NOTIFY channel: the payload is the last committed sequence.
     static let channel = "hub_log"
@@ -59,6 +62,7 @@ enum PostgresSchema {
         )
         """,
         "INSERT INTO hub_lease (id, holder, token, expires_at) VALUES (1, '', 0, '-infinity') ON CONFLICT (id) DO NOTHING",
+        PostgresAppendProcedure.create,
     ]
 
     static let selectColumns = "seq, stream, stream_version, type, schema_version, ts, command_id, actor, payload, chain_hash"

@@ -3,8 +3,8 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
-/// Appends: a queue, and one writer task that commits everything waiting in one transaction
-/// (group commit).
+/// Appends: a queue, and one writer task that commits everything waiting in one call of the
+/// `hub_append` procedure (group commit; see ``PostgresAppendProcedure``).
 extension PostgresEventStore {
     /// See ``QueuedAppends/enqueue(_:)``: for the writer task.
     public func enqueue(_ items: [PendingAppend]) {
@@ -44,11 +44,12 @@ extension PostgresEventStore {
 
     /// One transaction for the batch; a server error (the connection still sound) retries each
     /// request alone so one bad request does not fail the others; a lost connection stops the writer.
+    /// After any error the writer forgets what it knew of the head and the streams.
     func commit(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
         do {
             return try await transaction(requests)
         } catch let error as PSQLError where error.code == .server {
-            _ = try? await writer.query("ROLLBACK", logger: logger).get()
+            state.withLock { $0.view = WriterView() }
             if requests.count > 1 {
                 var results: [Result<AppendResult, Error>] = []
                 for request in requests { results += await commit([request]) }
@@ -56,7 +57,7 @@ extension PostgresEventStore {
             }
             return [.failure(Self.describe(error, location, "append to \(requests[0].stream) refused"))]
         } catch {
-            _ = try? await writer.query("ROLLBACK", logger: logger).get()
+            state.withLock { $0.view = WriterView() }
             let reason = "\(location): \(Self.reason(error)) (an append in flight may or may not have been committed)"
             state.withLock { $0.stop(reason) }
             let failed = state.withLock { state -> [Pending] in
@@ -69,112 +70,91 @@ extension PostgresEventStore {
     }
 
     private func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
-        try await writer.query(query, logger: logger).get()
+        state.withLock { $0.statements += 1 }
+        return try await writer.query(query, logger: logger).get()
     }
 
-    /// The transaction: lock the head, decide each request, insert, move the head, notify, commit.
+    /// How often a batch is decided again because another writer appended in between, before it fails.
+    static let maxMoves = 20
+
+    /// Decide the batch against what the writer knows, and have `hub_append` check and commit it in
+    /// one round trip; decide again when the database says the writer's view was stale (`moved`)
+    /// or some command ids were appended before (`duplicates`).
     private func transaction(_ requests: [AppendRequest]) async throws -> [Result<AppendResult, Error>] {
-        _ = try await run("BEGIN")
-        let head = try await run("SELECT last_seq, chain_hash FROM hub_log_head WHERE id = 1 FOR UPDATE")
-        guard let headRow = head.first else { throw EventLogError.invalid("\(location): the hub_log_head row is missing") }
-        let (headSequence, headHash) = try headRow.decode((Int64, ByteBuffer).self)
-        if let problem = try await fenceProblem(run) {
-            _ = try await run("ROLLBACK")
-            return requests.map { _ in .failure(EventLogError.fenced(problem)) }
+        let streams = Set(requests.filter { Self.textProblem($0) == nil }.map(\.stream))
+        var known: [String: AppendResult] = [:]
+        var moves = 0
+        while true {
+            try await learn(streams)
+            let (view, fence) = state.withLock { ($0.view, $0.fence) }
+            guard let head = view.head else { throw EventLogError.invalid("\(location): the writer lost the log's head") }
+            let plan = try AppendPlan(requests, head: head, versions: view.versions, known: known, fence: fence)
+            guard plan.needsDatabase else { return plan.results }
+            let rows = try await run(plan.call.query)
+            guard let row = rows.first else { throw EventLogError.invalid("\(location): hub_append answered no row") }
+            switch try PostgresAppendOutcome(row) {
+            case .committed(let sequence, let hash):
+                state.withLock { state in
+                    state.view.head = (sequence, hash)
+                    state.view.remember(plan.versions)
+                    if plan.call.rows > 0 { state.transactions += 1 }
+                    state.advance(to: sequence)
+                }
+                return plan.results
+            case .fenced(let holder, let token, let live):
+                let reason = Self.fenceReason(fence, current: holder, currentToken: token, live: live)
+                return requests.map { _ in .failure(EventLogError.fenced(reason)) }
+            case .moved(let sequence, let hash):
+                state.withLock { $0.view = WriterView(head: (sequence, hash)) }
+                moves += 1
+                if moves >= Self.maxMoves {
+                    let reason = "\(location): other writers appended \(moves) times while this writer decided its batch; nothing of it was appended"
+                    return requests.map { _ in .failure(EventLogError.invalid(reason)) }
+                }
+            case .duplicates(let found):
+                known.merge(found) { $1 }
+            }
         }
-        let committedLast = UInt64(headSequence)
-        var nextSequence = committedLast + 1
-        var hash = Array(headHash.readableBytesView)
-        // What the batch needs from the tables, in two queries whatever its size (not two per request).
-        var streams = try await currentVersions(of: requests)
-        var commands = try await storedResults(of: requests)
-        var rows: [(EventRecord, [UInt8])] = []
-        var newCommands: [(String, AppendResult)] = []
-        var results: [Result<AppendResult, Error>] = []
-        var frame: [UInt8] = []
-
-        for request in requests {
-            if let problem = Self.textProblem(request) { // not in the lookups above either
-                results.append(.failure(EventLogError.invalid(problem)))
-                continue
-            }
-            if let id = request.causation.commandId, var again = commands[id] {
-                again.duplicate = true
-                results.append(.success(again))
-                continue
-            }
-            let current: UInt64? = streams[request.stream] ?? nil
-            guard request.expected.admits(current) else {
-                results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
-                continue
-            }
-            if let problem = RecordFormat.problem(with: request) ?? Self.textProblem(request) {
-                results.append(.failure(EventLogError.invalid(problem)))
-                continue
-            }
-            let first = nextSequence
-            var version = current
-            for event in request.events {
-                let streamVersion = version.map { $0 + 1 } ?? 0
-                let record = EventRecord(sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
-                                         type: event.type, schemaVersion: event.schemaVersion, timestamp: event.timestamp,
-                                         causation: request.causation, payload: event.payload)
-                frame.removeAll(keepingCapacity: true)
-                hash = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: hash)
-                rows.append((record, hash))
-                version = streamVersion
-                nextSequence += 1
-            }
-            streams[request.stream] = .some(version)
-            let result = AppendResult(firstSequence: first, lastSequence: nextSequence - 1, streamVersion: version, duplicate: false)
-            if let id = request.causation.commandId, !request.events.isEmpty {
-                commands[id] = result
-                newCommands.append((id, result))
-            }
-            results.append(.success(result))
-        }
-
-        guard !rows.isEmpty else {
-            _ = try await run("ROLLBACK")
-            return results
-        }
-        try await insert(rows)
-        try await insert(newCommands)
-        let last = nextSequence - 1
-        _ = try await run("UPDATE hub_log_head SET last_seq = \(Int64(last)), chain_hash = \(ByteBuffer(bytes: hash)) WHERE id = 1")
-        _ = try await run("SELECT pg_notify(\(PostgresSchema.channel), \(String(last)))")
-        _ = try await run("COMMIT")
-        state.withLock { state in
-            state.transactions += 1
-            state.advance(to: last)
-        }
-        return results
     }
 
-    /// Each requested stream's last version (nil: no stream yet), in one query.
-    private func currentVersions(of requests: [AppendRequest]) async throws -> [String: UInt64?] {
-        let names = Array(Set(requests.filter { Self.textProblem($0) == nil }.map(\.stream)))
-        var versions: [String: UInt64?] = Dictionary(uniqueKeysWithValues: names.map { ($0, nil) })
-        let rows = try await run("SELECT stream, max(stream_version) FROM hub_events WHERE stream = ANY(\(names)) GROUP BY stream")
-        for row in rows {
-            let (stream, version) = try row.decode((String, Int64?).self)
-            versions[stream] = .some(version.map(UInt64.init))
+    /// Makes sure the writer knows the head and the versions of `streams`: one query when it lacks
+    /// any, two when the head it knew has moved (another writer appended: all it knew is dropped).
+    private func learn(_ streams: Set<String>) async throws {
+        var ask = state.withLock { state in
+            state.view.head == nil ? streams : streams.filter { state.view.versions[$0] == nil }
         }
-        return versions
+        guard !ask.isEmpty || state.withLock({ $0.view.head == nil }) else { return }
+        while true {
+            let rows = try await run("""
+                SELECT h.last_seq, h.chain_hash, s.name, (SELECT max(stream_version) FROM hub_events e WHERE e.stream = s.name) \
+                FROM hub_log_head h LEFT JOIN unnest(\(Array(ask))::text[]) AS s(name) ON true WHERE h.id = 1
+                """)
+            var head: (sequence: UInt64, hash: [UInt8])?
+            var found: [String: UInt64?] = [:]
+            for row in rows {
+                let (sequence, hash, name, version) = try row.decode((Int64, ByteBuffer, String?, Int64?).self)
+                head = (UInt64(sequence), Array(hash.readableBytesView))
+                if let name { found[name] = .some(version.map(UInt64.init)) }
+            }
+            guard let head else { throw EventLogError.invalid("\(location): the hub_log_head row is missing") }
+            let complete = state.withLock { state -> Bool in
+                let same = state.view.head.map { $0.sequence == head.sequence && $0.hash == head.hash } ?? false
+                if !same { state.view = WriterView(head: head) }
+                state.view.remember(found)
+                return same || ask == streams
+            }
+            if complete { return }
+            ask = streams
+        }
     }
 
-    /// The original results of the batch's command ids appended before, in one query.
-    private func storedResults(of requests: [AppendRequest]) async throws -> [String: AppendResult] {
-        let ids = Array(Set(requests.filter { Self.textProblem($0) == nil }.compactMap(\.causation.commandId)))
-        guard !ids.isEmpty else { return [:] }
-        var found: [String: AppendResult] = [:]
-        let rows = try await run("SELECT command_id, first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = ANY(\(ids))")
-        for row in rows {
-            let (id, first, last, version) = try row.decode((String, Int64, Int64, Int64?).self)
-            found[id] = AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
-                                     duplicate: true)
+    /// Why an append was fenced, from what `hub_append` found in `hub_lease`.
+    static func fenceReason(_ fence: (holder: String, token: Int64)?, current: String, currentToken: Int64, live: Bool) -> String {
+        let (holder, token) = fence ?? ("", 0)
+        if current == holder && currentToken == token {
+            return "instance \(holder)'s lease (token \(token)) expired before it was renewed; nothing was appended"
         }
-        return found
+        return "instance \(current) holds the lease now (token \(currentToken), this instance \(holder) had \(token)); nothing was appended"
     }
 
     /// PostgreSQL's text cannot hold a NUL character; say so rather than fail the transaction.
@@ -185,47 +165,21 @@ extension PostgresEventStore {
         }
         return nil
     }
+}
 
-    /// Multi-row inserts of the records (at most 1,000 rows a statement: 10 parameters each).
-    private func insert(_ rows: [(EventRecord, [UInt8])]) async throws {
-        var start = 0
-        while start < rows.count {
-            let chunk = rows[start..<min(start + 1000, rows.count)]
-            var bindings = PostgresBindings(capacity: chunk.count * 10)
-            var values: [String] = []
-            for (record, hash) in chunk {
-                let base = bindings.count
-                values.append("(" + (1...10).map { "$\(base + $0)" }.joined(separator: ",") + ")")
-                bindings.append(Int64(record.sequence))
-                bindings.append(record.stream)
-                bindings.append(Int64(record.streamVersion))
-                bindings.append(record.type)
-                bindings.append(Int32(record.schemaVersion))
-                bindings.append(record.timestamp)
-                bindings.append(record.causation.commandId)
-                bindings.append(record.causation.actor)
-                bindings.append(ByteBuffer(bytes: record.payload))
-                bindings.append(ByteBuffer(bytes: hash))
-            }
-            let sql = "INSERT INTO hub_events (\(PostgresSchema.selectColumns)) VALUES " + values.joined(separator: ",")
-            _ = try await run(PostgresQuery(unsafeSQL: sql, binds: bindings))
-            start += chunk.count
-        }
-    }
+/// What the writer knows of the log between its commits: the head and the last version of the
+/// streams it has met. Only the writer task reads or changes it; `hub_append` checks the head in
+/// every transaction, so a stale view is never acted on.
+struct WriterView {
+    var head: (sequence: UInt64, hash: [UInt8])?
+    /// Stream to its last version (nil: the stream has no events yet).
+    var versions: [String: UInt64?] = [:]
 
-    private func insert(_ commands: [(String, AppendResult)]) async throws {
-        guard !commands.isEmpty else { return }
-        var bindings = PostgresBindings(capacity: commands.count * 4)
-        var values: [String] = []
-        for (id, result) in commands {
-            let base = bindings.count
-            values.append("(" + (1...4).map { "$\(base + $0)" }.joined(separator: ",") + ")")
-            bindings.append(id)
-            bindings.append(Int64(result.firstSequence))
-            bindings.append(Int64(result.lastSequence))
-            bindings.append(result.streamVersion.map { Int64($0) })
-        }
-        let sql = "INSERT INTO hub_commands (command_id, first_seq, last_seq, stream_version) VALUES " + values.joined(separator: ",")
-        _ = try await run(PostgresQuery(unsafeSQL: sql, binds: bindings))
+    /// Streams remembered at most; more, and the writer starts again from the streams it meets.
+    static let maxStreams = 100_000
+
+    mutating func remember(_ changed: [String: UInt64?]) {
+        if versions.count + changed.count > Self.maxStreams { versions.removeAll() }
+        versions.merge(changed) { $1 }
     }
 }

@@ -77,7 +77,7 @@ struct LogBench: AsyncParsableCommand {
                         return (through, 0)
                     })
                 await store.close()
-                table += "\nThe same on PostgreSQL (\(store.location), synchronous_commit on; \(store.transactionsCommitted) transactions):\n\n"
+                table += "\nThe same on PostgreSQL (\(store.location), synchronous_commit on; \(store.transactionsCommitted) transactions, \(store.writerStatements) writer statements):\n\n"
                     + LogBenchmarkResult.table(hub: result, sqlite: sqliteResult, machine: machine, hubLabel: "PostgreSQL")
             }
             print(table)
