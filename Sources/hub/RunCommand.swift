@@ -152,7 +152,10 @@ struct RunCommand: AsyncParsableCommand {
         let service = try await Console.guarded {
             do {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
-                return try await HubService.start(options, logger: Console.logger(level: options.config.logLevel), signals: Self.signals)
+                // After a step-down, the signals stay with EarlySignals (watched below): a second
+                // service group's signal sources for the same signals did not reliably fire.
+                return try await HubService.start(options, logger: Console.logger(level: options.config.logLevel),
+                                                  signals: options.retryOpeningLog ? [] : Self.signals)
             } catch is StandbyStopped {
                 await demoSimulators?.stop()
                 Console.note("hub: stopped while standby (instance \(options.config.instance ?? "-"))")
@@ -179,6 +182,11 @@ struct RunCommand: AsyncParsableCommand {
             Console.note("hub: console and API on http://\(shown.description)/"
                          + (settings.isLoopback ? "" : " (listening on \(settings.host); sign in with the token, docs/http.md)"))
         }
+        let watcher: Task<Void, Never>? = options.retryOpeningLog ? Task {
+            while !Task.isCancelled, !EarlySignals.pending { try? await Task.sleep(for: .milliseconds(100)) }
+            if EarlySignals.pending { try? await service.stop() }
+        } : nil
+        defer { watcher?.cancel() }
         // Until a signal, or until the service cannot go on (then exit non-zero, so a supervisor
         // such as systemd restarts it; or, stepped down, wait as a standby again).
         guard let fatal = await service.finished() else { return nil }
