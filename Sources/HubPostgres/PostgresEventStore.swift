@@ -214,6 +214,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     /// Reads records with their stored chain hashes, a chunk at a time.
     func readRows(from: UInt64, through: UInt64, _ body: (EventRecord, [UInt8]) throws -> Bool) throws {
+        try failIfConnectionLost()
         var next = max(from, 1)
         while next <= through {
             let upper = min(through, next + Self.readChunk - 1)
@@ -273,6 +274,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
         if sequence == 0 { return RecordFormat.genesisHash }
+        try failIfConnectionLost()
         let query: PostgresQuery = "SELECT chain_hash FROM hub_events WHERE seq = \(Int64(clamping: sequence))"
         let rows: PostgresQueryResult
         do { rows = try reader.query(query, logger: logger).wait() } catch {
@@ -313,6 +315,12 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     }
 
     public var writerFault: String? { state.withLock { $0.fault } }
+
+    /// A blocking read on a connection the server dropped is not attempted (it could wait for an
+    /// answer that never comes, holding its thread): it fails at once with why.
+    func failIfConnectionLost() throws {
+        if let fault = writerFault { throw EventLogError.writerStopped(reason: fault) }
+    }
 
     /// Transactions this store's writer has committed: fewer than its appends when concurrent
     /// appends shared one (group commit).

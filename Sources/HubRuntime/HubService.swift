@@ -42,6 +42,9 @@ public struct HubServiceOptions: Sendable {
     public var lease: LeaseSettings? = nil
     /// Asked while waiting as a standby: true stops the wait (`hub run`: a SIGINT/SIGTERM arrived).
     public var stopStandby: @Sendable () -> Bool = { false }
+    /// Starting again after this process stepped down (``HubService/steppedDown``): a log that cannot
+    /// be opened is retried with back-off (the database may be restarting) instead of failing the start.
+    public var retryOpeningLog = false
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -72,6 +75,8 @@ public final class HubService: Sendable {
     public let newAccessToken: String?
     let group: ServiceGroup
     let logger: Logger
+    /// Set when the active hub steps down (hot standby).
+    let stepDown: StepDown?
     private let running = Mutex<Task<String?, Never>?>(nil)
     /// Ends when the group runs (its signal handlers are installed) or has stopped.
     private let started: AsyncStream<Void>
@@ -86,13 +91,20 @@ public final class HubService: Sendable {
     ///   - signals: signals that shut the hub down gracefully (`hub run`: SIGINT and SIGTERM).
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         try options.http?.checkCanListen()
-        let hub = try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, metrics: options.metrics)
+        let open = { try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, metrics: options.metrics) }
+        let hub: Hub
+        let active: ActiveLease?
+        if let lease = options.lease {
+            let opened = try await Standby.untilActive(open: open, settings: lease, retryFirstOpen: options.retryOpeningLog,
+                                                       logger: logger, stop: options.stopStandby)
+            (hub, active) = (opened.0, opened.1)
+        } else {
+            (hub, active) = (try open(), nil)
+        }
         for line in hub.openingNotes { logger.info("\(line)") }
         do {
             var options = options
-            var active: ActiveLease? = nil
             if let lease = options.lease {
-                active = try await Standby.untilActive(hub: hub, settings: lease, logger: logger, stop: options.stopStandby)
                 options.config.mqtt.clientId += "-" + lease.instance // two clients with one id knock each other off
             }
             let catalog = DriverCatalog(options.factories)
@@ -109,17 +121,19 @@ public final class HubService: Sendable {
             if options.config.mqtt.enabled {
                 surface = try await MQTTSurface.connect(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
                                                         settings: options.config.mqtt,
-                                                        checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint", logger: logger)
+                                                        checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint",
+                                                        lease: active?.standing, logger: logger)
             }
             let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
             // Follow the log from here, before the drivers start, so what they report at start-up is published too.
             let console = ConsoleFeed()
+            let stepDown = active.map { StepDown(instance: $0.instance, surface: surface, logger: logger) }
             let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
-                                          console: console)
+                                          console: console, stepDown: stepDown)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
-            if let active, let lease = options.lease {
+            if let active, let lease = options.lease, let stepDown {
                 // Stops after everything that appends, so it releases the lease last (before the log closes).
-                services.append(LeaseKeeper(lease: active, settings: lease, surface: surface, logger: logger))
+                services.append(LeaseKeeper(lease: active, settings: lease, surface: surface, stepDown: stepDown, logger: logger))
                 surface?.keepRetained(surface!.topics.activeStatus, active.announcement)
             }
             let stopping = StoppingFlag()
@@ -165,6 +179,7 @@ public final class HubService: Sendable {
             self.http = http
             self.newAccessToken = newAccessToken
             self.logger = logger
+            self.stepDown = stepDown
             self.started = started
             self.startedSink = startedSink
         } catch {
@@ -211,6 +226,11 @@ public final class HubService: Sendable {
         guard let task = running.withLock({ $0 }) else { return nil }
         return await task.value
     }
+
+    /// Why this hub, active among several sharing a PostgreSQL log, stepped down (it lost its lease
+    /// or its connection to the database), once it did; nil otherwise. The services stop as after
+    /// any failure (``finished()`` says why), and `hub run` starts again as a standby.
+    public var steppedDown: String? { stepDown?.reason }
 
     /// Shuts the services down in order (the surface publishes `offline`, the drivers stop, the
     /// log is snapshotted and closed) and waits for them.
@@ -341,6 +361,9 @@ struct HubLogFollower: Service {
     let scheduler: Scheduler
     /// The console's live updates (ended when the follower stops, so open pages let the listener stop).
     var console: ConsoleFeed? = nil
+    /// With a hot standby: a log that cannot be followed (the database connection was lost) makes
+    /// this instance step down.
+    var stepDown: StepDown? = nil
 
     func run() async throws {
         defer { console?.finish() }
@@ -359,6 +382,7 @@ struct HubLogFollower: Service {
             }
         } catch is CancellationError {
         } catch {
+            stepDown?.record("the log cannot be followed: \(error)")
             throw HubError.failed("event log: \(error)")
         }
     }

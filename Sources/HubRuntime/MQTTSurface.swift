@@ -52,10 +52,18 @@ public actor MQTTSurface {
     /// False once this hub stepped down (hot standby): it leaves without `offline` on `<base>/status`,
     /// which speaks for the new active.
     private nonisolated let speaksForHub = Atomic<Bool>(true)
+    /// Set when the surface starts to disconnect: from then on `<base>/status` is not defended.
+    private nonisolated let leaving = Atomic<Bool>(false)
+    /// With a hot standby: whether this instance's lease is still known to be held. A surface that
+    /// (re)connects while it is not announces nothing until ``LeaseKeeper`` renews the lease.
+    nonisolated let lease: LeaseStanding?
+    /// A (re)connect found the lease unconfirmed and announced nothing.
+    private nonisolated let skippedAnnouncement = Atomic<Bool>(false)
 
     init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
-         topics: MQTTTopics, checkpointPath: String, logger: Logger) {
+         topics: MQTTTopics, checkpointPath: String, lease: LeaseStanding? = nil, logger: Logger) {
         self.hub = hub
+        self.lease = lease
         self.commands = commands
         self.drivers = drivers
         self.bridges = bridges
@@ -75,7 +83,8 @@ public actor MQTTSurface {
     /// (`connection`, `eventFeed`, `statePublisher`, `commandDispatch`); messages that arrive
     /// before then wait in the client's queue.
     public static func connect(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay? = nil,
-                               settings: HubConfig.MQTT, checkpointPath: String, logger: Logger) async throws -> MQTTSurface {
+                               settings: HubConfig.MQTT, checkpointPath: String, lease: LeaseStanding? = nil,
+                               logger: Logger) async throws -> MQTTSurface {
         let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
         var options = MQTTOptions(clientId: settings.clientId)
         options.host = settings.host
@@ -89,11 +98,13 @@ public actor MQTTSurface {
             options.tls = MQTTOptions.TLSOptions(caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
         }
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
+        if lease != nil { await discardSession(options, logger: logger) }
         let client = try MQTTClient(options: options)
         let surface = MQTTSurface(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
-                                  topics: topics, checkpointPath: checkpointPath, logger: logger)
+                                  topics: topics, checkpointPath: checkpointPath, lease: lease, logger: logger)
         relay?.attach(client, reserved: [topics.base, topics.discoveryPrefix])
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
+        try client.subscribe(topics.status, qos: 1) // a former connection's late last will is answered (`defendStatus`)
         try client.start()
         do {
             try await client.waitUntilConnected(timeout: .seconds(5))
@@ -108,11 +119,43 @@ public actor MQTTSurface {
         return surface
     }
 
-    /// Publishes `offline` (unless this hub stepped down) and disconnects.
+    /// An instance of a hot standby becoming active: what waits in its session at the broker (kept
+    /// for its client id since it was last active, killed or stepped down) was sent for another
+    /// active, and is not run now. A clean-session connect with the same id discards it; the hub
+    /// then connects with a persistent session as always. A broker it cannot reach is left to the
+    /// real connection to report.
+    static func discardSession(_ options: MQTTOptions, logger: Logger) async {
+        var clean = options
+        clean.cleanSession = true
+        clean.will = nil
+        do {
+            let cleaner = try MQTTClient(options: clean)
+            try cleaner.start()
+            do { try await cleaner.waitUntilConnected(timeout: .seconds(5)) } catch {
+                logger.warning("mqtt: could not discard this instance's old session", metadata: ["error": "\(error)"])
+            }
+            await cleaner.stop(finalMessage: nil)
+        } catch {
+            logger.warning("mqtt: could not discard this instance's old session", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Publishes `offline` (unless this hub stepped down) and disconnects. A hub that stepped down
+    /// first unsubscribes from the command topics: its session at the broker (kept for its client id)
+    /// must not collect the commands the new active answers, to run them again when this instance
+    /// is active next.
     func disconnect() async {
+        leaving.store(true, ordering: .relaxed)
         wake.finish()
         announceRequest.finish()
         let speaks = speaksForHub.load(ordering: .relaxed)
+        if !speaks {
+            for filter in topics.subscriptions + [topics.status] {
+                do { try client.unsubscribe(filter) } catch {
+                    logger.warning("mqtt: could not unsubscribe while stepping down", metadata: ["filter": "\(filter)", "error": "\(error)"])
+                }
+            }
+        }
         await client.stop(finalMessage: speaks ? (topic: topics.status, payload: Array("offline".utf8), retain: true) : nil)
     }
 
@@ -141,10 +184,14 @@ public actor MQTTSurface {
                     logger.notice("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
                     wasDisconnected = false
                 }
-                publishOrLog(topics.status, Array("online".utf8))
-                for (topic, payload) in retainedOnConnect.withLock({ $0 }) { publishOrLog(topic, payload) }
-                publishStorage(await StorageReport.current(hub))
-                await republishAll()
+                if lease?.isCurrent == false {
+                    // Paused or cut off longer than the lease: another instance may be active, and
+                    // this one's read models stale. Said once the lease is renewed, never if it is lost.
+                    skippedAnnouncement.store(true, ordering: .relaxed)
+                    logger.notice("mqtt: connected, but this instance's lease is not confirmed: announcing nothing until it is renewed")
+                } else {
+                    await announce()
+                }
             case .disconnected(let reason):
                 wasDisconnected = true
                 logger.warning("mqtt: disconnected (\(reason)); reconnecting")
@@ -152,6 +199,29 @@ public actor MQTTSurface {
                 throw HubError.failed("mqtt: \(reason)")
             }
         }
+    }
+
+    /// `online`, the retained messages kept for every connect, storage, discovery and state.
+    func announce() async {
+        publishOrLog(topics.status, Array("online".utf8))
+        for (topic, payload) in retainedOnConnect.withLock({ $0 }) { publishOrLog(topic, payload) }
+        publishStorage(await StorageReport.current(hub))
+        await republishAll()
+    }
+
+    /// True once after a (re)connect that announced nothing (see ``lease``).
+    nonisolated func takeSkippedAnnouncement() -> Bool { skippedAnnouncement.exchange(false, ordering: .relaxed) }
+
+    /// Something other than `online` arrived on `<base>/status` while this hub speaks for it: most
+    /// likely the last will of a connection the broker dropped late (a former active that was paused
+    /// or cut off, after this one took over; or this hub's own previous connection). The hub is
+    /// online, so it says so again.
+    nonisolated func defendStatus(_ message: MQTTMessage) {
+        let text = String(decoding: message.payload, as: UTF8.self)
+        guard text != "online", speaksForHub.load(ordering: .relaxed), !leaving.load(ordering: .relaxed),
+              lease?.isCurrent ?? true else { return }
+        logger.notice("mqtt: \(topics.status) says \"\(text)\" (a former connection's last will) while this hub is active: saying online again")
+        publishOrLog(topics.status, Array("online".utf8))
     }
 
     /// A retained publish the hub cannot do is said, never dropped silently (the client refuses only
@@ -323,6 +393,10 @@ public actor MQTTSurface {
     /// each command to the lane of the device or animal it is about: commands on one entity run in
     /// arrival order, commands on different entities run side by side.
     nonisolated func dispatch(_ message: MQTTMessage, lanes: [AsyncStream<Work>.Continuation]) {
+        if message.topic == topics.status {
+            defendStatus(message)
+            return
+        }
         let route = topics.route(topic: message.topic)
         switch route {
         case .ignored:

@@ -3,6 +3,7 @@ import HubLog
 import HubPostgres
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// Several hubs sharing one PostgreSQL log, exactly one of them active (hot standby; see
 /// docs/operations.md): `hub run --instance NAME`, or `instance` in the configuration file.
@@ -38,6 +39,8 @@ public struct ActiveLease: Sendable {
     /// When it was acquired (seconds since the epoch).
     public let since: Date
     let store: PostgresEventStore
+    /// Whether the lease is still known to be held, by this process's own monotonic clock.
+    let standing: LeaseStanding
 
     /// The retained `<base>/status/active` payload: `{"instance":"b","since":"…","token":7}`.
     var announcement: [UInt8] {
@@ -45,48 +48,131 @@ public struct ActiveLease: Sendable {
     }
 }
 
+/// Whether the active hub may still speak for the hub on MQTT: its last renewal (or acquisition)
+/// began less than the lease's time-to-live ago. A process that was paused (SIGSTOP) or cut off
+/// longer than that finds it false the moment it runs again, before it has asked the database: it
+/// must not announce itself (`online`, `<base>/status/active`) over the instance that took over.
+public final class LeaseStanding: Sendable {
+    private let renewedAt = Mutex<ContinuousClock.Instant>(.now)
+    let ttl: Duration
+
+    /// - Parameter ttl: How long a renewal holds the lease.
+    init(ttl: Duration) { self.ttl = ttl }
+
+    /// A renewal that began at `start` succeeded.
+    func renewed(startedAt start: ContinuousClock.Instant) { renewedAt.withLock { $0 = max($0, start) } }
+
+    var isCurrent: Bool { renewedAt.withLock { ContinuousClock.now < $0 + ttl } }
+}
+
 /// Thrown when the hub is asked to stop (SIGINT/SIGTERM) while it is a standby.
 public struct StandbyStopped: Error, CustomStringConvertible {
     public var description: String { "stopped while standby" }
 }
 
+/// Why the active hub stepped down, once it did (it lost its lease, or its connection to the
+/// database): `hub run` then becomes a standby again in the same process.
+final class StepDown: Sendable {
+    private let why = Mutex<String?>(nil)
+    let instance: String
+    let surface: MQTTSurface?
+    let logger: Logger
+
+    init(instance: String, surface: MQTTSurface?, logger: Logger) {
+        self.instance = instance
+        self.surface = surface
+        self.logger = logger
+    }
+
+    /// Keeps (and says) the first reason; the surface will leave without `offline` on
+    /// `<base>/status`, which speaks for whichever instance is active next.
+    func record(_ reason: String) {
+        let first = why.withLock { why -> Bool in
+            defer { if why == nil { why = reason } }
+            return why == nil
+        }
+        surface?.leaveSilently()
+        if first { logger.error("stepping down: \(reason); no more appends from this instance (\(instance))") }
+    }
+
+    var reason: String? { why.withLock { $0 } }
+}
+
 /// The standby phase: follows the log (the store's LISTEN/NOTIFY moves its last sequence; the read
-/// models catch up to it) and tries to take the lease, until it has it.
+/// models catch up to it) and tries to take the lease, until it has it. A lost connection to the
+/// database (the server restarted, the network failed) is not fatal: the standby closes the hub and
+/// opens it again, with back-off (0.25 s doubling to 5 s), until it can.
 enum Standby {
     /// - Parameters:
+    ///   - open: Opens the hub on the shared log (again after a lost connection).
+    ///   - retryFirstOpen: false at the first start: a log that cannot be opened is an error (a wrong
+    ///     URL or password is said at once); true after stepping down: retried like a lost connection.
     ///   - stop: Asked between tries: true ends the wait with ``StandbyStopped``.
-    /// - Returns: The lease, already fenced into the store: every append from now on checks it.
-    static func untilActive(hub: Hub, settings: LeaseSettings, logger: Logger, stop: @Sendable () -> Bool) async throws -> ActiveLease {
+    /// - Returns: The hub and its lease, already fenced into the store: every append from now on checks it.
+    static func untilActive(open: () throws -> Hub, settings: LeaseSettings, retryFirstOpen: Bool, logger: Logger,
+                            stop: @Sendable () -> Bool) async throws -> (Hub, ActiveLease) {
+        var hub: Hub? = retryFirstOpen ? nil : try open()
+        var said = false
+        var failures = 0
+        while true {
+            if stop() {
+                if let hub { _ = try? await hub.close() }
+                throw StandbyStopped()
+            }
+            do {
+                if hub == nil {
+                    hub = try open()
+                    if failures > 0 { logger.notice("standby: instance \(settings.instance) is connected to the log again") }
+                }
+                if let lease = try await attempt(hub!, settings: settings, logger: logger, said: &said) { return (hub!, lease) }
+                failures = 0
+                try await Task.sleep(for: settings.pollEvery)
+            } catch let error where !(error is CancellationError || error is HubError) {
+                let delay = Duration.milliseconds(min(5000, 250 << min(failures, 5)))
+                failures += 1
+                logger.warning("standby: instance \(settings.instance) cannot follow the log (\(error)); trying again in \(delay)")
+                // Closed aside: a hub whose connection broke must not hold the retries up.
+                if let broken = hub { Task { _ = try? await broken.close() } }
+                hub = nil
+                said = false
+                try await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    /// One try: the lease when it is free, otherwise nil after catching the read models up.
+    private static func attempt(_ hub: Hub, settings: LeaseSettings, logger: Logger, said: inout Bool) async throws -> ActiveLease? {
         guard let store = hub.store as? PostgresEventStore else {
             throw HubError.usage("--instance \(settings.instance): a hot standby shares the active hub's log in PostgreSQL (--log postgres://...); this log is \(type(of: hub.store))")
         }
-        var said = false
-        while true {
-            if stop() { throw StandbyStopped() }
-            if let token = try await store.acquireLease(holder: settings.instance, ttl: settings.ttl) {
-                store.fence(holder: settings.instance, token: token)
-                try await hub.catchUp() // everything the former active committed
-                logger.notice("active: instance \(settings.instance) holds the lease (token \(token)); starting drivers, scheduler and commands")
-                return ActiveLease(instance: settings.instance, token: token, since: Date(), store: store)
-            }
-            if !said, let holder = try await store.leaseHolder() {
-                logger.notice("standby: instance \(settings.instance) follows the log; instance \(holder.holder) is active (token \(holder.token)); taking over when its lease lapses")
-                said = true
-            }
-            try await hub.catchUp()
-            try await Task.sleep(for: settings.pollEvery)
+        if let fault = store.writerFault { throw EventLogError.writerStopped(reason: fault) }
+        let asked = ContinuousClock.now
+        if let token = try await store.acquireLease(holder: settings.instance, ttl: settings.ttl) {
+            store.fence(holder: settings.instance, token: token)
+            try await hub.catchUp() // everything the former active committed
+            logger.notice("active: instance \(settings.instance) holds the lease (token \(token)); starting drivers, scheduler and commands")
+            let standing = LeaseStanding(ttl: settings.ttl)
+            standing.renewed(startedAt: asked)
+            return ActiveLease(instance: settings.instance, token: token, since: Date(), store: store, standing: standing)
         }
+        if !said, let holder = try await store.leaseHolder() {
+            logger.notice("standby: instance \(settings.instance) follows the log; instance \(holder.holder) is active (token \(holder.token)); taking over when its lease lapses")
+            said = true
+        }
+        try await hub.catchUp()
+        return nil
     }
 }
 
 /// Renews the active hub's lease; when it cannot (another instance took it, it expired while this
-/// process was paused, the database is unreachable), the hub steps down: it stops taking commands
-/// and exits non-zero, so a supervisor (systemd) starts it again, as a standby. At a graceful
-/// stop, it releases the lease so a standby takes over at once.
+/// process was paused, the database is unreachable), the hub steps down: it stops taking commands,
+/// its services stop, and `hub run` becomes a standby again (``StepDown``). At a graceful stop, it
+/// releases the lease so a standby takes over at once.
 struct LeaseKeeper: Service {
     let lease: ActiveLease
     let settings: LeaseSettings
     let surface: MQTTSurface?
+    let stepDown: StepDown
     let logger: Logger
 
     func run() async throws {
@@ -94,7 +180,7 @@ struct LeaseKeeper: Service {
             try await cancelWhenGracefulShutdown { try await keep() }
         } catch is CancellationError {
         }
-        if Task.isShuttingDownGracefully || Task.isCancelled {
+        if Task.isShuttingDownGracefully || Task.isCancelled, stepDown.reason == nil {
             do {
                 try await lease.store.releaseLease(holder: lease.instance, token: lease.token)
                 logger.info("lease released: a standby may take over at once")
@@ -108,6 +194,7 @@ struct LeaseKeeper: Service {
         while true {
             try await Task.sleep(for: settings.renewEvery)
             let held: Bool
+            let started = ContinuousClock.now
             do {
                 held = try await lease.store.renewLease(holder: lease.instance, token: lease.token, ttl: settings.ttl)
             } catch is CancellationError {
@@ -119,13 +206,15 @@ struct LeaseKeeper: Service {
                 let now = (try? await lease.store.leaseHolder()).map { "instance \($0.holder) holds it (token \($0.token))" } ?? "it lapsed"
                 throw stepDown("lost the lease (token \(lease.token)): \(now)")
             }
+            lease.standing.renewed(startedAt: started)
+            // Reconnected to the broker while the lease was unconfirmed: announce now that it is.
+            if let surface, surface.takeSkippedAnnouncement() { await surface.announce() }
         }
     }
 
-    /// `hub/status` now speaks for the new active: this hub's surface leaves without `offline`.
+    /// `hub/status` now speaks for the next active: this hub's surface leaves without `offline`.
     private func stepDown(_ reason: String) -> HubError {
-        surface?.leaveSilently()
-        logger.error("stepping down: \(reason); no more appends from this instance (\(lease.instance))")
+        self.stepDown.record(reason)
         return HubError.failed("stepped down: \(reason)")
     }
 }

@@ -92,37 +92,76 @@ struct RunCommand: AsyncParsableCommand {
         // Before anything opens: a SIGINT/SIGTERM from now on is kept for the service group
         // (which shuts the hub down gracefully) instead of killing it half-open.
         EarlySignals.catch(Self.signals)
-        let (service, demoSimulators, logNote) = try await Console.guarded {
-            let config = try settings()
-            var options = HubServiceOptions(paths: try data.paths(fallback: config.log), config: config,
-                                            factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
-            options.bridgeFactories = LinkedDrivers.bridges
-            // The one place the process-wide metrics system is bootstrapped; /metrics renders its registry.
-            let registry = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(HubMetrics.prometheusFactory(registry: registry))
-            options.metrics = HubMetrics(factory: MetricsSystem.factory)
-            options.metricsRegistry = registry
-            options.http = config.http
-            options.lease = config.lease
-            options.stopStandby = { EarlySignals.pending }
-            var simulators: Demo? = nil
-            if demo && config.devices.isEmpty {
-                simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
-                options.demoDevices = Demo.devices(withMQTT: config.mqtt.enabled)
-                Console.note("hub: demo: simulating power plugs on 127.0.0.1:\(Demo.pumpPort) and :\(Demo.heaterPort), "
-                             + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)"
-                             + (config.mqtt.enabled ? ", and on the broker a Tasmota plug, a Shelly Plus 1PM and three beacon collars" : ""))
+        let prepared = try await Console.guarded { try await prepare() }
+        var options = prepared.options
+        let demoSimulators = prepared.demo
+        // One pass per active phase: with a hot standby (--instance), a hub that steps down (lost
+        // its lease or its database connection) waits as a standby again and comes back here.
+        while true {
+            guard let fatal = try await runOnce(options, demoSimulators: demoSimulators) else { break }
+            guard let reason = fatal.steppedDown else {
+                await demoSimulators?.stop()
+                Console.note("hub: error: \(fatal.reason); stopped")
+                throw ExitCode(3)
             }
+            Console.note("hub: instance \(options.config.instance ?? "-") stepped down (\(reason)); following the log as a standby again")
+            // The group's signal handlers are gone with it: keep SIGINT/SIGTERM for the next one.
+            EarlySignals.catch(Self.signals)
+            options.retryOpeningLog = true
+        }
+        await demoSimulators?.stop()
+    }
+
+    /// The options `hub run` starts the hub with (once per process: metrics are bootstrapped here),
+    /// and the demo's simulated devices when asked for.
+    func prepare() async throws -> (options: HubServiceOptions, demo: Demo?) {
+        let config = try settings()
+        var options = HubServiceOptions(paths: try data.paths(fallback: config.log), config: config,
+                                        factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
+        options.bridgeFactories = LinkedDrivers.bridges
+        // The one place the process-wide metrics system is bootstrapped; /metrics renders its registry.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(HubMetrics.prometheusFactory(registry: registry))
+        options.metrics = HubMetrics(factory: MetricsSystem.factory)
+        options.metricsRegistry = registry
+        options.http = config.http
+        options.lease = config.lease
+        options.stopStandby = { EarlySignals.pending }
+        var simulators: Demo? = nil
+        if demo && config.devices.isEmpty {
+            simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
+            options.demoDevices = Demo.devices(withMQTT: config.mqtt.enabled)
+            Console.note("hub: demo: simulating power plugs on 127.0.0.1:\(Demo.pumpPort) and :\(Demo.heaterPort), "
+                         + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)"
+                         + (config.mqtt.enabled ? ", and on the broker a Tasmota plug, a Shelly Plus 1PM and three beacon collars" : ""))
+        }
+        return (options, simulators)
+    }
+
+    /// Why one run of the services ended other than by a signal.
+    struct Ending {
+        var reason: String
+        /// Set when this instance stepped down (hot standby): it becomes a standby again.
+        var steppedDown: String?
+    }
+
+    /// Starts the hub (with `--instance`, after waiting as a standby) and runs it until a signal
+    /// (nil) or until it cannot go on.
+    func runOnce(_ options: HubServiceOptions, demoSimulators: Demo?) async throws -> Ending? {
+        let logNote = options.paths.logURL == nil ? "" : ", event log \(options.paths.logDescription)"
+        let service = try await Console.guarded {
             do {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
-                let service = try await HubService.start(options, logger: Console.logger(level: config.logLevel), signals: Self.signals)
-                return (service, simulators, options.paths.logURL == nil ? "" : ", event log \(options.paths.logDescription)")
+                // After a step-down, the signals stay with EarlySignals (watched below): a second
+                // service group's signal sources for the same signals did not reliably fire.
+                return try await HubService.start(options, logger: Console.logger(level: options.config.logLevel),
+                                                  signals: options.retryOpeningLog ? [] : Self.signals)
             } catch is StandbyStopped {
-                await simulators?.stop()
-                Console.note("hub: stopped while standby (instance \(config.instance ?? "-"))")
+                await demoSimulators?.stop()
+                Console.note("hub: stopped while standby (instance \(options.config.instance ?? "-"))")
                 throw ExitCode.success
             } catch {
-                await simulators?.stop()
+                await demoSimulators?.stop()
                 throw error
             }
         }
@@ -143,14 +182,15 @@ struct RunCommand: AsyncParsableCommand {
             Console.note("hub: console and API on http://\(shown.description)/"
                          + (settings.isLoopback ? "" : " (listening on \(settings.host); sign in with the token, docs/http.md)"))
         }
+        let watcher: Task<Void, Never>? = options.retryOpeningLog ? Task {
+            while !Task.isCancelled, !EarlySignals.pending { try? await Task.sleep(for: .milliseconds(100)) }
+            if EarlySignals.pending { try? await service.stop() }
+        } : nil
+        defer { watcher?.cancel() }
         // Until a signal, or until the service cannot go on (then exit non-zero, so a supervisor
-        // such as systemd restarts it).
-        let fatal = await service.finished()
-        await demoSimulators?.stop()
-        if let fatal {
-            Console.note("hub: error: \(fatal); stopped")
-            throw ExitCode(3)
-        }
+        // such as systemd restarts it; or, stepped down, wait as a standby again).
+        guard let fatal = await service.finished() else { return nil }
+        return Ending(reason: fatal, steppedDown: service.steppedDown)
     }
 }
 

@@ -33,6 +33,20 @@ final class HubProcess: @unchecked Sendable {
         return false
     }
 
+    /// How many times its standard error says `text`.
+    func count(_ text: String) -> Int { stderr.components(separatedBy: text).count - 1 }
+
+    /// Waits until its standard error says `text` at least `times` times (false: not within `timeout`).
+    func waitFor(_ text: String, times: Int, timeout: Double = 30) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if count(text) >= times { return true }
+            if !process.isRunning { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
     /// Its exit status, or nil when it still runs after `timeout`.
@@ -61,9 +75,11 @@ struct HubPair {
     let b: HubProcess
     let directory: String
 
-    static func start(hub: String, root: String, url: String, brokerPort: Int) async throws -> HubPair {
+    /// - Parameter keepAlive: The hubs' MQTT keep-alive in seconds (the broker drops a silent client
+    ///   after 1.5 times it, and publishes its will).
+    static func start(hub: String, root: String, url: String, brokerPort: Int, keepAlive: Int = 30) async throws -> HubPair {
         let config = root + "/hub.json"
-        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"beacons":false}"#
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"beacons":false,"mqtt":{"keepalive":\#(keepAlive)}}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
         func launch(_ name: String) throws -> HubProcess {
             let dir = root + "/" + name
@@ -125,6 +141,18 @@ final class CommandClient: Sendable {
     /// The answers to command `id` received so far (the answer echoes `transaction`, set to the command id).
     func answers(_ id: String) -> [String] {
         received.messages.withLock { $0.filter { $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#) }.map(\.text) }
+    }
+
+    /// When the first message on `topic` saying `text` that arrived after `date` arrived; nil when
+    /// none did within `timeout` seconds.
+    func waitFor(_ topic: String, _ text: String, after date: Date, timeout: Double) async -> Date? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let found = received.messages.withLock { $0.first { $0.topic == topic && $0.text == text && $0.at > date }?.at }
+            if let found { return found }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
     }
 
     /// The last message on `topic`.

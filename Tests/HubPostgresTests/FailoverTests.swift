@@ -79,11 +79,18 @@ import Testing
               + "max \(String(format: "%.2f", sorted.last!)) s (lease 3 s, renewed every 1 s)")
     }
 
-    @Test func aPausedActiveThatLostTheLeaseAppendsNothingAndStepsDown() async throws {
+    /// The active is paused past its lease and past the broker's keep-alive: the standby takes over,
+    /// the broker publishes the paused one's will (`offline`) over the new active's `online`, and the
+    /// new active says `online` again. Resumed, the old active appends nothing, announces nothing
+    /// (`hub/status/active` keeps naming b), steps down and is a standby again in the same process:
+    /// when b is killed, a takes over.
+    @Test func aPausedActiveThatLostTheLeaseAppendsNothingAndBecomesAStandbyAgain() async throws {
         guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
         let broker = try await TestBroker.startAsync()
         defer { broker.stop() }
-        let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port)
+        // Keep-alive 6 s: the broker drops the paused active about 9 s after its last packet, well
+        // after b (lease 3 s) said `online`.
+        let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port, keepAlive: 6)
         defer { pair.end() }
         let client = try await CommandClient(port: broker.port)
         var ok: [String] = []
@@ -100,17 +107,90 @@ import Testing
         // Sent while a is paused: b answers it, and a finds it in its socket when it resumes.
         #expect(try await client.rename("p-5") != nil)
         ok.append("p-5")
+
+        // The broker gives up on the paused a and publishes its will over b's `online`; b answers it.
+        let will = try #require(await client.waitFor("hub/status", "offline", after: answered, timeout: 20),
+                                "the broker never published the paused active's will")
+        let reasserted = await client.waitFor("hub/status", "online", after: will, timeout: 3)
+        #expect(reasserted != nil, "hub/status stayed offline after the old active's will: \(pair.b.stderr)")
+        print("failover (SIGSTOP): the paused active's will came \(String(format: "%.2f", will.timeIntervalSince(paused))) s after the pause; "
+              + "b said online again \(reasserted.map { String(format: "%.3f s", $0.timeIntervalSince(will)) } ?? "never") later")
+
+        // Resumed: a appends nothing, steps down, and follows the log as a standby again.
         pair.a.signal(SIGCONT)
-        let status = await pair.a.waitExit(timeout: 10)
-        #expect(status != nil && status != 0, "the old active did not step down: \(pair.a.stderr)")
+        #expect(await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
+        #expect(pair.a.process.isRunning, "the old active exited instead of becoming a standby: \(pair.a.stderr)")
         #expect(pair.a.stderr.contains("stepping down"), "\(pair.a.stderr)")
         let fenced = client.answers("p-5").filter { $0.contains("not_active") }
-        print("failover (SIGSTOP): the resumed active answered p-5 with not_active \(fenced.count) time(s); it stepped down with status \(status.map(String.init) ?? "-")")
+        print("failover (SIGSTOP): the resumed active answered p-5 with not_active \(fenced.count) time(s), then became a standby again")
         try Self.expectOnceEach(ok, url: pg.url!, dataDirectory: pg.dataDirectory + "/b")
-        // The hub stays online: the old active left without `offline`, b still holds the lease.
-        try await Task.sleep(for: .milliseconds(300))
+        // The hub stays online, and b is still the one announced: a said nothing when it reconnected.
+        try await Task.sleep(for: .milliseconds(500))
         #expect(client.last("hub/status") == "online")
-        #expect(try await client.rename("p-6") != nil, "b answers after a left: \(pair.b.stderr)")
+        #expect(client.last("hub/status/active")?.contains(#""instance":"b""#) == true, "\(client.last("hub/status/active") ?? "nothing")")
+        #expect(try await client.rename("p-6") != nil, "b answers after a stepped down: \(pair.b.stderr)")
+        ok.append("p-6")
+        let p6Answers = client.answers("p-6").count
+
+        // a is a standby again: it takes over when b dies.
+        pair.b.signal(SIGKILL)
+        #expect(try await client.rename("p-7") != nil, "a did not take over again: \(pair.a.stderr)")
+        ok.append("p-7")
+        // a unsubscribed when it stepped down: p-6, answered by b, did not wait in a's session to be run again.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(client.answers("p-6").count == p6Answers, "a ran p-6 again from its session: \(client.answers("p-6"))")
+        #expect(client.last("hub/status/active")?.contains(#""instance":"a""#) == true, "\(client.last("hub/status/active") ?? "nothing")")
+        try Self.expectOnceEach(ok, url: pg.url!, dataDirectory: pg.dataDirectory + "/a")
         await client.stop()
+        pair.a.signal(SIGTERM)
+        #expect(await pair.a.waitExit(timeout: 15) == 0, "\(pair.a.stderr)")
+    }
+
+    /// The database restarts under both hubs: the active loses its connection and steps down, the
+    /// standby's connection drops too; both reconnect with back-off, one becomes active again, and
+    /// a command sent throughout is answered once the database is back, recorded once.
+    @Test func bothHubsComeBackWhenTheDatabaseRestarts() async throws {
+        guard PostgresServer.binaries() != nil, let hub = builtExecutable() else { return }
+        let server = try PostgresServer.start() // its own: this test stops it
+        defer { server.stop() }
+        let url = try server.createDatabase()
+        let root = testRoot + "/\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let broker = try await TestBroker.startAsync()
+        defer { broker.stop() }
+        let pair = try await HubPair.start(hub: hub, root: root, url: url, brokerPort: broker.port)
+        defer { pair.end() }
+        let client = try await CommandClient(port: broker.port)
+        var ok: [String] = []
+        for i in 1...3 {
+            #expect(try await client.rename("r-\(i)") != nil)
+            ok.append("r-\(i)")
+        }
+        server.stopKeepingData()
+        #expect(await pair.a.waitFor("stepping down", timeout: 10), "the active did not step down: \(pair.a.stderr)")
+        #expect(await pair.b.waitFor("cannot follow the log", timeout: 10), "\(pair.b.stderr)")
+        // Sent (and re-sent) while the database is down and after it is back.
+        let during = Task { try await client.rename("r-4", timeout: 60) }
+        try await Task.sleep(for: .seconds(2))
+        #expect(pair.a.process.isRunning && pair.b.process.isRunning, "a hub exited: \(pair.a.stderr) \(pair.b.stderr)")
+        try server.restart()
+        let back = Date()
+        let answered = try await during.value
+        #expect(answered != nil, "nobody answered after the database came back: \(pair.a.stderr) \(pair.b.stderr)")
+        if let answered {
+            ok.append("r-4")
+            print("database restart: a command was answered \(String(format: "%.2f", answered.timeIntervalSince(back))) s after the server accepted connections again")
+        }
+        #expect(try await client.rename("r-5") != nil)
+        ok.append("r-5")
+        #expect(pair.a.process.isRunning && pair.b.process.isRunning, "a hub exited: \(pair.a.stderr) \(pair.b.stderr)")
+        let active = client.last("hub/status/active") ?? ""
+        print("database restart: instance \(active.contains(#""instance":"a""#) ? "a" : "b") is active again")
+        try Self.expectOnceEach(ok, url: url, dataDirectory: root + "/a")
+        await client.stop()
+        for hub in [pair.a, pair.b] {
+            hub.signal(SIGTERM)
+            #expect(await hub.waitExit(timeout: 15) == 0, "\(hub.name): \(hub.stderr)")
+        }
     }
 }

@@ -171,12 +171,34 @@ public final class PostgresServer: @unchecked Sendable {
             process = nil
             return p
         }
-        guard let running else { return }
-        if running.isRunning {
+        if let running, running.isRunning {
             kill(running.processIdentifier, SIGQUIT)
             running.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops the server the way an operator's fast shutdown does (SIGINT, as `pg_ctl stop -m fast`:
+    /// every connection is cut), keeping its data: ``restart()`` brings the same cluster back on the
+    /// same port. For tests of a lost database connection; use a server of the test's own
+    /// (``start()``), not the shared one.
+    public func stopKeepingData() {
+        let running: Process? = lock.withLock {
+            let p = process
+            process = nil
+            return p
+        }
+        guard let running, running.isRunning else { return }
+        kill(running.processIdentifier, SIGINT)
+        running.waitUntilExit()
+    }
+
+    /// Starts the server again after ``stopKeepingData()``, on the same port with the same data,
+    /// and waits until it accepts connections.
+    public func restart() throws {
+        guard lock.withLock({ process == nil }) else { return }
+        try launch()
+        try waitUntilReady()
     }
 
     public func logTail() -> String {
