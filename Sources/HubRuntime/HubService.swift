@@ -42,6 +42,8 @@ public struct HubServiceOptions: Sendable {
     public var lease: LeaseSettings? = nil
     /// Asked while waiting as a standby: true stops the wait (`hub run`: a SIGINT/SIGTERM arrived).
     public var stopStandby: @Sendable () -> Bool = { false }
+    /// Give the allocator's free memory back to the system this often (``MemoryTrim``); nil: never.
+    public var memoryTrim: Duration? = nil
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -143,6 +145,7 @@ public final class HubService: Sendable {
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
             services.append(StorageWatch(hub: hub, surface: surface, logger: logger))
+            if let every = options.memoryTrim { services.append(MemoryTrim(every: every)) }
             // The drivers start before the follower hands them commands, and stop after it (a command
             // the follower hands over at shutdown finds its driver still there).
             services += [drivers, follower, bridges, scheduler]
