@@ -30,7 +30,8 @@ public struct DriverHostOptions: Sendable {
 /// Runs one driver per registered device, hands it switch commands and activation lists when the
 /// log records them, and turns what the drivers observe into domain commands (actor
 /// `driver:<name>`). Commands reach each driver in log order through its own queue, so a slow
-/// device never holds up the others. A command the device does not confirm within the timeout is
+/// device never holds up the others; a device's worker task exists only while its queue holds
+/// commands (a thousand idle devices keep no thousand idle tasks). A command the device does not confirm within the timeout is
 /// recorded as failed.
 ///
 /// As a service it starts the registered devices' drivers and discovery, and on shutdown stops
@@ -49,18 +50,21 @@ public actor DriverHost: Service {
     nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
 
     final class Running: Sendable {
+        let deviceId: String
         let driver: any Driver
         let driverName: String
         let capabilities: DriverCapabilities
-        let queue: AsyncStream<DriverCommand>.Continuation
         let mqtt: (any DriverMQTT)?
-        init(driver: any Driver, driverName: String, capabilities: DriverCapabilities,
-             queue: AsyncStream<DriverCommand>.Continuation, mqtt: (any DriverMQTT)?) {
-            self.driver = driver; self.driverName = driverName; self.capabilities = capabilities
-            self.queue = queue; self.mqtt = mqtt
+        init(deviceId: String, driver: any Driver, driverName: String, capabilities: DriverCapabilities,
+             mqtt: (any DriverMQTT)?) {
+            self.deviceId = deviceId; self.driver = driver; self.driverName = driverName
+            self.capabilities = capabilities; self.mqtt = mqtt
         }
     }
     var running: [String: Running] = [:]
+    /// Commands not yet handed to each driver, oldest first. A driver has an entry exactly while
+    /// its worker runs (the entry may be empty while the worker carries out the last command).
+    var queued: [ObjectIdentifier: [DriverCommand]] = [:]
     /// Set at shutdown: no driver starts any more.
     var stopping = false
 
@@ -118,7 +122,6 @@ public actor DriverHost: Service {
 
     private func stopDriver(_ id: String) async {
         guard let r = running.removeValue(forKey: id) else { return }
-        r.queue.finish()
         await r.driver.stop()
         if let mqtt = r.mqtt { relay?.release(mqtt) }
         written[id] = nil
@@ -137,16 +140,10 @@ public actor DriverHost: Service {
         let configuration = DriverConfiguration(deviceId: device.id, driver: device.driver, settingsJSON: device.config)
         do {
             let driver = try factory.make(configuration: configuration)
-            let (stream, queue) = AsyncStream<DriverCommand>.makeStream()
-            spawn { [weak self] in
-                for await command in stream {
-                    await self?.perform(command, device: device.id, driver: driver, driverName: device.driver)
-                }
-            }
             let capabilities = driver.capabilities
             let mqtt = relay?.handle(scope: capabilities.mqttScope)
-            running[device.id] = Running(driver: driver, driverName: device.driver, capabilities: capabilities,
-                                         queue: queue, mqtt: mqtt)
+            running[device.id] = Running(deviceId: device.id, driver: driver, driverName: device.driver,
+                                         capabilities: capabilities, mqtt: mqtt)
             if capabilities.storesActivations {
                 written[device.id] = await hub.activations(of: device.id)
             }
@@ -155,6 +152,33 @@ public actor DriverHost: Service {
             await stopDriver(device.id)
             await report(device.id, driver: device.driver, .availability(available: false, reason: "driver could not start: \(error)"))
         }
+    }
+
+    /// Queues `command` for the driver, starting its worker if none runs. A stopped driver's
+    /// worker still carries out what was queued before the stop (its driver then refuses).
+    private func enqueue(_ command: DriverCommand, for r: Running) {
+        let key = ObjectIdentifier(r)
+        if queued[key] != nil {
+            queued[key]!.append(command)
+            return
+        }
+        queued[key] = [command]
+        spawn { [weak self] in
+            while let next = await self?.nextQueued(for: r) {
+                await self?.perform(next, device: r.deviceId, driver: r.driver, driverName: r.driverName)
+            }
+        }
+    }
+
+    /// The driver's next queued command, or nil (and its worker ends) when none is left.
+    private func nextQueued(for r: Running) -> DriverCommand? {
+        let key = ObjectIdentifier(r)
+        guard let list = queued[key], !list.isEmpty else {
+            queued[key] = nil
+            return nil
+        }
+        queued[key]!.removeFirst()
+        return list[0]
     }
 
     /// Carries out one queued command (on the device's worker task).
@@ -185,7 +209,7 @@ public actor DriverHost: Service {
                 await execute(.failSwitch(id: request.device, reason: "the device has no running driver"), actor: "hub")
                 return
             }
-            running.queue.yield(.setSwitch(on: request.state == .on))
+            enqueue(.setSwitch(on: request.state == .on), for: running)
             let timeout = options.confirmTimeout
             let hub = self.hub, commands = self.commands
             let name = running.driverName
@@ -217,9 +241,9 @@ public actor DriverHost: Service {
         let list = await hub.activations(of: device)
         written[device] = list
         writesInFlight[device, default: 0] += 1
-        running.queue.yield(.writeActivations(list.map {
+        enqueue(.writeActivations(list.map {
             DeviceActivation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
-        }))
+        }), for: running)
     }
 
     /// Turns an observation into domain commands.

@@ -45,6 +45,8 @@ public struct HubServiceOptions: Sendable {
     /// Starting again after this process stepped down (``HubService/steppedDown``): a log that cannot
     /// be opened is retried with back-off (the database may be restarting) instead of failing the start.
     public var retryOpeningLog = false
+    /// Give the allocator's free memory back to the system this often (``MemoryTrim``); nil: never.
+    public var memoryTrim: Duration? = nil
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -157,6 +159,7 @@ public final class HubService: Sendable {
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
             services.append(StorageWatch(hub: hub, surface: surface, logger: logger))
+            if let every = options.memoryTrim { services.append(MemoryTrim(every: every)) }
             // The drivers start before the follower hands them commands, and stop after it (a command
             // the follower hands over at shutdown finds its driver still there).
             services += [drivers, follower, bridges, scheduler]

@@ -102,7 +102,12 @@ struct PlugsBench: AsyncParsableCommand {
             let idleCPU = (try cpuSeconds(pid) - idleCPU0) / Double(idleSeconds)
             let idleEventsPerMinute = Double(seen.events - idleEvents0) * 60 / Double(idleSeconds)
             let idleRSS = try memoryKiB(pid, "VmRSS")
-            Console.note("bench: idle CPU \(percent(idleCPU)), RSS \(idleRSS / 1024) MiB, \(Int(idleEventsPerMinute)) events/min")
+            // File-backed pages (the binary, libswiftCore, Foundation...) are shared with every other
+            // process mapping them; anonymous pages and PSS are what this hub alone costs.
+            let idleAnon = try memoryKiB(pid, "RssAnon"), idleFile = try memoryKiB(pid, "RssFile")
+            let idlePSS = try smapsRollupKiB(pid, "Pss")
+            Console.note("bench: idle CPU \(percent(idleCPU)), RSS \(idleRSS / 1024) MiB (anonymous \(mib(idleAnon)), "
+                         + "file-backed \(mib(idleFile)), PSS \(mib(idlePSS))), \(Int(idleEventsPerMinute)) events/min")
 
             let sender = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "bench-plugs-send", cleanSession: true))
             try sender.start()
@@ -138,6 +143,7 @@ struct PlugsBench: AsyncParsableCommand {
             |---|---:|
             | all devices online after start | \(String(format: "%.1f", startup)) s |
             | hub RSS idle / peak | \(idleRSS / 1024) MiB / \(peakRSS / 1024) MiB |
+            | hub RSS idle: anonymous / file-backed; PSS | \(mib(idleAnon)) / \(mib(idleFile)); \(mib(idlePSS)) |
             | all \(total) switched ON in one burst -> all confirmed | \(String(format: "%.2f", burst)) s (\(burstOn) confirmed) |
             | hub CPU steady, all on (Kasa polled every 5 s, plug status every 2 s) | \(percent(idleCPU)) of one core |
             | hub CPU while switching (one command at a time) | \(percent(commandCPU)) of one core |
@@ -187,6 +193,7 @@ struct PlugsBench: AsyncParsableCommand {
 
     func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
     func ms(_ s: Double) -> String { String(format: "%.1f", s * 1000) }
+    func mib(_ kib: Int) -> String { String(format: "%.1f MiB", Double(kib) / 1024) }
     func percent(_ fraction: Double) -> String { String(format: "%.1f %%", fraction * 100) }
     func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? String(format: "%.2fx", a / b) : "-" }
 

@@ -55,3 +55,13 @@ func memoryKiB(_ pid: Int32, _ field: String) throws -> Int {
     throw HubError.failed("no \(field) in /proc/\(pid)/status")
 }
 
+
+/// A field of `/proc/<pid>/smaps_rollup` in KiB (`Pss`: resident pages, each shared one divided
+/// among the processes mapping it).
+func smapsRollupKiB(_ pid: Int32, _ field: String) throws -> Int {
+    let rollup = try String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)
+    for line in rollup.split(separator: "\n") where line.hasPrefix(field + ":") {
+        if let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") { return kib }
+    }
+    throw HubError.failed("no \(field) in /proc/\(pid)/smaps_rollup")
+}

@@ -92,6 +92,9 @@ struct RunCommand: AsyncParsableCommand {
         // Before anything opens: a SIGINT/SIGTERM from now on is kept for the service group
         // (which shuts the hub down gracefully) instead of killing it half-open.
         EarlySignals.catch(Self.signals)
+        // Before threads start: two malloc arenas instead of up to 16 on this 2-core class of machine
+        // (each holds free pages of its own); with the trim below, less memory sits idle (docs/operations.md).
+        MemoryTrim.limitArenas(2)
         let prepared = try await Console.guarded { try await prepare() }
         var options = prepared.options
         let demoSimulators = prepared.demo
@@ -127,6 +130,7 @@ struct RunCommand: AsyncParsableCommand {
         options.http = config.http
         options.lease = config.lease
         options.stopStandby = { EarlySignals.pending }
+        options.memoryTrim = .seconds(30)
         var simulators: Demo? = nil
         if demo && config.devices.isEmpty {
             simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)

@@ -36,11 +36,19 @@ public struct KasaDriverFactory: DriverFactory {
 }
 
 /// A running Kasa plug: polls it, reports what it says, and switches its relay.
+///
+/// Between polls a plug keeps no task: the next poll waits on an event-loop timer and runs in a
+/// short task of its own (a thousand plugs keep no thousand sleeping tasks).
 public final class KasaDriver: Driver {
     private struct State: Sendable {
         var started = false
         var stopped = false
-        var pollTask: Task<Void, Never>?
+        /// The timer of the next poll, while waiting for it.
+        var pollTimer: Scheduled<Void>?
+        /// The poll under way.
+        var polling: Task<Void, Never>?
+        /// The wait before the next poll after a failed one (doubles up to `maxBackoff`).
+        var failureDelay = 0.0
         /// nil = not known yet.
         var available: Bool?
         var reason = ""
@@ -57,9 +65,12 @@ public final class KasaDriver: Driver {
     private let state = Mutex(State())
     private let gate = DriverReportGate()
     private let relay: KasaRelayReports
+    /// Where the poll timer runs.
+    private let loop: any EventLoop
 
     init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, group: any EventLoopGroup) {
         self.client = KasaClient(config: client, group: group)
+        loop = group.next()
         self.pollInterval = pollInterval
         self.maxBackoff = max(maxBackoff, pollInterval)
         relay = KasaRelayReports(gate: gate)
@@ -69,24 +80,25 @@ public final class KasaDriver: Driver {
         let ok = state.withLock { s -> Bool in
             guard !s.started, !s.stopped else { return false }
             s.started = true
+            s.failureDelay = pollInterval
             return true
         }
         guard ok else { throw DriverError("kasa driver for \(context.deviceId) already started or stopped") }
         gate.open(context)
-        let task = Task { [self] in await pollLoop() }
-        state.withLock { $0.pollTask = task }
+        schedulePoll(in: 0)
     }
 
     public func stop() async {
-        let (task, readBack) = state.withLock { s -> (Task<Void, Never>?, Task<Void, Never>?) in
+        let (timer, poll, readBack) = state.withLock { s in
             s.stopped = true
-            defer { s.pollTask = nil; s.readBack = nil }
-            return (s.pollTask, s.readBack)
+            defer { s.pollTimer = nil; s.polling = nil; s.readBack = nil }
+            return (s.pollTimer, s.polling, s.readBack)
         }
-        task?.cancel()
+        timer?.cancel()
+        poll?.cancel()
         readBack?.cancel()
         await client.shutDown()
-        await task?.value
+        await poll?.value
         await readBack?.value
         await gate.close()
     }
@@ -153,26 +165,49 @@ public final class KasaDriver: Driver {
 
     // MARK: - Polling
 
-    private func pollLoop() async {
-        var failureDelay = pollInterval
-        while !Task.isCancelled {
-            let wait: Double
-            do {
-                let description = try await pollOnce()
-                await setAvailability(true, reason: description)
-                failureDelay = pollInterval
-                wait = pollInterval
-            } catch is CancellationError {
-                return
-            } catch {
-                let reason = (error as? KasaClientError)?.description ?? "\(error)"
-                if case .stopped? = error as? KasaClientError { return }
-                await setAvailability(false, reason: reason)
-                wait = failureDelay
-                failureDelay = min(failureDelay * 2, maxBackoff)
-            }
-            do { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) } catch { return }
+    /// Starts the next poll `seconds` from now (unless stopped).
+    private func schedulePoll(in seconds: Double) {
+        let timer = loop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [self] in startPoll() }
+        let stopped = state.withLock { s -> Bool in
+            if !s.stopped { s.pollTimer = timer }
+            return s.stopped
         }
+        if stopped { timer.cancel() }
+    }
+
+    /// The timer fired: poll in a task of its own, which `stop()` cancels and waits for.
+    private func startPoll() {
+        state.withLock { s in
+            guard !s.stopped else { return }
+            s.pollTimer = nil
+            s.polling = Task { [self] in await poll() }
+        }
+    }
+
+    /// One poll; then the next is scheduled: `poll_interval` after an answer, a doubling wait
+    /// (up to `max_backoff`) after a failure.
+    private func poll() async {
+        let wait: Double
+        do {
+            let description = try await pollOnce()
+            await setAvailability(true, reason: description)
+            wait = state.withLock { s in
+                s.failureDelay = pollInterval
+                return pollInterval
+            }
+        } catch is CancellationError {
+            return
+        } catch {
+            let reason = (error as? KasaClientError)?.description ?? "\(error)"
+            if case .stopped? = error as? KasaClientError { return }
+            await setAvailability(false, reason: reason)
+            wait = state.withLock { s in
+                defer { s.failureDelay = min(s.failureDelay * 2, maxBackoff) }
+                return s.failureDelay
+            }
+        }
+        if Task.isCancelled { return }
+        schedulePoll(in: wait)
     }
 
     /// Polls once: sysinfo (with the energy meter when the plug has one); returns a description for

@@ -250,11 +250,12 @@ public actor PowerPlugDriver: Driver {
         sawStatus = false
         requestList()
 
-        let ticker = Task { [weak self, interval = settings.activationCheck] in
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: .seconds(interval)) } catch { return }
-                await self?.requestList()
-            }
+        // The list is re-read on an event-loop timer, not by a task sleeping per plug: an idle plug
+        // keeps no task of its own besides this session.
+        let interval = TimeAmount.nanoseconds(Int64(settings.activationCheck * 1e9))
+        let ticker = asyncChannel.channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+            guard let self else { return }
+            Task { await self.requestList() }
         }
         var reason = "the plug at \(address) closed the connection"
         do {

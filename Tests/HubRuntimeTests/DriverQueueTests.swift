@@ -1,0 +1,86 @@
+import DriverAPI
+import HubDomain
+import HubLog
+import Synchronization
+import Testing
+@testable import HubRuntime
+
+/// Each device's commands reach its driver in order, one at a time, through a worker that exists
+/// only while commands wait (issue 16: no idle task per device).
+@Suite struct DriverQueueTests {
+    /// What one device's driver was given, and whether two commands ever ran at once.
+    final class Recorder: Sendable {
+        struct Log { var seen: [Bool] = []; var busy = false; var overlapped = false }
+        let log = Mutex(Log())
+        var seen: [Bool] { log.withLock { $0.seen } }
+        var overlapped: Bool { log.withLock { $0.overlapped } }
+    }
+
+    /// A driver that takes a while per switch command.
+    final class SlowDriver: Driver {
+        let recorder: Recorder
+        init(recorder: Recorder) { self.recorder = recorder }
+        func start(context: any DriverContext) async throws {}
+        func execute(_ command: DriverCommand) async throws {
+            guard case .setSwitch(let on) = command else { return }
+            recorder.log.withLock { l in
+                if l.busy { l.overlapped = true }
+                l.busy = true
+            }
+            try await Task.sleep(for: .milliseconds(15))
+            recorder.log.withLock { l in l.seen.append(on); l.busy = false }
+        }
+        func stop() async {}
+    }
+
+    struct SlowFactory: DriverFactory {
+        let name = "slow"
+        let recorders: [String: Recorder]
+        func make(configuration: DriverConfiguration) throws -> any Driver {
+            SlowDriver(recorder: recorders[configuration.deviceId]!)
+        }
+        func seen(_ device: String) -> [Bool] { recorders[device]!.seen }
+        func overlapped(_ device: String) -> Bool { recorders[device]!.overlapped }
+    }
+
+    @Test func commandsReachEachDriverInOrderOneAtATimeAndNoWorkerStaysIdle() async throws {
+        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        for id in ["a", "b"] {
+            _ = try await hub.execute(.registerDevice(id: id, driver: "slow", name: id, config: "{}", hardwareId: nil),
+                                      actor: "test", now: t0)
+        }
+        let factory = SlowFactory(recorders: ["a": Recorder(), "b": Recorder()])
+        let commands = CommandService(hub: hub, catalog: DriverCatalog([factory]), confirmTimeout: .seconds(30), logger: .discarding)
+        let host = DriverHost(commands: commands, options: DriverHostOptions(confirmTimeout: .seconds(30)), logger: .discarding)
+        let running = Task { try await host.run() }
+        await host.sync()
+        let wanted: [Bool] = [true, false, true, true, false, true, false, false]
+        for on in wanted {
+            for id in ["a", "b"] {
+                await host.handle(.switchRequested(SwitchRequested(device: id, state: on ? .on : .off)))
+            }
+        }
+        for _ in 0..<500 where factory.seen("a").count < wanted.count || factory.seen("b").count < wanted.count {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(factory.seen("a") == wanted)
+        #expect(factory.seen("b") == wanted)
+        #expect(!factory.overlapped("a") && !factory.overlapped("b"))
+        // The workers end with their queues: nothing stays per device.
+        for _ in 0..<100 {
+            if await host.queued.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await host.queued.isEmpty)
+
+        // A later command starts a new worker.
+        await host.handle(.switchRequested(SwitchRequested(device: "a", state: .on)))
+        for _ in 0..<500 where factory.seen("a").count <= wanted.count { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(factory.seen("a") == wanted + [true])
+
+        running.cancel()
+        _ = await running.result
+        await host.stopAll()
+        try await hub.close()
+    }
+}
