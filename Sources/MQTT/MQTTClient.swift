@@ -93,6 +93,7 @@ public final class MQTTClient: Sendable {
         mosquitto_connect_v5_callback_set(mosq, mqttOnConnect)
         mosquitto_disconnect_v5_callback_set(mosq, mqttOnDisconnect)
         mosquitto_publish_v5_callback_set(mosq, mqttOnPublish)
+        mosquitto_subscribe_v5_callback_set(mosq, mqttOnSubscribe)
         mosquitto_message_v5_callback_set(mosq, mqttOnMessage)
         mosquitto_log_callback_set(mosq, mqttOnLog)
 
@@ -194,8 +195,9 @@ public final class MQTTClient: Sendable {
         rc == Int32(MOSQ_ERR_ERRNO.rawValue) ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
     }
 
-    /// Returns once connected; throws MQTTError for refused credentials, TLS failure, unreachable
-    /// broker or timeout. Never hangs longer than `timeout`.
+    /// Returns once connected and the subscriptions sent on connecting are acknowledged by the broker
+    /// (so a message published to them from now on is delivered); throws MQTTError for refused
+    /// credentials, TLS failure, unreachable broker or timeout. Never hangs longer than `timeout`.
     public func waitUntilConnected(timeout: Duration) async throws {
         try await core.waitUntilConnected(timeout: timeout)
     }

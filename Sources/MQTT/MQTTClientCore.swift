@@ -13,6 +13,10 @@ import Darwin
 
 struct CoreState {
     var connected = false
+    /// Connected, and the subscriptions sent on connecting are acknowledged (the SUBACK of the last
+    /// one: the broker answers a connection's packets in order). Until then a message published to
+    /// one of them may still be dropped by the broker, so waiters are not told "connected" yet.
+    var awaitingSubscribeAck: Int32?
     /// mosquitto_loop_forever returned: the network thread is done.
     var loopExited = false
     /// stop()/abort() was requested: disconnects are ours, not failures.
@@ -68,19 +72,25 @@ final class MQTTClientCore: Sendable {
 
     func handleConnect(mosq: OpaquePointer, rc: Int32, flags: Int32) {
         if rc == 0 {
-            let (subscriptions, waiters, stopping) = state.withLock { s in
+            let (subscriptions, stopping) = state.withLock { s in
                 s.connected = true
                 s.lastProblem = nil
-                let waiters = Array(s.connectWaiters.values)
-                s.connectWaiters = [:]
-                return (s.subscriptions, waiters, s.stopping)
+                s.awaitingSubscribeAck = nil
+                return (s.subscriptions, s.stopping)
             }
+            // Re-subscribe after every (re)connect: a clean session has none, and even a resumed
+            // session is cheap to re-confirm. The waiters are told once the last one is acknowledged
+            // (`handleSubscribed`, called on this same thread, so never before this returns).
+            var lastSent: Int32?
             if !stopping {
-                // Re-subscribe after every (re)connect: a clean session has none, and even a resumed
-                // session is cheap to re-confirm.
                 for sub in subscriptions {
-                    _ = mosquitto_subscribe_v5(mosq, nil, sub.filter, sub.qos, subscribeOptions, nil)
+                    var mid: Int32 = 0
+                    if mosquitto_subscribe_v5(mosq, &mid, sub.filter, sub.qos, subscribeOptions, nil) == 0 { lastSent = mid }
                 }
+            }
+            let waiters = state.withLock { s in
+                s.awaitingSubscribeAck = lastSent
+                return lastSent == nil ? takeAllWaiters(&s) : []
             }
             eventSink.yield(.connected(sessionPresent: flags & 1 != 0))
             for waiter in waiters { waiter.resume() }
@@ -192,6 +202,17 @@ final class MQTTClientCore: Sendable {
         return String(cString: mosquitto_strerror(rc))
     }
 
+    /// A SUBACK arrived: when it answers the last subscription sent on connecting, the connection is
+    /// ready and its waiters are told.
+    func handleSubscribed(mid: Int32) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
+            guard s.connected, s.awaitingSubscribeAck == mid else { return [] }
+            s.awaitingSubscribeAck = nil
+            return takeAllWaiters(&s)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     func handlePublished(mid: Int32, reasonCode: Int32) {
         acks.acknowledged(mid: mid, reasonCode: reasonCode, failure: publishFailure)
     }
@@ -269,7 +290,7 @@ final class MQTTClientCore: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let immediate: Result<Void, any Error>? = state.withLock { s in
-                    if s.connected { return .success(()) }
+                    if s.connected && s.awaitingSubscribeAck == nil { return .success(()) }
                     if let failure = s.failure { return .failure(failure) }
                     if s.finished || s.stopping {
                         return .failure(error(.stopped, "the client was stopped before it connected"))

@@ -32,6 +32,12 @@ func mqttOnDisconnect(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _
     core.handleDisconnect(mosq: mosq, rc: rc)
 }
 
+func mqttOnSubscribe(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32,
+                     _ qosCount: Int32, _ grantedQoS: UnsafePointer<Int32>?, _ props: OpaquePointer?) {
+    guard let core = core(obj) else { return }
+    core.handleSubscribed(mid: mid)
+}
+
 func mqttOnPublish(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32,
                    _ reasonCode: Int32, _ props: OpaquePointer?) {
     guard let core = core(obj) else { return }

@@ -13,9 +13,13 @@ public final class TCPProxy: @unchecked Sendable {
     var open: [Int32] = []
     var blocked = false
     var closed = false
+    /// How long what a client sends after its first chunk (its CONNECT) is held before the broker
+    /// sees it: "the broker has answered CONNECT but not yet received the SUBSCRIBE that followed".
+    let holdAfterFirstChunk: Duration
 
-    public init(upstreamPort: Int) throws {
+    public init(upstreamPort: Int, holdAfterFirstChunk: Duration = .zero) throws {
         self.upstreamPort = upstreamPort
+        self.holdAfterFirstChunk = holdAfterFirstChunk
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw BrokerHarnessError("proxy: socket() failed") }
         var yes: Int32 = 1
@@ -59,16 +63,21 @@ public final class TCPProxy: @unchecked Sendable {
             }
             if connected != 0 { Glibc.close(client); Glibc.close(upstream); continue }
             lock.withLock { open += [client, upstream] }
-            Thread { [self] in pump(from: client, to: upstream) }.start()
+            Thread { [self] in pump(from: client, to: upstream, holdAfterFirstChunk: holdAfterFirstChunk) }.start()
             Thread { [self] in pump(from: upstream, to: client) }.start()
         }
     }
 
-    func pump(from source: Int32, to target: Int32) {
+    func pump(from source: Int32, to target: Int32, holdAfterFirstChunk hold: Duration = .zero) {
         var buffer = [UInt8](repeating: 0, count: 16384)
+        var chunks = 0
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
+            chunks += 1
+            if chunks == 2 && hold > .zero {
+                Thread.sleep(forTimeInterval: Double(hold.components.seconds) + Double(hold.components.attoseconds) / 1e18)
+            }
             var sent = 0
             while sent < n {
                 let m = buffer.withUnsafeBytes { send(target, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }

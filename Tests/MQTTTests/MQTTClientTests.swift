@@ -29,6 +29,25 @@ struct MQTTClientTests {
         await h.client.stop()
     }
 
+    /// Connected means subscribed: a message another client publishes as soon as waitUntilConnected
+    /// returns reaches the subscriptions made before start(), even when the broker receives the
+    /// SUBSCRIBE well after it answered CONNECT (held 600 ms here by a proxy). Before, the hub could
+    /// say "connected" while its command topics were not yet subscribed, and the first command sent
+    /// right then was dropped by the broker (CI's HTTPAPITests failure).
+    @Test("waitUntilConnected returns only once the subscriptions made before start() are acknowledged")
+    func connectedMeansSubscribed() async throws {
+        let broker = try await TestBroker.startAsync()
+        let proxy = try TCPProxy(upstreamPort: broker.port, holdAfterFirstChunk: .milliseconds(600))
+        defer { proxy.close() }
+        let slow = try await makeClient(broker, id: "slow-sub", configure: { $0.port = proxy.port },
+                                        subscriptions: [("early/#", 1)])
+        let other = try await makeClient(broker, id: "early-publisher")
+        try await other.client.publishAndWait("early/first", bytes("right after connect"), qos: 1, timeout: .seconds(5))
+        #expect(try await slow.waitForMessage(topic: "early/first").text == "right after connect")
+        await other.client.stop()
+        await slow.client.stop()
+    }
+
     @Test("a large payload (1 MiB) and an empty payload survive the round trip")
     func largeAndEmptyPayloads() async throws {
         let broker = try await TestBroker.startAsync()
