@@ -93,8 +93,9 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         self.group = group
         var opened: [PostgresConnection] = []
         do {
+            let configuration = try Self.configuration(location)
             for id in 1...3 {
-                let connection = try PostgresConnection.connect(on: group.next(), configuration: Self.configuration(location),
+                let connection = try PostgresConnection.connect(on: group.next(), configuration: configuration,
                                                                 id: id, logger: logger).wait()
                 opened.append(connection)
                 _ = try connection.query("SET synchronous_commit = on", logger: logger).wait()
@@ -152,13 +153,13 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         if !onLoop { try? group.syncShutdownGracefully() }
     }
 
-    static func configuration(_ location: PostgresLocation) -> PostgresConnection.Configuration {
+    static func configuration(_ location: PostgresLocation) throws -> PostgresConnection.Configuration {
         if location.host.hasPrefix("/") {
             return .init(unixSocketPath: "\(location.host)/.s.PGSQL.\(location.port)", username: location.user,
                          password: location.password, database: location.database)
         }
         return .init(host: location.host, port: location.port, username: location.user, password: location.password,
-                     database: location.database, tls: .disable)
+                     database: location.database, tls: try PostgresTLS.settings(location))
     }
 
     /// One line for an error from PostgreSQL (or the connection), naming the log without its password.
@@ -170,6 +171,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     /// The server's message for a server error; the kind of failure otherwise (never a password).
     static func reason(_ error: any Error) -> String {
         if let error = error as? PSQLError {
+            if let tls = PostgresTLS.reason(error) { return tls }
             if let message = error.serverInfo?[.message] {
                 let code = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
                 return message + code

@@ -3,7 +3,9 @@ import HubLog
 
 /// Where a PostgreSQL event log lives: host (or socket directory), port, user, password and database,
 /// from a `postgres://user:password@host:port/database` URL with the usual `PG*` environment variables
-/// (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`) filling what the URL leaves out.
+/// (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`) filling what the URL leaves out; and
+/// how the connection uses TLS, with libpq's names: `?sslmode=...&sslrootcert=...` in the URL, or
+/// `PGSSLMODE` and `PGSSLROOTCERT`.
 ///
 /// The password is never part of ``description``: every message names the log by it, masked.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
@@ -13,14 +15,37 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var user: String
     public var password: String?
     public var database: String
+    /// Whether and how the connection is encrypted and the server checked (TCP only: a Unix socket
+    /// stays on this machine, and libpq ignores `sslmode` there too).
+    public var tls: TLSMode
+    /// A PEM file of the certificate authorities to trust for `verify-ca` and `verify-full`
+    /// (`sslrootcert`); nil: the system's trusted authorities.
+    public var rootCertificate: String?
+
+    /// libpq's `sslmode`, with its meanings.
+    public enum TLSMode: String, Sendable, CaseIterable {
+        /// Never TLS.
+        case disable
+        /// TLS when the server offers it, plain otherwise; the certificate is not checked (libpq's default).
+        case prefer
+        /// TLS or no connection; the certificate is not checked.
+        case require
+        /// TLS, and the server's certificate must be signed by a trusted authority.
+        case verifyCA = "verify-ca"
+        /// As `verify-ca`, and the certificate must name the host connected to.
+        case verifyFull = "verify-full"
+    }
 
     /// A location given part by part.
-    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
+                tls: TLSMode = .prefer, rootCertificate: String? = nil) {
         self.host = host
         self.port = port
         self.user = user
         self.password = password
         self.database = database
+        self.tls = tls
+        self.rootCertificate = rootCertificate
     }
 
     /// Whether `text` names a PostgreSQL log (`postgres://` or `postgresql://`).
@@ -37,8 +62,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             throw EventLogError.invalid("--log \(Self.masked(url)): not a postgres:// URL (postgres://user@host:5432/database)")
         }
         var rest = Substring(url[schemeEnd.upperBound...])
+        var parameters: [String: String] = [:]
         if let query = rest.firstIndex(of: "?") {
-            throw EventLogError.invalid("--log \(Self.masked(url)): URL parameters (\(rest[query...])) are not supported; use the PG* environment variables")
+            parameters = try Self.parameters(rest[rest.index(after: query)...], url: url)
+            rest = rest[..<query]
         }
         var path = ""
         if let slash = rest.firstIndex(of: "/") {
@@ -80,11 +107,34 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         self.user = (user.flatMap { $0.isEmpty ? nil : $0 }) ?? env("PGUSER") ?? "postgres"
         self.password = password ?? env("PGPASSWORD")
         self.database = path.removingPercentEncoding.flatMap { $0.isEmpty ? nil : $0 } ?? env("PGDATABASE") ?? self.user
+        let mode = parameters["sslmode"] ?? env("PGSSLMODE") ?? TLSMode.prefer.rawValue
+        guard let tls = TLSMode(rawValue: mode) else {
+            let from = parameters["sslmode"] != nil ? "--log \(Self.masked(url)): sslmode" : "PGSSLMODE"
+            throw EventLogError.invalid("\(from) \(mode) is not one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self.tls = tls
+        self.rootCertificate = parameters["sslrootcert"] ?? env("PGSSLROOTCERT")
     }
 
-    /// `postgres://user@host:port/database`, with `:***` where a password is set.
+    /// The URL's `?name=value&...` part: only `sslmode` and `sslrootcert` are understood.
+    static func parameters(_ query: Substring, url: String) throws -> [String: String] {
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0]), value = parts.count == 2 ? String(parts[1]).removingPercentEncoding ?? "" : ""
+            guard name == "sslmode" || name == "sslrootcert" else {
+                throw EventLogError.invalid("--log \(Self.masked(url)): URL parameter \(name) is not supported (only sslmode and sslrootcert; the PG* environment variables give the rest)")
+            }
+            guard !value.isEmpty else { throw EventLogError.invalid("--log \(Self.masked(url)): \(name) has no value") }
+            parameters[name] = value
+        }
+        return parameters
+    }
+
+    /// `postgres://user@host:port/database`, with `:***` where a password is set,
+    /// and `?sslmode=` when it is not the default `prefer`.
     public var description: String {
-        "postgres://\(user)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)"
+        "postgres://\(user)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)" + (tls == .prefer ? "" : "?sslmode=\(tls.rawValue)")
     }
 
     /// `text` with the password part of a URL replaced by `***` (for messages about a URL that did not parse).

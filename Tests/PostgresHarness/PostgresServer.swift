@@ -28,6 +28,8 @@ public final class PostgresServer: @unchecked Sendable {
     public let directory: URL
     let bin: String
     let runAs: [String]
+    /// The server's certificates when it was started with TLS (`ssl = on`), nil otherwise.
+    public let certificates: TestCertificates?
     private let lock = NSLock()
     private var process: Process?
     private var databases = 0
@@ -73,8 +75,10 @@ public final class PostgresServer: @unchecked Sendable {
         }
     }
 
-    /// Starts a new server (initdb, postgres, wait until it accepts connections).
-    public static func start() throws -> PostgresServer {
+    /// Starts a new server (initdb, postgres, wait until it accepts connections); with `tlsNames`, it
+    /// also accepts TLS connections, with a certificate for those names (host names and IP addresses)
+    /// from an authority of its own (``certificates``).
+    public static func start(tlsNames: [String]? = nil) throws -> PostgresServer {
         guard let bin = binaries() else { throw PostgresHarnessError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres)") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -87,18 +91,31 @@ public final class PostgresServer: @unchecked Sendable {
             runAs = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
         }
         chmod(directory.path, 0o700)
-        let server = PostgresServer(port: try TestBroker.freePort(), directory: directory, bin: bin, runAs: runAs)
+        var certificates: TestCertificates? = nil
+        if let tlsNames {
+            let made = try TestCertificates.make(in: directory.appendingPathComponent("tls"), names: tlsNames)
+            // PostgreSQL reads its key only when the user it runs as owns it, readable by no one else.
+            if getuid() == 0, let account = getpwnam("postgres") {
+                for file in [directory.appendingPathComponent("tls").path, made.certificate, made.key] {
+                    chown(file, account.pointee.pw_uid, account.pointee.pw_gid)
+                }
+            }
+            chmod(made.key, 0o600)
+            certificates = made
+        }
+        let server = PostgresServer(port: try TestBroker.freePort(), directory: directory, bin: bin, runAs: runAs, certificates: certificates)
         try server.initdb()
         try server.launch()
         try server.waitUntilReady()
         return server
     }
 
-    private init(port: Int, directory: URL, bin: String, runAs: [String]) {
+    private init(port: Int, directory: URL, bin: String, runAs: [String], certificates: TestCertificates?) {
         self.port = port
         self.directory = directory
         self.bin = bin
         self.runAs = runAs
+        self.certificates = certificates
     }
 
     deinit { stop() }
@@ -117,6 +134,7 @@ public final class PostgresServer: @unchecked Sendable {
         let command = runAs + ["\(bin)/postgres", "-D", dataDirectory, "-p", "\(port)", "-k", directory.path,
                                "-c", "listen_addresses=\(host)", "-c", "fsync=on", "-c", "synchronous_commit=on",
                                "-c", "max_connections=200"]
+            + (certificates.map { ["-c", "ssl=on", "-c", "ssl_cert_file=\($0.certificate)", "-c", "ssl_key_file=\($0.key)"] } ?? [])
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         FileManager.default.createFile(atPath: logPath, contents: nil)
