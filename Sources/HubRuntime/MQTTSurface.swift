@@ -49,9 +49,12 @@ public actor MQTTSurface {
     public nonisolated let commandWindow = CommandWindow()
     /// Retained messages published again after every (re)connect, beside `online` (`<base>/status/active`).
     private nonisolated let retainedOnConnect = Mutex<[(topic: String, payload: [UInt8])]>([])
-    /// False once this hub stepped down (hot standby): it leaves without `offline` on `<base>/status`,
-    /// which speaks for the new active.
+    /// False once this hub stepped down (hot standby): it no longer defends `<base>/status`, and it
+    /// leaves its command subscriptions before disconnecting.
     private nonisolated let speaksForHub = Atomic<Bool>(true)
+    /// Whether leaving publishes `offline` on `<base>/status`: true, unless this hub stepped down
+    /// because another instance is active (whose `online` it must not override).
+    private nonisolated let saysOfflineOnLeaving = Atomic<Bool>(true)
     /// Set when the surface starts to disconnect: from then on `<base>/status` is not defended.
     private nonisolated let leaving = Atomic<Bool>(false)
     /// With a hot standby: whether this instance's lease is still known to be held. A surface that
@@ -140,23 +143,23 @@ public actor MQTTSurface {
         }
     }
 
-    /// Publishes `offline` (unless this hub stepped down) and disconnects. A hub that stepped down
-    /// first unsubscribes from the command topics: its session at the broker (kept for its client id)
-    /// must not collect the commands the new active answers, to run them again when this instance
-    /// is active next.
+    /// Publishes `offline` (unless this hub stepped down for another active) and disconnects. A hub
+    /// that stepped down first unsubscribes from the command topics: its session at the broker (kept
+    /// for its client id) must not collect the commands the new active answers, to run them again
+    /// when this instance is active next.
     func disconnect() async {
         leaving.store(true, ordering: .relaxed)
         wake.finish()
         announceRequest.finish()
-        let speaks = speaksForHub.load(ordering: .relaxed)
-        if !speaks {
+        if !speaksForHub.load(ordering: .relaxed) {
             for filter in topics.subscriptions + [topics.status] {
                 do { try client.unsubscribe(filter) } catch {
                     logger.warning("mqtt: could not unsubscribe while stepping down", metadata: ["filter": "\(filter)", "error": "\(error)"])
                 }
             }
         }
-        await client.stop(finalMessage: speaks ? (topic: topics.status, payload: Array("offline".utf8), retain: true) : nil)
+        let offline = saysOfflineOnLeaving.load(ordering: .relaxed)
+        await client.stop(finalMessage: offline ? (topic: topics.status, payload: Array("offline".utf8), retain: true) : nil)
     }
 
     /// Publishes `payload` retained on `topic` after every (re)connect, from the next one on.
@@ -164,10 +167,14 @@ public actor MQTTSurface {
         retainedOnConnect.withLock { $0.append((topic, payload)) }
     }
 
-    /// This hub is no longer the active one: it leaves without saying `offline` for the hub (a
-    /// clean disconnect sends no last will either).
-    nonisolated func leaveSilently() {
+    /// This hub is no longer the active one. With `anotherIsActive` it leaves without saying
+    /// `offline` (a clean disconnect sends no last will either): `<base>/status` speaks for the
+    /// instance that holds the lease now. Otherwise (the database is unreachable, the lease lapsed
+    /// with no holder) no instance is active at this moment, and it says `offline`; the next
+    /// active says `online`, and defends it against this late `offline` if the two cross.
+    nonisolated func stepDown(anotherIsActive: Bool) {
         speaksForHub.store(false, ordering: .relaxed)
+        if anotherIsActive { saysOfflineOnLeaving.store(false, ordering: .relaxed) }
     }
 
     // MARK: Connection

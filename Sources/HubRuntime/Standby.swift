@@ -84,14 +84,15 @@ final class StepDown: Sendable {
         self.logger = logger
     }
 
-    /// Keeps (and says) the first reason; the surface will leave without `offline` on
-    /// `<base>/status`, which speaks for whichever instance is active next.
-    func record(_ reason: String) {
+    /// Keeps (and says) the first reason. The surface leaves without `offline` on `<base>/status`
+    /// when `anotherIsActive` (the status speaks for that instance); with `offline` otherwise, since
+    /// no instance is active until one takes the lease.
+    func record(_ reason: String, anotherIsActive: Bool = false) {
         let first = why.withLock { why -> Bool in
             defer { if why == nil { why = reason } }
             return why == nil
         }
-        surface?.leaveSilently()
+        surface?.stepDown(anotherIsActive: anotherIsActive)
         if first { logger.error("stepping down: \(reason); no more appends from this instance (\(instance))") }
     }
 
@@ -203,8 +204,10 @@ struct LeaseKeeper: Service {
                 throw stepDown("the lease cannot be renewed: \(error)")
             }
             if !held {
-                let now = (try? await lease.store.leaseHolder()).map { "instance \($0.holder) holds it (token \($0.token))" } ?? "it lapsed"
-                throw stepDown("lost the lease (token \(lease.token)): \(now)")
+                let holder = try? await lease.store.leaseHolder()
+                let now = holder.map { "instance \($0.holder) holds it (token \($0.token))" } ?? "it lapsed"
+                let another = holder.map { $0.holder != lease.instance && $0.secondsLeft > 0 } ?? false
+                throw stepDown("lost the lease (token \(lease.token)): \(now)", anotherIsActive: another)
             }
             lease.standing.renewed(startedAt: started)
             // Reconnected to the broker while the lease was unconfirmed: announce now that it is.
@@ -212,9 +215,9 @@ struct LeaseKeeper: Service {
         }
     }
 
-    /// `hub/status` now speaks for the next active: this hub's surface leaves without `offline`.
-    private func stepDown(_ reason: String) -> HubError {
-        self.stepDown.record(reason)
+    /// Steps down; `hub/status` says `offline` unless another instance is active (see ``StepDown``).
+    private func stepDown(_ reason: String, anotherIsActive: Bool = false) -> HubError {
+        self.stepDown.record(reason, anotherIsActive: anotherIsActive)
         return HubError.failed("stepped down: \(reason)")
     }
 }

@@ -166,9 +166,13 @@ import Testing
             #expect(try await client.rename("r-\(i)") != nil)
             ok.append("r-\(i)")
         }
+        let cut = Date()
         server.stopKeepingData()
         #expect(await pair.a.waitFor("stepping down", timeout: 10), "the active did not step down: \(pair.a.stderr)")
         #expect(await pair.b.waitFor("cannot follow the log", timeout: 10), "\(pair.b.stderr)")
+        // No instance can be active without the database: hub/status says so instead of a stale `online`.
+        let offline = await client.waitFor("hub/status", "offline", after: cut, timeout: 10)
+        #expect(offline != nil, "hub/status kept saying online with no instance active: \(pair.a.stderr)")
         // Sent (and re-sent) while the database is down and after it is back.
         let during = Task { try await client.rename("r-4", timeout: 60) }
         try await Task.sleep(for: .seconds(2))
@@ -181,6 +185,8 @@ import Testing
             ok.append("r-4")
             print("database restart: a command was answered \(String(format: "%.2f", answered.timeIntervalSince(back))) s after the server accepted connections again")
         }
+        #expect(await client.waitFor("hub/status", "online", after: offline ?? cut, timeout: 10) != nil,
+                "hub/status did not say online again once an instance was active")
         #expect(try await client.rename("r-5") != nil)
         ok.append("r-5")
         #expect(pair.a.process.isRunning && pair.b.process.isRunning, "a hub exited: \(pair.a.stderr) \(pair.b.stderr)")
