@@ -96,11 +96,18 @@ extension HubEvent {
     }
 
     public static func decode(type: String, schemaVersion: UInt16, payload: UnsafeRawBufferPointer) throws(DecodingFailure) -> HubEvent {
+        try decode(type: type, as: EventType(rawValue: type), schemaVersion: schemaVersion, payload: payload)
+    }
+
+    /// As ``decode(type:schemaVersion:payload:)-(_,_,UnsafeRawBufferPointer)``, with the type's name already
+    /// looked up (`known`: `EventType(rawValue: type)`), for replay, which sees a handful of types
+    /// millions of times.
+    public static func decode(type: String, as known: EventType?, schemaVersion: UInt16, payload: UnsafeRawBufferPointer) throws(DecodingFailure) -> HubEvent {
         var r = ByteReader(payload, type: type, schemaVersion: schemaVersion)
         let event: HubEvent
         // Ordered roughly by expected frequency. A future schema 2 adds a case such as
         // `case (.readingRecorded?, 2)` and upcasts `(.readingRecorded?, 1)` into the same value.
-        switch (EventType(rawValue: type), schemaVersion) {
+        switch (known, schemaVersion) {
         case (.readingRecorded?, 1):
             let kind = try r.u8("subject")
             let id = try r.string("subject")

@@ -420,27 +420,4 @@ public actor Hub {
         var format: Int
         var state: HubState
     }
-
-    /// Decodes and folds records `state.lastSequence + 1 ... through` (optionally stopping at a bound).
-    /// Events this hub version cannot read are skipped and counted, never guessed at.
-    @discardableResult
-    public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
-        var unreadable = 0
-        var types = StringCache(), actors = StringCache()
-        try store.readViews(from: state.lastSequence + 1, through: through) { view in
-            if let bound, !bound.admits(sequence: view.sequence, timestamp: view.timestamp) { return false }
-            let context = EventContext(sequence: view.sequence, timestamp: view.timestamp,
-                                       actor: actors.string(for: view.actorBytes), commandId: view.commandId)
-            do {
-                let event = try HubEvent.decode(type: types.string(for: view.typeBytes), schemaVersion: view.schemaVersion,
-                                                payload: view.payload)
-                state.apply(event, context: context)
-            } catch {
-                state.skip(sequence: view.sequence)
-                unreadable += 1
-            }
-            return true
-        }
-        return unreadable
-    }
 }

@@ -36,6 +36,8 @@ struct LogBench: AsyncParsableCommand {
             let config = LogBenchmark.Configuration(replayEventCount: events, sequentialAppends: sequential,
                                                     concurrentWriters: writers, concurrentAppendsTotal: concurrent, bulkBatchSize: 100)
 
+            // The disk's floor for one writer, just before the logs' own phase a).
+            let floor = try FsyncFloor.measure(directory: root, writes: sequential)
             let hubStore = try SegmentStore(directory: root + "/hub-log")
             let hubResult = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
                 store: hubStore, label: "hub log",
@@ -64,6 +66,7 @@ struct LogBench: AsyncParsableCommand {
 
             let machine = machineDescription(dataDirectory: root) + ", CRC32C " + (CRC32C.hardware ? "in hardware" : "by table")
             var table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machine)
+            table += "\n" + floor.lines(hubOneWriter: hubResult.sequential.appendsPerSecond, writes: sequential) + "\n"
             if let postgres {
                 let store = try PostgresEventStore(location: PostgresLocation(url: postgres))
                 let result = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
