@@ -137,7 +137,7 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
-    /// A log that cannot be read is said on the Audit page, not shown as an empty timeline.
+    /// A log that cannot be read is said on the Audit and Device pages, not shown as an empty timeline.
     @Test func aLogThatCannotBeReadIsSaidOnTheAuditPage() async throws {
         let hub = try await ConsoleHub.start()
         // More than the store keeps in memory for followers, so the oldest are read from the file.
@@ -153,6 +153,10 @@ import VirtualDriver
         let page = try await hub.get("/audit?before=40")
         #expect(page.status == 200)
         #expect(page.body.contains("the log could not be read"), "\(page.body.prefix(4000))")
+        // The Device page's recent events read the same log: said there too, never "No events."
+        let device = try await hub.get("/devices/lamp")
+        #expect(device.status == 200)
+        #expect(device.body.contains("the log could not be read") && !device.body.contains("No events."), "\(device.body.suffix(3000))")
         let asOf = try await hub.get("/audit?asof=1")
         #expect(asOf.body.contains("the log could not be read"))
         try await hub.service.stop()

@@ -76,11 +76,16 @@ extension ConsoleRoutes {
         let charts = await DeviceCharts.load(hub: hub, device: id, now: now)
         let store = hub.store, stream = StreamKey.device(id).stream
         let reading = Array(EventType.readingRecorded.rawValue.utf8)
-        let events = (try? await Self.offloaded {
-            try LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
-                !$0.typeEquals(reading) && $0.stream == stream
-            }
-        }) ?? LogScan.Page(entries: [], nextBefore: nil, scanned: 0)
+        let events: Result<LogScan.Page, LogUnreadable>
+        do {
+            events = .success(try await Self.offloaded {
+                try LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
+                    !$0.typeEquals(reading) && $0.stream == stream
+                }
+            })
+        } catch {
+            events = .failure(LogUnreadable(message: Self.unreadable(error)))
+        }
         return DevicePage(snapshot: snapshot, charts: charts, events: events, now: now).page.response
     }
 }

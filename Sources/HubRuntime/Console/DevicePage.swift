@@ -20,7 +20,8 @@ struct DevicePage {
 
     let snapshot: Snapshot
     let charts: DeviceCharts
-    let events: LogScan.Page
+    /// The device's recent events, or why they could not be read.
+    let events: Result<LogScan.Page, LogUnreadable>
     let now: Int64
 
     var page: ConsolePage {
@@ -36,9 +37,20 @@ struct DevicePage {
         \(charts.html)
         \(activations)
         <h2>Recent events</h2>
-        \(EventTable(entries: events.entries, showStream: false).html)
-        \(events.nextBefore.map { "<p><a href=\"/audit\(URLText.query([("stream", "device/" + d.id), ("before", String($0))]))\">Older events in the audit timeline</a></p>" as HTML } ?? .empty)
+        \(recentEvents)
         """)
+    }
+
+    var recentEvents: HTML {
+        switch events {
+        case .failure(let unreadable):
+            return "<p class=\"error-box\">\(unreadable.message)</p>"
+        case .success(let page):
+            let older: HTML = page.nextBefore.map {
+                "<p><a href=\"/audit\(URLText.query([("stream", "device/" + snapshot.record.id), ("before", String($0))]))\">Older events in the audit timeline</a></p>"
+            } ?? .empty
+            return "\(EventTable(entries: page.entries, showStream: false).html)\n\(older)"
+        }
     }
 
     var activations: HTML {
