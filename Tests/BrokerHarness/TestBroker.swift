@@ -278,17 +278,9 @@ public final class TestBroker: @unchecked Sendable {
     }
 
     private static func run(_ executable: String, _ arguments: [String], log: URL) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        process.waitUntilExit()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw BrokerHarnessError("\(executable) \(arguments.dropLast().joined(separator: " ")) failed (\(process.terminationStatus)): \(output)")
+        let (status, output) = try runCapturing([executable] + arguments)
+        guard status == 0 else {
+            throw BrokerHarnessError("\(executable) \(arguments.dropLast().joined(separator: " ")) failed (\(status)): \(output)")
         }
     }
 

@@ -148,14 +148,5 @@ func runTool(_ name: String, _ arguments: [String]) throws -> (status: Int32, ou
     guard let path = ["/usr/bin/", "/usr/local/bin/"].map({ $0 + name }).first(where: FileManager.default.isExecutableFile) else {
         throw BrokerHarnessError("\(name) is not installed (apt-get install mosquitto-clients; scripts/setup-system does it)")
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+    return try runCapturing([path] + arguments)
 }

@@ -1,6 +1,7 @@
 // Certificates for tests of TLS, made with the `openssl` command: a certificate authority of the
 // test's own, and a server certificate it signs for the names given (DNS names and IP addresses).
 
+import BrokerHarness
 import Foundation
 
 public struct TestCertificates: Sendable {
@@ -43,17 +44,7 @@ public struct TestCertificates: Sendable {
         guard let tool = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
             throw PostgresHarnessError("the openssl command is not installed (Debian's openssl; scripts/setup-system installs it)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw PostgresHarnessError("openssl \(arguments.first ?? "") failed: \(String(decoding: output, as: UTF8.self))")
-        }
+        let (status, output) = try runCapturing([tool] + arguments)
+        guard status == 0 else { throw PostgresHarnessError("openssl \(arguments.first ?? "") failed: \(output)") }
     }
 }
