@@ -3,7 +3,10 @@ import Synchronization
 /// A segment store's command ids: permanent idempotency in bounded memory.
 ///
 /// - the **window**: the last ``capacity`` (by default ``windowCapacity``) command ids appended by this process, with their
-///   results, in memory (a retry comes soon after the first try: answered without a disk read);
+///   results, in memory (a retry comes soon after the first try: answered without a disk read).
+///   It keeps each id's key (the first 16 bytes of its SHA-256, as the file does), not the id, in
+///   tables reserved at their full size on the first command: its memory is the same after one
+///   command and after millions, instead of growing by ~230 bytes a command until it is full;
 /// - the **file** (``CommandIndexFile``, `commands.idx`): every command id ever appended, as hashed
 ///   fixed-size slots on disk, looked up on a miss in the window. Its entries are hints that the
 ///   store confirms against the log record before answering.
@@ -17,8 +20,8 @@ final class CommandIndex: Sendable {
 
     private struct State: ~Copyable {
         var file: CommandIndexFile?
-        var window: [String: AppendResult] = [:]
-        var order: [String] = []
+        var window: [CommandKey: AppendResult] = [:]
+        var order: [CommandKey] = []
         var next = 0
         /// Commands the file could not take (a disk error), until the next open.
         var unindexed: [String: AppendResult] = [:]
@@ -60,12 +63,23 @@ final class CommandIndex: Sendable {
     /// Entries in the in-memory window (bounded by ``windowCapacity``) plus any kept after a disk error.
     var memoryEntries: Int { state.withLock { $0.window.count + $0.unindexed.count } }
 
+    /// Bytes the window's tables hold (keys, results, the eviction order), without the ids kept
+    /// after a disk error: the same after the first command as after millions.
+    var windowBytes: Int {
+        state.withLock { s in
+            s.window.capacity * (MemoryLayout<CommandKey>.stride + MemoryLayout<AppendResult>.stride)
+                + s.order.capacity * MemoryLayout<CommandKey>.stride
+        }
+    }
+
     /// Entries in the file.
     var fileEntries: UInt64 { state.withLock { $0.file?.count ?? 0 } }
 
-    /// The id's result when it is in memory (window or kept after a disk error): certain, no check needed.
+    /// The id's result when it is in memory (window, by the id's 128-bit key; or kept after a disk
+    /// error): no check against the log needed.
     func remembered(_ commandId: String) -> AppendResult? {
-        state.withLock { $0.window[commandId] ?? $0.unindexed[commandId] }
+        let key = CommandKey(commandId)
+        return state.withLock { $0.window[key] ?? $0.unindexed[commandId] }
     }
 
     /// The file's entries for the id: hints to confirm against the log.
@@ -75,17 +89,19 @@ final class CommandIndex: Sendable {
 
     /// Takes a confirmed result into the window (a retry of an old command may well come again).
     func remember(_ commandId: String, _ result: AppendResult) {
-        state.withLock { Self.intoWindow(&$0, commandId, result, capacity: capacity) }
+        let key = CommandKey(commandId)
+        state.withLock { Self.intoWindow(&$0, key, result, capacity: capacity) }
     }
 
     /// Records the commands of one commit; `sequence` and `hash` are the log's head after it.
     func record(_ commands: [String: AppendResult], through sequence: UInt64, hash: [UInt8]) {
+        let keyed = commands.map { (id: $0.key, key: CommandKey($0.key), result: $0.value) }
         state.withLock { s in
             guard let file = s.file else { return }
-            for (id, result) in commands {
-                Self.intoWindow(&s, id, result, capacity: capacity)
+            for (id, key, result) in keyed {
+                Self.intoWindow(&s, key, result, capacity: capacity)
                 do {
-                    try file.upsert(id, first: result.firstSequence, last: result.lastSequence)
+                    try file.upsert(key: key.pair, first: result.firstSequence, last: result.lastSequence)
                 } catch {
                     s.unindexed[id] = result
                     s.failure = s.failure ?? (error as? EventLogError)
@@ -125,15 +141,32 @@ final class CommandIndex: Sendable {
         }
     }
 
-    private static func intoWindow(_ s: inout State, _ id: String, _ result: AppendResult, capacity: Int) {
-        if s.window.updateValue(result, forKey: id) != nil { return }
+    private static func intoWindow(_ s: inout State, _ key: CommandKey, _ result: AppendResult, capacity: Int) {
+        if s.order.isEmpty {
+            s.window.reserveCapacity(capacity)
+            s.order.reserveCapacity(capacity)
+        }
+        if s.window.updateValue(result, forKey: key) != nil { return }
         if s.order.count < capacity {
-            s.order.append(id)
+            s.order.append(key)
             return
         }
         let evicted = s.order[s.next]
         s.window[evicted] = nil
-        s.order[s.next] = id
+        s.order[s.next] = key
         s.next = (s.next + 1) % capacity
     }
+}
+
+/// A command id's key: the first 16 bytes of its SHA-256 (``CommandIndexFile/key(_:)``), the same
+/// for the window and the file. Two ids share one only by a SHA-256 collision in 128 bits.
+struct CommandKey: Hashable, Sendable {
+    let high: UInt64
+    let low: UInt64
+
+    init(_ commandId: String) {
+        (high, low) = CommandIndexFile.key(commandId)
+    }
+
+    var pair: (UInt64, UInt64) { (high, low) }
 }

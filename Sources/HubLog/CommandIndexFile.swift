@@ -140,7 +140,11 @@ final class CommandIndexFile: @unchecked Sendable {
     /// Records a command's sequences: a slot with the same key and first sequence is updated (a
     /// command's events seen one by one), otherwise a new slot is taken. Grows the table when 70 % full.
     func upsert(_ commandId: String, first: UInt64, last: UInt64) throws {
-        let key = Self.key(commandId)
+        try upsert(key: Self.key(commandId), first: first, last: last)
+    }
+
+    /// ``upsert(_:first:last:)`` with the id's key already made.
+    func upsert(key: (UInt64, UInt64), first: UInt64, last: UInt64) throws {
         var target: UInt64? = nil
         var fresh = false, found = false, distance = 0
         let ended = try probe(key) { slot, position in
@@ -157,7 +161,7 @@ final class CommandIndexFile: @unchecked Sendable {
             // Every slot taken: the header's count was behind (slots written after its last
             // checkpoint, before a crash). Growing counts them again.
             try grow()
-            return try upsert(commandId, first: first, last: last)
+            return try upsert(key: key, first: first, last: last)
         }
         guard let target else { return }
         try write(Slot(key: key, first: first, last: last), at: target)

@@ -19,6 +19,21 @@ import Testing
 
     func options(window: Int = 8) -> SegmentStoreOptions { SegmentStoreOptions(commandWindow: window) }
 
+    /// A hub runs for months: the window's memory is taken once, on the first command, and never
+    /// grows with the commands that pass through it (it keeps 16-byte keys, not the ids' strings;
+    /// before, each id cost ~230 bytes of heap until the window was full).
+    @Test func theWindowTakesItsMemoryOnceOnTheFirstCommand() async throws {
+        let store = try SegmentStore(directory: temporaryDirectory(), options: options(window: 4096))
+        #expect(store.commands.windowBytes == 0, "a store that took no command holds no window")
+        _ = try await appendCommands(store, ["first"])
+        let once = store.commands.windowBytes
+        #expect(once >= 4096 * (16 + MemoryLayout<AppendResult>.stride))
+        _ = try await appendCommands(store, (0..<10_000).map { "\(UUID().uuidString)-\($0)" })
+        #expect(store.commands.windowBytes == once)
+        #expect(store.commands.memoryEntries == 4096)
+        store.close()
+    }
+
     @Test func aRepeatedIdLongAfterTheWindowGetsTheOriginalResult() async throws {
         let dir = temporaryDirectory()
         let store = try SegmentStore(directory: dir, options: options())
