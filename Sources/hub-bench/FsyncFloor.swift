@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HubRuntime
 
 /// The disk's floor for one durable append, measured beside the logs in the same run: a 64-byte
 /// write and an `fdatasync`, one after the other, in two shapes. **Growing**: each write extends the
@@ -19,22 +20,22 @@ struct FsyncFloor {
     /// Durable 64-byte writes per second.
     private static func rate(path: String, writes: Int, preallocate: Bool) throws -> Double {
         let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FloorError("cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw HubError.failed("cannot create \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd); unlink(path) }
         let record = [UInt8](repeating: 0xA5, count: 64)
         if preallocate {
             let zeros = [UInt8](repeating: 0, count: 1 << 20)
             var written = 0
             while written < writes * record.count {
-                guard pwrite(fd, zeros, zeros.count, off_t(written)) == zeros.count else { throw FloorError("cannot write \(path)") }
+                guard pwrite(fd, zeros, zeros.count, off_t(written)) == zeros.count else { throw HubError.failed("cannot write \(path)") }
                 written += zeros.count
             }
-            guard fsync(fd) == 0 else { throw FloorError("cannot sync \(path)") }
+            guard fsync(fd) == 0 else { throw HubError.failed("cannot sync \(path)") }
         }
         let started = ContinuousClock.now
         for i in 0..<writes {
             guard pwrite(fd, record, record.count, off_t(i * record.count)) == record.count, fdatasync(fd) == 0 else {
-                throw FloorError("cannot write and sync \(path): \(String(cString: strerror(errno)))")
+                throw HubError.failed("cannot write and sync \(path): \(String(cString: strerror(errno)))")
             }
         }
         let elapsed = ContinuousClock.now - started
@@ -53,10 +54,5 @@ struct FsyncFloor {
             - growing file (each write extends it): \(Int(growing.rounded())) writes/s\(share(growing))
             - preallocated file (blocks written and synced before): \(Int(preallocated.rounded())) writes/s\(share(preallocated))
             """
-    }
-
-    struct FloorError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 }

@@ -61,18 +61,15 @@ extension ConsoleRoutes {
     static func unreadable(_ error: any Error) -> String {
         "the log could not be read: \(error). Run hub verify for the whole chain."
     }
-}
-
-/// A page's list of events that could not be read, with the sentence the page shows instead.
-struct LogUnreadable: Error {
-    let message: String
-}
-
-extension ConsoleRoutes {
 
     /// Runs blocking log reads off the cooperative pool's current task (a long verify or replay
     /// must not hold up other requests' tasks).
     static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await Task.detached { try body() }.value
     }
+}
+
+/// A page's list of events that could not be read, with the sentence the page shows instead.
+struct LogUnreadable: Error {
+    let message: String
 }
