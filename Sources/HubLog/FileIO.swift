@@ -73,6 +73,33 @@ enum FileIO {
         }
     }
 
+    /// Writes all of `bytes` at `offset` (pwrite; the file grows if the range ends past its end).
+    static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw spaceFailure(path: path, operation: "write", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    /// Writes zero bytes over `range` of the file (real zeros, not a hole: the blocks are allocated
+    /// and written, so later writes into them change no file metadata).
+    static func writeZeros(fd: Int32, path: String, _ range: Range<Int>) throws {
+        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: min(range.count, 1 << 20), alignment: 16)
+        defer { zeros.deallocate() }
+        zeros.initializeMemory(as: UInt8.self, repeating: 0)
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let n = min(zeros.count, range.upperBound - offset)
+            try writeAll(fd: fd, path: path, UnsafeRawBufferPointer(rebasing: zeros[0..<n]), at: offset)
+            offset += n
+        }
+    }
+
     static func dataSync(fd: Int32, path: String) throws {
         #if canImport(Glibc)
         let rc = fdatasync(fd)

@@ -183,8 +183,9 @@ enum LogRecovery {
                     throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: opened.lastSequence + 1, reason: reason)
                 case .torn(let offset, _):
                     guard repair else { break }
-                    // Nothing is deleted: the cut bytes go to a quarantine file (synced) before the cut.
-                    let bytes = try FileIO.readTail(path: path, from: offset)
+                    // Nothing is deleted: the cut bytes go to a quarantine file (synced) before the cut
+                    // (without the unused zeros of a preallocated segment after them).
+                    let bytes = withoutUnusedEnd(try FileIO.readTail(path: path, from: offset), at: offset)
                     let kept = try quarantine(bytes, directory: directory, segment: name, offset: offset)
                     let fd = try FileIO.openFile(path, flags: O_WRONLY)
                     defer { close(fd) }
@@ -266,10 +267,16 @@ enum LogRecovery {
 
     /// What the bytes after the last sound frame of a segment are. `open` and ``LogVerifier`` both
     /// decide with this, so they never disagree.
+    ///
+    /// Nothing but zeros after the last sound frame of the newest segment is no tail at all: the
+    /// unused end of a preallocated segment (``SegmentStoreOptions/preallocation``), or a file that
+    /// grew before a crash while its data never reached the disk. The records end there.
     enum Tail: Equatable {
-        /// A write cut short by a crash: a frame that ends before its declared length at the end of
-        /// the newest segment (or a zero-filled end: the file grew but its data never reached the disk),
-        /// with nothing sound after it. Never an acknowledged record; opening cuts it into quarantine.
+        /// A write cut short by a crash, with nothing sound after it, at the end of the newest
+        /// segment: a frame that ends before its declared length (the file ends, or its last bytes
+        /// and everything after are zeros), or a frame with a 512-byte block of zeros in it (a block
+        /// of the write that never reached the disk, or that the write never got to). Never an
+        /// acknowledged record; opening cuts it into quarantine.
         case torn(offset: Int, reason: String)
         /// Damage: a complete frame that fails its checks, anything bad before the newest segment's
         /// end, or a bad spot with sound records after it. Opening refuses; nothing is changed.
@@ -286,7 +293,10 @@ enum LogRecovery {
             (offset, reason, torn) = (at, "record cut short", true)
         case .damaged(let at, let why):
             if try cursor.onlyZeros(from: at) {
+                guard !isLast else { return nil }
                 (offset, reason, torn) = (at, "zero-filled tail", true)
+            } else if let unwritten = try cursor.unwrittenPart(ofFrameAt: at) {
+                (offset, reason, torn) = (at, unwritten, true)
             } else {
                 (offset, reason, torn) = (at, why, false)
             }
@@ -299,6 +309,16 @@ enum LogRecovery {
             return .corrupt(offset: offset, reason: reason + " in the last record (the frame is complete, so this is damage, not a torn write)")
         }
         return .torn(offset: offset, reason: reason)
+    }
+
+    /// `bytes` (read from file offset `offset` to the end of the file) without the whole 512-byte
+    /// blocks of zeros at their end: the unused part of a preallocated segment, not a write's bytes.
+    static func withoutUnusedEnd(_ bytes: [UInt8], at offset: Int) -> [UInt8] {
+        let block = SegmentCursor.blockSize
+        let written = (bytes.lastIndex { $0 != 0 }).map { $0 + 1 } ?? 0
+        let keepEnd = (offset + written + block - 1) / block * block - offset
+        guard bytes.count - keepEnd >= block else { return bytes }
+        return Array(bytes[0..<keepEnd])
     }
 
     /// Writes bytes about to be cut from `segment` at `offset` to `quarantine-<segment>-<offset>.bin`

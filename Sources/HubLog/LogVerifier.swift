@@ -53,6 +53,8 @@ public enum LogVerifier {
             }
         }
         progress?(total, total)
+        // The segments' headers and records: not the unused zeros after the newest segment's records.
+        report.bytes = names.count * RecordFormat.segmentHeaderSize + done
         report.records = checker.lastSequence
         report.headHash = hex(checker.previousHash)
         return report

@@ -113,6 +113,43 @@ final class SegmentCursor {
         }
     }
 
+    /// The unit a disk writes whole: the torn-write rules look for blocks of this size, aligned in
+    /// the file, that hold only zeros.
+    static let blockSize = 512
+
+    /// Why the frame at `offset` (which failed its checks) reads as a write that did not finish, or
+    /// nil when it reads as damage: its last 8 bytes and everything after them are zeros (the file's
+    /// data ends before the frame does), or it overlaps an aligned block of zeros (a block of the
+    /// write never reached the disk). Without a sound header only the header itself is looked at.
+    func unwrittenPart(ofFrameAt offset: Int) throws -> String? {
+        var header = [UInt8](repeating: 0, count: RecordFormat.frameHeaderSize)
+        let n = try header.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: offset) }
+        var end = offset + n
+        if n == header.count {
+            let length = header.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
+            let check = header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian }
+            if length == ~check, Int(length) <= RecordFormat.maxBodySize {
+                end = offset + RecordFormat.frameHeaderSize + Int(length)
+                if try onlyZeros(from: end - 8) { return "record cut short (its end and all after it are zeros)" }
+            }
+        }
+        let block = Self.blockSize
+        let fileSize = try FileIO.size(fd: fd, path: path)
+        let first = offset / block * block, last = min((end + block - 1) / block * block, fileSize)
+        guard last > first else { return nil }
+        var bytes = [UInt8](repeating: 0, count: last - first)
+        let read = try bytes.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: first) }
+        var start = 0
+        while start < read {
+            let stop = min(start + block, read)
+            if bytes[start..<stop].allSatisfy({ $0 == 0 }) {
+                return "a \(block)-byte block of zeros at offset \(first + start) inside the record (part of the write never reached the disk)"
+            }
+            start = stop
+        }
+        return nil
+    }
+
     /// True if some sound frame starts anywhere in (offset, end of file): used to tell a torn tail
     /// (nothing sound after the bad spot) from damage in the middle of the log.
     func soundFrameExists(after offset: Int, minimumSequence: UInt64) throws -> (offset: Int, sequence: UInt64)? {

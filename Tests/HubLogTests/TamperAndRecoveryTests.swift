@@ -33,18 +33,25 @@ func makeLog(count: Int) async throws -> (dir: String, segment: String) {
         }
     }
 
-    @Test func zeroFilledTailIsCutAsTorn() async throws {
+    /// Zeros after the last record are the unused end of a preallocated segment (or a file that grew
+    /// before a crash while its data never reached the disk): no tail at all. Verify and open keep
+    /// every record and cut nothing, and the next append is written over the zeros.
+    @Test func zerosAfterTheLastRecordAreUnusedSpaceNotATornTail() async throws {
         let (dir, segment) = try await makeLog(count: 3)
         let end = readFile(segment).count
         writeFile(segment, readFile(segment) + [UInt8](repeating: 0, count: 4096))
-        // verify and open call it the same thing: a torn write (verify leaves it, open cuts it).
-        #expect(try LogVerifier.verify(directory: dir).incompleteTail != nil)
+        let verified = try LogVerifier.verify(directory: dir)
+        #expect(verified.incompleteTail == nil && verified.records == 3)
         let store = try SegmentStore(directory: dir)
-        defer { store.close() }
         #expect(store.lastSequence == 3)
-        #expect(store.recovery.truncatedTail?.bytes == 4096)
-        #expect(quarantineFiles(dir) == ["quarantine-00000000000000000001-\(end).bin"])
-        #expect(readFile(dir + "/quarantine-00000000000000000001-\(end).bin") == [UInt8](repeating: 0, count: 4096))
+        #expect(store.recovery.truncatedTail == nil && quarantineFiles(dir).isEmpty)
+        #expect(store.openingNotes.isEmpty, "\(store.openingNotes)")
+        #expect(try await store.append(request("device/0", 9)).firstSequence == 4)
+        store.close()
+        let frames = frameOffsets(readFile(segment))
+        #expect(frames.map(\.offset).last == end)
+        #expect(readFile(segment).count == end + frames[3].length, "a closed segment ends at its last record")
+        #expect(try LogVerifier.verify(directory: dir).records == 4)
     }
 
     @Test func aCutTornTailIsKeptInAQuarantineFileTheNotesName() async throws {

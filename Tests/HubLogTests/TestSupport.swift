@@ -28,12 +28,13 @@ func segmentPaths(_ directory: String) -> [String] {
         .filter { $0.hasSuffix(".seg") }.sorted().map { directory + "/" + $0 }
 }
 
-/// Offsets (from the file start) of every frame in a segment file.
+/// Offsets (from the file start) of every frame in a segment file (up to zeros after the last).
 func frameOffsets(_ bytes: [UInt8]) -> [(offset: Int, length: Int)] {
     var out: [(Int, Int)] = []
     var offset = RecordFormat.segmentHeaderSize
     while offset + 12 <= bytes.count {
         let length = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian) }
+        if length == 0 { break } // the unused, preallocated end of the newest segment
         out.append((offset, 12 + length))
         offset += 12 + length
     }
