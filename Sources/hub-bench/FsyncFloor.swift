@@ -18,7 +18,7 @@ struct FsyncFloor {
     }
 
     /// Durable 64-byte writes per second.
-    private static func rate(path: String, writes: Int, preallocate: Bool) throws -> Double {
+    static func rate(path: String, writes: Int, preallocate: Bool) throws -> Double {
         let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw HubError.failed("cannot create \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd); unlink(path) }
