@@ -20,10 +20,10 @@ public struct SegmentStoreOptions: Sendable {
     /// bytes of records (and at a clean close), so opening reads at most about this much of the log.
     public var checkpointEvery: Int = 8 * 1024 * 1024
     /// The newest segment is extended this many bytes at a time with written zeros, ahead of the
-    /// records, so a commit's `fdatasync` has only data to flush, not a new file size (on ext4 a
-    /// journal commit). 0: the segment grows with every write. A closed segment is cut back to its
+    /// records (while the writer is idle, or by a commit that needs the room), so a commit's
+    /// `fdatasync` has only data to flush, not a new file size (on ext4 a journal commit). 0: the segment grows with every write. A closed segment is cut back to its
     /// last record; opening finds the end of the newest by its frames (see ``LogRecovery``).
-    public var preallocation: Int = 4 * 1024 * 1024
+    public var preallocation: Int = 1024 * 1024
 
     /// Makes settings.
     ///
@@ -35,7 +35,7 @@ public struct SegmentStoreOptions: Sendable {
     ///   - preallocation: Extend the newest segment this many bytes at a time, with written zeros
     ///     (0: grow with every write).
     public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096,
-                checkpointEvery: Int = 8 * 1024 * 1024, preallocation: Int = 4 * 1024 * 1024) {
+                checkpointEvery: Int = 8 * 1024 * 1024, preallocation: Int = 1024 * 1024) {
         self.segmentSize = segmentSize
         self.failSyncNumber = failSyncNumber
         self.commandWindow = max(1, commandWindow)
@@ -129,6 +129,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     private var syncsStarted = 0
     /// While the disk is full: the free bytes the writer waits for before it calls it ok again.
     private var spaceNeeded: Int? = nil
+    /// The last extension of the newest segment found no space: the idle writer does not try again
+    /// until an extension succeeds or the writer sees free space again.
+    private var roomRefused = false
     /// Bytes the current commit tried to write, and the segment files it created (undone when the
     /// disk turns out full).
     private var batchBytes = 0
@@ -465,9 +468,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             if spaceNeeded == nil {
                 let until = ContinuousClock.now + Self.lookBeforeSleeping
                 while enqueued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
+                if enqueued.load(ordering: .acquiring) == seen { extendWhileIdle() }
             }
             queue.lock()
-            seen = enqueued.load(ordering: .relaxed)
             while pending.isEmpty && !closing {
                 guard let needed = spaceNeeded else { queue.wait(); continue }
                 // The disk is full: look now and then whether space came back, so the condition
@@ -475,6 +478,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 _ = queue.wait(until: Date(timeIntervalSinceNow: Self.spaceProbeInterval))
                 if pending.isEmpty && !closing, let free = FileIO.freeBytes(directory), free >= needed {
                     spaceNeeded = nil
+                    roomRefused = false
                     shared.withLock { $0.storage = .ok }
                 }
             }
@@ -484,6 +488,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 queue.unlock()
                 return
             }
+            // Under the lock, so every append counted so far is in this batch.
+            seen = enqueued.load(ordering: .relaxed)
             let batch = pending
             pending.removeAll(keepingCapacity: true)
             queue.unlock()
@@ -700,9 +706,28 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             // No room for a whole step: this write grows the file instead (and finds out itself
             // whether there is room for its records).
             try FileIO.truncate(fd: segmentFD, path: path, to: allocatedEnd)
+            roomRefused = true
             return
         }
+        roomRefused = false
         allocatedEnd = target
+    }
+
+    /// While no append waits: when less than half a step of zeros is left after the records, adds
+    /// the next step now and syncs it, so that no commit waits for it (on an SD card a megabyte
+    /// takes tens of milliseconds). A full disk leaves it to the commits; a failed write or sync
+    /// stops the writer, as in a commit.
+    private func extendWhileIdle() {
+        let step = options.preallocation
+        guard step > 0, !roomRefused, segmentFD >= 0, allocatedEnd - segmentEnd < step / 2, allocatedEnd < options.segmentSize,
+              let path = shared.withLock({ $0.stopped == nil ? $0.segments.last?.path : nil }) else { return }
+        let before = allocatedEnd
+        do {
+            try preallocate(through: allocatedEnd + 1, path: path)
+            if allocatedEnd > before { try FileIO.dataSync(fd: segmentFD, path: path) }
+        } catch {
+            stop([], because: "extending \(path) ahead of its records: \(error)")
+        }
     }
 
     /// Cuts the zeros after the newest segment's last record (before it is closed), and syncs.

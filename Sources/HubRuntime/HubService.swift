@@ -47,6 +47,8 @@ public struct HubServiceOptions: Sendable {
     public var retryOpeningLog = false
     /// Give the allocator's free memory back to the system this often (``MemoryTrim``); nil: never.
     public var memoryTrim: Duration? = nil
+    /// Settings of the embedded segment log (its preallocation, ...); not used with PostgreSQL.
+    public var logOptions = SegmentStoreOptions()
 
     public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
                 snapshotEvery: UInt64 = 10_000) {
@@ -93,7 +95,7 @@ public final class HubService: Sendable {
     ///   - signals: signals that shut the hub down gracefully (`hub run`: SIGINT and SIGTERM).
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         try options.http?.checkCanListen()
-        let open = { try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, metrics: options.metrics) }
+        let open = { try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics) }
         let hub: Hub
         let active: ActiveLease?
         if let lease = options.lease {

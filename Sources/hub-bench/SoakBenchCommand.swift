@@ -69,13 +69,17 @@ struct SoakBench: AsyncParsableCommand {
             try await Task.sleep(for: .seconds(warmup))
             let pid = hub.processIdentifier
             let cpu0 = try cpuSeconds(pid), events0 = counts.events, t0 = ContinuousClock.now
-            var points: [(minutes: Double, kib: Double)] = []
+            // RSS, and its two parts: anonymous pages (heap, stacks) and file-backed pages (the
+            // program's and libraries' code and data, read in as paths run for the first time).
+            var points: [(minutes: Double, kib: Double)] = [], anon: [(minutes: Double, kib: Double)] = [], file: [(minutes: Double, kib: Double)] = []
             while true {
                 guard hub.isRunning else { throw HubError.failed("the hub exited with status \(hub.terminationStatus)") }
                 let elapsed = seconds(ContinuousClock.now - t0) / 60
-                let rss = try memoryKiB(pid, "VmRSS")
+                let rss = try memoryKiB(pid, "VmRSS"), rssAnon = try memoryKiB(pid, "RssAnon"), rssFile = try memoryKiB(pid, "RssFile")
                 points.append((elapsed, Double(rss)))
-                if samples { Console.note(String(format: "soak: %6.2f min  RSS %d KiB  events %d", elapsed, rss, counts.events - events0)) }
+                anon.append((elapsed, Double(rssAnon)))
+                file.append((elapsed, Double(rssFile)))
+                if samples { Console.note(String(format: "soak: %6.2f min  RSS %d KiB (anonymous %d, file %d)  events %d", elapsed, rss, rssAnon, rssFile, counts.events - events0)) }
                 if elapsed >= minutes { break }
                 try await Task.sleep(for: .seconds(sampleEvery))
             }
@@ -87,12 +91,14 @@ struct SoakBench: AsyncParsableCommand {
             hub.terminate()
             hub.waitUntilExit()
             await watcher.stop(finalMessage: nil)
-            let fit = LeastSquares(points)
+            let fit = LeastSquares(points), anonFit = LeastSquares(anon), fileFit = LeastSquares(file)
             print("""
             | soak: \(animals) collars x \(rooms) rooms x \(rate) msg/s, \(Self.plugs) TCP + \(Self.kasa) Kasa + \(Self.tasmota) Tasmota + 1 Shelly plugs, an edge a minute, a command every 10 s; \(String(format: "%.1f", measured / 60)) min after \(warmup) s warm-up | value |
             |---|---:|
             | hub RSS after warm-up / at the end / peak | \(Int(points.first!.kib) / 1024) MiB / \(Int(points.last!.kib) / 1024) MiB / \(peak / 1024) MiB |
             | RSS slope (least squares over \(points.count) samples, every \(sampleEvery) s) | \(String(format: "%+.1f", fit.slope)) KB/min |
+            | of which anonymous (heap, stacks): RssAnon \(Int(anon.first!.kib) / 1024) -> \(Int(anon.last!.kib) / 1024) MiB | \(String(format: "%+.1f", anonFit.slope)) KB/min |
+            | of which file-backed (code and data read in): RssFile \(Int(file.first!.kib) / 1024) -> \(Int(file.last!.kib) / 1024) MiB | \(String(format: "%+.1f", fileFit.slope)) KB/min |
             | hub CPU | \(String(format: "%.1f", cpu)) s (\(String(format: "%.2f %%", cpu / measured * 100)) of one core) |
             | events logged | \(events) (\(Int(Double(events) * 3600 / measured)) per hour) |
             | commands answered over MQTT | \(counts.answers) |

@@ -49,6 +49,26 @@ import Testing
         #expect(try LogVerifier.verify(directory: copy).records == 201)
     }
 
+    /// Once less than half a step of zeros is left after the records, the idle writer adds the next
+    /// step by itself, so the next commit finds room and has only its data to sync.
+    @Test func theIdleWriterExtendsTheSegmentBeforeAnyCommitNeedsIt() async throws {
+        let options = SegmentStoreOptions(preallocation: 4096)
+        let dir = temporaryDirectory()
+        let store = try SegmentStore(directory: dir, options: options)
+        defer { store.close() }
+        let segment = segmentPaths(dir)[0]
+        var records = 0
+        repeat {
+            _ = try await store.append(request("device/0", records))
+            records += 1
+        } while frameOffsets(readFile(segment)).last.map { $0.offset + $0.length }! < 4096 - 2048 + 1
+        let recordsEnd = frameOffsets(readFile(segment)).last.map { $0.offset + $0.length }!
+        let deadline = ContinuousClock.now + .seconds(5)
+        while readFile(segment).count < 8192 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(readFile(segment).count == 8192, "\(recordsEnd) bytes of records, \(readFile(segment).count) in the file")
+        #expect(store.syncCount == records, "the extension's sync is not a commit")
+    }
+
     /// The last record's write cut short by the crash, the rest of it never written (zeros): torn,
     /// cut into quarantine (its written bytes, not the unused zeros after them); the next append
     /// takes its sequence.

@@ -29,10 +29,11 @@ struct StorageFullTests {
         #expect(store.storageCondition.isFull == full)
     }
 
+    /// A segment that grows with each write (no zeros ahead of its records: see the next test).
     @Test func appendsOnAFullDiskAreRefusedAndResumeWhenSpaceIsFreed() async throws {
         let disk = try SmallDisk(megabytes: 2)
         let directory = disk.path + "/log"
-        let store = try SegmentStore(directory: directory)
+        let store = try SegmentStore(directory: directory, options: SegmentStoreOptions(preallocation: 0))
         for i in 0..<10 { _ = try await store.append(request("s", i, commandId: "c-\(i)")) }
         let segment = segmentPaths(directory)[0]
         let sizeBefore = readFile(segment).count
@@ -69,6 +70,38 @@ struct StorageFullTests {
         #expect(reopened.recovery.truncatedTail == nil && quarantineFiles(directory).isEmpty)
         #expect(reopened.lastSequence == 14)
         #expect(try reopened.verify(progress: nil).records == 14)
+    }
+
+    /// With zeros written ahead of the records, appends go on into that room while the disk is full;
+    /// once it is used up the next append is refused, and the segment is cut back to its last record.
+    @Test func thePreallocatedRoomIsUsedUpBeforeAFullDiskRefusesAppends() async throws {
+        let disk = try SmallDisk(megabytes: 2)
+        let directory = disk.path + "/log"
+        let store = try SegmentStore(directory: directory, options: SegmentStoreOptions(preallocation: 64 * 1024))
+        for i in 0..<10 { _ = try await store.append(request("s", i, commandId: "c-\(i)")) }
+        try disk.fill()
+        var accepted = 0, refusal: Result<AppendResult, Error>? = nil
+        for n in 0..<10 {
+            let result = await Result(catching: { try await store.append(big(100 * n, id: "big-\(n)")) })
+            if case .failure = result { refusal = result; break }
+            accepted += 1
+        }
+        #expect(accepted >= 1, "the room written ahead takes appends while the disk is full")
+        guard let refusal else { Issue.record("the room never ran out"); return }
+        expectStorageFull(refusal)
+        #expect(store.lastSequence == UInt64(10 + 3 * accepted))
+        let segment = segmentPaths(directory)[0]
+        let frames = frameOffsets(readFile(segment))
+        #expect(readFile(segment).count == frames.last.map { $0.offset + $0.length }, "cut back to its last record")
+
+        disk.free()
+        try await waitForCondition(store, full: false)
+        #expect(try await store.append(big(999, id: "big-after")).firstSequence == UInt64(10 + 3 * accepted + 1))
+        store.close()
+        let reopened = try SegmentStore(directory: directory)
+        defer { reopened.close() }
+        #expect(reopened.recovery.truncatedTail == nil && quarantineFiles(directory).isEmpty)
+        #expect(try reopened.verify(progress: nil).records == UInt64(10 + 3 * accepted + 3))
     }
 
     @Test func aFullDiskWhileStartingASegmentLeavesNoSegmentBehind() async throws {

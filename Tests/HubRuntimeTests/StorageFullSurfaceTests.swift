@@ -28,7 +28,8 @@ struct StorageFullSurfaceTests {
 
     @Test func everyCommandIsAnsweredStorageFullAndTheHubResumesWhenSpaceIsFreed() async throws {
         let disk = try SmallDisk(megabytes: 4)
-        let f = try await SurfaceFixture.start(dataDirectory: disk.path + "/data", devices: Self.devices)
+        let f = try await SurfaceFixture.start(dataDirectory: disk.path + "/data", devices: Self.devices,
+                                               logOptions: SegmentStoreOptions(preallocation: 16 * 1024))
         let w = f.watcher
         let hub = f.service.hub
         try await w.waitFor("hub/status") { $0 == "online" }
@@ -37,11 +38,11 @@ struct StorageFullSurfaceTests {
                                     answerTopic: "hub/response/group/define")
         #expect(defined.contains(#""status":"ok""#))
 
-        // The disk fills up. Small records still fit in the last page the segment already has;
-        // commands go on until one finds no space.
+        // The disk fills up. Records still fit in the room the segment has written ahead of them
+        // (here up to 16 KiB); commands go on until one finds no space.
         try disk.fill()
         var refusedFirst: String? = nil
-        for i in 0..<300 where refusedFirst == nil {
+        for i in 0..<1000 where refusedFirst == nil {
             let answer = try await ask(w, "hub/device/lamp/switch/set", #"{"state":"TOGGLE","id":"fill-\#(i)"}"#,
                                        answerTopic: "hub/response/device/lamp/switch/set")
             if answer.contains("storage_full") { refusedFirst = answer }

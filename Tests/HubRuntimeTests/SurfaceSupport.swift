@@ -2,6 +2,7 @@ import BrokerHarness
 import DriverAPI
 import Foundation
 import HubDomain
+import HubLog
 import Logging
 import MQTT
 import Synchronization
@@ -73,17 +74,20 @@ struct SurfaceFixture {
                       devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")],
                       username: String? = nil, password: String? = nil,
                       factories: [any DriverFactory] = [VirtualDriverFactory()],
+                      logOptions: SegmentStoreOptions = SegmentStoreOptions(),
                       configure: (inout HubConfig) -> Void = { _ in }) async throws -> SurfaceFixture {
         let broker = try broker ?? TestBroker.start()
         let watcher = try await Watcher(port: broker.port)
         let service = try await startService(port: hubPort ?? broker.port, dataDirectory: dataDirectory, devices: devices,
-                                             username: username, password: password, factories: factories, configure: configure)
+                                             username: username, password: password, factories: factories,
+                                             logOptions: logOptions, configure: configure)
         return SurfaceFixture(broker: broker, service: service, watcher: watcher, dataDirectory: dataDirectory)
     }
 
     static func startService(port: Int, dataDirectory: String, devices: [HubConfig.Device] = [],
                              username: String? = nil, password: String? = nil,
                              factories: [any DriverFactory] = [VirtualDriverFactory()],
+                             logOptions: SegmentStoreOptions = SegmentStoreOptions(),
                              configure: (inout HubConfig) -> Void = { _ in },
                              note: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HubService {
         var config = HubConfig()
@@ -94,8 +98,9 @@ struct SurfaceFixture {
         config.devices = devices
         config.confirmTimeoutSeconds = 2
         configure(&config)
-        return try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config,
-                                                            factories: factories), logger: Logger(label: "test") { _ in LineLogHandler(sink: note) })
+        var options = HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config, factories: factories)
+        options.logOptions = logOptions
+        return try await HubService.start(options, logger: Logger(label: "test") { _ in LineLogHandler(sink: note) })
     }
 
     func stop() async throws {
