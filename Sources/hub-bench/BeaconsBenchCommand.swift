@@ -67,7 +67,7 @@ struct BeaconsBench: AsyncParsableCommand {
             let cpu0 = try cpuSeconds(hub.processIdentifier)
             let t0 = ContinuousClock.now
             try await Task.sleep(for: .seconds(seconds))
-            let elapsed = secondsOf(ContinuousClock.now - t0)
+            let elapsed = (ContinuousClock.now - t0).inSeconds
             let cpu = (try cpuSeconds(hub.processIdentifier) - cpu0) / elapsed
             let rss = try memoryKiB(hub.processIdentifier, "VmRSS"), peak = try memoryKiB(hub.processIdentifier, "VmHWM")
             let messages = Double(counts.observations - messages0) / elapsed
@@ -89,7 +89,6 @@ struct BeaconsBench: AsyncParsableCommand {
         }
     }
 
-    func secondsOf(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }
 
 final class BenchCounts: Sendable {

@@ -34,3 +34,8 @@ enum Bench {
                                           logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
     }
 }
+
+extension Duration {
+    /// The duration in seconds, as a Double (for rates and printed figures).
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -36,13 +36,13 @@ struct CommandIndexBench: AsyncParsableCommand {
                 done += n
                 if done % 1_000_000 == 0 { Console.note("command-index: \(done) appended, RSS \(try memoryKiB(getpid(), "VmRSS") / 1024) MiB") }
             }
-            let appendSeconds = seconds(ContinuousClock.now - t0)
+            let appendSeconds = (ContinuousClock.now - t0).inSeconds
             let rss = try memoryKiB(getpid(), "VmRSS")
             var lookups: [Double] = []
             for i in stride(from: 0, to: commands, by: max(1, commands / 10)) {
                 let l0 = ContinuousClock.now
                 guard store.commandResult("cmd-\(i)")?.lastSequence == UInt64(i + 1) else { throw HubError.failed("cmd-\(i) not found") }
-                lookups.append(seconds(ContinuousClock.now - l0))
+                lookups.append((ContinuousClock.now - l0).inSeconds)
             }
             store.close()
             let indexBytes = try fileSize(root + "/commands.idx")
@@ -50,20 +50,20 @@ struct CommandIndexBench: AsyncParsableCommand {
                 .reduce(0) { $0 + (try fileSize(root + "/" + $1)) }
             let o0 = ContinuousClock.now
             let reopened = try SegmentStore(directory: root)
-            let openWith = seconds(ContinuousClock.now - o0)
+            let openWith = (ContinuousClock.now - o0).inSeconds
             let rssOpen = try memoryKiB(getpid(), "VmRSS")
             let readWith = reopened.recovery.scannedRecords
             reopened.close()
             try FileManager.default.removeItem(atPath: root + "/recovery.ckpt")
             let s0 = ContinuousClock.now
             let scanned = try SegmentStore(directory: root)
-            let openScan = seconds(ContinuousClock.now - s0)
+            let openScan = (ContinuousClock.now - s0).inSeconds
             let readScan = scanned.recovery.scannedRecords
             scanned.close()
             try FileManager.default.removeItem(atPath: root + "/commands.idx")
             let r0 = ContinuousClock.now
             let rebuilt = try SegmentStore(directory: root)
-            let openRebuild = seconds(ContinuousClock.now - r0)
+            let openRebuild = (ContinuousClock.now - r0).inSeconds
             let note = rebuilt.openingNotes.joined(separator: "; ")
             rebuilt.close()
             print("""
@@ -82,5 +82,4 @@ struct CommandIndexBench: AsyncParsableCommand {
     }
 
     func fileSize(_ path: String) throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
-    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }

@@ -36,7 +36,7 @@ struct ConsoleBench: AsyncParsableCommand {
             Console.note("bench: wrote \(written.events) events in \(String(format: "%.1f", written.seconds)) s; starting the hub")
             let started = ContinuousClock.now
             let service = try await startHub(paths)
-            let startSeconds = ConsoleBenchLog.seconds(ContinuousClock.now - started)
+            let startSeconds = (ContinuousClock.now - started).inSeconds
             guard let port = await service.httpPort() else { throw HubError.failed("the HTTP listener did not start") }
             Console.note("bench: hub up on 127.0.0.1:\(port) in \(String(format: "%.1f", startSeconds)) s")
             try await settled(service.hub)
@@ -88,7 +88,7 @@ struct ConsoleBench: AsyncParsableCommand {
             for i in 0..<(requests + 5) {
                 let t = ContinuousClock.now
                 let reply = try BenchHTTP.get(port: port, path: path)
-                let elapsed = ConsoleBenchLog.seconds(ContinuousClock.now - t)
+                let elapsed = (ContinuousClock.now - t).inSeconds
                 guard reply.status == 200, reply.body.contains(mustContain) else {
                     throw HubError.failed("GET \(path) answered \(reply.status) without \(mustContain): \(reply.body.prefix(300))")
                 }

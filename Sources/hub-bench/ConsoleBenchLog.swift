@@ -45,7 +45,7 @@ enum ConsoleBenchLog {
             throw error
         }
         await store.close()
-        return (events, seconds(ContinuousClock.now - started))
+        return (events, (ContinuousClock.now - started).inSeconds)
     }
 
     static func proposed(_ event: HubEvent, at: Int64) -> ProposedEvent {
@@ -61,5 +61,4 @@ enum ConsoleBenchLog {
         for result in await store.appendAll(requests) { _ = try result.get() }
     }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }

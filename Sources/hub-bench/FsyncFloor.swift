@@ -38,9 +38,7 @@ struct FsyncFloor {
                 throw HubError.failed("cannot write and sync \(path): \(String(cString: strerror(errno)))")
             }
         }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Double(writes) / seconds
+        return Double(writes) / (ContinuousClock.now - started).inSeconds
     }
 
     /// Lines for the table's foot: the two floors and the hub log's one writer against each.

@@ -40,7 +40,7 @@ struct HistoryBench: AsyncParsableCommand {
                 }
                 if m % (1440 * 30) == 0 && m > 0 { Console.note("bench: \(m / 1440) days folded") }
             }
-            let foldSeconds = seconds(ContinuousClock.now - foldStarted)
+            let foldSeconds = (ContinuousClock.now - foldStarted).inSeconds
             let rssAfter = try memoryKiB(getpid(), "VmRSS")
             let storage = state.history.storageBytes
             let perSeries = storage / max(1, state.history.seriesCount)
@@ -96,13 +96,12 @@ struct HistoryBench: AsyncParsableCommand {
         for _ in 0..<queries {
             let t = ContinuousClock.now
             buckets = try body()
-            samples.append(seconds(ContinuousClock.now - t))
+            samples.append((ContinuousClock.now - t).inSeconds)
         }
         samples.sort()
         return Timing(p50: samples[samples.count / 2], p99: samples[min(samples.count - 1, samples.count * 99 / 100)], buckets: buckets)
     }
 
-    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
     func ms(_ s: Double) -> String { String(format: "%.3f", s * 1000) }
     func mib(_ bytes: Int) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
 }

@@ -62,7 +62,7 @@ struct LiveUpdateBench {
                 group.addTask {
                     let started = ContinuousClock.now
                     let answer = await commands.execute(.switchDevice(id: device, target: on ? .on : .off), actor: "bench")
-                    let took = Self.seconds(ContinuousClock.now - started)
+                    let took = (ContinuousClock.now - started).inSeconds
                     ledger.state.withLock { $0.answered.append(took) }
                     if case .ok = answer {} else { ledger.state.withLock { $0.failedCommands += 1 } }
                 }
@@ -121,9 +121,8 @@ struct LiveUpdateBench {
         let now = ContinuousClock.now
         ledger.state.withLock { ledger in
             guard let sent = ledger.sent[id], sent.state == state, seen.insert(sent.k).inserted else { return }
-            ledger.latencies.append(LiveUpdateBench.seconds(now - sent.at))
+            ledger.latencies.append((now - sent.at).inSeconds)
         }
     }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }

@@ -112,7 +112,6 @@ struct MQTTBench: AsyncParsableCommand {
     func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? String(format: "%.2fx", a / b) : "-" }
 
 
-    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     func bareRoundTrips(port: Int) async throws -> Latencies {
         let receiver = try await Bench.client(port, "bench-bare-sub", subscribe: ["bench/echo"])
@@ -125,7 +124,7 @@ struct MQTTBench: AsyncParsableCommand {
             let start = ContinuousClock.now
             try sender.publish("bench/echo", payload, qos: 1)
             while let message = await messages.next(), message.payload != payload {}
-            if i >= 100 { samples.append(seconds(ContinuousClock.now - start)) } // the first 100 warm up
+            if i >= 100 { samples.append((ContinuousClock.now - start).inSeconds) } // the first 100 warm up
         }
         await sender.stop(finalMessage: nil)
         await receiver.stop(finalMessage: nil)
@@ -145,11 +144,11 @@ struct MQTTBench: AsyncParsableCommand {
             try sender.publish("hub/device/bench/switch/set", Array(target.utf8), qos: 1)
             while let message = await messages.next() {
                 if ProcessInfo.processInfo.environment["HUB_BENCH_TRACE"] != nil && i < 5 {
-                    Console.note("trace \(i): +\(ms(seconds(ContinuousClock.now - start))) ms \(message.topic)")
+                    Console.note("trace \(i): +\(ms((ContinuousClock.now - start).inSeconds)) ms \(message.topic)")
                 }
                 if message.topic == "hub/device/bench/switch", String(decoding: message.payload, as: UTF8.self) == target { break }
             }
-            if i >= 100 { samples.append(seconds(ContinuousClock.now - start)) }
+            if i >= 100 { samples.append((ContinuousClock.now - start).inSeconds) }
         }
         await sender.stop(finalMessage: nil)
         await watcher.stop(finalMessage: nil)
@@ -184,7 +183,7 @@ struct MQTTBench: AsyncParsableCommand {
         await counter.value
         // The answers may still sit in the client's queue: done when the broker acknowledged them all.
         if answering { try await receiver.publishAndWait("bench/event", [], qos: 1) }
-        let elapsed = seconds(ContinuousClock.now - start)
+        let elapsed = (ContinuousClock.now - start).inSeconds
         for c in clients { await c.stop(finalMessage: nil) }
         await receiver.stop(finalMessage: nil)
         return Double(total) / elapsed
@@ -214,7 +213,7 @@ struct MQTTBench: AsyncParsableCommand {
             }
             try await group.waitForAll()
         }
-        let rate = Double(count) / seconds(ContinuousClock.now - start)
+        let rate = Double(count) / (ContinuousClock.now - start).inSeconds
         try await hub.close()
         return rate
     }
@@ -261,13 +260,13 @@ struct MQTTBench: AsyncParsableCommand {
         try await wait(until: { service.hub.store.lastSequence >= base + total }, "logging") {
             "\(service.hub.store.lastSequence - base) of \(total) events durable"
         }
-        let durable = seconds(ContinuousClock.now - start)
+        let durable = (ContinuousClock.now - start).inSeconds
         try await wait(until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged >= base + total }, "answering") {
             "\(surface.answered - answeredBefore) answered, \(surface.eventsAcknowledged - min(base, surface.eventsAcknowledged)) events acknowledged"
         }
         // Answers may still sit in the client's queue (it sends in order): done when a later message is acknowledged.
         try await surface.client.publishAndWait("bench/flush", [], qos: 1)
-        let complete = seconds(ContinuousClock.now - start)
+        let complete = (ContinuousClock.now - start).inSeconds
         for c in clients { await c.stop(finalMessage: nil) }
         return IngestRates(durable: Double(total) / durable, complete: Double(total) / complete)
     }

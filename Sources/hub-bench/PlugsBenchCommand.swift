@@ -77,7 +77,7 @@ struct PlugsBench: AsyncParsableCommand {
                 guard hub.isRunning else { throw HubError.failed("the hub exited with status \(hub.terminationStatus)") }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            let startup = seconds(ContinuousClock.now - started)
+            let startup = (ContinuousClock.now - started).inSeconds
             Console.note("bench: all \(total) devices online after \(String(format: "%.1f", startup)) s")
 
             // Everything on at once (a household's "all on"), so meters draw and report while idle.
@@ -90,7 +90,7 @@ struct PlugsBench: AsyncParsableCommand {
             while ids.contains(where: { seen.switchState($0) != "ON" }), ContinuousClock.now - burstStart < .seconds(60) {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let burst = seconds(ContinuousClock.now - burstStart)
+            let burst = (ContinuousClock.now - burstStart).inSeconds
             let burstOn = ids.filter { seen.switchState($0) == "ON" }.count
             await burstSender.stop(finalMessage: nil)
             Console.note("bench: \(burstOn) of \(total) switched on in \(String(format: "%.2f", burst)) s")
@@ -126,10 +126,10 @@ struct PlugsBench: AsyncParsableCommand {
                     try await Task.sleep(for: .milliseconds(1))
                 }
                 guard seen.switchState(id) == target else { failures += 1; continue }
-                let s = seconds(ContinuousClock.now - t0)
+                let s = (ContinuousClock.now - t0).inSeconds
                 if useKasa { kasaLatencies.append(s) } else { plugLatencies.append(s) }
             }
-            let commandCPU = (try cpuSeconds(pid) - commandCPU0) / seconds(ContinuousClock.now - commandStart)
+            let commandCPU = (try cpuSeconds(pid) - commandCPU0) / (ContinuousClock.now - commandStart).inSeconds
             let peakRSS = try memoryKiB(pid, "VmHWM")
             await sender.stop(finalMessage: nil)
             await watcher.stop(finalMessage: nil)
@@ -184,14 +184,13 @@ struct PlugsBench: AsyncParsableCommand {
             let t0 = ContinuousClock.now
             try await driver.execute(.setSwitch(on: target))
             while context.state != target, ContinuousClock.now - t0 < .seconds(10) { try await Task.sleep(for: .milliseconds(1)) }
-            samples.append(seconds(ContinuousClock.now - t0))
+            samples.append((ContinuousClock.now - t0).inSeconds)
         }
         return Stats(samples)
     }
 
     // MARK: - Helpers
 
-    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
     func ms(_ s: Double) -> String { String(format: "%.1f", s * 1000) }
     func mib(_ kib: Int) -> String { String(format: "%.1f MiB", Double(kib) / 1024) }
     func percent(_ fraction: Double) -> String { String(format: "%.1f %%", fraction * 100) }

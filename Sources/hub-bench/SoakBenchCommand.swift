@@ -74,7 +74,7 @@ struct SoakBench: AsyncParsableCommand {
             var points: [(minutes: Double, kib: Double)] = [], anon: [(minutes: Double, kib: Double)] = [], file: [(minutes: Double, kib: Double)] = []
             while true {
                 guard hub.isRunning else { throw HubError.failed("the hub exited with status \(hub.terminationStatus)") }
-                let elapsed = seconds(ContinuousClock.now - t0) / 60
+                let elapsed = (ContinuousClock.now - t0).inSeconds / 60
                 let rss = try memoryKiB(pid, "VmRSS"), rssAnon = try memoryKiB(pid, "RssAnon"), rssFile = try memoryKiB(pid, "RssFile")
                 points.append((elapsed, Double(rss)))
                 anon.append((elapsed, Double(rssAnon)))
@@ -83,7 +83,7 @@ struct SoakBench: AsyncParsableCommand {
                 if elapsed >= minutes { break }
                 try await Task.sleep(for: .seconds(sampleEvery))
             }
-            let measured = seconds(ContinuousClock.now - t0)
+            let measured = (ContinuousClock.now - t0).inSeconds
             let cpu = try cpuSeconds(pid) - cpu0
             let events = counts.events - events0
             let peak = try memoryKiB(pid, "VmHWM")
@@ -160,7 +160,6 @@ struct SoakBench: AsyncParsableCommand {
         }
     }
 
-    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }
 
 /// The least-squares line through (minutes, KiB) samples; `slope` in KB (1000 bytes) per minute.

@@ -82,7 +82,7 @@ struct StartupBench: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - t0
         let notes = hub.openingNotes.joined(separator: "; ")
         try await hub.close()
-        return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, notes)
+        return (elapsed.inSeconds, notes)
     }
 
     func list(_ values: [Double]) -> String { values.map { String(format: "%.3f", $0) }.joined(separator: ", ") }
