@@ -116,6 +116,14 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
         #expect(model.storageBytes == (limit + 256 + 16) * HistoryModel.bytesPerBucket)
     }
 
+    /// A series that has reported once holds two slots per resolution (one bucket and room for the
+    /// next), not a ring sized for a busy series: a thousand plugs' first readings cost kilobytes, not megabytes.
+    @Test func aNewSeriesStartsWithTwoSlotsPerResolution() {
+        var model = HistoryModel()
+        model.record(HistorySeriesKey(subject: .device("p"), quantity: .power), value: 1, measuredAt: t0, now: t0)
+        #expect(model.storageBytes == 3 * 2 * HistoryModel.bytesPerBucket)
+    }
+
     @Test func anInsertIntoAFullRingDropsTheOldest() {
         var model = HistoryModel()
         let key = HistorySeriesKey(subject: .device("p"), quantity: .power)

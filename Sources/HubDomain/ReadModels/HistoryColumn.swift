@@ -59,8 +59,8 @@ public struct HistoryBucket: Sendable, Equatable {
 }
 
 /// One resolution of one series: its buckets in time order, kept in a ring of parallel arrays
-/// (struct of arrays, 52 bytes a bucket). The ring grows by doubling up to the resolution's
-/// retained bucket count and then drops its oldest bucket for each new one.
+/// (struct of arrays, 52 bytes a bucket). The ring starts with 2 slots, grows by doubling up to the
+/// resolution's retained bucket count and then drops its oldest bucket for each new one.
 struct HistoryColumn: Sendable {
     private(set) var starts: [Int64] = []
     private var counts: [UInt32] = []
@@ -152,7 +152,7 @@ struct HistoryColumn: Sendable {
             count -= 1
             return
         }
-        var grown = Swift.max(16, capacity * 2)
+        var grown = Swift.max(2, capacity * 2)
         if let limit { grown = Swift.min(grown, limit) }
         func regrow<T>(_ a: [T], _ zero: T) -> [T] {
             var out = [T]()
