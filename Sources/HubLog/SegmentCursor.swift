@@ -140,12 +140,11 @@ final class SegmentCursor {
         var bytes = [UInt8](repeating: 0, count: last - first)
         let read = try bytes.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: first) }
         var start = 0
-        while start < read {
-            let stop = min(start + block, read)
-            if bytes[start..<stop].allSatisfy({ $0 == 0 }) {
+        while start + block <= read {
+            if bytes[start..<(start + block)].allSatisfy({ $0 == 0 }) {
                 return "a \(block)-byte block of zeros at offset \(first + start) inside the record (part of the write never reached the disk)"
             }
-            start = stop
+            start += block
         }
         return nil
     }

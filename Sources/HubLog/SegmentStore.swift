@@ -21,8 +21,9 @@ public struct SegmentStoreOptions: Sendable {
     public var checkpointEvery: Int = 8 * 1024 * 1024
     /// The newest segment is extended this many bytes at a time with written zeros, ahead of the
     /// records (while the writer is idle, or by a commit that needs the room), so a commit's
-    /// `fdatasync` has only data to flush, not a new file size (on ext4 a journal commit). 0: the segment grows with every write. A closed segment is cut back to its
-    /// last record; opening finds the end of the newest by its frames (see ``LogRecovery``).
+    /// `fdatasync` has only data to flush, not a new file size (on ext4 a journal commit).
+    /// 0: the segment grows with every write. A closed segment is cut back to its last record;
+    /// opening finds the end of the newest by its frames (see ``LogRecovery``).
     public var preallocation: Int = 1024 * 1024
 
     /// Makes settings.
