@@ -25,6 +25,8 @@ struct LogBench: AsyncParsableCommand {
     var dir = "./hub-bench"
     @Option(help: "Also write the Markdown table to this file.")
     var markdown: String?
+    @Option(help: "Bytes the hub log's newest segment is extended by, in written zeros, ahead of its records (0: it grows with every write).")
+    var preallocation = SegmentStoreOptions().preallocation
     @Option(help: ArgumentHelp("Also run it on the PostgreSQL log at this URL (an empty database: postgres://user@host:5432/db), beside SQLite.",
                                valueName: "url"))
     var postgres: String?
@@ -38,7 +40,7 @@ struct LogBench: AsyncParsableCommand {
 
             // The disk's floor for one writer, just before the logs' own phase a).
             let floor = try FsyncFloor.measure(directory: root, writes: sequential)
-            let hubStore = try SegmentStore(directory: root + "/hub-log")
+            let hubStore = try SegmentStore(directory: root + "/hub-log", options: SegmentStoreOptions(preallocation: preallocation))
             let hubResult = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
                 store: hubStore, label: "hub log",
                 replay: { _ in },
