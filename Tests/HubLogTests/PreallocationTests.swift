@@ -15,9 +15,7 @@ import Testing
         for i in 0..<count { _ = try await store.append(AppendRequest(stream: "device/\(i % 3)", expected: .any,
             causation: Causation(commandId: nil, actor: "test"), events: [event(i, size: size)])) }
         let copy = temporaryDirectory()
-        for name in try FileManager.default.contentsOfDirectory(atPath: dir) where name != "LOCK" {
-            try FileManager.default.copyItem(atPath: dir + "/" + name, toPath: copy + "/" + name)
-        }
+        try copyRunningLog(dir, to: copy)
         return (store, copy)
     }
 

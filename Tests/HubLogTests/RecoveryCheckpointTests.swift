@@ -110,9 +110,7 @@ import Testing
         let store = try SegmentStore(directory: dir, options: options)
         try await Self.append(store, 1000)
         let image = temporaryDirectory()
-        for name in try FileManager.default.contentsOfDirectory(atPath: dir) where name != "LOCK" {
-            try FileManager.default.copyItem(atPath: dir + "/" + name, toPath: image + "/" + name)
-        }
+        try copyRunningLog(dir, to: image)
         store.close()
         let scanned = try Self.fullScan(image)
         let opened = try SegmentStore(directory: image, options: options)

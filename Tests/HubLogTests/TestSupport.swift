@@ -48,3 +48,15 @@ func writeFile(_ path: String, _ bytes: [UInt8]) { FileManager.default.createFil
 func quarantineFiles(_ directory: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("quarantine-") }.sorted()
 }
+
+/// Copies a log directory while its store runs, as a crash would leave it: every file but `LOCK`,
+/// skipping one that is gone by the time it is copied (a checkpoint's `.tmp` renamed meanwhile).
+func copyRunningLog(_ directory: String, to image: String) throws {
+    for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name != "LOCK" {
+        do {
+            try FileManager.default.copyItem(atPath: directory + "/" + name, toPath: image + "/" + name)
+        } catch CocoaError.fileReadNoSuchFile, CocoaError.fileNoSuchFile {
+            continue
+        }
+    }
+}
