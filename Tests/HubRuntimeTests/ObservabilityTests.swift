@@ -176,12 +176,12 @@ import VirtualDriver
         // storage check says so, until space is back and the next append goes through.
         let disk = try SmallDisk(megabytes: 4)
         let paths = HubPaths(dataDirectory: disk.path + "/data")
-        let store = try SegmentStore(directory: paths.log)
+        let store = try SegmentStore(directory: paths.log, options: SegmentStoreOptions(preallocation: 16 * 1024))
         let hub = try Hub(store: store, paths: paths)
         let check = Readiness.storage(hub)
         #expect(await check.problem() == nil)
         try disk.fill()
-        // The first few may still fit in the page the segment already has.
+        // The first few may still fit in the room the segment has written ahead (here 16 KiB).
         for n in 0..<200 where !hub.isStorageFull {
             _ = try? await hub.execute(.registerDevice(id: "d\(n)", driver: "virtual", name: "Device \(n)", config: "{}", hardwareId: nil),
                                        actor: "test", now: Int64(n))
