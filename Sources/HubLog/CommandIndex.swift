@@ -77,28 +77,26 @@ final class CommandIndex: Sendable {
 
     /// The id's result when it is in memory (window, by the id's 128-bit key; or kept after a disk
     /// error): no check against the log needed.
-    func remembered(_ commandId: String) -> AppendResult? {
-        let key = CommandKey(commandId)
-        return state.withLock { $0.window[key] ?? $0.unindexed[commandId] }
+    func remembered(_ commandId: String, key: CommandKey) -> AppendResult? {
+        state.withLock { $0.window[key] ?? $0.unindexed[commandId] }
     }
 
-    /// The file's entries for the id: hints to confirm against the log.
-    func candidates(_ commandId: String) throws -> [(first: UInt64, last: UInt64)] {
-        try state.withLock { s in try s.file?.candidates(commandId) ?? [] }
+    /// The file's entries for the id's key: hints to confirm against the log.
+    func candidates(_ key: CommandKey) throws -> [(first: UInt64, last: UInt64)] {
+        try state.withLock { s in try s.file?.candidates(key: key.pair) ?? [] }
     }
 
     /// Takes a confirmed result into the window (a retry of an old command may well come again).
-    func remember(_ commandId: String, _ result: AppendResult) {
-        let key = CommandKey(commandId)
+    func remember(_ key: CommandKey, _ result: AppendResult) {
         state.withLock { Self.intoWindow(&$0, key, result, capacity: capacity) }
     }
 
-    /// Records the commands of one commit; `sequence` and `hash` are the log's head after it.
-    func record(_ commands: [String: AppendResult], through sequence: UInt64, hash: [UInt8]) {
-        let keyed = commands.map { (id: $0.key, key: CommandKey($0.key), result: $0.value) }
+    /// Records the commands of one commit (by id, with the key the commit made for each);
+    /// `sequence` and `hash` are the log's head after it.
+    func record(_ commands: [String: (key: CommandKey, result: AppendResult)], through sequence: UInt64, hash: [UInt8]) {
         state.withLock { s in
             guard let file = s.file else { return }
-            for (id, key, result) in keyed {
+            for (id, (key, result)) in commands {
                 Self.intoWindow(&s, key, result, capacity: capacity)
                 do {
                     try file.upsert(key: key.pair, first: result.firstSequence, last: result.lastSequence)

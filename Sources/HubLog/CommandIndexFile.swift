@@ -126,9 +126,8 @@ final class CommandIndexFile: @unchecked Sendable {
         }
     }
 
-    /// Every entry stored under `commandId`'s key (usually none or one): candidates to confirm.
-    func candidates(_ commandId: String) throws -> [(first: UInt64, last: UInt64)] {
-        let key = Self.key(commandId)
+    /// Every entry stored under a command id's key (``key(_:)``; usually none or one): candidates to confirm.
+    func candidates(key: (UInt64, UInt64)) throws -> [(first: UInt64, last: UInt64)] {
         var found: [(UInt64, UInt64)] = []
         try probe(key) { slot, _ in
             if slot.key == key { found.append((slot.first, slot.last)) }

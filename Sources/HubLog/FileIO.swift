@@ -61,23 +61,13 @@ enum FileIO {
         return bytes
     }
 
-    static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer) throws {
+    /// Writes all of `bytes` at the file's position, or at `offset` (pwrite; the file grows if the
+    /// range ends past its end).
+    static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int? = nil) throws {
         var done = 0
         while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw spaceFailure(path: path, operation: "write", errno: errno)
-            }
-            done += n
-        }
-    }
-
-    /// Writes all of `bytes` at `offset` (pwrite; the file grows if the range ends past its end).
-    static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            let start = bytes.baseAddress! + done, count = bytes.count - done
+            let n = offset.map { pwrite(fd, start, count, off_t($0 + done)) } ?? write(fd, start, count)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw spaceFailure(path: path, operation: "write", errno: errno)

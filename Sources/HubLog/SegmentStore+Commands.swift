@@ -2,12 +2,13 @@
 extension SegmentStore {
     /// The original result of `commandId` (not marked duplicate), or nil when it was never appended:
     /// the window first, then the file, whose every hit is confirmed against the log records it names.
-    func lookUpCommand(_ commandId: String) throws -> AppendResult? {
-        if let known = commands.remembered(commandId) { return known }
+    /// `key` is the id's ``CommandKey`` (made once by the caller, who records the command with it).
+    func lookUpCommand(_ commandId: String, key: CommandKey) throws -> AppendResult? {
+        if let known = commands.remembered(commandId, key: key) { return known }
         let last = lastSequence
-        for hint in try commands.candidates(commandId) where hint.first >= 1 && hint.first <= hint.last && hint.last <= last {
+        for hint in try commands.candidates(key) where hint.first >= 1 && hint.first <= hint.last && hint.last <= last {
             if let result = try confirm(commandId, first: hint.first, last: hint.last) {
-                commands.remember(commandId, result)
+                commands.remember(key, result)
                 return result
             }
         }

@@ -290,7 +290,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// See ``EventStore/commandResult(_:)``; a read-only store does not index command ids (nil).
     public func commandResult(_ commandId: String) -> AppendResult? {
         guard !readOnly else { return nil }
-        return (try? lookUpCommand(commandId)).flatMap { $0 }.map { var r = $0; r.duplicate = true; return r }
+        return (try? lookUpCommand(commandId, key: CommandKey(commandId))).flatMap { $0 }.map { var r = $0; r.duplicate = true; return r }
     }
 
     /// See ``EventStore/writerFault``: why the writer thread stopped (a failed write or sync), if it did.
@@ -506,7 +506,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let committedLast = shared.withLock { $0.lastSequence }
         var nextSequence = committedLast + 1
         var streamOverlay: [String: UInt64] = [:]
-        var commandOverlay: [String: AppendResult] = [:]
+        /// This batch's commands, by id, with each id's key (made once: looked up, then recorded).
+        var commandOverlay: [String: (key: CommandKey, result: AppendResult)] = [:]
         var results: [Result<AppendResult, Error>] = []
         results.reserveCapacity(batch.count)
         var newIndex: [IndexEntry] = []
@@ -526,9 +527,18 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         do {
             for item in batch {
                 let request = item.request
+                var commandKey: CommandKey? = nil
                 if let id = request.causation.commandId {
                     let original: AppendResult?
-                    do { original = try commandOverlay[id] ?? lookUpCommand(id) } catch {
+                    do {
+                        if let earlier = commandOverlay[id] {
+                            original = earlier.result
+                        } else {
+                            let key = CommandKey(id)
+                            commandKey = key
+                            original = try lookUpCommand(id, key: key)
+                        }
+                    } catch {
                         results.append(.failure(error))
                         needsWrite.append(false)
                         continue
@@ -574,7 +584,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 }
                 if let version { streamOverlay[request.stream] = version }
                 let result = AppendResult(firstSequence: first, lastSequence: nextSequence - 1, streamVersion: version, duplicate: false)
-                if let id = request.causation.commandId, !request.events.isEmpty { commandOverlay[id] = result }
+                if let id = request.causation.commandId, let commandKey, !request.events.isEmpty {
+                    commandOverlay[id] = (commandKey, result)
+                }
                 results.append(.success(result))
                 needsWrite.append(true)
             }
