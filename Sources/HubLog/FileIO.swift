@@ -5,27 +5,27 @@ import Darwin
 #endif
 
 /// Thin POSIX wrappers that turn failures into `EventLogError.io` naming the path and operation.
-enum FileIO {
-    static func openFile(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
+package enum FileIO {
+    package static func openFile(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         let fd = open(path, flags | O_CLOEXEC, mode)
         guard fd >= 0 else { throw spaceFailure(path: path, operation: "open", errno: errno) }
         return fd
     }
 
-    static func size(fd: Int32, path: String) throws -> Int {
+    package static func size(fd: Int32, path: String) throws -> Int {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw EventLogError.io(path: path, operation: "fstat", errno: errno) }
         return Int(st.st_size)
     }
 
-    static func size(path: String) throws -> Int {
+    package static func size(path: String) throws -> Int {
         var st = stat()
         guard stat(path, &st) == 0 else { throw EventLogError.io(path: path, operation: "stat", errno: errno) }
         return Int(st.st_size)
     }
 
     /// Reads up to `count` bytes at `offset`; fewer only at end of file.
-    static func read(fd: Int32, path: String, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
+    package static func read(fd: Int32, path: String, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
@@ -39,7 +39,7 @@ enum FileIO {
         return done
     }
 
-    static func readAll(path: String) throws -> [UInt8] {
+    package static func readAll(path: String) throws -> [UInt8] {
         let fd = try openFile(path, flags: O_RDONLY)
         defer { close(fd) }
         let size = try size(fd: fd, path: path)
@@ -50,7 +50,7 @@ enum FileIO {
     }
 
     /// The bytes of the file at `path` from `offset` to its end.
-    static func readTail(path: String, from offset: Int) throws -> [UInt8] {
+    package static func readTail(path: String, from offset: Int) throws -> [UInt8] {
         let fd = try openFile(path, flags: O_RDONLY)
         defer { close(fd) }
         let size = try size(fd: fd, path: path)
@@ -63,7 +63,7 @@ enum FileIO {
 
     /// Writes all of `bytes` at the file's position, or at `offset` (pwrite; the file grows if the
     /// range ends past its end).
-    static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int? = nil) throws {
+    package static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int? = nil) throws {
         var done = 0
         while done < bytes.count {
             let start = bytes.baseAddress! + done, count = bytes.count - done
@@ -78,7 +78,7 @@ enum FileIO {
 
     /// Writes zero bytes over `range` of the file (real zeros, not a hole: the blocks are allocated
     /// and written, so later writes into them change no file metadata).
-    static func writeZeros(fd: Int32, path: String, _ range: Range<Int>) throws {
+    package static func writeZeros(fd: Int32, path: String, _ range: Range<Int>) throws {
         let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: min(range.count, 1 << 20), alignment: 16)
         defer { zeros.deallocate() }
         zeros.initializeMemory(as: UInt8.self, repeating: 0)
@@ -90,7 +90,7 @@ enum FileIO {
         }
     }
 
-    static func dataSync(fd: Int32, path: String) throws {
+    package static func dataSync(fd: Int32, path: String) throws {
         #if canImport(Glibc)
         let rc = fdatasync(fd)
         #else
@@ -99,19 +99,19 @@ enum FileIO {
         guard rc == 0 else { throw EventLogError.io(path: path, operation: "fdatasync", errno: errno) }
     }
 
-    static func syncDirectory(_ path: String) throws {
+    package static func syncDirectory(_ path: String) throws {
         let fd = try openFile(path, flags: O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw EventLogError.io(path: path, operation: "fsync", errno: errno) }
     }
 
-    static func truncate(fd: Int32, path: String, to length: Int) throws {
+    package static func truncate(fd: Int32, path: String, to length: Int) throws {
         guard ftruncate(fd, off_t(length)) == 0 else {
             throw EventLogError.io(path: path, operation: "ftruncate", errno: errno)
         }
     }
 
-    static func makeDirectory(_ path: String, mode: mode_t = 0o755) throws {
+    package static func makeDirectory(_ path: String, mode: mode_t = 0o755) throws {
         var parts: [String] = []
         for component in path.split(separator: "/", omittingEmptySubsequences: false) {
             parts.append(String(component))
@@ -124,7 +124,7 @@ enum FileIO {
     }
 
     /// Takes an exclusive advisory lock on `path` (created if missing) and returns its descriptor.
-    static func lockExclusively(_ path: String) throws -> Int32 {
+    package static func lockExclusively(_ path: String) throws -> Int32 {
         let fd = try openFile(path, flags: O_RDWR | O_CREAT)
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
@@ -137,9 +137,9 @@ enum FileIO {
         return fd
     }
 
-    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-    static func listDirectory(_ path: String) throws -> [String] {
+    package static func listDirectory(_ path: String) throws -> [String] {
         guard let dir = opendir(path) else { throw EventLogError.io(path: path, operation: "opendir", errno: errno) }
         defer { closedir(dir) }
         var names: [String] = []
@@ -152,7 +152,7 @@ enum FileIO {
         return names.sorted()
     }
 
-    static func rename(_ from: String, _ to: String) throws {
+    package static func rename(_ from: String, _ to: String) throws {
         #if canImport(Glibc)
         let rc = Glibc.rename(from, to)
         #else
@@ -161,14 +161,14 @@ enum FileIO {
         guard rc == 0 else { throw EventLogError.io(path: to, operation: "rename", errno: errno) }
     }
 
-    static func remove(_ path: String) {
+    package static func remove(_ path: String) {
         unlink(path)
     }
 
     /// Writes a file atomically: temp file, fsync, rename, fsync the directory. When any step fails
     /// the temp file is removed (a full disk leaves no empty or partial `.tmp` behind) and the file
     /// at `path`, if any, is untouched.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, mode: mode_t = 0o644) throws {
+    package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, mode: mode_t = 0o644) throws {
         let temp = path + ".tmp"
         let fd = try openFile(temp, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
         do {

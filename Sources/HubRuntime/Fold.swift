@@ -9,13 +9,23 @@ extension Hub {
     /// - Returns: How many events could not be read.
     @discardableResult
     public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
+        try fold(store: store, into: &state, history: nil, through: through, until: bound)
+    }
+
+    /// Folds into `state` and the history files together, each from where it stands (the files may
+    /// stand before or after the snapshot the state came from).
+    static func fold(store: any EventStore, into state: inout HubState, history: HistoryFiles?, through: UInt64,
+                     until bound: LogBound? = nil) throws -> Int {
         var reader = FoldReader()
-        try store.readViews(from: state.lastSequence + 1, through: through) { view in
+        let from = min(state.lastSequence, history?.foldedThrough ?? state.lastSequence) + 1
+        try store.readViews(from: from, through: through) { view in
             if let bound, !bound.admits(sequence: view.sequence, timestamp: view.timestamp) { return false }
-            if let (event, context) = reader.decode(view) {
-                state.apply(event, context: context)
-            } else {
-                state.skip(sequence: view.sequence)
+            let decoded = reader.decode(view)
+            if view.sequence > state.lastSequence {
+                if let (event, context) = decoded { state.apply(event, context: context) } else { state.skip(sequence: view.sequence) }
+            }
+            if let history, view.sequence > history.foldedThrough {
+                if let (event, context) = decoded { history.apply(event, context: context) } else { history.skip(sequence: view.sequence) }
             }
             return true
         }

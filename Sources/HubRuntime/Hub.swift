@@ -16,6 +16,8 @@ public struct HubPaths: Sendable {
     }
     public var log: String { dataDirectory + "/log" }
     public var snapshots: String { dataDirectory + "/snapshots" }
+    /// The history read model's files (see `HistoryFiles`).
+    public var history: String { dataDirectory + "/history" }
 
     /// The event log named for messages: the segment log's directory, or the PostgreSQL URL with
     /// its password masked.
@@ -61,6 +63,8 @@ public actor Hub {
     public nonisolated let store: any EventStore
     let snapshots: SnapshotStore
     public private(set) var state: HubState
+    /// The history read model, on disk; `state` folds no history.
+    let history: HistoryFiles
     let limits: DomainLimits
     /// A projection snapshot is written after this many new events (and on close).
     let snapshotEvery: UInt64
@@ -78,7 +82,7 @@ public actor Hub {
     public nonisolated let vault: OwnerDataVault
 
     /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
-    static let snapshotFormat = 4
+    static let snapshotFormat = 5
 
     /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
     /// and starts the hub on it.
@@ -115,7 +119,7 @@ public actor Hub {
         self.limits = limits
         self.snapshotEvery = snapshotEvery
         var notes = store.openingNotes + snapshots.notes
-        var state = HubState()
+        var state = HubState(foldsHistory: false)
         // Only a snapshot the log vouches for (sealed here, and the log has its chain hash at its
         // sequence); the others are set aside, each with a note.
         let found = try snapshots.loadLatest { try store.chainHash(at: $0) }
@@ -125,6 +129,7 @@ public actor Hub {
             if let restored = Self.decodeSnapshot(snapshot.bytes) {
                 if restored.lastSequence == sequence {
                     state = restored
+                    state.foldsHistory = false
                     snapshotSequence = sequence
                     let file = paths.snapshots + "/" + snapshot.name
                     snapshotWrittenAt = (try? FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date)?
@@ -137,9 +142,16 @@ public actor Hub {
                 notes.append("snapshot at sequence \(sequence) is from another hub version; replaying from the start")
             }
         }
+        let history = try HistoryFiles(directory: paths.history)
+        notes += try Self.checkHistory(history, against: store)
         let before = state.lastSequence
-        try Self.fold(store: store, into: &state, through: store.lastSequence)
+        let historyBefore = history.foldedThrough
+        try Self.fold(store: store, into: &state, history: history, through: store.lastSequence)
         notes.append("replayed \(state.lastSequence - before) events; log holds \(store.lastSequence)")
+        if history.foldedThrough - historyBefore != state.lastSequence - before {
+            notes.append("history files folded \(history.foldedThrough - historyBefore) events from sequence \(historyBefore + 1)")
+        }
+        self.history = history
         // An erasure logged just before a crash: finish it (the key must not outlive the event).
         for animal in state.animals.byId.values where animal.ownerErased && vault.hasKey(animal: animal.id) {
             try vault.erase(animal: animal.id)
@@ -318,8 +330,27 @@ public actor Hub {
     }
 
     /// Answers a history query from the read models, inside the actor (no copy of the state).
-    /// - Throws: The domain's `Rejection` (`unknown_subject`, `not_retained`).
-    public func history(_ query: HistoryQuery) throws(Rejection) -> HistoryAnswer { try state.history(query) }
+    /// - Throws: The domain's `Rejection` (`unknown_subject`, `not_retained`), or `history_unavailable`
+    ///   when the history files cannot be read.
+    public func history(_ query: HistoryQuery) throws(Rejection) -> HistoryAnswer { try state.history(query, in: history) }
+
+    /// Keeps the history files only when their sync record names this log (its chain hash at the
+    /// record's sequence); otherwise they are removed, to be folded again from the whole log.
+    static func checkHistory(_ history: HistoryFiles, against store: any EventStore) throws -> [String] {
+        let reason: String
+        if let mark = history.synced {
+            let hash = try store.chainHash(at: mark.sequence).map { $0.map { String(format: "%02x", $0) }.joined() }
+            if hash == mark.chainHash { return [] }
+            reason = hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
+                                 : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
+        } else if !history.isEmpty {
+            reason = "they were not synced since they were last written (the hub stopped without closing)"
+        } else {
+            return []
+        }
+        try history.reset()
+        return ["history files rebuilt from the log: \(reason)"]
+    }
 
     /// Folds every committed event the read models have not seen yet (the live tail, which stores
     /// such as the segment store serve from memory).
@@ -331,8 +362,10 @@ public actor Hub {
                                        actor: record.causation.actor, commandId: record.causation.commandId)
             if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
                 state.apply(event, context: context)
+                history.apply(event, context: context)
             } else {
                 state.skip(sequence: record.sequence)
+                history.skip(sequence: record.sequence)
             }
             return true
         }
@@ -363,7 +396,11 @@ public actor Hub {
     /// Writes a snapshot of the read models with the sequence it covers and the log's chain hash
     /// there, which binds it to this log.
     public func snapshot() throws {
-        guard state.lastSequence > snapshotSequence, let chainHash = try store.chainHash(at: state.lastSequence) else { return }
+        guard state.lastSequence > snapshotSequence || history.needsSync,
+              let chainHash = try store.chainHash(at: state.lastSequence) else { return }
+        // The history first: when its files cannot be synced (a full disk), no snapshot is tried either.
+        if history.needsSync, history.foldedThrough == state.lastSequence { try history.sync(sequence: state.lastSequence, chainHash: chainHash) }
+        guard state.lastSequence > snapshotSequence else { return }
         try snapshots.save(sequence: state.lastSequence, chainHash: chainHash, bytes: Self.encodeSnapshot(state))
         snapshotSequence = state.lastSequence
         snapshotWrittenAt = Date().timeIntervalSince1970
@@ -399,6 +436,7 @@ public actor Hub {
         }
         snapshotRetryAt = 0
         snapshotQuietly()
+        history.closeFiles()
         await store.close()
         return snapshotProblem
     }

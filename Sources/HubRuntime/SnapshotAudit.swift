@@ -34,7 +34,7 @@ public enum SnapshotAudit {
               let names = try? snapshots.names(), !names.isEmpty else { return ([], true) }
         let store = try openStore()
         var findings: [Finding] = []
-        var folded = HubState()
+        var folded = HubState(foldsHistory: false)
         for name in names {
             let snapshot: SnapshotStore.Snapshot
             switch snapshots.read(name) {
@@ -46,7 +46,7 @@ public enum SnapshotAudit {
             if let problem = SnapshotStore.bindingProblem(snapshot, logHash: try store.chainHash(at: snapshot.sequence)) {
                 finding.problem = problem
             } else if let restored = Hub.decodeSnapshot(snapshot.bytes) {
-                if folded.lastSequence > snapshot.sequence { folded = HubState() }
+                if folded.lastSequence > snapshot.sequence { folded = HubState(foldsHistory: false) }
                 try Hub.fold(store: store, into: &folded, through: snapshot.sequence)
                 if restored != folded {
                     finding.problem = "its read models differ from the log folded to sequence \(snapshot.sequence) "

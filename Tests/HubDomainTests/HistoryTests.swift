@@ -102,7 +102,7 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
     @Test func aFullRingKeepsItsNewestBucketsAndNoMore() {
         var model = HistoryModel()
         let key = HistorySeriesKey(subject: .device("p"), quantity: .power)
-        let limit = HistoryResolution.minute.retainedBuckets!
+        let limit = HistoryResolution.minute.retainedBuckets
         for i in 0..<(limit + 500) {
             model.record(key, value: Double(i), measuredAt: t0 + Int64(i) * minute, now: t0 + Int64(i) * minute)
         }
@@ -127,7 +127,7 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
     @Test func anInsertIntoAFullRingDropsTheOldest() {
         var model = HistoryModel()
         let key = HistorySeriesKey(subject: .device("p"), quantity: .power)
-        let limit = HistoryResolution.minute.retainedBuckets!
+        let limit = HistoryResolution.minute.retainedBuckets
         // Every other minute, so there are gaps to insert into.
         for i in 0..<limit {
             model.record(key, value: 1, measuredAt: t0 + Int64(2 * i) * minute, now: t0 + Int64(i) * minute)

@@ -62,16 +62,24 @@ import Testing
         let first = try Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
         try await populate(first)
         let before = await first.state
-        #expect(before.history.seriesCount == 2)  // lamp's power, rex's heart rate: the history model is in the snapshot too
+        #expect(before.history.seriesCount == 0)  // the running hub keeps its history in files, not in the state
+        let lampPower = HistoryQuery(subject: .device("lamp"), quantity: .power, from: t0, to: t0 + 86_400_000_000, resolution: .hour)
+        let answered = try await first.history(lampPower)
         try await first.close()
         let second = try Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
         #expect(second.openingNotes.contains { $0.contains("restored from the snapshot at sequence \(before.lastSequence)") })
         #expect(second.openingNotes.contains { $0.hasPrefix("replayed 0 events") })
         #expect(await second.state == before)
-        // And a state replayed from scratch is the same as the snapshot + tail.
-        var scratch = HubState()
+        #expect(try await second.history(lampPower) == answered)
+        // And a state replayed from scratch is the same as the snapshot + tail, its history as the files'.
+        var scratch = HubState(foldsHistory: false)
         try Hub.fold(store: second.store, into: &scratch, through: second.store.lastSequence)
         #expect(scratch == before)
+        var withHistory = HubState()
+        try Hub.fold(store: second.store, into: &withHistory, through: second.store.lastSequence)
+        #expect(try withHistory.history(lampPower) == answered)
+        guard case .buckets(let buckets) = answered else { Issue.record("no buckets: \(answered)"); return }
+        #expect(buckets.map(\.count) == [1])
         try await second.close()
     }
 

@@ -13,21 +13,22 @@ public enum HistoryResolution: String, Sendable, Equatable, CaseIterable, Codabl
         }
     }
 
-    /// How many of the newest bucket slots are kept (7 days of minutes, 365 days of hours); nil = for ever.
-    public var retainedBuckets: Int? {
+    /// How many of the newest bucket slots are kept: 7 days of minutes, 365 days of hours, 100
+    /// years of days (36,525), so every series has a fixed size, in memory and in its file.
+    public var retainedBuckets: Int {
         switch self {
         case .minute: return 7 * 1440
         case .hour: return 365 * 24
-        case .day: return nil
+        case .day: return 36_525
         }
     }
 
-    /// What a person reads: `7 days`, `365 days`, `for ever`.
+    /// What a person reads: `7 days`, `365 days`, `100 years`.
     public var retentionText: String {
         switch self {
         case .minute: return "7 days"
         case .hour: return "365 days"
-        case .day: return "for ever"
+        case .day: return "100 years"
         }
     }
 
@@ -35,9 +36,9 @@ public enum HistoryResolution: String, Sendable, Equatable, CaseIterable, Codabl
     @inline(__always)
     public func bucket(of micros: Int64) -> Int64 { Civil.floorDiv(micros, width) }
 
-    /// The oldest bucket number still kept when the model's clock reads `now`; nil when all are kept.
-    public func horizon(now: Int64) -> Int64? {
-        retainedBuckets.map { bucket(of: now) - Int64($0) + 1 }
+    /// The oldest bucket number still kept when the model's clock reads `now`.
+    public func horizon(now: Int64) -> Int64 {
+        bucket(of: now) - Int64(retainedBuckets) + 1
     }
 }
 

@@ -27,14 +27,27 @@ struct HistorySeries: Sendable, Equatable {
 
     private func add(_ value: Double, at: Int64, now: Int64, _ resolution: HistoryResolution, _ column: inout HistoryColumn) {
         let b = resolution.bucket(of: at)
-        if let horizon = resolution.horizon(now: now) {
-            column.prune(before: horizon)
-            if b < horizon { return }  // already past what this resolution keeps
-        }
+        let horizon = resolution.horizon(now: now)
+        column.prune(before: horizon)
+        if b < horizon { return }  // already past what this resolution keeps
         column.add(bucket: b, value: value, at: at)
     }
 
     var storageBytes: Int { minute.storageBytes + hour.storageBytes + day.storageBytes }
+}
+
+/// What a history query reads: the model's clock, which subjects have readings, and the buckets of
+/// one series. ``HistoryModel`` answers from memory; the running hub's files answer the same
+/// questions from disk (`HistoryFiles` in the runtime), both with the same buckets.
+public protocol HistorySource {
+    /// The newest event timestamp folded, µs since the epoch: the clock retention is measured by.
+    var now: Int64 { get }
+    /// Whether any reading of `subject` was kept.
+    func knows(_ subject: Subject) -> Bool
+    /// The buckets of `key` at `resolution` starting in `[from, to)` (µs), oldest first; empty
+    /// buckets are absent.
+    /// - Throws: A `Rejection` when the buckets cannot be read (a source on disk).
+    func buckets(_ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64) throws(Rejection) -> [HistoryBucket]
 }
 
 /// The history read model: for every device and animal, every quantity it reported (energy
@@ -43,9 +56,9 @@ struct HistorySeries: Sendable, Equatable {
 ///
 /// Retention is driven by the model's clock, the newest log timestamp folded (never a wall clock,
 /// so a replay prunes exactly as the live hub did): minute buckets are kept 7 days, hour buckets
-/// 365 days, day buckets for ever. A series is pruned when it takes a reading; a query never shows
+/// 365 days, day buckets 100 years. A series is pruned when it takes a reading; a query never shows
 /// buckets past the horizon (it is refused, ``HubState/history(_:)``).
-public struct HistoryModel: Sendable, Equatable {
+public struct HistoryModel: Sendable, Equatable, HistorySource {
     private var slots: [HistorySeriesKey: Int] = [:]
     private(set) var series: [HistorySeries] = []
     private var keys: [HistorySeriesKey] = []

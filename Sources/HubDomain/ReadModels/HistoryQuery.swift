@@ -95,23 +95,30 @@ extension HubState {
     /// - Throws: A `Rejection`: `unknown_subject` (no such device or animal, and no readings of
     ///   it), `not_retained` (the range starts before the oldest bucket kept at that resolution).
     public func history(_ query: HistoryQuery) throws(Rejection) -> HistoryAnswer {
+        try history(query, in: history)
+    }
+
+    /// Answers `query` with the buckets of `source` (the hub's files, or this state's own model)
+    /// and the energy ledger of this state.
+    public func history(_ query: HistoryQuery, in source: some HistorySource) throws(Rejection) -> HistoryAnswer {
         let known: Bool
         switch query.subject {
-        case .device(let id): known = devices[id] != nil || history.knows(query.subject)
-        case .animal(let id): known = animals[id] != nil || history.knows(query.subject)
+        case .device(let id): known = devices[id] != nil || source.knows(query.subject)
+        case .animal(let id): known = animals[id] != nil || source.knows(query.subject)
         }
         guard known else {
             throw Rejection(code: "unknown_subject", message: "no \(query.subject.kind) \(quoted(query.subject.id)) is known")
         }
         if query.quantity == .energy { return .energy(energyDays(query)) }
         let resolution = query.resolution
-        if let horizon = resolution.horizon(now: history.now), resolution.bucket(of: query.from) < horizon {
+        let horizon = resolution.horizon(now: source.now)
+        if resolution.bucket(of: query.from) < horizon {
             throw Rejection(code: "not_retained", message: "\(resolution.rawValue) buckets are kept \(resolution.retentionText): "
                             + "the oldest kept starts at \(ISO8601.format(micros: horizon * resolution.width)); "
                             + "start the range there or use a wider bucket")
         }
         let key = HistorySeriesKey(subject: query.subject, quantity: query.quantity)
-        return .buckets(history.buckets(key, resolution, from: query.from, to: query.to))
+        return .buckets(try source.buckets(key, resolution, from: query.from, to: query.to))
     }
 
     func energyDays(_ query: HistoryQuery) -> [EnergyDay] {

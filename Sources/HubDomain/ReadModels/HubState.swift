@@ -5,13 +5,17 @@ public struct HubState: Sendable, Equatable, Codable {
     public var activations = ActivationsModel()
     public var animals = AnimalsModel()
     public var household = HouseholdModel()
+    /// The history read model, folded here when ``foldsHistory``; the running hub keeps its
+    /// history on disk instead (`HistoryFiles`) and leaves this one empty.
     public var history = HistoryModel()
+    public var foldsHistory: Bool
     public var audit: AuditTrail
     /// Sequence of the last applied event (0 = none).
     public private(set) var lastSequence: UInt64 = 0
 
-    public init(auditCapacity: Int = 1000) {
+    public init(auditCapacity: Int = 1000, foldsHistory: Bool = true) {
         audit = AuditTrail(capacity: auditCapacity)
+        self.foldsHistory = foldsHistory
     }
 
     /// Marks an event this hub version cannot read as seen, without folding it.
@@ -26,7 +30,7 @@ public struct HubState: Sendable, Equatable, Codable {
         activations.apply(event, context: context)
         animals.apply(event, context: context)
         household.apply(event, context: context)
-        history.apply(event, context: context)
+        if foldsHistory { history.apply(event, context: context) }
         audit.apply(event, context: context)
         lastSequence = context.sequence
     }

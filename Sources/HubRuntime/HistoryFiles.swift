@@ -1,0 +1,337 @@
+import Foundation
+import HubDomain
+import HubLog
+
+/// The running hub's history read model, on disk: the same buckets as `HistoryModel` (1 minute
+/// kept 7 days, 1 hour kept 365 days, 1 day kept 100 years; count, min, max, sum, last), so that
+/// memory holds only what the household has (its series, and the bucket each resolution is
+/// filling), never the buckets time adds.
+///
+/// **Files.** `<data>/history/<kind>.<id>.<quantity>.hist`, one per series (the id percent-encoded
+/// where it has bytes other than letters, digits, `-` and `_`). A file is three rings of 64-byte
+/// ``HistorySlot``s, 10,080 + 8,760 + 36,525 of them (3.5 MB at most, written sparsely): bucket
+/// `b` of a resolution lives in slot `b mod ring`, so a new bucket takes the place of the one a
+/// whole retention older, and no index is needed. A slot holding another bucket number is
+/// absent. Each resolution's newest bucket stays in memory until the series moves to another
+/// bucket, then it is written (no `fsync`).
+///
+/// **Crashes.** ``sync(sequence:chainHash:)`` (with every snapshot, and on close) writes the
+/// cached buckets, `fsync`s the files and records in `history/synced` the sequence folded, the
+/// log's chain hash there and the model's clock. Opening trusts files only with that record, and
+/// the hub folds the log from there. Buckets written after it may already hold some of those
+/// events: each slot names the newest event it holds, and an event it already holds is not
+/// folded again, so the replay is exact. Without the record, or when the log's chain hash at its
+/// sequence differs (another log), the files are removed and refolded from the whole log.
+///
+/// Not thread-safe: the hub uses it inside its actor only (`hub-bench history --files` alone).
+public final class HistoryFiles: HistorySource {
+    public let directory: String
+    /// The model's clock: the newest event timestamp folded.
+    public private(set) var now: Int64 = 0
+    /// The sequence of the newest event folded.
+    private(set) var foldedThrough: UInt64 = 0
+    /// What the files were last synced at (nil: never, or not trusted).
+    private(set) var synced: Mark?
+    /// Why the files stopped folding (a write failed); queries are then refused with it and the
+    /// next start rebuilds them.
+    private(set) var problem: String?
+    private var series: [HistorySeriesKey: Series] = [:]
+    /// Series whose files were written since the last sync (or created: the directory too).
+    private var unsynced: Set<HistorySeriesKey> = []
+    private var created = false
+    /// Open files by path, at most ``maxOpenFiles`` (one is closed, the oldest opened, to open another).
+    private var openFiles: [String: Int32] = [:]
+    private var openOrder: [String] = []
+    static let maxOpenFiles = 64
+
+    struct Mark: Codable, Equatable {
+        var sequence: UInt64
+        var chainHash: String
+        var now: Int64
+    }
+
+    private struct Series {
+        let path: String
+        /// Per resolution (minute, hour, day): the bucket being filled, and whether the file lacks it.
+        var cached: [HistorySlot?] = [nil, nil, nil]
+        var dirty: [Bool] = [false, false, false]
+    }
+
+    static let resolutions = HistoryResolution.allCases
+    static let suffix = ".hist"
+    private var markPath: String { directory + "/synced" }
+
+    /// Opens (or makes) the directory and reads its series and sync record.
+    /// - Throws: When the directory cannot be made or listed.
+    public init(directory: String) throws {
+        self.directory = directory
+        try FileIO.makeDirectory(directory)
+        for name in try FileIO.listDirectory(directory) where name.hasSuffix(Self.suffix) {
+            guard let key = Self.key(fileName: name) else { continue }
+            series[key] = Series(path: directory + "/" + name)
+        }
+        if let bytes = try? FileIO.readAll(path: markPath), let mark = try? JSONDecoder().decode(Mark.self, from: Data(bytes)) {
+            synced = mark
+            now = mark.now
+            foldedThrough = mark.sequence
+        }
+    }
+
+    /// Whether the files hold any series.
+    var isEmpty: Bool { series.isEmpty }
+
+    /// Removes every series file and the sync record: the files start again from sequence 0.
+    func reset() throws {
+        closeFiles()
+        FileIO.remove(markPath)
+        for s in series.values { FileIO.remove(s.path) }
+        try FileIO.syncDirectory(directory)
+        series = [:]; unsynced = []
+        synced = nil; problem = nil
+        now = 0; foldedThrough = 0
+    }
+
+    // MARK: Folding
+
+    /// Folds one event (only `ReadingRecorded` makes buckets; every event moves the clock).
+    public func apply(_ event: HubEvent, context: EventContext) {
+        guard problem == nil else { return }
+        if context.timestamp > now { now = context.timestamp }
+        foldedThrough = max(foldedThrough, context.sequence)
+        guard case .readingRecorded(let e) = event, HistoryModel.keeps(e.quantity), e.value.isFinite else { return }
+        do {
+            try record(HistorySeriesKey(subject: e.subject, quantity: e.quantity), e.value, at: e.measuredAt, sequence: context.sequence)
+        } catch {
+            fail("a reading could not be written: \(error)")
+        }
+    }
+
+    /// Moves past an event this hub version cannot read.
+    func skip(sequence: UInt64) {
+        guard problem == nil else { return }
+        foldedThrough = max(foldedThrough, sequence)
+    }
+
+    private func record(_ key: HistorySeriesKey, _ value: Double, at: Int64, sequence: UInt64) throws {
+        var s = series[key] ?? Series(path: directory + "/" + Self.fileName(key))
+        if series[key] == nil { created = true }
+        defer { series[key] = s }
+        for (r, resolution) in Self.resolutions.enumerated() {
+            let b = resolution.bucket(of: at)
+            if b < resolution.horizon(now: now) { continue }  // already past what this resolution keeps
+            var slot: HistorySlot
+            if let cached = s.cached[r], cached.bucket == b {
+                slot = cached
+            } else {
+                if s.dirty[r], let cached = s.cached[r] { try write(cached, resolution, s.path) }
+                s.dirty[r] = false
+                let stored = try read(s.path, resolution, buckets: b...b).first
+                if let stored, stored.bucket > b { s.cached[r] = stored; continue }  // a newer bucket holds its slot
+                slot = stored.flatMap { $0.bucket == b ? $0 : nil } ?? HistorySlot(bucket: b)
+            }
+            s.cached[r] = slot
+            if sequence <= slot.through { continue }  // folded before a crash, and written
+            slot.add(value, at: at, sequence: sequence)
+            s.cached[r] = slot
+            s.dirty[r] = true
+        }
+        unsynced.insert(key)
+    }
+
+    /// Writes the cached buckets, `fsync`s every file written since the last sync, and records
+    /// `sequence` (with the log's chain hash there) as what the files hold.
+    /// - Throws: When a write or `fsync` fails; the previous record is then gone, and the next
+    ///   start rebuilds the files.
+    public func sync(sequence: UInt64, chainHash: [UInt8]) throws {
+        guard problem == nil else { return }
+        do {
+            for key in unsynced {
+                guard var s = series[key] else { continue }
+                for (r, resolution) in Self.resolutions.enumerated() where s.dirty[r] {
+                    if let slot = s.cached[r] { try write(slot, resolution, s.path) }
+                    s.dirty[r] = false
+                }
+                series[key] = s
+                if let fd = try file(s.path, creating: false) { try FileIO.dataSync(fd: fd, path: s.path) }
+            }
+            if created { try FileIO.syncDirectory(directory) }
+            let mark = Mark(sequence: sequence, chainHash: chainHash.map { String(format: "%02x", $0) }.joined(), now: now)
+            try FileIO.writeAtomically([UInt8](try JSONEncoder().encode(mark)), to: markPath, directory: directory)
+            synced = mark
+            unsynced = []; created = false
+        } catch {
+            fail("the history could not be synced: \(error)")
+            throw error
+        }
+    }
+
+    /// Whether events were folded since the last sync.
+    var needsSync: Bool { problem == nil && foldedThrough != synced?.sequence }
+
+    private func fail(_ reason: String) {
+        problem = reason + "; the history is rebuilt from the log at the next start"
+        FileIO.remove(markPath)
+        synced = nil
+    }
+
+    // MARK: Queries
+
+    public func knows(_ subject: Subject) -> Bool {
+        Quantity.allCases.contains { series[HistorySeriesKey(subject: subject, quantity: $0)] != nil }
+    }
+
+    public func buckets(_ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64) throws(Rejection) -> [HistoryBucket] {
+        if let problem { throw Rejection(code: "history_unavailable", message: problem) }
+        guard let s = series[key], to > from else { return [] }
+        let last = resolution.bucket(of: to - 1)
+        let first = max(resolution.bucket(of: from), last - Int64(resolution.retainedBuckets) + 1)
+        var slots: [HistorySlot]
+        do {
+            slots = try read(s.path, resolution, buckets: first...last)
+        } catch {
+            fail("\(s.path) could not be read: \(error)")
+            throw Rejection(code: "history_unavailable", message: problem ?? "")
+        }
+        slots = slots.filter { $0.bucket >= first && $0.bucket <= last }
+        let r = Self.resolutions.firstIndex(of: resolution)!
+        if let cached = s.cached[r], cached.count > 0, cached.bucket >= first, cached.bucket <= last {
+            if let i = slots.firstIndex(where: { $0.bucket == cached.bucket }) {
+                slots[i] = cached
+            } else {
+                slots.append(cached)
+                slots.sort { $0.bucket < $1.bucket }
+            }
+        }
+        return slots.map { $0.answer(width: resolution.width) }
+    }
+
+    // MARK: The files
+
+    /// Where resolution `r`'s ring starts in a series file.
+    static func regionOffset(_ resolution: HistoryResolution) -> Int {
+        var offset = 0
+        for r in resolutions {
+            if r == resolution { return offset }
+            offset += r.retainedBuckets * HistorySlot.size
+        }
+        return offset
+    }
+
+    private static func slotIndex(_ b: Int64, _ resolution: HistoryResolution) -> Int {
+        let n = Int64(resolution.retainedBuckets)
+        return Int(((b % n) + n) % n)
+    }
+
+    /// The open file at `path`; nil when it does not exist and `creating` is false.
+    private func file(_ path: String, creating: Bool) throws -> Int32? {
+        if let fd = openFiles[path] { return fd }
+        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC | (creating ? O_CREAT : 0), 0o644)
+        if fd < 0 {
+            if errno == ENOENT, !creating { return nil }
+            throw EventLogError.io(path: path, operation: "open", errno: errno)
+        }
+        if openOrder.count >= Self.maxOpenFiles {
+            let oldest = openOrder.removeFirst()
+            if let old = openFiles.removeValue(forKey: oldest) { close(old) }
+        }
+        openFiles[path] = fd
+        openOrder.append(path)
+        return fd
+    }
+
+    /// Closes every open file (the hub closes; or the files are removed).
+    public func closeFiles() {
+        for fd in openFiles.values { close(fd) }
+        openFiles = [:]; openOrder = []
+    }
+
+    deinit { closeFiles() }
+
+    private func write(_ slot: HistorySlot, _ resolution: HistoryResolution, _ path: String) throws {
+        guard let fd = try file(path, creating: true) else { return }
+        try withUnsafeTemporaryAllocation(byteCount: HistorySlot.size, alignment: 8) { buffer in
+            slot.encode(into: buffer)
+            let at = Self.regionOffset(resolution) + Self.slotIndex(slot.bucket, resolution) * HistorySlot.size
+            try FileIO.writeAll(fd: fd, path: path, UnsafeRawBufferPointer(buffer), at: at)
+        }
+    }
+
+    /// The stored slots of `buckets` (at most a ring's worth) in bucket order, whatever bucket
+    /// each holds; empty slots and a file not written yet are left out.
+    private func read(_ path: String, _ resolution: HistoryResolution, buckets: ClosedRange<Int64>) throws -> [HistorySlot] {
+        guard let fd = try file(path, creating: false) else { return [] }
+        let n = resolution.retainedBuckets
+        let count = min(Int(buckets.upperBound - buckets.lowerBound) + 1, n)
+        let start = Self.slotIndex(buckets.lowerBound, resolution)
+        // At most two runs: up to the ring's end, then from its start.
+        let runs = start + count <= n ? [(start, count)] : [(start, n - start), (0, count - (n - start))]
+        var out: [HistorySlot] = []
+        var buffer = [UInt8](repeating: 0, count: count * HistorySlot.size)
+        try buffer.withUnsafeMutableBytes { raw in
+            var filled = 0
+            for (first, length) in runs {
+                let piece = UnsafeMutableRawBufferPointer(rebasing: raw[filled..<(filled + length * HistorySlot.size)])
+                _ = try FileIO.read(fd: fd, path: path, into: piece, at: Self.regionOffset(resolution) + first * HistorySlot.size)
+                filled += piece.count
+            }
+            for i in 0..<count {
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[(i * HistorySlot.size)..<((i + 1) * HistorySlot.size)])
+                do {
+                    if let slot = try HistorySlot.decode(bytes) { out.append(slot) }
+                } catch {
+                    throw HubError.failed("\(path): the \(resolution.rawValue) slot \((start + i) % n) is damaged (checksum)")
+                }
+            }
+        }
+        return out
+    }
+
+    // MARK: Names
+
+    static func fileName(_ key: HistorySeriesKey) -> String {
+        "\(key.subject.kind).\(escape(key.subject.id)).\(key.quantity.rawValue)\(suffix)"
+    }
+
+    static func key(fileName name: String) -> HistorySeriesKey? {
+        let parts = name.dropLast(suffix.count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let id = unescape(parts[1]), let quantity = Quantity(rawValue: String(parts[2])) else { return nil }
+        switch parts[0] {
+        case "device": return HistorySeriesKey(subject: .device(id), quantity: quantity)
+        case "animal": return HistorySeriesKey(subject: .animal(id), quantity: quantity)
+        default: return nil
+        }
+    }
+
+    private static func escape(_ id: String) -> String {
+        var out = ""
+        for byte in id.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
+    }
+
+    private static func unescape(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var i = text.utf8.startIndex
+        let utf8 = text.utf8
+        while i < utf8.endIndex {
+            if utf8[i] == UInt8(ascii: "%") {
+                let hi = utf8.index(after: i)
+                guard hi < utf8.endIndex, utf8.index(after: hi) < utf8.endIndex,
+                      let byte = UInt8(String(text[hi...utf8.index(after: hi)]), radix: 16) else { return nil }
+                bytes.append(byte)
+                i = utf8.index(hi, offsetBy: 2)
+            } else {
+                bytes.append(utf8[i])
+                i = utf8.index(after: i)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import HubDomain
+import HubLog
+import Testing
+@testable import HubRuntime
+
+/// The running hub's history on disk (`HistoryFiles`) answers as the in-memory model does, after a
+/// reopen and after a crash, and is rebuilt from the log when it cannot be trusted.
+@Suite struct HistoryFilesTests {
+    static let minute: Int64 = 60_000_000
+    static let start: Int64 = 1_795_000_000_000_000
+
+    /// Readings of three series over 8 days (so the minute rings wrap past their 7 days): a plug
+    /// every 45 s with some logged late, an animal every 7 minutes, non-finite values and energy
+    /// (neither bucketed), as events with sequences and log times.
+    static func events() -> [(HubEvent, EventContext)] {
+        var out: [(HubEvent, EventContext)] = []
+        func add(_ subject: Subject, _ quantity: Quantity, _ value: Double, measured: Int64, logged: Int64) {
+            let event = HubEvent.readingRecorded(ReadingRecorded(subject: subject, quantity: quantity, value: value, measuredAt: measured))
+            out.append((event, EventContext(sequence: UInt64(out.count + 1), timestamp: logged, actor: "test")))
+        }
+        var t = start
+        var i = 0
+        while t < start + 8 * 1440 * minute {
+            let watts = Double((i * 37) % 500) + 0.25
+            if i % 97 == 0 {
+                add(.device("plug 1/é"), .power, watts, measured: t - 3 * minute, logged: t)  // measured earlier, logged now
+            } else {
+                add(.device("plug 1/é"), .power, watts, measured: t, logged: t + 200_000)
+            }
+            if i % 9 == 0 { add(.animal("rex"), .heartRate, Double(60 + i % 40), measured: t, logged: t + 100_000) }
+            if i % 500 == 0 { add(.device("plug 1/é"), .power, .nan, measured: t, logged: t) }
+            if i % 300 == 0 { add(.device("plug 1/é"), .energy, Double(i), measured: t, logged: t) }
+            t += 45_000_000
+            i += 1
+        }
+        return out
+    }
+
+    /// The queries compared: every resolution over what it keeps, and a few narrower ranges.
+    static func compare(_ files: HistoryFiles, _ model: HistoryModel, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(files.now == model.now, sourceLocation: sourceLocation)
+        let keys = [HistorySeriesKey(subject: .device("plug 1/é"), quantity: .power),
+                    HistorySeriesKey(subject: .animal("rex"), quantity: .heartRate),
+                    HistorySeriesKey(subject: .animal("rex"), quantity: .power)]
+        for key in keys {
+            for resolution in HistoryResolution.allCases {
+                let from = resolution.horizon(now: model.now) * resolution.width
+                let to = (resolution.bucket(of: model.now) + 1) * resolution.width
+                let ranges = [(from, to), (to - 90 * minute, to - 30 * minute), (from, from + resolution.width)]
+                for (a, b) in ranges {
+                    let expected = model.buckets(key, resolution, from: a, to: b)
+                    let got = try files.buckets(key, resolution, from: a, to: b)
+                    let same = got == expected
+                    let firstDifference = zip(got, expected).first { $0 != $1 }.map { "\($0.0) against \($0.1)" } ?? "none"
+                    #expect(same, "\(key) \(resolution.rawValue) \(a)..<\(b): \(got.count) buckets, \(expected.count) expected; first difference: \(firstDifference)",
+                            sourceLocation: sourceLocation)
+                }
+            }
+            #expect(files.knows(key.subject) == model.knows(key.subject), sourceLocation: sourceLocation)
+        }
+    }
+
+    static let hash = [UInt8](repeating: 7, count: 32)
+
+    @Test func theFilesAnswerAsTheModelDoesAndAfterAReopen() throws {
+        let dir = temporaryDirectory() + "/history"
+        var model = HistoryModel()
+        let files = try HistoryFiles(directory: dir)
+        let events = Self.events()
+        for (event, context) in events {
+            model.apply(event, context: context)
+            files.apply(event, context: context)
+        }
+        #expect(model.seriesCount == 2)
+        try Self.compare(files, model)
+        try files.sync(sequence: UInt64(events.count), chainHash: Self.hash)
+        let reopened = try HistoryFiles(directory: dir)
+        #expect(reopened.synced?.sequence == UInt64(events.count))
+        #expect(reopened.foldedThrough == UInt64(events.count))
+        try Self.compare(reopened, model)
+        // One file per series, named so a person can tell which (the id percent-encoded).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+                == ["animal.rex.heart_rate.hist", "device.plug%201%2F%C3%A9.power.hist", "synced"])
+    }
+
+    /// A crash after a sync: buckets written since then already hold some of the events the
+    /// reopened files fold again. Each slot's newest sequence keeps them from counting twice.
+    @Test func aReplayAfterACrashCountsNoReadingTwice() throws {
+        let dir = temporaryDirectory() + "/history"
+        let events = Self.events()
+        let synced = events.count / 2
+        do {
+            let files = try HistoryFiles(directory: dir)
+            for (event, context) in events {
+                files.apply(event, context: context)
+                if context.sequence == UInt64(synced) { try files.sync(sequence: context.sequence, chainHash: Self.hash) }
+            }
+            // Dropped without a sync: what was written after it stays in the files, the rest is lost.
+        }
+        let reopened = try HistoryFiles(directory: dir)
+        #expect(reopened.foldedThrough == UInt64(synced))
+        var model = HistoryModel()
+        for (event, context) in events {
+            model.apply(event, context: context)
+            if context.sequence > reopened.foldedThrough { reopened.apply(event, context: context) }
+        }
+        try Self.compare(reopened, model)
+    }
+
+    /// Through the hub: the files survive a restart; files synced with another log, or not synced
+    /// since they were written, are removed and folded again from the whole log.
+    @Test func theHubRebuildsFilesItCannotTrust() async throws {
+        let paths = HubPaths(dataDirectory: temporaryDirectory())
+        let other = HubPaths(dataDirectory: temporaryDirectory())
+        let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0 - 3_600_000_000, to: t0 + 3 * 3_600_000_000, resolution: .minute)
+        func record(_ paths: HubPaths, _ values: [Double]) async throws -> HistoryAnswer {
+            let hub = try Hub(paths: paths, snapshotEvery: 4)
+            _ = try await hub.execute(.registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
+            for (i, value) in values.enumerated() {
+                _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: value,
+                                                         measuredAt: t0 + Int64(i) * 40_000_000), actor: "t", now: t0 + Int64(i) * 40_000_000)
+            }
+            let answer = try await hub.history(query)
+            try await hub.close()
+            return answer
+        }
+        let mine = try await record(paths, [1, 2, 3, 4, 5, 6, 7])
+        _ = try await record(other, [100, 200])
+        guard case .buckets(let buckets) = mine else { Issue.record("\(mine)"); return }
+        #expect(buckets.map(\.count) == [1, 1, 2, 1, 2])  // 40 s apart from t0, 20 s into its minute
+        #expect(buckets.map(\.sum) == [1, 2, 7, 5, 13])
+
+        func reopen(_ expectedNote: String?) async throws {
+            let hub = try Hub(paths: paths)
+            let notes = hub.openingNotes.filter { $0.hasPrefix("history files rebuilt") }
+            if let expectedNote {
+                #expect(notes.count == 1 && notes[0].contains(expectedNote), "\(notes)")
+            } else {
+                #expect(notes.isEmpty, "\(notes)")
+            }
+            #expect(try await hub.history(query) == mine)
+            try await hub.close()
+        }
+        try await reopen(nil)
+        // Another log's files in their place.
+        try FileManager.default.removeItem(atPath: paths.history)
+        try FileManager.default.copyItem(atPath: other.history, toPath: paths.history)
+        try await reopen("another log")
+        // Files written after their last sync (a hub killed before it closed).
+        try FileManager.default.removeItem(atPath: paths.history + "/synced")
+        try await reopen("not synced")
+    }
+
+    /// A damaged slot is refused by name, never answered; the next start folds the files again.
+    @Test func aDamagedSlotIsRefusedAndTheNextStartRebuilds() async throws {
+        let paths = HubPaths(dataDirectory: temporaryDirectory())
+        let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0, to: t0 + 3_600_000_000, resolution: .hour)
+        var hub = try Hub(paths: paths)
+        _ = try await hub.execute(.registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
+        _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 42, measuredAt: t0), actor: "t", now: t0)
+        let answer = try await hub.history(query)
+        try await hub.close()
+
+        let file = paths.history + "/device.p.power.hist"
+        let handle = try #require(FileHandle(forUpdatingAtPath: file))
+        let slot = HistoryFiles.regionOffset(.hour) + Int((HistoryResolution.hour.bucket(of: t0) % 8760) * 64)
+        try handle.seek(toOffset: UInt64(slot + 20))
+        try handle.write(contentsOf: Data([0xFF]))
+        try handle.close()
+
+        hub = try Hub(paths: paths)
+        do {
+            _ = try await hub.history(query)
+            Issue.record("a damaged slot was answered")
+        } catch {
+            #expect(error.code == "history_unavailable")
+            #expect(error.message.contains("device.p.power.hist") && error.message.contains("damaged"), "\(error.message)")
+        }
+        try await hub.close()
+        hub = try Hub(paths: paths)
+        #expect(hub.openingNotes.contains { $0.hasPrefix("history files rebuilt") })
+        #expect(try await hub.history(query) == answer)
+        try await hub.close()
+    }
+}
