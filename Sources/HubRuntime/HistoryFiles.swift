@@ -42,7 +42,7 @@ public final class HistoryFiles: HistorySource {
     /// Open files by path, at most ``maxOpenFiles`` (one is closed, the oldest opened, to open another).
     private var openFiles: [String: Int32] = [:]
     private var openOrder: [String] = []
-    static let maxOpenFiles = 64
+    static let maxOpenFiles = 128
 
     struct Mark: Codable, Equatable {
         var sequence: UInt64
@@ -55,6 +55,19 @@ public final class HistoryFiles: HistorySource {
         /// Per resolution (minute, hour, day): the bucket being filled, and whether the file lacks it.
         var cached: [HistorySlot?] = [nil, nil, nil]
         var dirty: [Bool] = [false, false, false]
+        /// Per resolution, the newest bucket the file holds, when known (a file this process made:
+        /// a bucket after it needs no read, its slot is empty or a lap older); nil: read the slot.
+        var newestStored: [Int64?]
+
+        init(path: String, new: Bool) {
+            self.path = path
+            newestStored = new ? [Int64.min, Int64.min, Int64.min] : [nil, nil, nil]
+        }
+
+        mutating func wrote(_ slot: HistorySlot, _ r: Int) {
+            if let newest = newestStored[r] { newestStored[r] = Swift.max(newest, slot.bucket) }
+            dirty[r] = false
+        }
     }
 
     static let resolutions = HistoryResolution.allCases
@@ -68,7 +81,7 @@ public final class HistoryFiles: HistorySource {
         try FileIO.makeDirectory(directory)
         for name in try FileIO.listDirectory(directory) where name.hasSuffix(Self.suffix) {
             guard let key = Self.key(fileName: name) else { continue }
-            series[key] = Series(path: directory + "/" + name)
+            series[key] = Series(path: directory + "/" + name, new: false)
         }
         if let bytes = try? FileIO.readAll(path: markPath), let mark = try? JSONDecoder().decode(Mark.self, from: Data(bytes)) {
             synced = mark
@@ -113,7 +126,7 @@ public final class HistoryFiles: HistorySource {
     }
 
     private func record(_ key: HistorySeriesKey, _ value: Double, at: Int64, sequence: UInt64) throws {
-        var s = series[key] ?? Series(path: directory + "/" + Self.fileName(key))
+        var s = series[key] ?? Series(path: directory + "/" + Self.fileName(key), new: true)
         if series[key] == nil { created = true }
         defer { series[key] = s }
         for (r, resolution) in Self.resolutions.enumerated() {
@@ -123,9 +136,12 @@ public final class HistoryFiles: HistorySource {
             if let cached = s.cached[r], cached.bucket == b {
                 slot = cached
             } else {
-                if s.dirty[r], let cached = s.cached[r] { try write(cached, resolution, s.path) }
-                s.dirty[r] = false
-                let stored = try read(s.path, resolution, buckets: b...b).first
+                if s.dirty[r], let cached = s.cached[r] {
+                    try write(cached, resolution, s.path)
+                    s.wrote(cached, r)
+                }
+                let unread = s.newestStored[r].map { b > $0 } ?? false
+                let stored = unread ? nil : try read(s.path, resolution, buckets: b...b).first
                 if let stored, stored.bucket > b { s.cached[r] = stored; continue }  // a newer bucket holds its slot
                 slot = stored.flatMap { $0.bucket == b ? $0 : nil } ?? HistorySlot(bucket: b)
             }
@@ -148,8 +164,10 @@ public final class HistoryFiles: HistorySource {
             for key in unsynced {
                 guard var s = series[key] else { continue }
                 for (r, resolution) in Self.resolutions.enumerated() where s.dirty[r] {
-                    if let slot = s.cached[r] { try write(slot, resolution, s.path) }
-                    s.dirty[r] = false
+                    if let slot = s.cached[r] {
+                        try write(slot, resolution, s.path)
+                        s.wrote(slot, r)
+                    }
                 }
                 series[key] = s
                 if let fd = try file(s.path, creating: false) { try FileIO.dataSync(fd: fd, path: s.path) }
@@ -225,7 +243,12 @@ public final class HistoryFiles: HistorySource {
     /// The open file at `path`; nil when it does not exist and `creating` is false.
     private func file(_ path: String, creating: Bool) throws -> Int32? {
         if let fd = openFiles[path] { return fd }
-        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC | (creating ? O_CREAT : 0), 0o644)
+        let flags = O_RDWR | O_CLOEXEC | (creating ? O_CREAT : 0)
+        var fd = Glibc.open(path, flags, 0o644)
+        if fd < 0, errno == EMFILE || errno == ENFILE, !openFiles.isEmpty {
+            closeFiles()  // the process is at its limit of open files: give back ours, then try once more
+            fd = Glibc.open(path, flags, 0o644)
+        }
         if fd < 0 {
             if errno == ENOENT, !creating { return nil }
             throw EventLogError.io(path: path, operation: "open", errno: errno)
