@@ -344,7 +344,7 @@ public actor Hub {
             reason = hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
                                  : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
         } else if !history.isEmpty {
-            reason = "they were not synced since they were last written (the hub stopped without closing)"
+            reason = "they were not synced (the hub stopped before it first synced them, or a write to them failed)"
         } else {
             return []
         }

@@ -1,3 +1,4 @@
+import DiskHarness
 import Foundation
 import HubDomain
 import HubLog
@@ -181,6 +182,41 @@ import Testing
         hub = try Hub(paths: paths)
         #expect(hub.openingNotes.contains { $0.hasPrefix("history files rebuilt") })
         #expect(try await hub.history(query) == answer)
+        try await hub.close()
+    }
+
+    /// A full disk: the write of a finished bucket fails. History queries are refused with why;
+    /// commands go on (into the log's written-ahead room); the next start rebuilds the files.
+    @Test(.enabled(if: SmallDisk.available, Comment(rawValue: SmallDisk.unavailableReason)))
+    func aFailedWriteStopsTheHistoryNotTheHub() async throws {
+        let disk = try SmallDisk(megabytes: 4)
+        defer { disk.unmount() }
+        let paths = HubPaths(dataDirectory: disk.path + "/data")
+        let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0 - 60_000_000, to: t0 + 3_600_000_000, resolution: .minute)
+        var hub = try Hub(paths: paths)
+        _ = try await hub.execute(.registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
+        _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 1, measuredAt: t0), actor: "t", now: t0)
+        try disk.fill()
+        // The next minute's reading writes the first minute's bucket: no space for it.
+        let second = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 2, measuredAt: t0 + 60_000_000),
+                                           actor: "t", now: t0 + 60_000_000)
+        guard case .accepted = second else { Issue.record("\(second)"); return }
+        do {
+            _ = try await hub.history(query)
+            Issue.record("the history answered after a failed write")
+        } catch {
+            #expect(error.code == "history_unavailable")
+            #expect(error.message.contains("rebuilt from the log at the next start"), "\(error.message)")
+        }
+        let third = try await hub.execute(.switchDevice(id: "p", target: .on), actor: "t", now: t0 + 61_000_000)
+        guard case .accepted = third else { Issue.record("\(third)"); return }
+        disk.free()
+        try await hub.close()
+
+        hub = try Hub(paths: paths)
+        #expect(hub.openingNotes.contains { $0.hasPrefix("history files rebuilt") }, "\(hub.openingNotes)")
+        guard case .buckets(let buckets) = try await hub.history(query) else { Issue.record("no buckets"); return }
+        #expect(buckets.map(\.sum) == [1, 2])
         try await hub.close()
     }
 }
