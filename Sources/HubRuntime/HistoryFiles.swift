@@ -93,6 +93,9 @@ public final class HistoryFiles: HistorySource {
     /// Whether the files hold any series.
     var isEmpty: Bool { series.isEmpty }
 
+    /// Buckets held in memory: at most the one each resolution of each series is filling.
+    var bucketsInMemory: Int { series.values.reduce(0) { $0 + $1.cached.count { $0 != nil } } }
+
     /// Removes every series file and the sync record: the files start again from sequence 0.
     func reset() throws {
         closeFiles()
