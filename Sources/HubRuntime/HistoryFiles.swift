@@ -44,10 +44,11 @@ public final class HistoryFiles: HistorySource {
     private var openOrder: [String] = []
     static let maxOpenFiles = 128
 
-    struct Mark: Codable, Equatable {
-        var sequence: UInt64
-        var chainHash: String
-        var now: Int64
+    /// The sync record: the sequence the files hold, the log's chain hash there (hex), the clock.
+    public struct Mark: Codable, Equatable, Sendable {
+        public var sequence: UInt64
+        public var chainHash: String
+        public var now: Int64
     }
 
     private struct Series {
@@ -83,11 +84,36 @@ public final class HistoryFiles: HistorySource {
             guard let key = Self.key(fileName: name) else { continue }
             series[key] = Series(path: directory + "/" + name, new: false)
         }
-        if let bytes = try? FileIO.readAll(path: markPath), let mark = try? JSONDecoder().decode(Mark.self, from: Data(bytes)) {
+        if let mark = Self.mark(in: directory) {
             synced = mark
             now = mark.now
             foldedThrough = mark.sequence
         }
+    }
+
+    /// The sync record in `directory` (nil when there is none, or it does not read).
+    static func mark(in directory: String) -> Mark? {
+        guard let bytes = try? FileIO.readAll(path: directory + "/synced") else { return nil }
+        return try? JSONDecoder().decode(Mark.self, from: Data(bytes))
+    }
+
+    /// What `directory` holds, read without changing anything: its sync record and how many series
+    /// files; nil when there is no such directory.
+    public static func inspect(directory: String) -> (mark: Mark?, series: Int)? {
+        guard let names = try? FileIO.listDirectory(directory) else { return nil }
+        return (mark(in: directory), names.filter { $0.hasSuffix(suffix) && key(fileName: $0) != nil }.count)
+    }
+
+    /// Why files with this sync record cannot be trusted with `store`, or nil when they can: the
+    /// log must have the chain hash the record names, at its sequence.
+    public static func distrust(_ mark: Mark?, hasSeries: Bool, store: any EventStore) throws -> String? {
+        guard let mark else {
+            return hasSeries ? "they were not synced (the hub stopped before it first synced them, or a write to them failed)" : nil
+        }
+        let hash = try store.chainHash(at: mark.sequence).map { $0.map { String(format: "%02x", $0) }.joined() }
+        if hash == mark.chainHash { return nil }
+        return hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
+                           : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
     }
 
     /// Whether the files hold any series.

@@ -337,17 +337,7 @@ public actor Hub {
     /// Keeps the history files only when their sync record names this log (its chain hash at the
     /// record's sequence); otherwise they are removed, to be folded again from the whole log.
     static func checkHistory(_ history: HistoryFiles, against store: any EventStore) throws -> [String] {
-        let reason: String
-        if let mark = history.synced {
-            let hash = try store.chainHash(at: mark.sequence).map { $0.map { String(format: "%02x", $0) }.joined() }
-            if hash == mark.chainHash { return [] }
-            reason = hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
-                                 : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
-        } else if !history.isEmpty {
-            reason = "they were not synced (the hub stopped before it first synced them, or a write to them failed)"
-        } else {
-            return []
-        }
+        guard let reason = try HistoryFiles.distrust(history.synced, hasSeries: !history.isEmpty, store: store) else { return [] }
         try history.reset()
         return ["history files rebuilt from the log: \(reason)"]
     }

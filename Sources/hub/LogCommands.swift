@@ -147,6 +147,17 @@ struct VerifyCommand: AsyncParsableCommand {
         }
     }
 
+    /// Says whether the next start will use the history files or rebuild them (changes nothing).
+    func checkHistoryFiles(_ store: any EventStore) throws {
+        let directory = try data.paths().history
+        guard let found = HistoryFiles.inspect(directory: directory) else { return }
+        if let reason = try HistoryFiles.distrust(found.mark, hasSeries: found.series > 0, store: store) {
+            print("note: the history files in \(directory) are rebuilt from the log at the next start: \(reason)")
+        } else if let mark = found.mark {
+            print("history files: \(found.series) series, synced at sequence \(mark.sequence) of this log")
+        }
+    }
+
     func run() async throws {
         try await Console.guarded {
             let store = try openLogReadOnly(data)
@@ -162,6 +173,7 @@ struct VerifyCommand: AsyncParsableCommand {
             print("log sound: \(report.records) events\(storage) checked in " + String(format: "%.2f", seconds) + " s")
             print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
             if let note = report.incompleteTail { print("note: \(note)") }
+            try checkHistoryFiles(store)
             await store.close()
             try checkSnapshots()
         }

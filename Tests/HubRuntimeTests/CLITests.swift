@@ -29,6 +29,16 @@ import Testing
         let verify = try runHub(["verify", "--data-dir", dir])
         #expect(verify.status == 0)
         #expect(verify.stdout.contains("log sound: 2 events"))
+        #expect(verify.stdout.contains("history files: 0 series, synced at sequence 2 of this log"), "\(verify.stdout)")
+        // Without their sync record, verify says the next start rebuilds them (and changes nothing).
+        let exec2 = try runHub(["exec", "--data-dir", dir,
+                                #"{"command":"record_reading","device":"lamp","quantity":"power","value":"7.25"}"#])
+        #expect(exec2.status == 0)
+        try FileManager.default.removeItem(atPath: dir + "/history/synced")
+        let again = try runHub(["verify", "--data-dir", dir])
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("are rebuilt from the log at the next start: they were not synced"), "\(again.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/history/synced"))
     }
 
     @Test func verifyNamesTheDamage() throws {
