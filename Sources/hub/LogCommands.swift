@@ -102,11 +102,14 @@ struct ReplayCommand: AsyncParsableCommand {
         try await Console.guarded {
             let store = try openLogReadOnly(data)
             let bound = try until.map(LogBound.init(parsing:))
-            var state = HubState()
+            // The tables show no history; --history folds the one series it asks for.
+            let asked = try history.map { try ReplayHistory(spec: $0, from: from, to: to) }
+            var state = HubState(foldsHistory: asked?.seriesKey != nil)
+            state.history = HistoryModel(only: asked?.seriesKey)
             let unreadable = try Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
             let asOf = bound?.description ?? "the end of the log"
-            if let history {
-                try ReplayHistory(spec: history, from: from, to: to).print(state, asOf: asOf, json: json)
+            if let asked {
+                try asked.print(state, asOf: asOf, json: json)
             } else if from != nil || to != nil {
                 throw HubError.usage("--from and --to go with --history")
             } else if json {

@@ -21,6 +21,12 @@ struct ReplayHistory {
         self.from = from; self.to = to
     }
 
+    /// The one series the query reads (nil when the spec does not name one: the query is refused).
+    var seriesKey: HistorySeriesKey? {
+        guard let subject = try? HistoryQuery.parseSubject(subject), let quantity = Quantity(rawValue: quantity) else { return nil }
+        return HistorySeriesKey(subject: subject, quantity: quantity)
+    }
+
     /// Buckets before the end when `--from` is not given.
     static func defaultSpan(_ bucket: String) -> Int64 {
         switch HistoryResolution(rawValue: bucket) {

@@ -81,6 +81,20 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
     }
 }
 
+/// A model for one series (`hub replay --history`) folds that series only; its clock moves with every event.
+@Test func aModelForOneSeriesFoldsOnlyThatSeries() {
+    var model = HistoryModel(only: HistorySeriesKey(subject: .device("p"), quantity: .power))
+    let readings: [(Subject, Quantity, Int64)] = [(.device("p"), .power, 0), (.device("q"), .power, minute),
+                                                   (.device("p"), .voltage, 2 * minute), (.animal("rex"), .heartRate, 3 * day)]
+    for (i, (subject, quantity, offset)) in readings.enumerated() {
+        model.apply(.readingRecorded(ReadingRecorded(subject: subject, quantity: quantity, value: 1, measuredAt: t0 + offset)),
+                    context: EventContext(sequence: UInt64(i + 1), timestamp: t0 + offset, actor: "t"))
+    }
+    #expect(model.seriesCount == 1)
+    #expect(model.knows(.device("p")) && !model.knows(.device("q")) && !model.knows(.animal("rex")))
+    #expect(model.now == t0 + 3 * day)
+}
+
 @Suite struct HistoryRetentionTests {
     @Test func minuteBucketsOlderThanSevenDaysArePrunedAndRefused() throws {
         let s = powered([(0, 1), (hour, 2), (7 * day + 30 * minute, 3)])

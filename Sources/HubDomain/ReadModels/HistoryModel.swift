@@ -64,8 +64,11 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
     private var keys: [HistorySeriesKey] = []
     /// The newest event timestamp folded, µs since the epoch (0 before any).
     public private(set) var now: Int64 = 0
+    /// The one series folded, when set (`hub replay --history` needs no other); the clock still
+    /// moves with every event.
+    private var only: HistorySeriesKey?
 
-    public init() {}
+    public init(only: HistorySeriesKey? = nil) { self.only = only }
 
     /// The quantities the model keeps (energy is the ledger's).
     public static func keeps(_ quantity: Quantity) -> Bool { quantity != .energy }
@@ -73,7 +76,9 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         if context.timestamp > now { now = context.timestamp }
         guard case .readingRecorded(let e) = event, Self.keeps(e.quantity), e.value.isFinite else { return }
-        record(HistorySeriesKey(subject: e.subject, quantity: e.quantity), value: e.value, measuredAt: e.measuredAt)
+        let key = HistorySeriesKey(subject: e.subject, quantity: e.quantity)
+        if let only, key != only { return }
+        record(key, value: e.value, measuredAt: e.measuredAt)
     }
 
     /// Folds one reading directly (what `apply` does for a `ReadingRecorded`; the benchmark uses it
