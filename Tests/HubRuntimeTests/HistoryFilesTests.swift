@@ -1,3 +1,4 @@
+import BrokerHarness
 import DiskHarness
 import Foundation
 import HubDomain
@@ -221,5 +222,41 @@ import Testing
         guard case .buckets(let buckets) = try await hub.history(query) else { Issue.record("no buckets"); return }
         #expect(buckets.map(\.sum) == [1, 2])
         try await hub.close()
+    }
+
+    /// A real `hub run` killed with SIGKILL after its files were synced and written past the sync:
+    /// the next start folds the log from the sync, and answers as the log folded in memory does.
+    @Test func aKilledHubAnswersAsTheLogAfterItsRestart() async throws {
+        let dir = temporaryDirectory() + "/data"
+        let hub = try HTTPProcessTests.RunningHub(["run", "--data-dir", dir, "--no-mqtt", "--http", "127.0.0.1:0", "--snapshot-every", "25"])
+        let port = try await hub.port()
+        let added = try await HTTPProbe.request(port: port, method: "POST", path: "/api/request/device/add",
+                                                body: #"{"id":"p","driver":"virtual","name":"P"}"#)
+        #expect(added.status == 200, "\(added)")
+        let base = (Int64(Date().timeIntervalSince1970) / 60 - 120) * 60_000_000  // two hours ago, on a minute
+        for i in 0..<110 {
+            let at = ISO8601.format(micros: base + Int64(i) * 20_000_000)
+            let reply = try await HTTPProbe.request(port: port, method: "POST", path: "/api/command",
+                                                    body: #"{"command":"record_reading","device":"p","quantity":"power","value":"\#(i)","measured_at":"\#(at)"}"#)
+            #expect(reply.status == 200 && reply.body.contains(#""status":"ok""#), "\(reply)")
+        }
+        kill(hub.process.processIdentifier, SIGKILL)
+        hub.process.waitUntilExit()
+        // Synced at a snapshot (sequence 100), and buckets written after it by the readings that followed.
+        let mark = try #require(HistoryFiles.mark(in: dir + "/history"))
+        #expect(mark.sequence == 100)
+
+        let (from, to) = (ISO8601.format(micros: base), ISO8601.format(micros: base + 3_600_000_000))
+        let exec = try runHub(["exec", "--data-dir", dir,
+                               #"{"query":"history","subject":"device/p","quantity":"power","from":"\#(from)","to":"\#(to)","bucket":"1m"}"#])
+        let replay = try runHub(["replay", "--data-dir", dir, "--history", "device/p:power:1m", "--from", from, "--to", to, "--json"])
+        #expect(exec.status == 0 && replay.status == 0, "\(exec) \(replay)")
+        func data(_ text: String) throws -> NSArray {
+            let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            return try #require(object?["data"] as? NSArray, "no data in \(text)")
+        }
+        let fromFiles = try data(exec.stdout), fromLog = try data(replay.stdout)
+        #expect(fromFiles.count == 37)  // 110 readings 20 s apart: 36 minutes of three, one of two
+        #expect(fromFiles.isEqual(fromLog), "files: \(exec.stdout)\nlog: \(replay.stdout)")
     }
 }
