@@ -43,6 +43,11 @@ public final class HistoryFiles: HistorySource {
     private var openFiles: [String: Int32] = [:]
     private var openOrder: [String] = []
     static let maxOpenFiles = 128
+    /// While folding a stretch of the log at start-up (``foldingInBulk(_:)``): finished buckets held
+    /// back, by file and offset, and written together, adjacent slots in one `pwrite`.
+    private var held: [String: [Int: HistorySlot]]?
+    private var heldCount = 0
+    static let maxHeld = 8192
 
     /// The sync record: the sequence the files hold, the log's chain hash there (hex), the clock.
     public struct Mark: Codable, Equatable, Sendable {
@@ -148,6 +153,17 @@ public final class HistoryFiles: HistorySource {
         }
     }
 
+    /// Runs `body` (a fold of many events) with finished buckets written in batches instead of one
+    /// at a time, then writes what is held. Memory: at most ``maxHeld`` buckets, for the duration.
+    public func foldingInBulk<T>(_ body: () throws -> T) rethrows -> T {
+        held = [:]
+        defer {
+            do { try writeHeld() } catch { fail("buckets could not be written: \(error)") }
+            held = nil
+        }
+        return try body()
+    }
+
     /// Moves past an event this hub version cannot read.
     func skip(sequence: UInt64) {
         guard problem == nil else { return }
@@ -199,6 +215,10 @@ public final class HistoryFiles: HistorySource {
                     }
                 }
                 series[key] = s
+            }
+            try writeHeld()
+            for key in unsynced {
+                guard let s = series[key] else { continue }
                 if let fd = try file(s.path, creating: false) { try FileIO.dataSync(fd: fd, path: s.path) }
             }
             if created { try FileIO.syncDirectory(directory) }
@@ -300,17 +320,47 @@ public final class HistoryFiles: HistorySource {
     deinit { closeFiles() }
 
     private func write(_ slot: HistorySlot, _ resolution: HistoryResolution, _ path: String) throws {
+        let at = Self.regionOffset(resolution) + Self.slotIndex(slot.bucket, resolution) * HistorySlot.size
+        if held != nil {
+            if held![path, default: [:]].updateValue(slot, forKey: at) == nil { heldCount += 1 }
+            if heldCount >= Self.maxHeld { try writeHeld() }
+            return
+        }
         guard let fd = try file(path, creating: true) else { return }
         try withUnsafeTemporaryAllocation(byteCount: HistorySlot.size, alignment: 8) { buffer in
             slot.encode(into: buffer)
-            let at = Self.regionOffset(resolution) + Self.slotIndex(slot.bucket, resolution) * HistorySlot.size
             try FileIO.writeAll(fd: fd, path: path, UnsafeRawBufferPointer(buffer), at: at)
+        }
+    }
+
+    /// Writes the held buckets (of `only` one file, or all), each run of adjacent slots in one `pwrite`.
+    private func writeHeld(only: String? = nil) throws {
+        guard let all = held, !all.isEmpty else { return }
+        for (path, slots) in all where only == nil || path == only {
+            held![path] = nil
+            heldCount -= slots.count
+            guard let fd = try file(path, creating: true) else { continue }
+            let offsets = slots.keys.sorted()
+            var i = 0
+            while i < offsets.count {
+                var j = i + 1
+                while j < offsets.count, offsets[j] == offsets[j - 1] + HistorySlot.size { j += 1 }
+                var run = [UInt8](repeating: 0, count: (j - i) * HistorySlot.size)
+                run.withUnsafeMutableBytes { raw in
+                    for k in i..<j {
+                        slots[offsets[k]]!.encode(into: UnsafeMutableRawBufferPointer(rebasing: raw[((k - i) * HistorySlot.size)...].prefix(HistorySlot.size)))
+                    }
+                }
+                try run.withUnsafeBytes { try FileIO.writeAll(fd: fd, path: path, $0, at: offsets[i]) }
+                i = j
+            }
         }
     }
 
     /// The stored slots of `buckets` (at most a ring's worth) in bucket order, whatever bucket
     /// each holds; empty slots and a file not written yet are left out.
     private func read(_ path: String, _ resolution: HistoryResolution, buckets: ClosedRange<Int64>) throws -> [HistorySlot] {
+        if held?[path] != nil { try writeHeld(only: path) }
         guard let fd = try file(path, creating: false) else { return [] }
         let n = resolution.retainedBuckets
         let count = min(Int(buckets.upperBound - buckets.lowerBound) + 1, n)

@@ -146,7 +146,7 @@ public actor Hub {
         notes += try Self.checkHistory(history, against: store)
         let before = state.lastSequence
         let historyBefore = history.foldedThrough
-        try Self.fold(store: store, into: &state, history: history, through: store.lastSequence)
+        try history.foldingInBulk { try Self.fold(store: store, into: &state, history: history, through: store.lastSequence) }
         notes.append("replayed \(state.lastSequence - before) events; log holds \(store.lastSequence)")
         if history.foldedThrough - historyBefore != state.lastSequence - before {
             notes.append("history files folded \(history.foldedThrough - historyBefore) events from sequence \(historyBefore + 1)")
