@@ -78,7 +78,8 @@ public final class HistoryFiles: HistorySource {
 
     static let resolutions = HistoryResolution.allCases
     static let suffix = ".hist"
-    private var markPath: String { directory + "/synced" }
+    static let markName = "synced"
+    private var markPath: String { directory + "/" + Self.markName }
 
     /// Opens (or makes) the directory and reads its series and sync record.
     /// - Throws: When the directory cannot be made or listed.
@@ -98,7 +99,7 @@ public final class HistoryFiles: HistorySource {
 
     /// The sync record in `directory` (nil when there is none, or it does not read).
     static func mark(in directory: String) -> Mark? {
-        guard let bytes = try? FileIO.readAll(path: directory + "/synced") else { return nil }
+        guard let bytes = try? FileIO.readAll(path: directory + "/" + markName) else { return nil }
         return try? JSONDecoder().decode(Mark.self, from: Data(bytes))
     }
 
@@ -115,7 +116,7 @@ public final class HistoryFiles: HistorySource {
         guard let mark else {
             return hasSeries ? "they were not synced (the hub stopped before it first synced them, or a write to them failed)" : nil
         }
-        let hash = try store.chainHash(at: mark.sequence).map { $0.map { String(format: "%02x", $0) }.joined() }
+        let hash = try store.chainHash(at: mark.sequence).map(LogVerifier.hex)
         if hash == mark.chainHash { return nil }
         return hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
                            : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
@@ -190,11 +191,11 @@ public final class HistoryFiles: HistorySource {
                 if let stored, stored.bucket > b { s.cached[r] = stored; continue }  // a newer bucket holds its slot
                 slot = stored.flatMap { $0.bucket == b ? $0 : nil } ?? HistorySlot(bucket: b)
             }
+            if sequence > slot.through {  // else folded before a crash, and written
+                slot.add(value, at: at, sequence: sequence)
+                s.dirty[r] = true
+            }
             s.cached[r] = slot
-            if sequence <= slot.through { continue }  // folded before a crash, and written
-            slot.add(value, at: at, sequence: sequence)
-            s.cached[r] = slot
-            s.dirty[r] = true
         }
         unsynced.insert(key)
     }
@@ -222,7 +223,7 @@ public final class HistoryFiles: HistorySource {
                 if let fd = try file(s.path, creating: false) { try FileIO.dataSync(fd: fd, path: s.path) }
             }
             if created { try FileIO.syncDirectory(directory) }
-            let mark = Mark(sequence: sequence, chainHash: chainHash.map { String(format: "%02x", $0) }.joined(), now: now)
+            let mark = Mark(sequence: sequence, chainHash: LogVerifier.hex(chainHash), now: now)
             try FileIO.writeAtomically([UInt8](try JSONEncoder().encode(mark)), to: markPath, directory: directory)
             synced = mark
             unsynced = []; created = false

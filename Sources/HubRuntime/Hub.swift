@@ -151,6 +151,7 @@ public actor Hub {
         if history.foldedThrough - historyBefore != state.lastSequence - before {
             notes.append("history files folded \(history.foldedThrough - historyBefore) events from sequence \(historyBefore + 1)")
         }
+        if let problem = history.problem { notes.append("history files: \(problem)") }
         self.history = history
         // An erasure logged just before a crash: finish it (the key must not outlive the event).
         for animal in state.animals.byId.values where animal.ownerErased && vault.hasKey(animal: animal.id) {
@@ -328,6 +329,9 @@ public actor Hub {
             .map { ($0, StatePayloads.group($0, devices: state.devices)) }
         return (current, groups.filter { household.groups[$0] == nil }.sorted())
     }
+
+    /// Why the history files stopped (a write failed), or nil; history queries are refused meanwhile.
+    public var historyProblem: String? { history.problem }
 
     /// Answers a history query from the read models, inside the actor (no copy of the state).
     /// - Throws: The domain's `Rejection` (`unknown_subject`, `not_retained`), or `history_unavailable`

@@ -9,13 +9,15 @@ public struct StorageReport: Sendable, Equatable {
     public var condition: StorageCondition
     /// Why the last snapshot was not written (the previous one stays in use), or nil.
     public var snapshotProblem: String?
+    /// Why the history files stopped (a write to them failed), or nil.
+    public var historyProblem: String? = nil
 
     /// The hub's report now.
     public static func current(_ hub: Hub) async -> StorageReport {
-        StorageReport(condition: hub.storageCondition, snapshotProblem: await hub.snapshotProblem)
+        StorageReport(condition: hub.storageCondition, snapshotProblem: await hub.snapshotProblem, historyProblem: await hub.historyProblem)
     }
 
-    /// `{"state":"ok","snapshot_error":null}`, or `{"state":"full","path":...,"since":...,"error":...,"snapshot_error":...}`.
+    /// `{"state":"ok","snapshot_error":null,"history_error":null}`, or `{"state":"full","path":...,"since":...,"error":...,"snapshot_error":...}`.
     public var json: JSONValue {
         var fields: [(String, JSONValue)]
         switch condition {
@@ -26,6 +28,7 @@ public struct StorageReport: Sendable, Equatable {
                       ("error", .string(reason))]
         }
         fields.append(("snapshot_error", snapshotProblem.map { .string($0) } ?? .null))
+        fields.append(("history_error", historyProblem.map { .string($0) } ?? .null))
         return .object(fields)
     }
 }
@@ -65,6 +68,9 @@ struct StorageWatch: Service {
         }
         if now.snapshotProblem != last.snapshotProblem, let problem = now.snapshotProblem {
             logger.warning("\(problem)")
+        }
+        if now.historyProblem != last.historyProblem, let problem = now.historyProblem {
+            logger.warning("history files: \(problem); history queries are refused until then")
         }
     }
 }

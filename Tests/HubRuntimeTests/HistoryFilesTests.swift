@@ -215,6 +215,10 @@ import Testing
             #expect(error.code == "history_unavailable")
             #expect(error.message.contains("rebuilt from the log at the next start"), "\(error.message)")
         }
+        // Said where the disk's condition is said (hub/status/storage, and a warning line).
+        let report = await StorageReport.current(hub)
+        #expect(report.historyProblem?.contains("a reading could not be written") == true, "\(report)")
+        #expect(report.json.serialized().contains(#""history_error":"a reading could not be written"#), "\(report.json.serialized())")
         let third = try await hub.execute(.switchDevice(id: "p", target: .on), actor: "t", now: t0 + 61_000_000)
         guard case .accepted = third else { Issue.record("\(third)"); return }
         disk.free()
