@@ -131,8 +131,10 @@ public final class HistoryFiles: HistorySource {
     /// Removes every series file and the sync record: the files start again from sequence 0.
     func reset() throws {
         closeFiles()
-        FileIO.remove(markPath)
-        for s in series.values { FileIO.remove(s.path) }
+        // A file left behind would be listed again with buckets of the log it no longer matches.
+        for path in [markPath] + series.values.map(\.path) where unlink(path) != 0 && errno != ENOENT {
+            throw EventLogError.io(path: path, operation: "unlink", errno: errno)
+        }
         try FileIO.syncDirectory(directory)
         series = [:]; unsynced = []
         synced = nil; problem = nil
