@@ -242,42 +242,28 @@ final class CommandIndexFile: @unchecked Sendable {
     }
 
     private static func pwriteAll(fd: Int32, path: String, _ bytes: [UInt8], at offset: Int) throws {
-        try bytes.withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let n = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw FileIO.spaceFailure(path: path, operation: "write", errno: errno)
-                }
-                done += n
-            }
-        }
+        try bytes.withUnsafeBytes { try FileIO.writeAll(fd: fd, path: path, $0, at: offset) }
     }
 
     /// Doubles the table (or more, when the recount says so): every entry is placed again in a new
     /// file, which replaces this one once synced. The mark stays what it was (the new file holds at
     /// least as much); the count is what the old file really held.
+    ///
+    /// A new table of up to ``growInMemoryBytes`` bytes is laid out in memory and written in large
+    /// writes; a larger one slot by slot in the new file (two system calls a slot: slow, but it
+    /// takes no memory the size of the table).
     private func grow() throws {
         count = try countEntries()
         var slots = slotCount * 2
         while count * 10 >= slots * 7 { slots *= 2 }
         let fresh = try Self.makeFile(path: path + ".new", directory: directory, slots: slots)
         do {
-            let chunk = 4096
-            var buffer = [UInt8](repeating: 0, count: chunk * Self.slotSize)
-            var position: UInt64 = 0
-            while position < slotCount {
-                let run = Int(min(UInt64(chunk), slotCount - position))
-                _ = try buffer.withUnsafeMutableBytes {
-                    try FileIO.read(fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<(run * Self.slotSize)]),
-                                    at: Self.headerSize + Int(position) * Self.slotSize)
-                }
-                for i in 0..<run {
-                    let slot = buffer.withUnsafeBytes { Self.decode($0, at: i * Self.slotSize) }
-                    if slot.first != 0 { try Self.place(slot, fd: fresh.fd, path: fresh.path, slots: slots) }
-                }
-                position += UInt64(run)
+            if Int(slots) * Self.slotSize <= growInMemoryBytes {
+                var table = Table(slots: slots)
+                try forEachEntry { table.place($0) }
+                try table.write(fd: fresh.fd, path: fresh.path)
+            } else {
+                try forEachEntry { try Self.place($0, fd: fresh.fd, path: fresh.path, slots: slots) }
             }
             try Self.writeHeader(fd: fresh.fd, path: fresh.path, slots: slots, count: count, mark: mark, markHash: markHash)
             try FileIO.dataSync(fd: fresh.fd, path: fresh.path)
@@ -292,20 +278,69 @@ final class CommandIndexFile: @unchecked Sendable {
         slotCount = slots
     }
 
-    /// The slots in use, counted by reading the whole table.
-    private func countEntries() throws -> UInt64 {
+    /// The largest table ``grow()`` lays out in memory: 32 MiB, a table of 1,048,576 slots (up to
+    /// about 730,000 commands). Held only while the table grows. (A test sets it lower.)
+    var growInMemoryBytes = 32 << 20
+
+    /// Calls `body` with every slot in use, reading the table in chunks.
+    private func forEachEntry(_ body: (Slot) throws -> Void) throws {
         let chunk = 4096
         var buffer = [UInt8](repeating: 0, count: chunk * Self.slotSize)
-        var position: UInt64 = 0, used: UInt64 = 0
+        var position: UInt64 = 0
         while position < slotCount {
             let run = Int(min(UInt64(chunk), slotCount - position))
             _ = try buffer.withUnsafeMutableBytes {
                 try FileIO.read(fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<(run * Self.slotSize)]),
                                 at: Self.headerSize + Int(position) * Self.slotSize)
             }
-            for i in 0..<run where buffer.withUnsafeBytes({ Self.decode($0, at: i * Self.slotSize).first != 0 }) { used += 1 }
+            for i in 0..<run {
+                let slot = buffer.withUnsafeBytes { Self.decode($0, at: i * Self.slotSize) }
+                if slot.first != 0 { try body(slot) }
+            }
             position += UInt64(run)
         }
+    }
+
+    /// A new table's slots in memory, as the file lays them out, while ``grow()`` fills it.
+    private struct Table {
+        let mask: UInt64
+        var bytes: [UInt8]
+
+        init(slots: UInt64) {
+            mask = slots - 1
+            bytes = [UInt8](repeating: 0, count: Int(slots) * CommandIndexFile.slotSize)
+        }
+
+        /// The first empty place of the slot's chain (the table has room: it is at most 70 % full).
+        mutating func place(_ slot: Slot) {
+            var position = Int(slot.key.0 & mask)
+            bytes.withUnsafeMutableBytes { raw in
+                while raw.loadUnaligned(fromByteOffset: position * CommandIndexFile.slotSize + 16, as: UInt64.self) != 0 {
+                    position = (position + 1) & Int(mask)
+                }
+                let base = position * CommandIndexFile.slotSize
+                for (i, word) in [slot.key.0, slot.key.1, slot.first, slot.last].enumerated() {
+                    raw.storeBytes(of: word.littleEndian, toByteOffset: base + i * 8, as: UInt64.self)
+                }
+            }
+        }
+
+        /// Writes the slots after the header, 1 MiB at a time.
+        func write(fd: Int32, path: String) throws {
+            let chunk = 1 << 20
+            for start in stride(from: 0, to: bytes.count, by: chunk) {
+                try bytes.withUnsafeBytes {
+                    try FileIO.writeAll(fd: fd, path: path, UnsafeRawBufferPointer(rebasing: $0[start..<min(start + chunk, bytes.count)]),
+                                        at: CommandIndexFile.headerSize + start)
+                }
+            }
+        }
+    }
+
+    /// The slots in use, counted by reading the whole table.
+    private func countEntries() throws -> UInt64 {
+        var used: UInt64 = 0
+        try forEachEntry { _ in used += 1 }
         return used
     }
 

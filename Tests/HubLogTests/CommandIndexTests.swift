@@ -204,6 +204,26 @@ import Testing
         }
     }
 
+    /// A table that grows is laid out in memory and written in large writes when it is small
+    /// enough, slot by slot in the new file otherwise: both keep every entry where a probe finds it.
+    @Test(arguments: [32 << 20, 0]) func aGrowingTableKeepsEveryEntryLaidOutEitherWay(inMemory: Int) throws {
+        let dir = temporaryDirectory()
+        let file = try CommandIndexFile.create(directory: dir)
+        defer { file.close() }
+        file.growInMemoryBytes = inMemory
+        let count = 3 * Int(CommandIndexFile.initialSlots) // two doublings
+        for i in 0..<count {
+            try file.upsert("id-\(i)", first: UInt64(2 * i + 1), last: UInt64(2 * i + 2))
+        }
+        #expect(file.slotCount == 8 * CommandIndexFile.initialSlots)
+        #expect(file.count == UInt64(count))
+        for i in 0..<count {
+            let found = try file.candidates(key: CommandIndexFile.key("id-\(i)"))
+            #expect(found.count == 1 && found.first?.first == UInt64(2 * i + 1) && found.first?.last == UInt64(2 * i + 2), "id-\(i)")
+        }
+        #expect(try file.candidates(key: CommandIndexFile.key("never")).isEmpty)
+    }
+
     /// After a crash the header's count can be behind the slots written since its checkpoint (they
     /// are found again, not counted again): the table must still grow instead of filling up.
     @Test func slotsWrittenAfterTheLastCheckpointDoNotFillTheTable() async throws {
