@@ -25,6 +25,9 @@ final class CommandIndex: Sendable {
         var next = 0
         /// Commands the file could not take (a disk error), until the next open.
         var unindexed: [String: AppendResult] = [:]
+        /// The last commit's commands, remembered and not yet written to the file (a commit of
+        /// more than the window's capacity must not lose its first ones meanwhile).
+        var unwritten: [String: (key: CommandKey, result: AppendResult)] = [:]
         var sinceCheckpoint = 0
         var failure: EventLogError? = nil
     }
@@ -78,7 +81,7 @@ final class CommandIndex: Sendable {
     /// The id's result when it is in memory (window, by the id's 128-bit key; or kept after a disk
     /// error): no check against the log needed.
     func remembered(_ commandId: String, key: CommandKey) -> AppendResult? {
-        state.withLock { $0.window[key] ?? $0.unindexed[commandId] }
+        state.withLock { $0.window[key] ?? $0.unindexed[commandId] ?? $0.unwritten[commandId]?.result }
     }
 
     /// The file's entries for the id's key: hints to confirm against the log.
@@ -91,13 +94,23 @@ final class CommandIndex: Sendable {
         state.withLock { Self.intoWindow(&$0, key, result, capacity: capacity) }
     }
 
-    /// Records the commands of one commit (by id, with the key the commit made for each);
-    /// `sequence` and `hash` are the log's head after it.
-    func record(_ commands: [String: (key: CommandKey, result: AppendResult)], through sequence: UInt64, hash: [UInt8]) {
+    /// Takes the commands of one commit (by id, with the key the commit made for each) into the
+    /// window, before anyone hears of the commit: a retry can never miss its original. They are
+    /// written to the file by ``persist(through:hash:)``, after the commit's callers are answered.
+    func remember(_ commands: [String: (key: CommandKey, result: AppendResult)]) {
         state.withLock { s in
-            guard let file = s.file else { return }
-            for (id, (key, result)) in commands {
-                Self.intoWindow(&s, key, result, capacity: capacity)
+            guard s.file != nil else { return }
+            for (_, (key, result)) in commands { Self.intoWindow(&s, key, result, capacity: capacity) }
+            s.unwritten = commands
+        }
+    }
+
+    /// Writes the commands ``remember(_:)`` took to the file; `sequence` and `hash` are the log's
+    /// head after their commit.
+    func persist(through sequence: UInt64, hash: [UInt8]) {
+        state.withLock { s in
+            guard let file = s.file, !s.unwritten.isEmpty else { return }
+            for (id, (key, result)) in s.unwritten {
                 do {
                     try file.upsert(key: key.pair, first: result.firstSequence, last: result.lastSequence)
                 } catch {
@@ -105,7 +118,8 @@ final class CommandIndex: Sendable {
                     s.failure = s.failure ?? (error as? EventLogError)
                 }
             }
-            s.sinceCheckpoint += commands.count
+            s.sinceCheckpoint += s.unwritten.count
+            s.unwritten = [:]
             guard s.failure == nil, s.sinceCheckpoint >= Self.checkpointEvery else { return }
             do {
                 try file.checkpoint(through: sequence, hash: hash)

@@ -638,11 +638,13 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             s.waiters.removeAll()
             return all
         }
-        // Indexed once committed (a crash before this is mended by the next open's tail scan), and
-        // before anyone hears of the commit: a retry can never miss its original.
-        commands.record(commandOverlay, through: nextSequence - 1, hash: hash)
+        // Remembered once committed, and before anyone hears of the commit: a retry can never miss
+        // its original. Written to the index file after the answers (a crash before that is
+        // mended by the next open's tail scan), so no caller waits for those writes.
+        commands.remember(commandOverlay)
         for (i, item) in batch.enumerated() { item.complete(results[i]) }
         for waiter in waiters { waiter.resume() }
+        commands.persist(through: nextSequence - 1, hash: hash)
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
     }
 
