@@ -319,9 +319,10 @@ final class CommandIndexFile: @unchecked Sendable {
                     position = (position + 1) & Int(mask)
                 }
                 let base = position * CommandIndexFile.slotSize
-                for (i, word) in [slot.key.0, slot.key.1, slot.first, slot.last].enumerated() {
-                    raw.storeBytes(of: word.littleEndian, toByteOffset: base + i * 8, as: UInt64.self)
-                }
+                raw.storeBytes(of: slot.key.0.littleEndian, toByteOffset: base, as: UInt64.self)
+                raw.storeBytes(of: slot.key.1.littleEndian, toByteOffset: base + 8, as: UInt64.self)
+                raw.storeBytes(of: slot.first.littleEndian, toByteOffset: base + 16, as: UInt64.self)
+                raw.storeBytes(of: slot.last.littleEndian, toByteOffset: base + 24, as: UInt64.self)
             }
         }
 
