@@ -20,13 +20,17 @@ extension Hub {
         let from = min(state.lastSequence, history?.foldedThrough ?? state.lastSequence) + 1
         try store.readViews(from: from, through: through) { view in
             if let bound, !bound.admits(sequence: view.sequence, timestamp: view.timestamp) { return false }
-            let decoded = reader.decode(view)
-            if view.sequence > state.lastSequence {
-                if let (event, context) = decoded { state.apply(event, context: context) } else { state.skip(sequence: view.sequence) }
+            let toState = view.sequence > state.lastSequence
+            let toHistory = history.map { view.sequence > $0.foldedThrough } ?? false
+            // Bound once, not kept as an optional and bound again: an event is a large enum, and
+            // each binding of a kept value copies it.
+            guard let (event, context) = reader.decode(view) else {
+                if toState { state.skip(sequence: view.sequence) }
+                if toHistory { history?.skip(sequence: view.sequence) }
+                return true
             }
-            if let history, view.sequence > history.foldedThrough {
-                if let (event, context) = decoded { history.apply(event, context: context) } else { history.skip(sequence: view.sequence) }
-            }
+            if toState { state.apply(event, context: context) }
+            if toHistory { history?.apply(event, context: context) }
             return true
         }
         return reader.unreadable
