@@ -19,6 +19,13 @@ import Testing
 
     func options(window: Int = 8) -> SegmentStoreOptions { SegmentStoreOptions(commandWindow: window) }
 
+    /// Returns once the ids of every commit so far are in the index file: the writer writes a
+    /// commit's ids there after answering its callers, and starts the next commit (this append,
+    /// which has no command id) only after that.
+    func settle(_ store: SegmentStore) async throws {
+        _ = try await store.append(request("device/settle", 0))
+    }
+
     /// A hub runs for months: the window's memory is taken once, on the first command, and never
     /// grows with the commands that pass through it (it keeps 16-byte keys, not the ids' strings;
     /// before, each id cost ~230 bytes of heap until the window was full).
@@ -41,6 +48,7 @@ import Testing
         let originals = try await appendCommands(store, ids)
         // Memory holds the window only, never every id.
         #expect(store.commands.memoryEntries <= 8)
+        try await settle(store)
         #expect(store.commands.fileEntries == 1000)
         let last = store.lastSequence
         for id in ["cmd-0", "cmd-1", "cmd-500", "cmd-991"] {
@@ -243,6 +251,7 @@ import Testing
         // 2800 slots used, 1000 counted: 1400 more would overfill 4096 slots on the count alone.
         let results = try await appendCommands(reopened, (0..<1400).map { "c-\($0)" })
         #expect(results.count == 1400)
+        try await settle(reopened)
         #expect(reopened.commands.fileEntries == 4200)
         for id in ["a-0", "b-1799", "c-1399"] { #expect(reopened.commandResult(id) != nil, "\(id)") }
     }
