@@ -16,7 +16,7 @@ import Synchronization
 final class CommandIndex: Sendable {
     static let windowCapacity = 4096
     /// Commands recorded between two checkpoints of the file's header.
-    static let checkpointEvery = 4096
+    static let checkpointEvery = 32_768
 
     private struct State: ~Copyable {
         var file: CommandIndexFile?
