@@ -78,8 +78,8 @@ final class CommandIndex: Sendable {
     /// Entries in the file.
     var fileEntries: UInt64 { state.withLock { $0.file?.count ?? 0 } }
 
-    /// The id's result when it is in memory (window, by the id's 128-bit key; or kept after a disk
-    /// error): no check against the log needed.
+    /// The id's result when it is in memory (window, by the id's 128-bit key; kept after a disk
+    /// error; or committed and not yet written to the file): no check against the log needed.
     func remembered(_ commandId: String, key: CommandKey) -> AppendResult? {
         state.withLock { $0.window[key] ?? $0.unindexed[commandId] ?? $0.unwritten[commandId]?.result }
     }
