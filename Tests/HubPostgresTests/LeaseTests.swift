@@ -15,14 +15,16 @@ import Testing
         guard let place = try LogPlace.fresh(.postgres) else { return }
         let a = try #require(try place.open() as? PostgresEventStore)
         let b = try #require(try place.open() as? PostgresEventStore)
-        let tokenA = try #require(try await a.acquireLease(holder: "a", ttl: .seconds(1)))
+        // Long enough that a test process busy with other suites cannot let it lapse by accident.
+        let tokenA = try #require(try await a.acquireLease(holder: "a", ttl: .seconds(30)))
         #expect(try await b.acquireLease(holder: "b", ttl: .seconds(1)) == nil, "held and not expired: b must wait")
         #expect(try await a.leaseHolder()?.holder == "a")
         a.fence(holder: "a", token: tokenA)
         #expect(try await Self.append(a, "c-1").firstSequence == 1)
         #expect(try await a.renewLease(holder: "a", token: tokenA, ttl: .seconds(1)))
 
-        // a stops renewing (paused): the lease lapses, b takes it with a higher token.
+        // a stops renewing (paused): the lease lapses a second after its last renewal, b takes it
+        // with a higher token.
         try await Task.sleep(for: .milliseconds(1300))
         let tokenB = try #require(try await b.acquireLease(holder: "b", ttl: .seconds(30)))
         #expect(tokenB > tokenA)
