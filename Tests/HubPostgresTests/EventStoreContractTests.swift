@@ -89,6 +89,14 @@ import Testing
         #expect(store.commandResult("cmd-1") == again)
         #expect(store.commandResult("never") == nil)
         #expect(store.lastSequence == 4)
+        // Without events, and beside a new id in one batch: still the original's duplicate, and
+        // the new one is appended (on PostgreSQL: the lookup, then the insert that finds the id).
+        #expect(try await store.append(request("b", [], commandId: "cmd-1")) == again)
+        let mixed = await store.appendAll([request("d", [event(5)], commandId: "cmd-3"), request("b", [event(10)], commandId: "cmd-1")])
+        #expect(try mixed[0].get() == AppendResult(firstSequence: 5, lastSequence: 5, streamVersion: 0, duplicate: false))
+        #expect(try mixed[1].get() == again)
+        #expect(store.lastSequence == 5)
+        #expect(try store.verify(progress: nil).records == 5)
         await store.close()
     }
 
