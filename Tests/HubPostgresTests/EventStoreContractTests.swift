@@ -100,6 +100,32 @@ import Testing
         await store.close()
     }
 
+    /// Reads longer than one of PostgreSQL's chunks (1,024 rows, the next asked for while the
+    /// caller goes through one): every record once and in order, from anywhere to anywhere, and a
+    /// read stopped early leaves the store ready for the next.
+    @Test(arguments: Backend.allCases)
+    func readsAcrossManyChunksGiveEveryRecordOnceInOrder(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try place.open()
+        for batch in 0..<25 {
+            _ = try await store.append(request("s\(batch % 3)", (0..<100).map { event(batch * 100 + $0) }))
+        }
+        func sequences(_ from: UInt64, _ through: UInt64, stopAfter limit: Int = .max) throws -> [UInt64] {
+            var seen: [UInt64] = []
+            try store.read(from: from, through: through) { seen.append($0.sequence); return seen.count < limit }
+            return seen
+        }
+        #expect(try sequences(1, 2_500) == Array(1...2_500))
+        #expect(try sequences(1_000, 2_049) == Array(1_000...2_049))
+        #expect(try sequences(2_048, 9_999) == Array(2_048...2_500), "past the end: up to the last record")
+        #expect(try sequences(1, 2_500, stopAfter: 1_500) == Array(1...1_500))
+        #expect(try sequences(1_025, 1_025) == [1_025])
+        let payloads = try allRecords(store).map { String(decoding: $0.payload, as: UTF8.self) }
+        #expect(payloads == (0..<2_500).map { "payload \($0)" })
+        #expect(try store.verify(progress: nil).records == 2_500)
+        await store.close()
+    }
+
     @Test(arguments: Backend.allCases)
     func aFollowerIsWokenByAnAppend(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
