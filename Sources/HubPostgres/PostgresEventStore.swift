@@ -220,13 +220,13 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     /// prepare it meanwhile (the round trips were a third of a replay's time).
     func readRows(from: UInt64, through: UInt64, _ body: (EventRecord, [UInt8]) throws -> Bool) throws {
         try failIfConnectionLost()
-        var chunk = readChunk(from: max(from, 1), through: through)
+        var chunk = askForChunk(from: max(from, 1), through: through)
         while let current = chunk {
             let rows: PostgresQueryResult
             do { rows = try current.rows.wait() } catch {
                 throw Self.describe(error, location, "cannot read from sequence \(current.from)")
             }
-            chunk = rows.count == current.size ? readChunk(from: current.from + UInt64(current.size), through: through) : nil
+            chunk = rows.count == current.size ? askForChunk(from: current.from + UInt64(current.size), through: through) : nil
             for row in rows {
                 let (record, hash) = try Self.decode(row)
                 guard try body(record, hash) else { return }
@@ -236,7 +236,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     /// Asks for the records `from...` (at most ``readChunk`` of them, none past `through`); nil
     /// when that range is empty.
-    private func readChunk(from: UInt64, through: UInt64) -> (from: UInt64, size: Int, rows: EventLoopFuture<PostgresQueryResult>)? {
+    private func askForChunk(from: UInt64, through: UInt64) -> (from: UInt64, size: Int, rows: EventLoopFuture<PostgresQueryResult>)? {
         guard from <= through else { return nil }
         let upper = min(through, from + Self.readChunk - 1)
         let query: PostgresQuery = """
@@ -246,8 +246,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         return (from, Int(upper - from + 1), reader.query(query, logger: logger))
     }
 
-    /// A row of ``PostgresSchema/selectColumns``, cell by cell: decoding it as one tuple looked its
-    /// type up at run time for every row (a quarter of a replay's time).
+    /// A row of ``PostgresSchema/selectColumns``, cell by cell (decoded as one 10-column tuple, the
+    /// tuple's type was instantiated at run time for every row: a quarter of a replay's samples).
     static func decode(_ row: PostgresRow) throws -> (EventRecord, [UInt8]) {
         var cells = row.makeIterator()
         guard let c0 = cells.next(), let c1 = cells.next(), let c2 = cells.next(), let c3 = cells.next(), let c4 = cells.next(),
