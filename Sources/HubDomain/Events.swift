@@ -466,8 +466,14 @@ public enum StreamKey: Sendable, Equatable, Hashable, CustomStringConvertible {
 
     /// The stream name in the log (`device/lamp`, `hub`).
     public var stream: String {
-        guard let kind else { return "hub" }
-        return kind.rawValue + "/" + (id ?? "")
+        // One append to a literal prefix: every event folded builds its stream's name.
+        switch self {
+        case .device(let id): return "device/" + id
+        case .animal(let id): return "animal/" + id
+        case .group(let id): return "group/" + id
+        case .scene(let id): return "scene/" + id
+        case .hub: return "hub"
+        }
     }
 
     /// The stream name (the same as `stream`; kept for existing callers).
