@@ -17,7 +17,7 @@ public struct StorageReport: Sendable, Equatable {
         StorageReport(condition: hub.storageCondition, snapshotProblem: await hub.snapshotProblem, historyProblem: await hub.historyProblem)
     }
 
-    /// `{"state":"ok","snapshot_error":null,"history_error":null}`, or `{"state":"full","path":...,"since":...,"error":...,"snapshot_error":...}`.
+    /// `{"state":"ok","snapshot_error":null,"history_error":null}`, or `{"state":"full","path":...,"since":...,"error":...,"snapshot_error":...,"history_error":...}`.
     public var json: JSONValue {
         var fields: [(String, JSONValue)]
         switch condition {
