@@ -65,8 +65,7 @@ public enum ReadModelReport {
             ("audit", .object([
                 ("events", .number(Double(state.audit.totalEvents))),
                 ("by_actor", .object(state.audit.countsByActor.keys.sorted().map { ($0, .number(Double(state.audit.countsByActor[$0]!))) })),
-                ("last_change", .object(state.audit.lastByStream.keys.sorted().map { stream in
-                    let c = state.audit.lastByStream[stream]!
+                ("last_change", .object(state.audit.lastByStream.sorted { $0.key < $1.key }.map { stream, c in
                     return (stream, .object([("seq", .number(Double(c.sequence))), ("time", time(c.timestamp)), ("type", .string(c.type)),
                                              ("actor", .string(c.actor)), ("command_id", text(c.commandId))]))
                 })),
@@ -103,8 +102,7 @@ public enum ReadModelReport {
         out += section("Audit trail (\(state.audit.totalEvents) events)", header: ["actor", "events"],
                        rows: state.audit.countsByActor.keys.sorted().map { [$0, String(state.audit.countsByActor[$0]!)] })
         out += section("Last change per stream", header: ["stream", "seq", "time", "type", "by", "command id"],
-                       rows: state.audit.lastByStream.keys.sorted().map { s in
-            let c = state.audit.lastByStream[s]!
+                       rows: state.audit.lastByStream.sorted { $0.key < $1.key }.map { s, c in
             return [s, String(c.sequence), ISO8601.format(micros: c.timestamp), c.type, c.actor, c.commandId ?? "-"]
         })
         return out

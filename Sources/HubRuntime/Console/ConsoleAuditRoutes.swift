@@ -16,7 +16,7 @@ extension ConsoleRoutes {
         let store = hub.store
         let last = store.lastSequence
         let (actors, streams) = await hub.read { state in
-            (state.audit.countsByActor.keys.sorted(), state.audit.lastByStream.keys.sorted())
+            (state.audit.countsByActor.keys.sorted(), state.audit.lastByStreamKey.keys.map(\.stream).sorted())
         }
         var timeline: LogScan.Page? = nil
         if problem == nil {
