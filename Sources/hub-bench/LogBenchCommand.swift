@@ -39,7 +39,7 @@ struct LogBench: AsyncParsableCommand {
                                                     concurrentWriters: writers, concurrentAppendsTotal: concurrent, bulkBatchSize: 100)
 
             // The disk's floor for one writer, just before the logs' own phase a).
-            let floor = try FsyncFloor.measure(directory: root, writes: sequential)
+            let floor = try await FsyncFloor.measure(directory: root, writes: sequential)
             let hubStore = try SegmentStore(directory: root + "/hub-log", options: SegmentStoreOptions(preallocation: preallocation))
             let hubResult = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
                 store: hubStore, label: "hub log",

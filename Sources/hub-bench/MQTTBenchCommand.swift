@@ -64,6 +64,7 @@ struct MQTTBench: AsyncParsableCommand {
             let rate = try await ingestRate(port: broker.port, service: service)
             let hubCPU = cpu.since(mark, messages: ingest)
             Console.note("bench: ingest \(Int(rate.durable)) messages/s into durable events, \(Int(rate.complete)) messages/s answered and published as events")
+            Console.note("bench: the hub published \(String(format: "%.2f", rate.publishedPerMessage)) messages per message taken in (answer, event, state topics)")
             try await service.stop()
 
             // If the work of a message were only the hub core's plus what the broker and clients
@@ -89,6 +90,7 @@ struct MQTTBench: AsyncParsableCommand {
             | hub core alone: record_reading into `Hub.execute` from 32 tasks, durable, no MQTT (\(directCount) commands) | \(Int(direct)) | \(cpuCell(directCPU)) |
             | hub: `request/command` record_reading over 100 devices -> durable events | \(Int(rate.durable)) | |
             | hub: the same, until every command is also answered and every event acknowledged on `hub/events` | \(Int(rate.complete)) | \(cpuCell(hubCPU)) |
+            | hub: messages its client published per message taken in (the peer above: 2) | \(String(format: "%.2f", rate.publishedPerMessage)) | |
             | ceiling from CPU: cores / (hub core + the hub's traffic without the hub) | \(Int(ceiling)) | |
             | hub (answered and published) / bare broker with the hub's traffic | \(String(format: "%.2f", rate.complete / relayIngest)) | |
             | hub (answered and published) / CPU ceiling | \(String(format: "%.2f", rate.complete / ceiling)) | |
@@ -223,6 +225,9 @@ struct MQTTBench: AsyncParsableCommand {
         var durable: Double
         /// Until, in addition, every command was answered and every event acknowledged on `hub/events`.
         var complete: Double
+        /// What the hub's client published per message taken in: the answer, the event, and the
+        /// device's state topics (coalesced when the state publisher falls behind).
+        var publishedPerMessage: Double
     }
 
     func ingestRate(port: Int, service: HubService) async throws -> IngestRates {
@@ -231,6 +236,7 @@ struct MQTTBench: AsyncParsableCommand {
         for p in 0..<publishers { clients.append(try await Bench.client(port, "bench-ingest-\(p)")) }
         let base = service.hub.store.lastSequence
         let answeredBefore = surface.answered
+        let publishedBefore = surface.client.traffic.published
         let perPublisher = ingest / publishers
         let total = UInt64(perPublisher * publishers)
         let start = ContinuousClock.now
@@ -268,7 +274,9 @@ struct MQTTBench: AsyncParsableCommand {
         try await surface.client.publishAndWait("bench/flush", [], qos: 1)
         let complete = (ContinuousClock.now - start).inSeconds
         for c in clients { await c.stop(finalMessage: nil) }
-        return IngestRates(durable: Double(total) / durable, complete: Double(total) / complete)
+        let published = surface.client.traffic.published - publishedBefore - 1 // less the flush
+        return IngestRates(durable: Double(total) / durable, complete: Double(total) / complete,
+                           publishedPerMessage: Double(published) / Double(total))
     }
 }
 
