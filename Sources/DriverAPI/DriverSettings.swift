@@ -29,7 +29,7 @@ public struct DriverSettings: Sendable {
         } catch {
             throw DriverError("\(subject) must be a JSON object")
         }
-        do { try reader.allow(allowed) } catch { throw self.error(error) }
+        do { try reader.allow(Array(allowed)) } catch { throw self.error(error) }
     }
 
     /// The reader's error in the wording of driver settings.

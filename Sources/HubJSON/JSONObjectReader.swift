@@ -99,13 +99,16 @@ public struct JSONObjectReader: Sendable {
     /// The path of `key` in this object (`mqtt.port`).
     public func path(of key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    /// Refuses every key outside `known`.
-    /// - Parameter known: The keys this object may have.
+    /// Refuses every key outside `known` and `more`.
+    /// - Parameters:
+    ///   - known: The keys this object may have.
     /// - Throws: `JSONFieldError` `.unknownKey` for the first key (in document order) not in `known`.
-    public func allow(_ known: some Collection<String>) throws(JSONFieldError) {
-        let set = Set(known)
-        for (key, _) in members where !set.contains(key) {
-            throw JSONFieldError(path: path(of: key), kind: .unknownKey(known: set.sorted()))
+    ///   - more: More keys it may have (a transport's own), checked like `known`.
+    public func allow(_ known: [String], _ more: [String] = []) throws(JSONFieldError) {
+        // A linear look: the lists are a few dozen keys at most, and a set of them made for every
+        // object would cost more than it saves (commands arrive thousands of times a second).
+        for (key, _) in members where !known.contains(key) && !more.contains(key) {
+            throw JSONFieldError(path: path(of: key), kind: .unknownKey(known: Set(known).union(more).sorted()))
         }
     }
 

@@ -41,9 +41,10 @@ public enum CommandJSON {
     ]
 
     /// Every key command `name` takes, `command` and `command_id` included; nil for an unknown command.
-    public static func keys(of name: String) -> [String]? {
-        keys[name].map { ["command", "command_id"] + $0 }
-    }
+    public static func keys(of name: String) -> [String]? { allKeys[name] }
+
+    /// `keys` with `command` and `command_id`, made once (every command parsed looks its list up).
+    private static let allKeys: [String: [String]] = keys.mapValues { ["command", "command_id"] + $0 }
 
     /// Parses a command object; `now` fills in measurement times that are not given.
     /// - Parameters:
@@ -56,7 +57,7 @@ public enum CommandJSON {
         let f = Fields(value)
         let commandId = try f.optionalString("command_id")
         let name = try f.string("command")
-        if let known = keys(of: name) { try f.allow(known + alsoAllowed) }
+        if let known = keys(of: name) { try f.allow(known, alsoAllowed) }
         let command: HubCommand
         switch name {
         case "register_device":
@@ -211,8 +212,8 @@ public enum CommandJSON {
         var value: JSONValue { reader.value }
 
         /// Refuses the first key outside `known`; `path` prefixes the key in the error (`repeat.colour`).
-        func allow(_ known: [String], path: String = "") throws {
-            do { try reader.allow(known) } catch {
+        func allow(_ known: [String], _ more: [String] = [], path: String = "") throws {
+            do { try reader.allow(known, more) } catch {
                 throw Self.failure(JSONFieldError(path: path.isEmpty ? error.path : "\(path).\(error.path)", kind: error.kind))
             }
         }

@@ -26,7 +26,7 @@ public enum HistoryJSON {
         let fields: [String]
         do {
             let f = CommandJSON.Fields(object)
-            try f.allow(keys + alsoAllowed)
+            try f.allow(keys, alsoAllowed)
             fields = try keys.map { try f.string($0) }
         } catch let failure as CommandJSON.Failure {
             throw Failure(code: nil, message: failure.description)

@@ -400,7 +400,7 @@ public actor MQTTSurface {
     /// each command to the lane of the device or animal it is about: commands on one entity run in
     /// arrival order, commands on different entities run side by side.
     nonisolated func dispatch(_ message: MQTTMessage, lanes: [AsyncStream<Work>.Continuation]) {
-        if message.topic == topics.status {
+        if topics.isStatus(message.topic) {
             defendStatus(message)
             return
         }

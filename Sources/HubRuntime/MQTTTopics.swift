@@ -169,10 +169,10 @@ public struct MQTTTopics: Sendable, Equatable {
 
     /// Classifies an incoming topic. See `MQTTRoute`.
     public func route(topic: String) -> MQTTRoute {
-        if topic == homeAssistantStatus { return .homeAssistantStatus }
-        let prefix = base + "/"
-        guard topic.hasPrefix(prefix) else { return .ignored }
-        let levels = topic.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        if Self.below(discoveryPrefix, topic) == "status" { return .homeAssistantStatus }
+        guard let rest = Self.below(base, topic) else { return .ignored }
+        // Split by bytes, not by characters: a slash is one byte, and every message is routed.
+        let levels = rest.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { rest[$0.startIndex..<$0.endIndex] }
         guard let head = levels.first else { return .ignored }
         switch head {
         case "device" where levels.count == 4 && levels[3] == "set":
@@ -195,7 +195,7 @@ public struct MQTTTopics: Sendable, Equatable {
             default: return .ignored
             }
         case "request":
-            let name = levels.dropFirst().joined(separator: "/")
+            let name = levels.count > 1 ? String(rest[levels[1].startIndex...]) : ""
             if name.isEmpty {
                 return .invalid("topic \"\(MQTTTopics.shown(topic))\" names no request: use \(base)/request/<name>")
             }
@@ -206,6 +206,20 @@ public struct MQTTTopics: Sendable, Equatable {
         default:
             return .ignored
         }
+    }
+
+    /// Whether `topic` is the hub's own `<base>/status`, told without building that topic (every
+    /// message the hub receives is checked).
+    public func isStatus(_ topic: String) -> Bool { Self.below(base, topic) == "status" }
+
+    /// The part of `topic` after `prefix` and a slash; nil when `topic` does not start so. Compares
+    /// bytes and builds no string: the command path routes every message with it.
+    static func below(_ prefix: String, _ topic: String) -> Substring? {
+        let t = topic.utf8, p = prefix.utf8
+        guard t.count > p.count, t.starts(with: p) else { return nil }
+        let slash = t.index(t.startIndex, offsetBy: p.count)
+        guard t[slash] == UInt8(ascii: "/") else { return nil }
+        return topic[t.index(after: slash)...]
     }
 
     /// Nil when `id` is a valid id; otherwise `.invalid` naming the id and the rule.

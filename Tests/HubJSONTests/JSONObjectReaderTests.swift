@@ -36,6 +36,10 @@ import Testing
         #expect(problem(#"{"z":1,"y":2,"a":3}"#) { try $0.allow(["a"]) } == "unknown key z (known: a)")
         // A null value is still a key.
         #expect(problem(#"{"colour":null}"#) { try $0.allow(["color"]) } == "unknown key colour (known: color)")
+        // A transport's own keys beside the object's: both allowed, both named when refusing.
+        #expect(problem(#"{"host":"h","transaction":"t"}"#) { try $0.allow(["host"], ["transaction"]) } == "ok")
+        #expect(problem(#"{"hots":"h"}"#) { try $0.allow(["port", "host"], ["transaction", "host"]) }
+                == "unknown key hots (known: host, port, transaction)")
         let e = failure(#"{"x":1}"#) { try $0.allow(["b", "a"]) }
         #expect(e == JSONFieldError(path: "x", kind: .unknownKey(known: ["a", "b"])))
     }

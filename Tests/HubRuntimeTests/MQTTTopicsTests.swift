@@ -36,6 +36,28 @@ import Testing
         #expect(MQTTTopics(base: "", discoveryPrefix: "").base == "hub")
     }
 
+    /// Routing compares bytes: only `<base>/` followed by more routes, and a topic that merely starts
+    /// like the base (or like the status topics) is not the hub's.
+    @Test func routesOnlyWhatIsBelowTheBase() {
+        let c = MQTTTopics(base: "site1/hub", discoveryPrefix: "ha")
+        #expect(c.route(topic: "site1/hub") == .ignored)
+        #expect(c.route(topic: "site1/hub/") == .ignored)
+        #expect(c.route(topic: "site1/hubx/request/devices") == .ignored)
+        #expect(c.route(topic: "site1/hub/request/devices") == .request("devices"))
+        #expect(c.route(topic: "site1/hub/request/a//b/") == .request("a//b/"))
+        if case .invalid = c.route(topic: "site1/hub/request/") {} else { Issue.record("a request without a name must be invalid") }
+        if case .invalid = c.route(topic: "site1/hub/request") {} else { Issue.record("a request without a name must be invalid") }
+        #expect(c.route(topic: "ha/status/x") == .ignored)
+        #expect(c.route(topic: "ha/statu") == .ignored)
+        #expect(c.route(topic: "hax/status") == .ignored)
+        if case .invalid = c.route(topic: "site1/hub/device/lämp/switch/set") {} else { Issue.record("a non-ASCII id must be invalid") }
+        #expect(c.route(topic: "site1/hub/request/grüße/x") == .request("grüße/x"))
+        #expect(c.isStatus("site1/hub/status"))
+        #expect(!c.isStatus("site1/hub/status/active"))
+        #expect(!c.isStatus("site1/hubstatus"))
+        #expect(!c.isStatus("hub/status"))
+    }
+
     @Test func subscriptions() {
         #expect(t.subscriptions == ["hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
                                     "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"])
