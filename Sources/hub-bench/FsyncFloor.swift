@@ -57,7 +57,7 @@ struct FsyncFloor {
     static let recordSize = 64
 
     /// A new file, with `bytes` of zeros written and synced first (rounded up to whole MiB).
-    private static func openFloorFile(_ path: String, preallocating bytes: Int) throws -> Int32 {
+    static func openFloorFile(_ path: String, preallocating bytes: Int) throws -> Int32 {
         let fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw HubError.failed("cannot create \(path): \(String(cString: strerror(errno)))") }
         guard bytes > 0 else { return fd }
@@ -86,10 +86,11 @@ struct FsyncFloor {
     }
 }
 
-/// The hand-off floor's writer: one thread making each queued 64-byte write and its `fdatasync`,
+/// The hand-off floor's writer (also the durable writes of `hub-bench mqtt`'s path without the
+/// hub): one thread making each queued 64-byte write and its `fdatasync`,
 /// then resuming the task that waits for it; between writes it looks for the next one for 50 µs
 /// (as `SegmentStore`'s writer does) before it sleeps on a condition.
-private final class HandOffWriter: @unchecked Sendable {
+final class HandOffWriter: @unchecked Sendable {
     private let fd: Int32
     private let condition = NSCondition()
     private var queue: [(offset: off_t, done: CheckedContinuation<Bool, Never>)] = []

@@ -50,6 +50,8 @@ struct MQTTBench: AsyncParsableCommand {
             let syncs = 2000
             let sync = 1 / (try FsyncFloor.rate(path: root + "/fsync-floor", writes: syncs, preallocate: true))
             let floor = bare.p50 + 2 * sync
+            let peer = ingestOnly ? Latencies(samples: []) : try await peerRoundTrips(port: broker.port, root: root)
+            Console.note("bench: the path without the hub p50 \(ms(peer.p50)) ms, p99 \(ms(peer.p99)) ms")
 
             mark = cpu.now()
             let direct = try await directRate(root: root + "/core-alone")
@@ -82,6 +84,8 @@ struct MQTTBench: AsyncParsableCommand {
             | hub / bare | \(ratio(hubLatency.p50, bare.p50)) | \(ratio(hubLatency.p99, bare.p99)) | |
             | floor: bare p50 + two fdatasyncs (\(ms(sync)) ms each, mean of \(syncs) into a preallocated file) | \(ms(floor)) ms | | |
             | hub minus the floor | \(ms(hubLatency.p50 - floor)) ms | | |
+            | the path without the hub: a client making two durable writes through a writer thread and publishing the answer, two events and the retained state (\(peer.count) commands) | \(ms(peer.p50)) ms | \(ms(peer.p99)) ms | \(ms(peer.mean)) ms |
+            | hub minus the path without the hub | \(ms(hubLatency.p50 - peer.p50)) ms | \(ms(hubLatency.p99 - peer.p99)) ms | |
 
             | ingest (\(ingest) messages from \(publishers) publishers, \(CPUMeter.cores) cores) | messages/s | CPU per message (bench process + broker) |
             |---|---:|---:|
@@ -130,6 +134,48 @@ struct MQTTBench: AsyncParsableCommand {
         }
         await sender.stop(finalMessage: nil)
         await receiver.stop(finalMessage: nil)
+        return Latencies(samples: samples)
+    }
+
+    /// The command's path without the hub, on the same broker: a peer client that, for each `set` it
+    /// receives, makes two durable 64-byte writes as the log does (each handed to a writer thread
+    /// and awaited: `HandOffWriter`) and publishes at QoS 1 what the hub publishes for a switch
+    /// command: after the first write the event and the answer, after the second the event and the
+    /// retained state. The bench's client watches the same kinds of topics as in `hubRoundTrips`.
+    func peerRoundTrips(port: Int, root: String) async throws -> Latencies {
+        let rounds = commands + 100
+        let path = root + "/peer-writes"
+        let fd = try FsyncFloor.openFloorFile(path, preallocating: rounds * 2 * FsyncFloor.recordSize)
+        let writer = HandOffWriter(fd: fd)
+        defer { writer.stop(); close(fd); unlink(path) }
+        let peer = try await Bench.client(port, "bench-peer", subscribe: ["bench/peer/set"])
+        let watcher = try await Bench.client(port, "bench-peer-sub", subscribe: ["bench/peer/state", "bench/peer/response", "bench/peer/events/#"])
+        let sender = try await Bench.client(port, "bench-peer-pub")
+        let serving = Task {
+            var offset: off_t = 0
+            for await message in peer.messages {
+                guard await writer.write(at: offset) else { throw HubError.failed("the peer's write failed") }
+                try peer.publish("bench/peer/events/requested", message.payload, qos: 1)
+                try peer.publish("bench/peer/response", message.payload, qos: 1)
+                guard await writer.write(at: offset + off_t(FsyncFloor.recordSize)) else { throw HubError.failed("the peer's write failed") }
+                try peer.publish("bench/peer/events/toggled", message.payload, qos: 1)
+                try peer.publish("bench/peer/state", message.payload, qos: 1, retain: true)
+                offset += off_t(2 * FsyncFloor.recordSize)
+            }
+        }
+        defer { serving.cancel() }
+        var messages = watcher.messages.makeAsyncIterator()
+        var samples: [Double] = []
+        for i in 0..<rounds {
+            let target = Array((i % 2 == 0 ? "ON" : "OFF").utf8)
+            let start = ContinuousClock.now
+            try sender.publish("bench/peer/set", target, qos: 1)
+            while let message = await messages.next(), !(message.topic == "bench/peer/state" && message.payload == target) {}
+            if i >= 100 { samples.append((ContinuousClock.now - start).inSeconds) }
+        }
+        await sender.stop(finalMessage: nil)
+        await watcher.stop(finalMessage: nil)
+        await peer.stop(finalMessage: nil)
         return Latencies(samples: samples)
     }
 
