@@ -102,8 +102,8 @@ public struct JSONObjectReader: Sendable {
     /// Refuses every key outside `known` and `more`.
     /// - Parameters:
     ///   - known: The keys this object may have.
-    /// - Throws: `JSONFieldError` `.unknownKey` for the first key (in document order) not in `known`.
     ///   - more: More keys it may have (a transport's own), checked like `known`.
+    /// - Throws: `JSONFieldError` `.unknownKey` for the first key (in document order) in neither.
     public func allow(_ known: [String], _ more: [String] = []) throws(JSONFieldError) {
         // A linear look: the lists are a few dozen keys at most, and a set of them made for every
         // object would cost more than it saves (commands arrive thousands of times a second).

@@ -95,6 +95,7 @@ final class HandOffWriter: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [(offset: off_t, done: CheckedContinuation<Bool, Never>)] = []
     private var stopping = false
+    private var finished = false
     private let queued = Atomic<Int>(0)
     private let record = [UInt8](repeating: 0xA5, count: FsyncFloor.recordSize)
 
@@ -103,10 +104,15 @@ final class HandOffWriter: @unchecked Sendable {
         Thread { [self] in loop() }.start()
     }
 
-    /// Written and synced (false when either failed).
+    /// Written and synced (false when either failed, or after `stop()`).
     func write(at offset: off_t) async -> Bool {
         await withCheckedContinuation { done in
             condition.lock()
+            if stopping {
+                condition.unlock()
+                done.resume(returning: false)
+                return
+            }
             queue.append((offset, done))
             queued.add(1, ordering: .releasing)
             condition.signal()
@@ -114,10 +120,12 @@ final class HandOffWriter: @unchecked Sendable {
         }
     }
 
+    /// Returns once the thread has made what was queued and ended: the file may be closed then.
     func stop() {
         condition.lock()
         stopping = true
-        condition.signal()
+        condition.broadcast()
+        while !finished { condition.wait() }
         condition.unlock()
     }
 
@@ -128,7 +136,12 @@ final class HandOffWriter: @unchecked Sendable {
             while queued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
-            if queue.isEmpty { condition.unlock(); return }
+            if queue.isEmpty {
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
             seen = queued.load(ordering: .relaxed)
             let batch = queue
             queue.removeAll(keepingCapacity: true)
