@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HubLog
 import HubRuntime
 import Synchronization
 
@@ -88,8 +89,8 @@ struct FsyncFloor {
 
 /// The hand-off floor's writer (also the durable writes of `hub-bench mqtt`'s path without the
 /// hub): one thread making each queued 64-byte write and its `fdatasync`,
-/// then resuming the task that waits for it; between writes it looks for the next one for 50 µs
-/// (as `SegmentStore`'s writer does) before it sleeps on a condition.
+/// then resuming the task that waits for it; between writes it looks for the next one as long as
+/// `SegmentStore`'s writer does (`SegmentStore.lookBeforeSleeping`) before it sleeps on a condition.
 final class HandOffWriter: @unchecked Sendable {
     private let fd: Int32
     private let condition = NSCondition()
@@ -132,7 +133,7 @@ final class HandOffWriter: @unchecked Sendable {
     private func loop() {
         var seen = 0
         while true {
-            let until = ContinuousClock.now + .microseconds(50)
+            let until = ContinuousClock.now + SegmentStore.lookBeforeSleeping
             while queued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }

@@ -152,15 +152,20 @@ struct MQTTBench: AsyncParsableCommand {
         let watcher = try await Bench.client(port, "bench-peer-sub", subscribe: ["bench/peer/state", "bench/peer/response", "bench/peer/events/#"])
         let sender = try await Bench.client(port, "bench-peer-pub")
         let serving = Task {
-            var offset: off_t = 0
-            for await message in peer.messages {
-                guard await writer.write(at: offset) else { throw HubError.failed("the peer's write failed") }
-                try peer.publish("bench/peer/events/requested", message.payload, qos: 1)
-                try peer.publish("bench/peer/response", message.payload, qos: 1)
-                guard await writer.write(at: offset + off_t(FsyncFloor.recordSize)) else { throw HubError.failed("the peer's write failed") }
-                try peer.publish("bench/peer/events/toggled", message.payload, qos: 1)
-                try peer.publish("bench/peer/state", message.payload, qos: 1, retain: true)
-                offset += off_t(2 * FsyncFloor.recordSize)
+            do {
+                var offset: off_t = 0
+                for await message in peer.messages {
+                    guard await writer.write(at: offset) else { throw HubError.failed("the peer's write and sync failed") }
+                    try peer.publish("bench/peer/events/requested", message.payload, qos: 1)
+                    try peer.publish("bench/peer/response", message.payload, qos: 1)
+                    guard await writer.write(at: offset + off_t(FsyncFloor.recordSize)) else { throw HubError.failed("the peer's write and sync failed") }
+                    try peer.publish("bench/peer/events/toggled", message.payload, qos: 1)
+                    try peer.publish("bench/peer/state", message.payload, qos: 1, retain: true)
+                    offset += off_t(2 * FsyncFloor.recordSize)
+                }
+            } catch {
+                await watcher.stop(finalMessage: nil) // ends the wait below, which then reports this error
+                throw error
             }
         }
         defer { serving.cancel() }
@@ -170,7 +175,14 @@ struct MQTTBench: AsyncParsableCommand {
             let target = Array((i % 2 == 0 ? "ON" : "OFF").utf8)
             let start = ContinuousClock.now
             try sender.publish("bench/peer/set", target, qos: 1)
-            while let message = await messages.next(), !(message.topic == "bench/peer/state" && message.payload == target) {}
+            while true {
+                guard let message = await messages.next() else {
+                    serving.cancel()
+                    if case .failure(let error) = await serving.result { throw error }
+                    throw HubError.failed("the path without the hub: the watching client stopped")
+                }
+                if message.topic == "bench/peer/state" && message.payload == target { break }
+            }
             if i >= 100 { samples.append((ContinuousClock.now - start).inSeconds) }
         }
         await sender.stop(finalMessage: nil)
