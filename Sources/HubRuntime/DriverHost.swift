@@ -32,11 +32,11 @@ public struct DriverHostOptions: Sendable {
 /// `driver:<name>`). Commands reach each driver in log order through its own queue, so a slow
 /// device never holds up the others; a device's worker task exists only while its queue holds
 /// commands (a thousand idle devices keep no thousand idle tasks). A command the device does not confirm within the timeout is
-/// recorded as failed.
+/// recorded as failed; one watcher task serves every command waiting (`SwitchConfirmations`).
 ///
 /// As a service it starts the registered devices' drivers and discovery, and on shutdown stops
-/// every driver. The device workers, confirmation timers and discovery all run as child tasks of
-/// `run()`.
+/// every driver. The device workers, the confirmation watcher and discovery all run as child tasks
+/// of `run()`.
 public actor DriverHost: Service {
     let hub: Hub
     let commands: CommandService
@@ -45,7 +45,7 @@ public actor DriverHost: Service {
     let options: DriverHostOptions
     let relay: MQTTRelay?
     let logger: Logger
-    /// Work for `run()`'s task group: device workers, confirmation timers, discovery.
+    /// Work for `run()`'s task group: device workers, the confirmation watcher, discovery.
     nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
     nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
 
@@ -67,6 +67,9 @@ public actor DriverHost: Service {
     var queued: [ObjectIdentifier: [DriverCommand]] = [:]
     /// Set at shutdown: no driver starts any more.
     var stopping = false
+    /// Switch commands waiting for their device's confirmation, and whether their watcher runs.
+    var confirmations = SwitchConfirmations()
+    var watchingConfirmations = false
 
     /// Per device that stores its activations: the list last written to it (or, before any write,
     /// the log's list when its driver started), and how many writes still await their read-back.
@@ -210,16 +213,11 @@ public actor DriverHost: Service {
                 return
             }
             enqueue(.setSwitch(on: request.state == .on), for: running)
-            let timeout = options.confirmTimeout
-            let hub = self.hub, commands = self.commands
-            let name = running.driverName
-            spawn {
-                do { try await Task.sleep(for: timeout) } catch { return } // shutting down
-                let pending = await hub.device(request.device)?.pending
-                if pending?.state == request.state {
-                    await commands.execute(.failSwitch(id: request.device, reason: "not confirmed by the device within \(timeout)"),
-                                           actor: "driver:\(name)")
-                }
+            confirmations.watch(device: request.device, state: request.state, driverName: running.driverName,
+                                deadline: .now + options.confirmTimeout)
+            if !watchingConfirmations {
+                watchingConfirmations = true
+                spawn { [weak self] in await self?.watchConfirmations() }
             }
         case .activationChanged(let e):
             await writeActivations(e.device)
@@ -229,6 +227,26 @@ public actor DriverHost: Service {
             break
         }
     }
+
+    /// Runs while any switch command waits for its confirmation (see `SwitchConfirmations`): when a
+    /// command's time is up and its device still has it pending, it is recorded as failed.
+    private func watchConfirmations() async {
+        while let deadline = confirmations.nextDeadline {
+            if deadline > .now {
+                // Late by up to `confirmationSlack`, so that a burst's deadlines are taken together.
+                do { try await Task.sleep(until: deadline + Self.confirmationSlack, clock: .continuous) } catch { break } // shutting down
+            }
+            for watch in confirmations.due(at: .now) {
+                guard await hub.device(watch.device)?.pending?.state == watch.state else { continue } // confirmed, or failed already
+                await execute(.failSwitch(id: watch.device, reason: "not confirmed by the device within \(options.confirmTimeout)"),
+                              actor: "driver:\(watch.driverName)")
+            }
+        }
+        watchingConfirmations = false
+    }
+
+    /// How much later than its deadline an unconfirmed command may be failed.
+    static let confirmationSlack: Duration = .milliseconds(20)
 
     /// Whether the device's running driver keeps and runs activations itself.
     public func storesActivations(_ device: String) -> Bool {
