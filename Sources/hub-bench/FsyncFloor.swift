@@ -90,11 +90,14 @@ struct FsyncFloor {
 /// The hand-off floor's writer (also the durable writes of `hub-bench mqtt`'s path without the
 /// hub): one thread making each queued 64-byte write and its `fdatasync`,
 /// then resuming the task that waits for it; between writes it looks for the next one as long as
-/// `SegmentStore`'s writer does (`SegmentStore.lookBeforeSleeping`) before it sleeps on a condition.
+/// `SegmentStore`'s writer does (`SegmentStore.lookBeforeSleeping`, and only while the writes come
+/// within that time of the one before, as the log's writer) before it sleeps on a condition.
 final class HandOffWriter: @unchecked Sendable {
     private let fd: Int32
     private let condition = NSCondition()
     private var queue: [(offset: off_t, done: CheckedContinuation<Bool, Never>)] = []
+    /// When the first of `queue` came (guarded by `condition`).
+    private var firstQueuedAt: ContinuousClock.Instant?
     private var stopping = false
     private var finished = false
     private let queued = Atomic<Int>(0)
@@ -114,6 +117,7 @@ final class HandOffWriter: @unchecked Sendable {
                 done.resume(returning: false)
                 return
             }
+            if queue.isEmpty { firstQueuedAt = .now }
             queue.append((offset, done))
             queued.add(1, ordering: .releasing)
             condition.signal()
@@ -132,9 +136,13 @@ final class HandOffWriter: @unchecked Sendable {
 
     private func loop() {
         var seen = 0
+        var looking = true
+        var wroteAt = ContinuousClock.now
         while true {
-            let until = ContinuousClock.now + SegmentStore.lookBeforeSleeping
-            while queued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
+            if looking {
+                let until = wroteAt + SegmentStore.lookBeforeSleeping
+                while queued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
+            }
             condition.lock()
             while queue.isEmpty && !stopping { condition.wait() }
             if queue.isEmpty {
@@ -146,11 +154,15 @@ final class HandOffWriter: @unchecked Sendable {
             seen = queued.load(ordering: .relaxed)
             let batch = queue
             queue.removeAll(keepingCapacity: true)
+            let arrived = firstQueuedAt ?? .now
+            firstQueuedAt = nil
             condition.unlock()
+            looking = arrived - wroteAt <= SegmentStore.lookBeforeSleeping
             for item in batch {
                 let ok = pwrite(fd, record, record.count, item.offset) == record.count && fdatasync(fd) == 0
                 item.done.resume(returning: ok)
             }
+            wroteAt = .now
         }
     }
 }
