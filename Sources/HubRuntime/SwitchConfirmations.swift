@@ -9,7 +9,7 @@ import HubDomain
 /// counts: a command sent again replaces the one before it, which is then not failed on its own
 /// earlier deadline.
 struct SwitchConfirmations {
-    struct Watch: Equatable {
+    struct Watch {
         let device: String
         let state: SwitchState
         /// The driver's name, for the failure's actor (`driver:<name>`).
