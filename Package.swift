@@ -38,9 +38,11 @@ let package = Package(
         .target(name: "HubDomain", dependencies: ["HubJSON", "Quantities"]),
         // CRC-32C with the CPU's instructions (SSE4.2 / ARMv8 CRC), used by the log when available.
         .target(name: "CCRC32C"),
+        // Names the hub's own threads (the log's writer, the MQTT network threads) for `top -H` and profiles.
+        .target(name: "CThreadName"),
         // The append-only event log: storage protocol + segment-file backend.
         .target(name: "HubLog", dependencies: [
-            "CCRC32C",
+            "CCRC32C", "CThreadName",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.
@@ -79,7 +81,7 @@ let package = Package(
         .target(name: "HubBench", dependencies: ["HubLog", "HubDomain", "CSQLite"]),
         // System libmosquitto (2.0.x) and the MQTT client built on it.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
-        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        .target(name: "MQTT", dependencies: ["CMosquitto", "CThreadName"]),
         // Test and benchmark helper: runs a private mosquitto broker on a free port (never in `hub`).
         .target(name: "BrokerHarness", path: "Tests/BrokerHarness"),
         // Test support: a private PostgreSQL server (initdb in a temporary directory, a free loopback port).

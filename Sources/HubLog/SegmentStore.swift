@@ -1,3 +1,4 @@
+import CThreadName
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -159,6 +160,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// while the appends come that soon (see `writerLoop`). Public for the benchmark's hand-off
     /// floor, which looks the same way.
     public static let lookBeforeSleeping: Duration = .microseconds(50)
+    /// The writer thread's name in `top -H`, `ps -L` and profiles.
+    public static let writerThreadName = "hub-log-writer"
     private var closing = false
     private var writerDone = false
 
@@ -233,9 +236,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
         // A long scan is not repeated at the next open.
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
-        let thread = Thread { [self] in writerLoop() }
-        thread.name = "hub-log-writer"
-        thread.start()
+        Thread { [self] in writerLoop() }.start()
     }
 
     deinit {
@@ -470,6 +471,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     // MARK: The writer
 
     private func writerLoop() {
+        _ = hub_name_this_thread(Self.writerThreadName)
         var seen = 0
         // Look only while it pays: when the last batch's first append came within the look's time
         // after the commit before it (one caller appending in a loop, or many callers). Spaced

@@ -179,7 +179,8 @@ public final class MQTTClient: Sendable {
                 core.state.withLock { $0.lastProblem = problem }
             }
             let context = Unmanaged.passRetained(LoopThreadContext(
-                mosq: mosq, core: core, timeoutMilliseconds: Int32(min(options.keepAlive, 60) * 1000))).toOpaque()
+                mosq: mosq, core: core, timeoutMilliseconds: Int32(min(options.keepAlive, 60) * 1000),
+                threadName: Self.threadName(clientId: options.clientId))).toOpaque()
             var thread = pthread_t()
             let created = pthread_create(&thread, nil, mqttLoopThreadMain, context)
             if created != 0 {
@@ -189,6 +190,17 @@ public final class MQTTClient: Sendable {
             h.thread = thread
             h.started = true
         }
+    }
+
+    /// The network thread's name in `top -H`, `ps -L` and profiles: `mqtt:` and as much of the
+    /// client id as fits the 15 bytes Linux keeps (whole characters only).
+    public static func threadName(clientId: String) -> String {
+        var name = "mqtt:"
+        for character in clientId {
+            guard name.utf8.count + character.utf8.count <= 15 else { break }
+            name.append(character)
+        }
+        return name
     }
 
     private static func describe(_ rc: Int32) -> String {

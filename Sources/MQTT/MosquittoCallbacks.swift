@@ -8,6 +8,7 @@
 // copied before returning, because the library frees it afterwards.
 
 import CMosquitto
+import CThreadName
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -97,11 +98,14 @@ final class LoopThreadContext: @unchecked Sendable { // immutable; mosq outlives
     let mosq: OpaquePointer
     let core: MQTTClientCore
     let timeoutMilliseconds: Int32
+    /// The network thread's name in `top -H` and profiles (``MQTTClient/threadName(clientId:)``).
+    let threadName: String
 
-    init(mosq: OpaquePointer, core: MQTTClientCore, timeoutMilliseconds: Int32) {
+    init(mosq: OpaquePointer, core: MQTTClientCore, timeoutMilliseconds: Int32, threadName: String) {
         self.mosq = mosq
         self.core = core
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.threadName = threadName
     }
 }
 
@@ -110,6 +114,7 @@ final class LoopThreadContext: @unchecked Sendable { // immutable; mosq outlives
 func mqttLoopThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
     guard let arg else { return nil }
     let context = Unmanaged<LoopThreadContext>.fromOpaque(arg).takeRetainedValue()
+    _ = hub_name_this_thread(context.threadName)
     let rc = mosquitto_loop_forever(context.mosq, context.timeoutMilliseconds, 1)
     context.core.handleLoopExit(rc: rc)
     return nil

@@ -63,3 +63,16 @@ import Testing
         #expect(readFile(segment).count == bytes.count - 5)
     }
 }
+
+/// The writer thread shows in `top -H` and profiles by its name.
+@Suite struct WriterThreadNameTests {
+    @Test func theWriterThreadIsNamed() async throws {
+        let store = try SegmentStore(directory: temporaryDirectory())
+        defer { store.close() }
+        _ = try await store.append(request("s", 0)) // the writer has run
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [])
+            .compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(names.contains(SegmentStore.writerThreadName), "threads: \(names)")
+    }
+}

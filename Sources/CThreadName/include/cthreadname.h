@@ -1,0 +1,9 @@
+#ifndef CTHREADNAME_H
+#define CTHREADNAME_H
+
+/// Names the calling thread for `top -H`, `ps -L` and profilers (Linux keeps the first 15 bytes).
+/// Returns 0, or an errno value. Swift's Glibc module does not show `pthread_setname_np`, and
+/// Foundation's `Thread.name` does not reach the system's name on Linux.
+int hub_name_this_thread(const char *name);
+
+#endif
