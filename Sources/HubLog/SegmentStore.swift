@@ -157,8 +157,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// How long after a commit the writer looks for the next append before it sleeps: a caller that
     /// waited for the last commit usually sends its next append within microseconds, and one found
     /// here saves waking a sleeping thread (tens of microseconds on a busy machine). It looks only
-    /// while the appends come that soon (see `writerLoop`). Public for the benchmark's hand-off
-    /// floor, which looks the same way.
+    /// while the appends come that soon (`WriterLook`).
     public static let lookBeforeSleeping: Duration = .microseconds(50)
     /// The writer thread's name in `top -H`, `ps -L` and profiles.
     public static let writerThreadName = "hub-log-writer"
@@ -473,15 +472,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     private func writerLoop() {
         _ = hub_name_this_thread(Self.writerThreadName)
         var seen = 0
-        // Look only while it pays: when the last batch's first append came within the look's time
-        // after the commit before it (one caller appending in a loop, or many callers). Spaced
-        // appends (a switch command's two, a household's pace) would find nothing and only burn a core.
-        var looking = true
-        var committedAt = ContinuousClock.now
+        var look = WriterLook()
         while true {
             if spaceNeeded == nil {
-                if looking {
-                    let until = committedAt + Self.lookBeforeSleeping
+                if let until = look.until {
                     while enqueued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
                 }
                 if enqueued.load(ordering: .acquiring) == seen { extendWhileIdle() }
@@ -508,12 +502,11 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             seen = enqueued.load(ordering: .relaxed)
             let batch = pending
             pending.removeAll(keepingCapacity: true)
-            let arrived = firstPendingAt ?? .now
+            look.took(firstQueuedAt: firstPendingAt ?? .now)
             firstPendingAt = nil
             queue.unlock()
-            looking = arrived - committedAt <= Self.lookBeforeSleeping
             commit(batch)
-            committedAt = ContinuousClock.now
+            look.committed()
         }
     }
 

@@ -40,7 +40,7 @@ public struct MQTTTopics: Sendable, Equatable {
 
     // MARK: Out
 
-    public var status: String { base + "/status" }
+    public var status: String { base + "/" + Self.statusLevel }
     /// JSON (retained): which instance of several sharing a PostgreSQL log is active (hot standby).
     public var activeStatus: String { base + "/status/active" }
     /// JSON (retained): whether the disk holding the log is full (`StorageReport`).
@@ -73,7 +73,11 @@ public struct MQTTTopics: Sendable, Equatable {
     /// `<base>/request/<name>`, e.g. `request("device/add")`.
     public func request(_ name: String) -> String { base + "/request/" + name }
     /// Home Assistant's birth / last-will topic: `online` means re-publish discovery and state.
-    public var homeAssistantStatus: String { discoveryPrefix + "/status" }
+    public var homeAssistantStatus: String { discoveryPrefix + "/" + Self.statusLevel }
+
+    /// The last level of both status topics (the hub's and Home Assistant's), which `route` and
+    /// `isStatus` recognise by their bytes.
+    static let statusLevel: Substring = "status"
 
     /// Every filter the hub subscribes to.
     public var subscriptions: [String] {
@@ -169,7 +173,7 @@ public struct MQTTTopics: Sendable, Equatable {
 
     /// Classifies an incoming topic. See `MQTTRoute`.
     public func route(topic: String) -> MQTTRoute {
-        if Self.below(discoveryPrefix, topic) == "status" { return .homeAssistantStatus }
+        if Self.below(discoveryPrefix, topic) == Self.statusLevel { return .homeAssistantStatus }
         guard let rest = Self.below(base, topic) else { return .ignored }
         // Split by bytes, not by characters: a slash is one byte, and every message is routed.
         let levels = rest.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { rest[$0.startIndex..<$0.endIndex] }
@@ -210,7 +214,7 @@ public struct MQTTTopics: Sendable, Equatable {
 
     /// Whether `topic` is the hub's own `<base>/status`, told without building that topic (every
     /// message the hub receives is checked).
-    public func isStatus(_ topic: String) -> Bool { Self.below(base, topic) == "status" }
+    public func isStatus(_ topic: String) -> Bool { Self.below(base, topic) == Self.statusLevel }
 
     /// The part of `topic` after `prefix` and a slash; nil when `topic` does not start so. Compares
     /// bytes and builds no string: the command path routes every message with it.

@@ -89,9 +89,8 @@ struct FsyncFloor {
 
 /// The hand-off floor's writer (also the durable writes of `hub-bench mqtt`'s path without the
 /// hub): one thread making each queued 64-byte write and its `fdatasync`,
-/// then resuming the task that waits for it; between writes it looks for the next one as long as
-/// `SegmentStore`'s writer does (`SegmentStore.lookBeforeSleeping`, and only while the writes come
-/// within that time of the one before, as the log's writer) before it sleeps on a condition.
+/// then resuming the task that waits for it; between writes it looks for the next one as the log's
+/// writer does (`WriterLook`) before it sleeps on a condition.
 final class HandOffWriter: @unchecked Sendable {
     private let fd: Int32
     private let condition = NSCondition()
@@ -136,11 +135,9 @@ final class HandOffWriter: @unchecked Sendable {
 
     private func loop() {
         var seen = 0
-        var looking = true
-        var wroteAt = ContinuousClock.now
+        var look = WriterLook()
         while true {
-            if looking {
-                let until = wroteAt + SegmentStore.lookBeforeSleeping
+            if let until = look.until {
                 while queued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
             }
             condition.lock()
@@ -154,15 +151,14 @@ final class HandOffWriter: @unchecked Sendable {
             seen = queued.load(ordering: .relaxed)
             let batch = queue
             queue.removeAll(keepingCapacity: true)
-            let arrived = firstQueuedAt ?? .now
+            look.took(firstQueuedAt: firstQueuedAt ?? .now)
             firstQueuedAt = nil
             condition.unlock()
-            looking = arrived - wroteAt <= SegmentStore.lookBeforeSleeping
             for item in batch {
                 let ok = pwrite(fd, record, record.count, item.offset) == record.count && fdatasync(fd) == 0
                 item.done.resume(returning: ok)
             }
-            wroteAt = .now
+            look.committed()
         }
     }
 }

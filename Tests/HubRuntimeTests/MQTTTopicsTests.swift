@@ -56,6 +56,7 @@ import Testing
         #expect(!c.isStatus("site1/hub/status/active"))
         #expect(!c.isStatus("site1/hubstatus"))
         #expect(!c.isStatus("hub/status"))
+        #expect(c.isStatus(c.status) && c.route(topic: c.homeAssistantStatus) == .homeAssistantStatus)
     }
 
     @Test func subscriptions() {
