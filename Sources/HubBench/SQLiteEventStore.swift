@@ -24,18 +24,7 @@ public final class SQLiteEventStore: EventStore, Sendable {
     private struct WriterState: ~Copyable {
         var connection: SQLiteConnection?
         var lastSequence: UInt64 = 0
-        var nextWaiter = 0
-        var waiters: [Int: (after: UInt64, continuation: CheckedContinuation<Void, Error>)] = [:]
-
-        /// Wakes the waiters that the committed tail now satisfies.
-        mutating func wakeWaiters() {
-            guard !waiters.isEmpty else { return }
-            let last = lastSequence
-            for (id, waiter) in waiters where waiter.after < last {
-                waiters.removeValue(forKey: id)
-                waiter.continuation.resume()
-            }
-        }
+        var waiters = AppendWaiters()
     }
 
     private let writer: Mutex<WriterState>
@@ -106,10 +95,8 @@ public final class SQLiteEventStore: EventStore, Sendable {
         writer.withLock { state in
             state.connection?.close()
             state.connection = nil
-            let waiters = state.waiters.values
-            state.waiters.removeAll()
-            for waiter in waiters { waiter.continuation.resume(throwing: EventLogError.closed) }
-        }
+            return state.waiters.takeAll()
+        }.fail(EventLogError.closed)
         reader.withLock { connection in
             connection?.close()
             connection = nil
@@ -138,24 +125,28 @@ public final class SQLiteEventStore: EventStore, Sendable {
         try Self.validate(request)
         // Uncontended: run right here (no thread hop). Contended: queue up on the writer queue
         // rather than blocking a cooperative-pool thread on the lock.
-        if let result = try writer.withLockIfAvailable({ (state: inout WriterState) throws -> AppendResult in
+        if let (result, reached) = try writer.withLockIfAvailable({ (state: inout WriterState) throws -> (AppendResult, Wakeups) in
             try Self.appendLocked(&state, request)
         }) {
+            reached.resume()
             return result
         }
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AppendResult, Error>) in
             queue.async { [self] in
                 continuation.resume(with: Result {
-                    try writer.withLock { (state: inout WriterState) throws -> AppendResult in
+                    let (result, reached) = try writer.withLock { (state: inout WriterState) throws -> (AppendResult, Wakeups) in
                         try Self.appendLocked(&state, request)
                     }
+                    reached.resume()
+                    return result
                 })
             }
         }
     }
 
-    /// The blocking append, one transaction, called with the writer lock held.
-    private static func appendLocked(_ state: inout WriterState, _ request: AppendRequest) throws -> AppendResult {
+    /// The blocking append, one transaction, called with the writer lock held; the waiters it
+    /// satisfies are returned, to be resumed once the lock is let go.
+    private static func appendLocked(_ state: inout WriterState, _ request: AppendRequest) throws -> (AppendResult, Wakeups) {
         guard let connection = state.connection else { throw EventLogError.closed }
         let begin = try connection.prepared("BEGIN IMMEDIATE")
         try Self.stepDone(connection, begin, "BEGIN IMMEDIATE")
@@ -163,12 +154,11 @@ public final class SQLiteEventStore: EventStore, Sendable {
             let (result, last) = try Self.appendInTransaction(connection, request, lastSequence: state.lastSequence)
             if result.duplicate {
                 try Self.stepDone(connection, try connection.prepared("ROLLBACK"), "ROLLBACK")
-                return result
+                return (result, .none)
             }
             try Self.stepDone(connection, try connection.prepared("COMMIT"), "COMMIT")
             state.lastSequence = last
-            state.wakeWaiters()
-            return result
+            return (result, state.waiters.takeReached(last))
         } catch {
             // Roll back whatever part of the transaction is still open and re-read the tail:
             // a failed COMMIT leaves the database as it was before BEGIN.
@@ -320,28 +310,17 @@ public final class SQLiteEventStore: EventStore, Sendable {
     /// commits, not by polling. Throws `EventLogError.closed` when the store is closed, and
     /// `CancellationError` when the waiting task is cancelled.
     public func waitForAppend(after sequence: UInt64) async throws {
-        let id = writer.withLock { state -> Int in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-                writer.withLock { state in
-                    if state.connection == nil {
-                        continuation.resume(throwing: EventLogError.closed)
-                    } else if state.lastSequence > sequence {
-                        continuation.resume()
-                    } else if Task.isCancelled {
-                        continuation.resume(throwing: CancellationError())
-                    } else {
-                        state.waiters[id] = (sequence, continuation)
-                    }
-                }
+        let id = writer.withLock { $0.waiters.newId() }
+        try await AppendWaiters.suspend { waiter in
+            writer.withLock { state -> Result<Void, any Error>? in
+                if state.connection == nil { return .failure(EventLogError.closed) }
+                if state.lastSequence > sequence { return .success(()) }
+                if Task.isCancelled { return .failure(CancellationError()) }
+                state.waiters.add(id, after: sequence, waiter)
+                return nil
             }
-        } onCancel: {
-            writer.withLock { state in
-                state.waiters.removeValue(forKey: id)?.continuation.resume(throwing: CancellationError())
-            }
+        } cancelled: {
+            writer.withLock { $0.waiters.remove(id) }
         }
     }
 }

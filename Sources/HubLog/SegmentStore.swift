@@ -91,8 +91,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         /// Full after a write found no space; ok again after a write or when the writer sees space.
         var storage: StorageCondition = .ok
         var closed = false
-        var waiters: [Int: CheckedContinuation<Void, Error>] = [:]
-        var nextWaiterId = 0
+        var waiters = AppendWaiters()
         var syncs = 0
         /// The most recently committed records, so live followers (subscriptions, the hub's read
         /// models) read the tail from memory instead of the files.
@@ -390,22 +389,18 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
-        let id = shared.withLock { s -> Int in let id = s.nextWaiterId; s.nextWaiterId += 1; return id }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-                let immediate: Result<Void, Error>? = shared.withLock { s in
-                    if s.lastSequence > sequence { return .success(()) }
-                    if s.closed { return .failure(EventLogError.closed) }
-                    if let reason = s.stopped { return .failure(EventLogError.writerStopped(reason: reason)) }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    s.waiters[id] = continuation
-                    return nil
-                }
-                if let immediate { continuation.resume(with: immediate) }
+        let id = shared.withLock { $0.waiters.newId() }
+        try await AppendWaiters.suspend { waiter in
+            shared.withLock { s -> Result<Void, any Error>? in
+                if s.lastSequence > sequence { return .success(()) }
+                if s.closed { return .failure(EventLogError.closed) }
+                if let reason = s.stopped { return .failure(EventLogError.writerStopped(reason: reason)) }
+                if Task.isCancelled { return .failure(CancellationError()) }
+                s.waiters.add(id, after: sequence, waiter)
+                return nil
             }
-        } onCancel: {
-            let waiter = shared.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume(throwing: CancellationError())
+        } cancelled: {
+            shared.withLock { $0.waiters.remove(id) }
         }
     }
 
@@ -447,13 +442,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         queue.broadcast()
         while !writerDone { queue.wait() }
         queue.unlock()
-        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
+        shared.withLock { s in
             s.closed = true
-            let all = Array(s.waiters.values)
-            s.waiters.removeAll()
-            return all
-        }
-        for waiter in waiters { waiter.resume(throwing: EventLogError.closed) }
+            return s.waiters.takeAll()
+        }.fail(EventLogError.closed)
         let head = shared.withLock { ($0.lastSequence, $0.headHash, $0.stopped) }
         commands.close(through: head.0, hash: head.1)
         // After a write failure the files may hold more than was committed: the next open scans.
@@ -638,24 +630,21 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         lastHash = hash
         headOffset = lastOffset
         sinceCheckpoint += batchBytes
-        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
+        let reached = shared.withLock { s in
             s.lastSequence = nextSequence - 1
             s.headHash = hash
             s.recent += committed
             if s.recent.count > Self.recentCapacity + Self.recentSlack { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }
             s.index += newIndex
-            guard nextSequence - 1 > committedLast else { return [] }
-            let all = Array(s.waiters.values)
-            s.waiters.removeAll()
-            return all
+            return s.waiters.takeReached(s.lastSequence)
         }
         // Remembered once committed, and before anyone hears of the commit: a retry can never miss
         // its original. Written to the index file after the answers (a crash before that is
         // mended by the next open's tail scan), so no caller waits for those writes.
         commands.remember(commandOverlay)
         for (i, item) in batch.enumerated() { item.complete(results[i]) }
-        for waiter in waiters { waiter.resume() }
+        reached.resume()
         commands.persist(through: nextSequence - 1, hash: hash)
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
     }
@@ -801,12 +790,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     }
 
     private func failWaiters(reason: String) {
-        let waiters = shared.withLock { s -> [CheckedContinuation<Void, Error>] in
-            let all = Array(s.waiters.values)
-            s.waiters.removeAll()
-            return all
-        }
-        for waiter in waiters { waiter.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+        shared.withLock { $0.waiters.takeAll() }.fail(EventLogError.writerStopped(reason: reason))
     }
 }
 

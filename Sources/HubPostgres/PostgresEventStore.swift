@@ -44,8 +44,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         var fault: String?
         var pending: [Pending] = []
         var writing = false
-        var nextWaiter = 0
-        var waiters: [Int: (after: UInt64, continuation: CheckedContinuation<Void, Error>)] = [:]
+        var waiters = AppendWaiters()
         /// Transactions committed by this process's writer (each may hold several appends).
         var transactions: UInt64 = 0
         /// Set by ``fence(holder:token:)``: the lease every append checks.
@@ -55,23 +54,31 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         /// Statements the writer has sent (round trips to the server).
         var statements: UInt64 = 0
 
-        /// Stops the store after a lost connection: every waiter and later append fails with `reason`.
-        mutating func stop(_ reason: String) {
-            guard fault == nil, !closing else { return }
+        /// Stops the store after a lost connection: every later wait and append fails with
+        /// `reason`. The waiters now are returned, to be failed once the lock is let go.
+        mutating func stop(_ reason: String) -> Wakeups {
+            guard fault == nil, !closing else { return .none }
             fault = reason
-            let woken = waiters.values
-            waiters.removeAll()
-            for waiter in woken { waiter.continuation.resume(throwing: EventLogError.writerStopped(reason: reason)) }
+            return waiters.takeAll()
         }
 
-        mutating func advance(to sequence: UInt64) {
-            guard sequence > lastSequence else { return }
+        /// The log reached `sequence`: the waiters it satisfies are returned, to be resumed once the
+        /// lock is let go.
+        mutating func advance(to sequence: UInt64) -> Wakeups {
+            guard sequence > lastSequence else { return .none }
             lastSequence = sequence
-            for (id, waiter) in waiters where waiter.after < sequence {
-                waiters.removeValue(forKey: id)
-                waiter.continuation.resume()
-            }
+            return waiters.takeReached(sequence)
         }
+    }
+
+    /// The log reached `sequence` (a notification, this writer's commit).
+    func advance(to sequence: UInt64) {
+        state.withLock { $0.advance(to: sequence) }.resume()
+    }
+
+    /// Stops the store after a lost connection (see ``StoreState/stop(_:)``).
+    func stop(_ reason: String) {
+        state.withLock { $0.stop(reason) }.fail(EventLogError.writerStopped(reason: reason))
     }
 
     /// Connects to the log at `location`, creating its tables when opened for writing.
@@ -123,16 +130,16 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         state = Mutex(StoreState())
         do {
             listener.addListener(channel: PostgresSchema.channel) { [weak self] _, notification in
-                if let sequence = UInt64(notification.payload) { self?.state.withLock { $0.advance(to: sequence) } }
+                if let sequence = UInt64(notification.payload) { self?.advance(to: sequence) }
             }
             _ = try listener.query(PostgresQuery(unsafeSQL: "LISTEN \(PostgresSchema.channel)"), logger: logger).wait()
             let last = try readLastSequence()
-            state.withLock { $0.advance(to: last) }
+            advance(to: last)
             // A lost connection is not waited out silently: followers and appends hear of it.
             for (connection, role) in [(writer, "writer"), (reader, "reader"), (listener, "listener")] {
                 connection.closeFuture.whenComplete { [weak self] _ in
                     guard let self else { return }
-                    self.state.withLock { $0.stop("\(self.location): the \(role) connection to PostgreSQL was lost") }
+                    self.stop("\(self.location): the \(role) connection to PostgreSQL was lost")
                 }
             }
         } catch {
@@ -301,30 +308,18 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     // MARK: Waiting, faults, closing
 
     public func waitForAppend(after sequence: UInt64) async throws {
-        let id = state.withLock { state -> Int in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-                state.withLock { state in
-                    if state.closed {
-                        continuation.resume(throwing: EventLogError.closed)
-                    } else if state.lastSequence > sequence {
-                        continuation.resume()
-                    } else if let fault = state.fault {
-                        continuation.resume(throwing: EventLogError.writerStopped(reason: fault))
-                    } else if Task.isCancelled {
-                        continuation.resume(throwing: CancellationError())
-                    } else {
-                        state.waiters[id] = (sequence, continuation)
-                    }
-                }
+        let id = state.withLock { $0.waiters.newId() }
+        try await AppendWaiters.suspend { waiter in
+            state.withLock { state -> Result<Void, any Error>? in
+                if state.closed { return .failure(EventLogError.closed) }
+                if state.lastSequence > sequence { return .success(()) }
+                if let fault = state.fault { return .failure(EventLogError.writerStopped(reason: fault)) }
+                if Task.isCancelled { return .failure(CancellationError()) }
+                state.waiters.add(id, after: sequence, waiter)
+                return nil
             }
-        } onCancel: {
-            state.withLock { state in
-                state.waiters.removeValue(forKey: id)?.continuation.resume(throwing: CancellationError())
-            }
+        } cancelled: {
+            state.withLock { $0.waiters.remove(id) }
         }
     }
 
@@ -356,10 +351,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         }
         state.withLock { state in
             state.closed = true
-            let waiters = state.waiters.values
-            state.waiters.removeAll()
-            for waiter in waiters { waiter.continuation.resume(throwing: EventLogError.closed) }
-        }
+            return state.waiters.takeAll()
+        }.fail(EventLogError.closed)
         for connection in [writer, reader, listener] { try? await connection.close() }
         try? await group.shutdownGracefully()
     }

@@ -59,7 +59,7 @@ extension PostgresEventStore {
         } catch {
             state.withLock { $0.view = WriterView() }
             let reason = "\(location): \(Self.reason(error)) (an append in flight may or may not have been committed)"
-            state.withLock { $0.stop(reason) }
+            stop(reason)
             let failed = state.withLock { state -> [Pending] in
                 defer { state.pending.removeAll() }
                 return state.pending
@@ -98,8 +98,8 @@ extension PostgresEventStore {
                     state.view.head = (sequence, hash)
                     state.view.remember(plan.versions)
                     if plan.call.rows > 0 { state.transactions += 1 }
-                    state.advance(to: sequence)
-                }
+                    return state.advance(to: sequence)
+                }.resume()
                 return plan.results
             case .fenced(let holder, let token, let live):
                 let reason = Self.fenceReason(fence, current: holder, currentToken: token, live: live)

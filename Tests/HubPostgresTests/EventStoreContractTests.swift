@@ -1,6 +1,7 @@
 import Foundation
 import HubLog
 import HubRuntime
+import Synchronization
 import Testing
 
 /// The EventStore contract, clause by clause, against the segment log and PostgreSQL alike, so a
@@ -164,5 +165,47 @@ import Testing
         #expect(try allRecords(reader).count == 2)
         await reader.close()
         await writer.close()
+    }
+
+    /// Followers cancelled just as the log moves (a hub stopping while events arrive) end: a store
+    /// never wakes a waiting task while holding the lock the task's cancellation handler needs. The
+    /// PostgreSQL store did, and the two threads waited for each other for ever (a stepped-down
+    /// hub that never finished stopping).
+    @Test(arguments: Backend.allCases)
+    func followersCancelledWhileTheLogMovesEnd(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try place.open()
+        let rounds = 300, followers = 32
+        for round in 0..<rounds {
+            let after = store.lastSequence
+            let waiting = (0..<followers).map { _ in Task { try? await store.waitForAppend(after: after) } }
+            let append = Task { try await store.append(request("m", [event(round)])) }
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...1500)))
+            // Cancelled from a thread of its own: if that thread and the store wait for each other,
+            // the test's pool threads are still free to say so.
+            Thread.detachNewThread { for task in waiting { task.cancel() } }
+            let ended = await within(seconds: 10) { for task in waiting { await task.value } }
+            try #require(ended, "round \(round): followers cancelled while the log moved never ended")
+            _ = try await append.value
+        }
+        #expect(store.lastSequence == UInt64(rounds))
+        await store.close()
+    }
+}
+
+/// Whether `body` ended within `seconds` (false: it still runs, and is left running).
+func within(seconds: Double, _ body: @escaping @Sendable () async -> Void) async -> Bool {
+    final class Answer: Sendable {
+        let given = Atomic<Bool>(false)
+        let continuation: CheckedContinuation<Bool, Never>
+        init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = continuation }
+        func give(_ value: Bool) {
+            if !given.exchange(true, ordering: .relaxed) { continuation.resume(returning: value) }
+        }
+    }
+    return await withCheckedContinuation { continuation in
+        let answer = Answer(continuation)
+        Task { await body(); answer.give(true) }
+        Task { try? await Task.sleep(for: .seconds(seconds)); answer.give(false) }
     }
 }

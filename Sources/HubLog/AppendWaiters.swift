@@ -1,0 +1,82 @@
+/// The tasks waiting in a store's ``EventStore/waitForAppend(after:)``, kept in the store's locked
+/// state.
+///
+/// Nothing here resumes a task. What is taken out comes back as ``Wakeups``, which the store resumes
+/// after it has let go of its lock. Resuming a task takes the task's own status lock, and the
+/// runtime holds that lock while it runs the task's cancellation handler, which takes the store's
+/// lock to remove its waiter. A store that resumed under its lock could wait for ever on a thread
+/// that waited for it (a hub stopping while the log moved never finished stopping).
+public struct AppendWaiters: Sendable {
+    public typealias Waiter = CheckedContinuation<Void, any Error>
+
+    private var waiting: [Int: (after: UInt64, waiter: Waiter)] = [:]
+    private var lastId = 0
+
+    public init() {}
+
+    /// How many tasks wait.
+    public var count: Int { waiting.count }
+
+    /// A number for the next waiter (taken before it suspends, so its cancellation handler knows it).
+    public mutating func newId() -> Int {
+        lastId += 1
+        return lastId
+    }
+
+    /// `waiter` waits for a record after `sequence`.
+    public mutating func add(_ id: Int, after sequence: UInt64, _ waiter: Waiter) {
+        waiting[id] = (sequence, waiter)
+    }
+
+    /// The waiter `id`, if it still waits (its task was cancelled).
+    public mutating func remove(_ id: Int) -> Waiter? {
+        waiting.removeValue(forKey: id)?.waiter
+    }
+
+    /// The waiters the log's new last sequence satisfies.
+    public mutating func takeReached(_ lastSequence: UInt64) -> Wakeups {
+        var reached: [Waiter] = []
+        for (id, entry) in waiting where entry.after < lastSequence {
+            waiting.removeValue(forKey: id)
+            reached.append(entry.waiter)
+        }
+        return Wakeups(waiters: reached)
+    }
+
+    /// Every waiter (the store closed or stopped).
+    public mutating func takeAll() -> Wakeups {
+        defer { waiting.removeAll() }
+        return Wakeups(waiters: waiting.values.map(\.waiter))
+    }
+
+    /// A store's `waitForAppend`, around its lock.
+    ///
+    /// - Parameters:
+    ///   - register: Under the store's lock: the answer at once (the record is there, the store is
+    ///     closed, the task is cancelled), or nil after adding the waiter.
+    ///   - cancelled: Under the store's lock: removes the waiter (``remove(_:)``).
+    public static func suspend(register: (Waiter) -> Result<Void, any Error>?, cancelled: @Sendable () -> Waiter?) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: Waiter) in
+                if let immediate = register(waiter) { waiter.resume(with: immediate) }
+            }
+        } onCancel: {
+            cancelled()?.resume(throwing: CancellationError())
+        }
+    }
+}
+
+/// Waiters taken out of ``AppendWaiters``, to resume once the store's lock is let go.
+public struct Wakeups: Sendable {
+    fileprivate let waiters: [AppendWaiters.Waiter]
+
+    public static let none = Wakeups(waiters: [])
+
+    public func resume() {
+        for waiter in waiters { waiter.resume() }
+    }
+
+    public func fail(_ error: any Error) {
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+}
