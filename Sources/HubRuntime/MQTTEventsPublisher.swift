@@ -67,13 +67,12 @@ final class MQTTEventsPublisher: Service {
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
         var lastProblem: (text: String, at: ContinuousClock.Instant)?
         while !Task.isCancelled {
-            let (pending, error) = await feedUntilFailure(from: acknowledged + 1)
+            let error = await feedUntilFailure(from: acknowledged + 1)
             if Task.isCancelled {
-                await settle(pending)
+                await settle()
                 break
             }
             // A refused or failed publish: everything after the acknowledged prefix goes out again.
-            for task in pending { task.cancel() }
             // Said once, and again every minute while it lasts: a stalled feed is not hidden.
             let problem = "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); retrying"
             if lastProblem?.text != problem || ContinuousClock.now - (lastProblem?.at ?? .now) > .seconds(60) {
@@ -86,37 +85,40 @@ final class MQTTEventsPublisher: Service {
     }
 
     /// Publishes from `first` on until cancelled or until the broker refuses (or fails) one event;
-    /// returns what is still in flight and the failure.
-    private func feedUntilFailure(from first: UInt64) async -> (pending: [Task<Void, any Error>], error: (any Error)?) {
+    /// returns the failure.
+    private func feedUntilFailure(from first: UInt64) async -> (any Error)? {
         let (failures, failed) = AsyncStream<any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        return await withTaskGroup(of: (pending: [Task<Void, any Error>], error: (any Error)?).self) { group in
+        return await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask { await self.feed(from: first, failed: failed) }
             group.addTask {
-                for await error in failures { return ([], error) }
-                return ([], nil)
+                for await error in failures { return error }
+                return nil
             }
             // Whichever ends first (a failed acknowledgement, or the feed itself) ends the other.
-            var result = await group.next() ?? ([], nil)
+            var result = await group.next() ?? nil
             group.cancelAll()
             failed.finish()
-            for await other in group {
-                result.pending += other.pending
-                if result.error == nil { result.error = other.error }
-            }
+            for await other in group where result == nil { result = other }
             return result
         }
     }
 
-    /// Tasks the feed holds (in flight, or acknowledged but not yet let go): at most `window` plus
-    /// a few, whatever the number of events (a test checks it).
-    var heldTasks: Int { held.load(ordering: .relaxed) }
-    private let held = Atomic<Int>(0)
+    /// Events published and not yet acknowledged (nor failed), and who waits for that number to fall.
+    private struct Flight {
+        var count = 0
+        /// The feed, waiting for room in the window.
+        var roomWaiter: CheckedContinuation<Void, Never>?
+        /// Stopping: waiting for the count to reach 0, until `settled`.
+        var drainWaiter: CheckedContinuation<Void, Never>?
+        var settled = false
+    }
+    private let flight = Mutex(Flight())
 
-    private func feed(from first: UInt64, failed: AsyncStream<any Error>.Continuation) async -> (pending: [Task<Void, any Error>], error: (any Error)?) {
-        // Each event's acknowledgement task, oldest first; `head` is the first one still held.
-        var inFlight: [(sequence: UInt64, task: Task<Void, any Error>)] = []
-        var head = 0
-        defer { held.store(0, ordering: .relaxed) }
+    /// Events published and not yet acknowledged: at most `window` (a test checks that nothing is
+    /// held once the broker acknowledged everything).
+    var inFlight: Int { flight.withLock { $0.count } }
+
+    private func feed(from first: UInt64, failed: AsyncStream<any Error>.Continuation) async -> (any Error)? {
         do {
             for try await record in hub.store.subscribe(from: first) {
                 let topic = topics.event(stream: record.stream, type: record.type)
@@ -127,49 +129,89 @@ final class MQTTEventsPublisher: Service {
                 while !client.isConnected {
                     do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout {}
                 }
-                let ticket = try client.publishTracked(topic, payload, qos: 1)
-                inFlight.append((sequence, Task {
-                    do {
-                        try await ticket.acknowledged()
-                    } catch {
-                        failed.yield(error)
-                        throw error
+                if inFlight >= Self.window { await roomInWindow() }
+                try Task.checkCancellation()
+                flight.withLock { $0.count += 1 }
+                do {
+                    // Told on the client's network thread: no task per event.
+                    try client.publish(topic, payload, qos: 1) { [self] result in
+                        switch result {
+                        case .success: acknowledge(sequence)
+                        case .failure(let error): failed.yield(error)
+                        }
+                        landed()
                     }
-                    self.acknowledge(sequence)
-                }))
-                // Let go of every task the broker's acknowledgements have passed (not only when the
-                // window is full: at a household's pace it never is, and the tasks piled up).
-                let done = acknowledged
-                while head < inFlight.count && inFlight[head].sequence <= done { head += 1 }
-                while inFlight.count - head >= Self.window {
-                    try await inFlight[head].task.value
-                    head += 1
+                } catch {
+                    landed()
+                    throw error
                 }
-                if head >= 16 {
-                    inFlight.removeFirst(head)
-                    head = 0
-                }
-                held.store(inFlight.count, ordering: .relaxed)
             }
-            return (inFlight[head...].map(\.task), nil)
+            return nil
+        } catch is CancellationError {
+            return nil
         } catch {
-            return (inFlight[head...].map(\.task), error)
+            return error
         }
     }
 
-    /// Stopping: what is in flight gets a moment to be acknowledged (so it is not sent again after
-    /// the restart); then the rest is given up.
-    private func settle(_ pending: [Task<Void, any Error>]) async {
-        guard !pending.isEmpty else { return }
-        guard client.isConnected else {
-            for task in pending { task.cancel() } // nothing will be acknowledged soon: sent again after the restart
-            return
+    /// Returns when fewer than `window` events are in flight, or the task is cancelled.
+    private func roomInWindow() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let now = flight.withLock { f -> Bool in
+                    if f.count < Self.window || Task.isCancelled { return true }
+                    f.roomWaiter = waiter
+                    return false
+                }
+                if now { waiter.resume() }
+            }
+        } onCancel: {
+            flight.withLock { f in
+                defer { f.roomWaiter = nil }
+                return f.roomWaiter
+            }?.resume()
         }
+    }
+
+    /// One event acknowledged or failed (network thread): wakes who waits for the count to fall,
+    /// after the lock is let go.
+    private func landed() {
+        let woken = flight.withLock { f -> [CheckedContinuation<Void, Never>] in
+            f.count -= 1
+            var woken: [CheckedContinuation<Void, Never>] = []
+            if f.count < Self.window, let waiter = f.roomWaiter {
+                woken.append(waiter)
+                f.roomWaiter = nil
+            }
+            if f.count == 0, let waiter = f.drainWaiter {
+                woken.append(waiter)
+                f.drainWaiter = nil
+            }
+            return woken
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Stopping: what is in flight gets up to 2 s to be acknowledged (so it is not sent again after
+    /// the restart); then the rest is given up.
+    private func settle() async {
+        guard client.isConnected else { return } // nothing will be acknowledged soon: sent again after the restart
         let timer = Task {
             try? await Task.sleep(for: .seconds(2))
-            for task in pending { task.cancel() }
+            flight.withLock { f in
+                f.settled = true
+                defer { f.drainWaiter = nil }
+                return f.drainWaiter
+            }?.resume()
         }
-        for task in pending { _ = await task.result }
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = flight.withLock { f -> Bool in
+                if f.count == 0 || f.settled { return true }
+                f.drainWaiter = waiter
+                return false
+            }
+            if now { waiter.resume() }
+        }
         timer.cancel()
     }
 

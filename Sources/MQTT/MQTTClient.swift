@@ -258,17 +258,32 @@ public final class MQTTClient: Sendable {
                     register: false).mid
     }
 
-    /// `register`: the message id is registered for `PublishAcknowledgements.wait` in the same
-    /// critical section as the publish (so its acknowledgement cannot be missed).
+    /// Publishes now, and tells `whenAcknowledged` once what became of the message: success when the
+    /// broker acknowledged it (QoS 1/2: PUBACK/PUBCOMP; QoS 0: written to the socket), across
+    /// reconnects; `.publishRejected` for an MQTT 5 failure reason code; `.stopped` (or why the
+    /// client died) if it stops first. No task waits for it: `whenAcknowledged` runs on the client's
+    /// network thread (or on the thread that stops the client), so it must be quick and must not
+    /// call into this client.
+    /// - Throws: as ``publish(_:_:qos:retain:responseTopic:correlationData:)``; `whenAcknowledged`
+    ///   is then never called.
+    public func publish(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool = false,
+                        whenAcknowledged: @escaping @Sendable (Result<Void, any Error>) -> Void) throws {
+        _ = try publish(topic, payload, qos: qos, retain: retain, responseTopic: nil, correlationData: nil, register: true,
+                        completion: whenAcknowledged)
+    }
+
+    /// `register`: the message id is registered for `PublishAcknowledgements.wait` (or with its
+    /// `completion`) in the same critical section as the publish (so its acknowledgement cannot be missed).
     private func publish(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool, responseTopic: String?,
-                         correlationData: [UInt8]?, register: Bool) throws -> (mid: Int32, token: UInt64) {
+                         correlationData: [UInt8]?, register: Bool,
+                         completion: PublishAcknowledgements.Completion? = nil) throws -> (mid: Int32, token: UInt64) {
         guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
         if let correlationData, correlationData.count > Int(UInt16.max) {
             throw core.error(.invalidArgument, "correlation data is longer than 65535 bytes")
         }
         return try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "publish after stop()") }
-            if register { return try core.acks.publishRegistered { try publish(mosq, topic, payload, qos: qos, retain: retain,
+            if register { return try core.acks.publishRegistered(completion: completion) { try publish(mosq, topic, payload, qos: qos, retain: retain,
                                                                                responseTopic: responseTopic, correlationData: correlationData) } }
             return (try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData), 0)
         }

@@ -13,12 +13,17 @@
 import Synchronization
 
 final class PublishAcknowledgements: Sendable {
+    /// Told the outcome on the network thread (see `MQTTClient.publish(_:_:qos:retain:whenAcknowledged:)`).
+    typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
     struct Entry {
         /// Tells a waiter's timer apart from a later waiter on a reused message id.
         var token: UInt64
         var continuation: CheckedContinuation<Void, any Error>?
         /// Arrived before the waiter parked its continuation.
         var reasonCode: Int32?
+        /// Told instead of a waiter, registered with the publish.
+        var completion: Completion?
     }
 
     struct State {
@@ -30,31 +35,34 @@ final class PublishAcknowledgements: Sendable {
 
     private let state = Mutex(State())
 
-    /// Runs `publish` (which returns the message id) and registers the id in one critical section.
-    func publishRegistered(_ publish: () throws -> Int32) throws -> (mid: Int32, token: UInt64) {
+    /// Runs `publish` (which returns the message id) and registers the id in one critical section,
+    /// with the `completion` to tell (or, without one, for a later ``wait``).
+    func publishRegistered(completion: Completion? = nil, _ publish: () throws -> Int32) throws -> (mid: Int32, token: UInt64) {
         try state.withLock { s in
             if let closed = s.closed { throw closed }
             let mid = try publish()
             s.nextToken &+= 1
-            s.entries[mid] = Entry(token: s.nextToken)
+            s.entries[mid] = Entry(token: s.nextToken, completion: completion)
             return (mid, s.nextToken)
         }
     }
 
     /// on_publish (network thread). `failure` turns a reason code into an error, if it is one.
     func acknowledged(mid: Int32, reasonCode: Int32, failure: (Int32) -> MQTTError?) {
-        let waiter: CheckedContinuation<Void, any Error>? = state.withLock { s in
-            guard var entry = s.entries[mid] else { return nil }
-            guard let continuation = entry.continuation else {
+        let taken: (waiter: CheckedContinuation<Void, any Error>?, completion: Completion?) = state.withLock { s in
+            guard var entry = s.entries[mid] else { return (nil, nil) }
+            guard entry.continuation != nil || entry.completion != nil else {
                 entry.reasonCode = reasonCode
                 s.entries[mid] = entry
-                return nil
+                return (nil, nil)
             }
             s.entries[mid] = nil
-            return continuation
+            return (entry.continuation, entry.completion)
         }
-        guard let waiter else { return }
-        if let error = failure(reasonCode) { waiter.resume(throwing: error) } else { waiter.resume() }
+        guard taken.waiter != nil || taken.completion != nil else { return }
+        let result: Result<Void, any Error> = failure(reasonCode).map { .failure($0) } ?? .success(())
+        taken.waiter?.resume(with: result)
+        taken.completion?(result)
     }
 
     /// Completes when `mid` was acknowledged; throws on failure, when the client dies, on timeout
@@ -106,12 +114,14 @@ final class PublishAcknowledgements: Sendable {
 
     /// The client died or stopped: every wait fails with `error`, and so does every later one.
     func close(with error: MQTTError) {
-        let waiters: [CheckedContinuation<Void, any Error>] = state.withLock { s in
+        let entries: [Entry] = state.withLock { s in
             if s.closed == nil { s.closed = error }
-            let all = s.entries.values.compactMap(\.continuation)
-            s.entries = [:]
-            return all
+            defer { s.entries = [:] }
+            return Array(s.entries.values)
         }
-        for waiter in waiters { waiter.resume(throwing: error) }
+        for entry in entries {
+            entry.continuation?.resume(throwing: error)
+            entry.completion?(.failure(error))
+        }
     }
 }

@@ -1,5 +1,6 @@
 import BrokerHarness
 import MQTT
+import Synchronization
 import Testing
 
 @Suite("MQTT client against a real mosquitto")
@@ -136,6 +137,49 @@ struct MQTTClientTests {
         await h.client.stop()
         _ = await pending.result // acknowledged just before the stop, or failed by it: either way it returns
         await #expect(throws: MQTTError.self) { try await h.client.publishAndWait("acks/waited", bytes("after"), qos: 1) }
+    }
+
+    @Test("whenAcknowledged is told once per message: success once the broker acknowledged it, the failure if the client stops first")
+    func acknowledgementsTold() async throws {
+        let broker = try await TestBroker.startAsync()
+        let h = try await makeClient(broker, id: "told", subscriptions: [("told/#", 1)])
+        try await ensureSubscribed(h, probeTopic: "told/probe")
+        let told = Told()
+        for i in 0..<500 {
+            try h.client.publish("told/\(i % 7)", bytes("\(i)"), qos: 1) { told.add(i, $0) }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while told.count < 500, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100)) // nothing is told twice
+        #expect(told.successes == Set(0..<500) && told.count == 500, "\(told.count) told, \(told.successes.count) distinct successes")
+        try await h.messages.wait("500 messages") { $0.filter { $0.topic.hasPrefix("told/") && $0.topic != "told/probe" }.count == 500 }
+        await h.client.stop()
+
+        // Never connected: QoS 1 messages wait in the client's queue; stopping it tells their failure.
+        let offline = try MQTTClient(options: MQTTOptions(host: broker.host, port: broker.port, clientId: "told-offline"))
+        let failed = Told()
+        for i in 0..<3 { try offline.publish("told/queued", bytes("\(i)"), qos: 1) { failed.add(i, $0) } }
+        #expect(failed.count == 0)
+        await offline.stop()
+        #expect(failed.count == 3 && failed.successes.isEmpty)
+        #expect(failed.failures.allSatisfy { ($0 as? MQTTError)?.kind == .stopped }, "\(failed.failures)")
+    }
+
+    /// Outcomes told to `whenAcknowledged`, from the network thread.
+    final class Told: Sendable {
+        private let state = Mutex<(count: Int, successes: Set<Int>, failures: [any Error])>((0, [], []))
+        func add(_ i: Int, _ result: Result<Void, any Error>) {
+            state.withLock { s in
+                s.count += 1
+                switch result {
+                case .success: s.successes.insert(i)
+                case .failure(let error): s.failures.append(error)
+                }
+            }
+        }
+        var count: Int { state.withLock { $0.count } }
+        var successes: Set<Int> { state.withLock { $0.successes } }
+        var failures: [any Error] { state.withLock { $0.failures } }
     }
 
     @Test("the will is published when the client vanishes without DISCONNECT")
