@@ -31,6 +31,8 @@ final class MQTTEventsPublisher: Service {
         var savedAt = ContinuousClock.now
         /// The last save failed (a full disk): said once, retried once a second.
         var failing = false
+        /// The saver was asked and has not saved since.
+        var saveAsked = false
 
         mutating func complete(_ sequence: UInt64) {
             guard sequence > acknowledged else { return }
@@ -43,7 +45,18 @@ final class MQTTEventsPublisher: Service {
         var saveDue: Bool {
             (!failing && acknowledged >= saved + 1000) || (acknowledged > saved && ContinuousClock.now - savedAt > .seconds(1))
         }
+
+        /// Whether to ask the saver now: the checkpoint is due and the saver was not asked already.
+        mutating func askToSave() -> Bool {
+            guard !saveAsked, saveDue else { return false }
+            saveAsked = true
+            return true
+        }
     }
+
+    /// Asks the saver task to write the checkpoint: acknowledgements are told on the MQTT client's
+    /// network thread, which must not wait for a file to be written.
+    private let saves = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
     init(hub: Hub, client: MQTTClient, topics: MQTTTopics, checkpointPath: String, logger: Logger) {
         self.hub = hub
@@ -65,6 +78,8 @@ final class MQTTEventsPublisher: Service {
     func feedUntilCancelled() async {
         let start = readCheckpoint()
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
+        let saver = Task { for await _ in saves.stream { saveCheckpoint() } }
+        defer { saves.continuation.finish() }
         var lastProblem: (text: String, at: ContinuousClock.Instant)?
         while !Task.isCancelled {
             let error = await feedUntilFailure(from: acknowledged + 1)
@@ -81,6 +96,8 @@ final class MQTTEventsPublisher: Service {
             }
             try? await Task.sleep(for: .milliseconds(500))
         }
+        saver.cancel()
+        await saver.value // one writer at a time
         saveCheckpoint()
     }
 
@@ -103,20 +120,24 @@ final class MQTTEventsPublisher: Service {
         }
     }
 
-    /// Events published and not yet acknowledged (nor failed), and who waits for that number to fall.
-    private struct Flight {
-        var count = 0
+    /// Events published and not yet acknowledged (nor failed). Counted without a lock: the network
+    /// thread tells every acknowledgement, and takes ``waiting``'s lock only when the count crosses
+    /// what a waiter waits for.
+    private let flying = Atomic<Int>(0)
+
+    /// Who waits for the count to fall.
+    private struct Waiting {
         /// The feed, waiting for room in the window.
-        var roomWaiter: CheckedContinuation<Void, Never>?
+        var room: CheckedContinuation<Void, Never>?
         /// Stopping: waiting for the count to reach 0, until `settled`.
-        var drainWaiter: CheckedContinuation<Void, Never>?
+        var drain: CheckedContinuation<Void, Never>?
         var settled = false
     }
-    private let flight = Mutex(Flight())
+    private let waiting = Mutex(Waiting())
 
     /// Events published and not yet acknowledged: at most `window` (a test checks that nothing is
     /// held once the broker acknowledged everything).
-    var inFlight: Int { flight.withLock { $0.count } }
+    var inFlight: Int { flying.load(ordering: .acquiring) }
 
     private func feed(from first: UInt64, failed: AsyncStream<any Error>.Continuation) async -> (any Error)? {
         do {
@@ -131,7 +152,7 @@ final class MQTTEventsPublisher: Service {
                 }
                 if inFlight >= Self.window { await roomInWindow() }
                 try Task.checkCancellation()
-                flight.withLock { $0.count += 1 }
+                flying.add(1, ordering: .acquiringAndReleasing)
                 do {
                     // Told on the client's network thread: no task per event.
                     try client.publish(topic, payload, qos: 1) { [self] result in
@@ -158,34 +179,37 @@ final class MQTTEventsPublisher: Service {
     private func roomInWindow() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-                let now = flight.withLock { f -> Bool in
-                    if f.count < Self.window || Task.isCancelled { return true }
-                    f.roomWaiter = waiter
+                // Checked again under the lock: an acknowledgement that took the count below the
+                // window after this looked finds the waiter, or this finds the count.
+                let now = waiting.withLock { w -> Bool in
+                    if inFlight < Self.window || Task.isCancelled { return true }
+                    w.room = waiter
                     return false
                 }
                 if now { waiter.resume() }
             }
         } onCancel: {
-            flight.withLock { f in
-                defer { f.roomWaiter = nil }
-                return f.roomWaiter
+            waiting.withLock { w in
+                defer { w.room = nil }
+                return w.room
             }?.resume()
         }
     }
 
-    /// One event acknowledged or failed (network thread): wakes who waits for the count to fall,
-    /// after the lock is let go.
+    /// One event acknowledged or failed (network thread). Wakes, after the lock is let go, the feed
+    /// when the count fell below the window, and a stopping feed when it reached 0.
     private func landed() {
-        let woken = flight.withLock { f -> [CheckedContinuation<Void, Never>] in
-            f.count -= 1
+        let left = flying.subtract(1, ordering: .acquiringAndReleasing).newValue
+        guard left == Self.window - 1 || left == 0 else { return }
+        let woken = waiting.withLock { w -> [CheckedContinuation<Void, Never>] in
             var woken: [CheckedContinuation<Void, Never>] = []
-            if f.count < Self.window, let waiter = f.roomWaiter {
-                woken.append(waiter)
-                f.roomWaiter = nil
+            if let room = w.room {
+                woken.append(room)
+                w.room = nil
             }
-            if f.count == 0, let waiter = f.drainWaiter {
-                woken.append(waiter)
-                f.drainWaiter = nil
+            if left == 0, let drain = w.drain {
+                woken.append(drain)
+                w.drain = nil
             }
             return woken
         }
@@ -198,16 +222,16 @@ final class MQTTEventsPublisher: Service {
         guard client.isConnected else { return } // nothing will be acknowledged soon: sent again after the restart
         let timer = Task {
             try? await Task.sleep(for: .seconds(2))
-            flight.withLock { f in
-                f.settled = true
-                defer { f.drainWaiter = nil }
-                return f.drainWaiter
+            waiting.withLock { w in
+                w.settled = true
+                defer { w.drain = nil }
+                return w.drain
             }?.resume()
         }
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let now = flight.withLock { f -> Bool in
-                if f.count == 0 || f.settled { return true }
-                f.drainWaiter = waiter
+            let now = waiting.withLock { w -> Bool in
+                if inFlight == 0 || w.settled { return true }
+                w.drain = waiter
                 return false
             }
             if now { waiter.resume() }
@@ -221,45 +245,50 @@ final class MQTTEventsPublisher: Service {
         return value
     }
 
-    /// One event acknowledged: advance the prefix, and save it when due (one lock per event).
+    /// One event acknowledged (network thread): advance the prefix, and ask the saver when the
+    /// checkpoint is due (one lock per event).
     private func acknowledge(_ sequence: UInt64) {
-        progress.withLock { p in
+        let ask = progress.withLock { p in
             p.complete(sequence)
-            if p.saveDue { save(&p) }
+            return p.askToSave()
         }
+        if ask { saves.continuation.yield() }
     }
 
-    /// Writes the acknowledged prefix now, if it moved since the last save.
+    /// Writes the acknowledged prefix now, if it moved since the last save. One caller at a time
+    /// (the saver task, then the stopping feed); the file is written outside the lock, so
+    /// acknowledgements never wait for it.
     func saveCheckpoint() {
-        progress.withLock { p in
-            if p.acknowledged != p.saved { save(&p) }
+        let (target, saved, wasFailing) = progress.withLock { p in
+            p.saveAsked = false
+            return (p.acknowledged, p.saved, p.failing)
         }
+        guard target != saved else { return }
+        let problem = write(target)
+        progress.withLock { p in
+            p.savedAt = ContinuousClock.now
+            p.failing = problem != nil
+            if problem == nil { p.saved = target }
+        }
+        if let problem, !wasFailing {
+            // Not fatal: the feed sends again from the last saved point after a restart (at least once).
+            logger.warning("mqtt: could not save the event feed's checkpoint; retrying every second",
+                           metadata: ["file": "\(problem.file)", "error": "\(problem.error)"])
+        }
+        if problem == nil, wasFailing { logger.notice("mqtt: the event feed's checkpoint is saved again") }
     }
 
-    /// Under the progress lock: one writer at a time.
-    private func save(_ p: inout Progress) {
+    /// Writes `sequence` to the checkpoint file (a temporary file renamed over it); which file
+    /// failed and why, if it failed.
+    private func write(_ sequence: UInt64) -> (file: String, error: String)? {
         let temp = checkpointPath + ".tmp"
         do {
-            try "\(p.acknowledged)\n".write(toFile: temp, atomically: false, encoding: .utf8)
+            try "\(sequence)\n".write(toFile: temp, atomically: false, encoding: .utf8)
         } catch {
             unlink(temp) // a full disk leaves no empty or partial temp file behind
-            // Not fatal: the feed sends again from the last saved point after a restart (at least once).
-            if !p.failing {
-                let reason = (error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? "\(error)"
-                logger.warning("mqtt: could not save the event feed's checkpoint; retrying every second",
-                               metadata: ["file": "\(temp)", "error": "\(reason)"])
-            }
-            p.failing = true
-            p.savedAt = ContinuousClock.now
-            return
+            return (temp, (error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? "\(error)")
         }
-        guard rename(temp, checkpointPath) == 0 else {
-            logger.warning("mqtt: could not save the event feed's checkpoint", metadata: ["file": "\(checkpointPath)", "errno": "\(errno)"])
-            return
-        }
-        if p.failing { logger.notice("mqtt: the event feed's checkpoint is saved again") }
-        p.failing = false
-        p.saved = p.acknowledged
-        p.savedAt = ContinuousClock.now
+        guard rename(temp, checkpointPath) == 0 else { return (checkpointPath, "rename: \(String(cString: strerror(errno)))") }
+        return nil
     }
 }
