@@ -79,7 +79,6 @@ final class MQTTEventsPublisher: Service {
         let start = readCheckpoint()
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
         let saver = Task { for await _ in saves.stream { saveCheckpoint() } }
-        defer { saves.continuation.finish() }
         var lastProblem: (text: String, at: ContinuousClock.Instant)?
         while !Task.isCancelled {
             let error = await feedUntilFailure(from: acknowledged + 1)
@@ -96,7 +95,7 @@ final class MQTTEventsPublisher: Service {
             }
             try? await Task.sleep(for: .milliseconds(500))
         }
-        saver.cancel()
+        saves.continuation.finish()
         await saver.value // one writer at a time
         saveCheckpoint()
     }

@@ -387,6 +387,9 @@ public actor MQTTSurface {
     /// How far the events stream has got: every event up to this sequence was acknowledged by the broker.
     public nonisolated var eventsAcknowledged: UInt64 { events.acknowledged }
 
+    /// Events published on the events stream and not yet acknowledged by the broker (at most 256).
+    public nonisolated var eventsInFlight: Int { events.inFlight }
+
     // MARK: Commands in
 
     /// One command message, parsed, waiting in its lane.

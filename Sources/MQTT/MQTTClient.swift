@@ -283,8 +283,11 @@ public final class MQTTClient: Sendable {
         }
         return try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "publish after stop()") }
-            if register { return try core.acks.publishRegistered(completion: completion) { try publish(mosq, topic, payload, qos: qos, retain: retain,
-                                                                               responseTopic: responseTopic, correlationData: correlationData) } }
+            if register {
+                return try core.acks.publishRegistered(completion: completion, reused: core.messageIdReused) {
+                    try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData)
+                }
+            }
             return (try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData), 0)
         }
     }

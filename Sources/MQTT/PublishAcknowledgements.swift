@@ -37,14 +37,26 @@ final class PublishAcknowledgements: Sendable {
 
     /// Runs `publish` (which returns the message id) and registers the id in one critical section,
     /// with the `completion` to tell (or, without one, for a later ``wait``).
-    func publishRegistered(completion: Completion? = nil, _ publish: () throws -> Int32) throws -> (mid: Int32, token: UInt64) {
-        try state.withLock { s in
+    ///
+    /// libmosquitto numbers messages 1...65535 as they are published, also those that wait in its
+    /// queue: with more than that outstanding, a new message can take the id of one not yet
+    /// acknowledged. That older message is then told it failed (`reused`), so its sender sends it
+    /// again, rather than waiting for an acknowledgement this table can no longer tell apart.
+    func publishRegistered(completion: Completion? = nil, reused: (Int32) -> MQTTError,
+                           _ publish: () throws -> Int32) throws -> (mid: Int32, token: UInt64) {
+        let (mid, token, displaced) = try state.withLock { s in
             if let closed = s.closed { throw closed }
             let mid = try publish()
             s.nextToken &+= 1
-            s.entries[mid] = Entry(token: s.nextToken, completion: completion)
-            return (mid, s.nextToken)
+            let displaced = s.entries.updateValue(Entry(token: s.nextToken, completion: completion), forKey: mid)
+            return (mid, s.nextToken, displaced)
         }
+        if let displaced {
+            let error = reused(mid)
+            displaced.continuation?.resume(throwing: error)
+            displaced.completion?(.failure(error))
+        }
+        return (mid, token)
     }
 
     /// on_publish (network thread). `failure` turns a reason code into an error, if it is one.

@@ -329,7 +329,7 @@ struct MQTTBench: AsyncParsableCommand {
         }
         let durable = (ContinuousClock.now - start).inSeconds
         try await wait(until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged >= base + total }, "answering") {
-            "\(surface.answered - answeredBefore) answered, \(surface.eventsAcknowledged - min(base, surface.eventsAcknowledged)) events acknowledged"
+            "\(surface.answered - answeredBefore) answered, \(surface.eventsAcknowledged - min(base, surface.eventsAcknowledged)) events acknowledged (\(surface.eventsInFlight) in flight)"
         }
         // Answers may still sit in the client's queue (it sends in order): done when a later message is acknowledged.
         try await surface.client.publishAndWait("bench/flush", [], qos: 1)

@@ -165,6 +165,28 @@ struct MQTTClientTests {
         #expect(failed.failures.allSatisfy { ($0 as? MQTTError)?.kind == .stopped }, "\(failed.failures)")
     }
 
+    /// libmosquitto numbers messages 1...65535 when they are published, also while they wait in its
+    /// queue, so with more than that outstanding two messages carry the same id. The older one's
+    /// completion is told a failure when the newer one is registered (the caller sends it again),
+    /// never forgotten: the event feed once waited for ever on such a lost acknowledgement.
+    @Test("a message id reused before its acknowledgement tells the older message a failure instead of forgetting it")
+    func reusedMessageIdIsToldNotForgotten() async throws {
+        let broker = try await TestBroker.startAsync()
+        // Not started yet: every QoS 1 message waits in libmosquitto's queue with its id.
+        let client = try MQTTClient(options: MQTTOptions(host: broker.host, port: broker.port, clientId: "reuse"))
+        let older = Told(), newer = Told()
+        try client.publish("reuse/tracked", bytes("older"), qos: 1) { older.add(0, $0) }
+        for i in 0..<65_534 { try client.publish("reuse/plain", bytes("\(i)"), qos: 1) }
+        try client.publish("reuse/tracked", bytes("newer"), qos: 1) { newer.add(1, $0) } // the older one's id again
+        try client.start()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while older.count + newer.count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(older.count == 1, "the older message's completion was told \(older.count) times")
+        #expect(older.failures.contains { ($0 as? MQTTError)?.kind == .library }, "\(older.failures)")
+        #expect(newer.count == 1 && newer.successes == [1], "\(newer.failures)")
+        await client.stop()
+    }
+
     /// Outcomes told to `whenAcknowledged`, from the network thread.
     final class Told: Sendable {
         private let state = Mutex<(count: Int, successes: Set<Int>, failures: [any Error])>((0, [], []))
