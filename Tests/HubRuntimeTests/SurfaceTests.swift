@@ -95,6 +95,8 @@ import Testing
         let f = try await SurfaceFixture.start()
         let w = f.watcher
         try await w.waitFor("hub/status") { $0 == "online" }
+        // The virtual lamp says it is available on its own once its driver runs: settled before comparing.
+        try await w.waitFor("hub/device/lamp/availability") { $0 == "online" }
         let before = await f.service.hub.state
         let cases: [(topic: String, payload: [UInt8], expect: String)] = [
             ("hub/device/lamp/switch/set", [], "empty payload"),
