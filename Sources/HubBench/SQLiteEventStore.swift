@@ -312,12 +312,9 @@ public final class SQLiteEventStore: EventStore, Sendable {
     public func waitForAppend(after sequence: UInt64) async throws {
         let id = writer.withLock { $0.waiters.newId() }
         try await AppendWaiters.suspend { waiter in
-            writer.withLock { state -> Result<Void, any Error>? in
-                if state.connection == nil { return .failure(EventLogError.closed) }
-                if state.lastSequence > sequence { return .success(()) }
-                if Task.isCancelled { return .failure(CancellationError()) }
-                state.waiters.add(id, after: sequence, waiter)
-                return nil
+            writer.withLock { state in
+                state.waiters.enter(id, after: sequence, lastSequence: state.lastSequence,
+                                    refusal: state.connection == nil ? EventLogError.closed : nil, waiter)
             }
         } cancelled: {
             writer.withLock { $0.waiters.remove(id) }

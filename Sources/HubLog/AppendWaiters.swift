@@ -23,9 +23,19 @@ public struct AppendWaiters: Sendable {
         return lastId
     }
 
-    /// `waiter` waits for a record after `sequence`.
-    public mutating func add(_ id: Int, after sequence: UInt64, _ waiter: Waiter) {
+    /// Under the store's lock: the answer for `waiter` at once (a record after `sequence` is there;
+    /// the store refuses waits, for `refusal`; the task is cancelled), or nil after adding it.
+    ///
+    /// - Parameters:
+    ///   - lastSequence: The store's last committed sequence.
+    ///   - refusal: Why the store takes no waiters (closed, its writer stopped), if it does not.
+    public mutating func enter(_ id: Int, after sequence: UInt64, lastSequence: UInt64, refusal: (any Error)?,
+                               _ waiter: Waiter) -> Result<Void, any Error>? {
+        if lastSequence > sequence { return .success(()) }
+        if let refusal { return .failure(refusal) }
+        if Task.isCancelled { return .failure(CancellationError()) }
         waiting[id] = (sequence, waiter)
+        return nil
     }
 
     /// The waiter `id`, if it still waits (its task was cancelled).
@@ -52,8 +62,7 @@ public struct AppendWaiters: Sendable {
     /// A store's `waitForAppend`, around its lock.
     ///
     /// - Parameters:
-    ///   - register: Under the store's lock: the answer at once (the record is there, the store is
-    ///     closed, the task is cancelled), or nil after adding the waiter.
+    ///   - register: Under the store's lock: ``enter(_:after:lastSequence:refusal:_:)``.
     ///   - cancelled: Under the store's lock: removes the waiter (``remove(_:)``).
     public static func suspend(register: (Waiter) -> Result<Void, any Error>?, cancelled: @Sendable () -> Waiter?) async throws {
         try await withTaskCancellationHandler {

@@ -391,13 +391,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
         let id = shared.withLock { $0.waiters.newId() }
         try await AppendWaiters.suspend { waiter in
-            shared.withLock { s -> Result<Void, any Error>? in
-                if s.lastSequence > sequence { return .success(()) }
-                if s.closed { return .failure(EventLogError.closed) }
-                if let reason = s.stopped { return .failure(EventLogError.writerStopped(reason: reason)) }
-                if Task.isCancelled { return .failure(CancellationError()) }
-                s.waiters.add(id, after: sequence, waiter)
-                return nil
+            shared.withLock { s in
+                let refusal: EventLogError? = s.closed ? .closed : s.stopped.map { .writerStopped(reason: $0) }
+                return s.waiters.enter(id, after: sequence, lastSequence: s.lastSequence, refusal: refusal, waiter)
             }
         } cancelled: {
             shared.withLock { $0.waiters.remove(id) }

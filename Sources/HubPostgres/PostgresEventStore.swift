@@ -310,13 +310,9 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     public func waitForAppend(after sequence: UInt64) async throws {
         let id = state.withLock { $0.waiters.newId() }
         try await AppendWaiters.suspend { waiter in
-            state.withLock { state -> Result<Void, any Error>? in
-                if state.closed { return .failure(EventLogError.closed) }
-                if state.lastSequence > sequence { return .success(()) }
-                if let fault = state.fault { return .failure(EventLogError.writerStopped(reason: fault)) }
-                if Task.isCancelled { return .failure(CancellationError()) }
-                state.waiters.add(id, after: sequence, waiter)
-                return nil
+            state.withLock { state in
+                let refusal: EventLogError? = state.closed ? .closed : state.fault.map { .writerStopped(reason: $0) }
+                return state.waiters.enter(id, after: sequence, lastSequence: state.lastSequence, refusal: refusal, waiter)
             }
         } cancelled: {
             state.withLock { $0.waiters.remove(id) }

@@ -31,15 +31,18 @@ public func withoutDefaultHTTP(_ arguments: [String]) -> [String] {
 
 public func runHub(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
     guard let path = builtExecutable("hub") else { throw BrokerHarnessError("the hub executable was not built") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = withoutDefaultHTTP(arguments)
-    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
+    var out = Pipe(), err = Pipe(), input = Pipe()
+    let process = try spawn {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = withoutDefaultHTTP(arguments)
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
+        (out, err, input) = (Pipe(), Pipe(), Pipe())
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        return process
+    }
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
     let outData = out.fileHandleForReading.readDataToEndOfFile()

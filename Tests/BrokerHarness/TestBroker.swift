@@ -296,14 +296,17 @@ public final class TestBroker: @unchecked Sendable {
         logHandle.seekToEndOfFile()
         logHandle.write(Data("--- starting \(executable) -c \(configURL.path) on port \(port)\n".utf8))
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-c", configURL.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = logHandle
-        process.standardError = logHandle
+        let process: Process
         do {
-            try process.run()
+            process = try spawn {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: executable)
+                process.arguments = ["-c", configURL.path]
+                process.standardInput = FileHandle.nullDevice
+                process.standardOutput = logHandle
+                process.standardError = logHandle
+                return process
+            }
         } catch {
             throw BrokerHarnessError("cannot run \(executable): \(error)")
         }
