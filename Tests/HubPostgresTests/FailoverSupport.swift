@@ -5,19 +5,23 @@ import Synchronization
 
 /// One `hub run` process, its standard error kept in a file to wait on.
 final class HubProcess: @unchecked Sendable {
-    let process = Process()
+    let process: Process
     let errPath: String
     let name: String
 
     init(hub: String, name: String, arguments: [String], errPath: String) throws {
         self.errPath = errPath
         self.name = name
-        process.executableURL = URL(fileURLWithPath: hub)
-        process.arguments = arguments
-        FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        process = try spawn {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: hub)
+            process.arguments = arguments
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            return process
+        }
     }
 
     var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
