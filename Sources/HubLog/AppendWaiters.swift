@@ -14,9 +14,6 @@ public struct AppendWaiters: Sendable {
 
     public init() {}
 
-    /// How many tasks wait.
-    public var count: Int { waiting.count }
-
     /// A number for the next waiter (taken before it suspends, so its cancellation handler knows it).
     public mutating func newId() -> Int {
         lastId += 1

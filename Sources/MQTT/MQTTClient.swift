@@ -261,9 +261,11 @@ public final class MQTTClient: Sendable {
     /// Publishes now, and tells `whenAcknowledged` once what became of the message: success when the
     /// broker acknowledged it (QoS 1/2: PUBACK/PUBCOMP; QoS 0: written to the socket), across
     /// reconnects; `.publishRejected` for an MQTT 5 failure reason code; `.stopped` (or why the
-    /// client died) if it stops first. No task waits for it: `whenAcknowledged` runs on the client's
-    /// network thread (or on the thread that stops the client), so it must be quick and must not
-    /// call into this client.
+    /// client died) if it stops first; `.library` if libmosquitto gave its message id to a newer
+    /// message first (send it again). No task waits for it: `whenAcknowledged` runs on the client's
+    /// network thread, on the thread that stops the client, or (a reused id) on the thread that
+    /// publishes the newer message, under the client's lock: it must be quick and must not call
+    /// into this client.
     /// - Throws: as ``publish(_:_:qos:retain:responseTopic:correlationData:)``; `whenAcknowledged`
     ///   is then never called.
     public func publish(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool = false,
