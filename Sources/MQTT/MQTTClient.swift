@@ -261,10 +261,8 @@ public final class MQTTClient: Sendable {
     /// Publishes now, and tells `whenAcknowledged` once what became of the message: success when the
     /// broker acknowledged it (QoS 1/2: PUBACK/PUBCOMP; QoS 0: written to the socket), across
     /// reconnects; `.publishRejected` for an MQTT 5 failure reason code; `.stopped` (or why the
-    /// client died) if it stops first; `.library` if libmosquitto gave its message id to a newer
-    /// message first (send it again). No task waits for it: `whenAcknowledged` runs on the client's
-    /// network thread, on the thread that stops the client, or (a reused id) on the thread that
-    /// publishes the newer message, under the client's lock: it must be quick and must not call
+    /// client died) if it stops first. No task waits for it: `whenAcknowledged` runs on the client's
+    /// network thread or on the thread that stops the client: it must be quick and must not call
     /// into this client.
     /// - Throws: as ``publish(_:_:qos:retain:responseTopic:correlationData:)``; `whenAcknowledged`
     ///   is then never called.
@@ -285,8 +283,10 @@ public final class MQTTClient: Sendable {
         }
         return try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "publish after stop()") }
-            if register {
-                return try core.acks.publishRegistered(completion: completion, reused: core.messageIdReused) {
+            // Every QoS 1/2 message takes its place in the line of its message id, so that an
+            // acknowledgement is told to the message it belongs to (see `PublishAcknowledgements`).
+            if register || qos > 0 {
+                return try core.acks.publishRegistered(tracked: register, completion: completion) {
                     try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData)
                 }
             }

@@ -223,12 +223,6 @@ final class MQTTClientCore: Sendable {
         return error(.publishRejected, "reason \(reasonCode): \(String(cString: mosquitto_reason_string(reasonCode)))")
     }
 
-    /// A message not yet acknowledged lost its id to a newer one (see `PublishAcknowledgements`).
-    func messageIdReused(_ mid: Int32) -> MQTTError {
-        error(.library, "message id \(mid) was given to a newer message before the broker acknowledged this one "
-              + "(more than 65,535 messages outstanding); send it again")
-    }
-
     func handleMessage(_ message: MQTTMessage) {
         messageSink.yield(message)
     }
