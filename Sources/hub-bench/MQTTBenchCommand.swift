@@ -6,6 +6,7 @@ import HubDomain
 import HubRuntime
 import Logging
 import MQTT
+import Synchronization
 import VirtualDriver
 
 /// `hub bench mqtt`: command latency through the hub against the bare broker round trip, and
@@ -36,13 +37,18 @@ struct MQTTBench: AsyncParsableCommand {
             let cpu = CPUMeter(brokerPid: broker.pid)
 
             var mark = cpu.now()
-            let bareIngest = try await bareIngestRate(port: broker.port)
+            let bareIngest = try await bareIngestRate(port: broker.port).rate
             let bareCPU = cpu.since(mark, messages: ingest)
             Console.note("bench: bare broker throughput \(Int(bareIngest)) messages/s")
             mark = cpu.now()
-            let relayIngest = try await bareIngestRate(port: broker.port, answering: true)
+            let relayIngest = try await bareIngestRate(port: broker.port, receiving: .answering).rate
             let relayCPU = cpu.since(mark, messages: ingest)
             Console.note("bench: bare broker, receiver answering each message and publishing an event: \(Int(relayIngest)) messages/s")
+            mark = cpu.now()
+            let durableRelay = try await bareIngestRate(port: broker.port, receiving: .answeringDurably(directory: root))
+            let durableRelayCPU = cpu.since(mark, messages: ingest)
+            let perCommit = String(format: "%.1f", durableRelay.perCommit ?? 0)
+            Console.note("bench: the same, answering once each message is durable (group commits of \(perCommit) on average): \(Int(durableRelay.rate)) messages/s")
             let bare = ingestOnly ? Latencies(samples: []) : try await bareRoundTrips(port: broker.port)
             Console.note("bench: bare round trip p50 \(ms(bare.p50)) ms, p99 \(ms(bare.p99)) ms")
             // The command's floor: the bare round trip and its two durable appends (the command, the
@@ -91,6 +97,7 @@ struct MQTTBench: AsyncParsableCommand {
             |---|---:|---:|
             | bare broker: QoS 1 publishers -> one QoS 1 subscriber | \(Int(bareIngest)) | \(cpuCell(bareCPU)) |
             | bare broker, the hub's traffic without the hub: the subscriber publishes an answer and an event (QoS 1) per message | \(Int(relayIngest)) | \(cpuCell(relayCPU)) |
+            | the hub's traffic and durability without the hub: the subscriber hands each message to a writer thread (group commits: one write and one fdatasync each, \(perCommit) messages on average) and publishes the answer and the event from that thread once durable | \(Int(durableRelay.rate)) | \(cpuCell(durableRelayCPU)) |
             | hub core alone: record_reading into `Hub.execute` from 32 tasks, durable, no MQTT (\(directCount) commands) | \(Int(direct)) | \(cpuCell(directCPU)) |
             | hub: `request/command` record_reading over 100 devices -> durable events | \(Int(rate.durable)) | |
             | hub: the same, until every command is also answered and every event acknowledged on `hub/events` | \(Int(rate.complete)) | \(cpuCell(hubCPU)) |
@@ -98,6 +105,8 @@ struct MQTTBench: AsyncParsableCommand {
             | ceiling from CPU: cores / (hub core + the hub's traffic without the hub) | \(Int(ceiling)) | |
             | hub (answered and published) / bare broker with the hub's traffic | \(String(format: "%.2f", rate.complete / relayIngest)) | |
             | hub (answered and published) / CPU ceiling | \(String(format: "%.2f", rate.complete / ceiling)) | |
+            | hub (answered and published) / the hub's traffic and durability without the hub | \(String(format: "%.2f", rate.complete / durableRelay.rate)) | |
+            | hub CPU per message / that peer's | \(String(format: "%.2fx", hubCPU.total / max(1, durableRelayCPU.total))) | |
             """)
         }
     }
@@ -218,24 +227,71 @@ struct MQTTBench: AsyncParsableCommand {
         return Latencies(samples: samples)
     }
 
-    /// The broker alone: the same number of QoS 1 messages from the same publishers to one subscriber.
-    /// `answering`: the subscriber also publishes two QoS 1 messages per message it receives, as the
-    /// hub must (the answer and the event): the most this broker and machine allow the hub.
-    func bareIngestRate(port: Int, answering: Bool = false) async throws -> Double {
+    /// What the ingest's subscriber does with each message it receives.
+    enum Receiving {
+        /// Counts it.
+        case counting
+        /// Publishes two QoS 1 messages per message, as the hub must (the answer and the event): the
+        /// most this broker and machine allow the hub.
+        case answering
+        /// Hands it to a `GroupCommitWriter` (a 64-byte record in a preallocated file in this
+        /// directory), and publishes the answer and the event from the writer's thread once its group
+        /// commit is durable: the hub's traffic and its durability, with no more hand-offs than that
+        /// needs.
+        case answeringDurably(directory: String)
+    }
+
+    /// The broker alone: the same number of QoS 1 messages from the same publishers to one subscriber,
+    /// which does with each what `receiving` says. Returns messages per second, and for
+    /// `.answeringDurably` the messages per group commit.
+    func bareIngestRate(port: Int, receiving: Receiving = .counting) async throws -> (rate: Double, perCommit: Double?) {
         let receiver = try await Bench.client(port, "bench-bare-ingest-sub", subscribe: ["bench/ingest"])
         var clients: [MQTTClient] = []
         for p in 0..<publishers { clients.append(try await Bench.client(port, "bench-bare-ingest-\(p)")) }
         let perPublisher = ingest / publishers
         let total = perPublisher * publishers
         let payload = Array(#"{"command":"record_reading","device":"meter-1","quantity":"power","value":120}"#.utf8)
+        var writer: (GroupCommitWriter, fd: Int32, path: String)?
+        if case .answeringDurably(let directory) = receiving {
+            let path = directory + "/durable-peer"
+            let fd = try FsyncFloor.openFloorFile(path, preallocating: total * FsyncFloor.recordSize)
+            writer = (GroupCommitWriter(fd: fd), fd, path)
+        }
+        defer {
+            if let (writer, fd, path) = writer {
+                writer.stop()
+                close(fd)
+                unlink(path)
+            }
+        }
+        // Counted from the writer's thread: the last durable message ends the wait below.
+        let (allDurable, lastDurable) = AsyncStream<Void>.makeStream()
+        let durable = Atomic<Int>(0)
+        let failed = Atomic<Int>(0)
         let start = ContinuousClock.now
-        let counter = Task {
+        let counter = Task { [writer] in
             var seen = 0
+            @Sendable func answer(_ payload: [UInt8]) {
+                do {
+                    try receiver.publish("bench/answer", payload, qos: 1)
+                    try receiver.publish("bench/event", payload, qos: 1)
+                } catch {
+                    failed.add(1, ordering: .relaxed)
+                }
+            }
             for await message in receiver.messages {
                 seen += 1
-                if answering {
-                    try? receiver.publish("bench/answer", message.payload, qos: 1)
-                    try? receiver.publish("bench/event", message.payload, qos: 1)
+                switch receiving {
+                case .counting:
+                    break
+                case .answering:
+                    answer(message.payload)
+                case .answeringDurably:
+                    let payload = message.payload
+                    writer?.0.append { ok in
+                        if ok { answer(payload) } else { failed.add(1, ordering: .relaxed) }
+                        if durable.add(1, ordering: .relaxed).newValue == total { lastDurable.finish() }
+                    }
                 }
                 if seen == total { break }
             }
@@ -244,12 +300,18 @@ struct MQTTBench: AsyncParsableCommand {
             Task { for _ in 0..<perPublisher { try? c.publish("bench/ingest", payload, qos: 1) } }
         }
         await counter.value
-        // The answers may still sit in the client's queue: done when the broker acknowledged them all.
-        if answering { try await receiver.publishAndWait("bench/event", [], qos: 1) }
+        if writer != nil { for await _ in allDurable {} }
+        // The answers may still sit in the client's queue (sent in order): done when the broker
+        // acknowledged a message published after them.
+        if case .counting = receiving {} else { try await receiver.publishAndWait("bench/event", [], qos: 1) }
         let elapsed = (ContinuousClock.now - start).inSeconds
         for c in clients { await c.stop(finalMessage: nil) }
         await receiver.stop(finalMessage: nil)
-        return Double(total) / elapsed
+        if failed.load(ordering: .relaxed) > 0 {
+            throw HubError.failed("the broker's subscriber could not answer or make durable \(failed.load(ordering: .relaxed)) messages")
+        }
+        let commits = writer.map { $0.0.stop() } ?? 0
+        return (Double(total) / elapsed, writer == nil ? nil : Double(total) / Double(max(1, commits)))
     }
 
     var directCount: Int { min(ingest, 50_000) }
