@@ -127,7 +127,8 @@ final class PublishAcknowledgements: Sendable {
                     }
                     let cancelled = Task.isCancelled
                     let parked: Void? = s.update(mid: mid, token: token) { entry in
-                        if !cancelled { entry.continuation = continuation }
+                        // Cancelled: the message keeps its place in the line, as one nobody waits for.
+                        if cancelled { entry = Entry(token: 0) } else { entry.continuation = continuation }
                     }
                     // Timed out or cancelled before we got here, or the client died.
                     if parked == nil { return .failure(s.closed ?? CancellationError()) }
