@@ -87,7 +87,7 @@ let package = Package(
         // Test support: a private PostgreSQL server (initdb in a temporary directory, a free loopback port).
         .target(name: "PostgresHarness", dependencies: ["BrokerHarness"], path: "Tests/PostgresHarness"),
         // Test support: a small tmpfs of its own, filled to make a real full disk.
-        .target(name: "DiskHarness", path: "Tests/DiskHarness"),
+        .target(name: "DiskHarness", dependencies: ["BrokerHarness"], path: "Tests/DiskHarness"),
         // Test support: a real headless Chromium driven over the DevTools Protocol on a pipe (Debian's `chromium`).
         .target(name: "BrowserHarness", dependencies: ["HubJSON"], path: "Tests/BrowserHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.

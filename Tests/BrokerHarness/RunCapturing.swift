@@ -37,6 +37,28 @@ public func spawn(_ make: () throws -> Process) throws -> Process {
     }
 }
 
+/// ``spawn(_:)`` for a process already set up: when it must be tried again, a fresh one with the
+/// same executable, arguments, environment, directory and standard streams is started instead, and
+/// returned (use the returned process from then on).
+public func spawn(configured: Process) throws -> Process {
+    var first: Process? = configured
+    return try spawn {
+        if let process = first {
+            first = nil
+            return process
+        }
+        let process = Process()
+        process.executableURL = configured.executableURL
+        process.arguments = configured.arguments
+        process.environment = configured.environment
+        process.currentDirectoryURL = configured.currentDirectoryURL
+        process.standardInput = configured.standardInput
+        process.standardOutput = configured.standardOutput
+        process.standardError = configured.standardError
+        return process
+    }
+}
+
 private func isBadFileDescriptor(_ error: NSError) -> Bool {
     if error.domain == NSPOSIXErrorDomain, error.code == Int(EBADF) { return true }
     guard let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError else { return false }

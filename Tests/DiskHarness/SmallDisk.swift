@@ -1,3 +1,4 @@
+import BrokerHarness
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -86,13 +87,14 @@ public final class SmallDisk: @unchecked Sendable {
     }
 
     static func run(_ arguments: [String]) -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
+        let configured = Process()
+        configured.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        configured.arguments = arguments
         let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return (-1, "\(error)") }
+        configured.standardOutput = pipe
+        configured.standardError = pipe
+        let process: Process
+        do { process = try spawn(configured: configured) } catch { return (-1, "\(error)") }
         process.waitUntilExit()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationStatus, output.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -67,14 +67,14 @@ import Testing
         let config = pg.dataDirectory + "/hub.json"
         try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"log":"\#(pg.url!)"}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: hub)
-        process.arguments = ["run", "--data-dir", pg.dataDirectory, "--config", config, "--no-mqtt", "--no-http"]
+        let configured = Process()
+        configured.executableURL = URL(fileURLWithPath: hub)
+        configured.arguments = ["run", "--data-dir", pg.dataDirectory, "--config", config, "--no-mqtt", "--no-http"]
         let errPath = pg.dataDirectory + "/stderr.txt"
         FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        configured.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        configured.standardOutput = FileHandle.nullDevice
+        let process = try spawn(configured: configured)
         let deadline = Date().addingTimeInterval(30)
         var said = ""
         while Date() < deadline, process.isRunning {

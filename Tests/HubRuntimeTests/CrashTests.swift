@@ -16,18 +16,18 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         let rounds = 12
         for round in 0..<rounds {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["crash-writer", "--data-dir", dir, "--segment-size", "65536", "--tasks", "8"]
+            let configured = Process()
+            configured.executableURL = URL(fileURLWithPath: executable)
+            configured.arguments = ["crash-writer", "--data-dir", dir, "--segment-size", "65536", "--tasks", "8"]
             let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
+            configured.standardOutput = pipe
+            configured.standardError = FileHandle.nullDevice
             let collected = Mutex([UInt8]())
             pipe.fileHandleForReading.readabilityHandler = { handle in
                 let data = handle.availableData
                 collected.withLock { $0 += data }
             }
-            try process.run()
+            let process = try spawn(configured: configured)
             // Wait until it has opened the log and acknowledged something, then kill it mid-flight.
             let deadline = ContinuousClock.now + .seconds(20)
             while ContinuousClock.now < deadline, !collected.withLock({ String(decoding: $0, as: UTF8.self).contains("\nack ") }) {

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import BrokerHarness
 #endif
 
 /// A plain HTTP/1.1 GET over a real TCP connection to 127.0.0.1 (no client library): what a
@@ -74,14 +75,14 @@ enum PromTool {
         guard let path = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first(where: FileManager.default.isExecutableFile) else {
             throw HTTPProbe.Failure(description: "promtool is not installed (apt-get install prometheus; scripts/setup-system does it for tests)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["check", "metrics"]
+        let configured = Process()
+        configured.executableURL = URL(fileURLWithPath: path)
+        configured.arguments = ["check", "metrics"]
         let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        configured.standardInput = input
+        configured.standardOutput = output
+        configured.standardError = output
+        let process = try spawn(configured: configured)
         input.fileHandleForWriting.write(Data(exposition.utf8))
         try input.fileHandleForWriting.close()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

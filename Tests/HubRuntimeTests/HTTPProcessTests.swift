@@ -18,12 +18,12 @@ import Testing
 
         init(_ arguments: [String]) throws {
             guard let executable = hubExecutable() else { throw HubError.failed("the hub executable must be built (swift build)") }
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
+            let configured = Process()
+            configured.executableURL = URL(fileURLWithPath: executable)
+            configured.arguments = arguments
             let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
+            configured.standardOutput = out
+            configured.standardError = err
             let collected = self.collected
             out.fileHandleForReading.readabilityHandler = { h in
                 let text = String(decoding: h.availableData, as: UTF8.self)
@@ -33,7 +33,7 @@ import Testing
                 let text = String(decoding: h.availableData, as: UTF8.self)
                 collected.text.withLock { $0.stderr += text }
             }
-            try process.run()
+            process = try spawn(configured: configured)
         }
 
         /// The port from `console and API on http://127.0.0.1:PORT/`, once the hub says it runs.

@@ -13,12 +13,12 @@ import Testing
         let executable = try #require(hubExecutable(), "the hub executable must be built (swift build)")
         for trial in 0..<3 {
             let dir = temporaryDirectory() + "/data"
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["run", "--data-dir", dir, "--no-mqtt", "--no-http"]
+            let configured = Process()
+            configured.executableURL = URL(fileURLWithPath: executable)
+            configured.arguments = ["run", "--data-dir", dir, "--no-mqtt", "--no-http"]
             let err = Pipe()
-            process.standardError = err
-            process.standardOutput = FileHandle.nullDevice
+            configured.standardError = err
+            configured.standardOutput = FileHandle.nullDevice
             let collected = Mutex((text: "", sent: false))
             let pid = Mutex<pid_t>(0)
             err.fileHandleForReading.readabilityHandler = { handle in
@@ -31,9 +31,10 @@ import Testing
                     }
                 }
             }
-            try pid.withLock { p in
-                try process.run()
-                p = process.processIdentifier
+            let process = try pid.withLock { p in
+                let started = try spawn(configured: configured)
+                p = started.processIdentifier
+                return started
             }
             let deadline = ContinuousClock.now + .seconds(60)
             while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }

@@ -142,8 +142,8 @@ public final class PostgresServer: @unchecked Sendable {
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = log
         process.standardError = log
-        try process.run()
-        lock.withLock { self.process = process }
+        let started = try spawn(configured: process)
+        lock.withLock { self.process = started }
     }
 
     private func waitUntilReady() throws {
