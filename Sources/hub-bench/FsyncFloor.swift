@@ -88,77 +88,28 @@ struct FsyncFloor {
 }
 
 /// The hand-off floor's writer (also the durable writes of `hub-bench mqtt`'s path without the
-/// hub): one thread making each queued 64-byte write and its `fdatasync`,
-/// then resuming the task that waits for it; between writes it looks for the next one as the log's
-/// writer does (`WriterLook`) before it sleeps on a condition.
-final class HandOffWriter: @unchecked Sendable {
-    private let fd: Int32
-    private let condition = NSCondition()
-    private var queue: [(offset: off_t, done: CheckedContinuation<Bool, Never>)] = []
-    /// When the first of `queue` came (guarded by `condition`).
-    private var firstQueuedAt: ContinuousClock.Instant?
-    private var stopping = false
-    private var finished = false
-    private let queued = Atomic<Int>(0)
-    private let record = [UInt8](repeating: 0xA5, count: FsyncFloor.recordSize)
+/// hub): a `WriterThread` making each queued 64-byte write and its `fdatasync`, one after the other,
+/// then resuming the task that waits for it.
+final class HandOffWriter: Sendable {
+    private let thread: WriterThread<(offset: off_t, done: CheckedContinuation<Bool, Never>)>
 
     init(fd: Int32) {
-        self.fd = fd
-        Thread { [self] in loop() }.start()
+        let record = [UInt8](repeating: 0xA5, count: FsyncFloor.recordSize)
+        thread = WriterThread { batch in
+            for item in batch {
+                let ok = pwrite(fd, record, record.count, item.offset) == record.count && fdatasync(fd) == 0
+                item.done.resume(returning: ok)
+            }
+        }
     }
 
     /// Written and synced (false when either failed, or after `stop()`).
     func write(at offset: off_t) async -> Bool {
         await withCheckedContinuation { done in
-            condition.lock()
-            if stopping {
-                condition.unlock()
-                done.resume(returning: false)
-                return
-            }
-            if queue.isEmpty { firstQueuedAt = .now }
-            queue.append((offset, done))
-            queued.add(1, ordering: .releasing)
-            condition.signal()
-            condition.unlock()
+            if !thread.enqueue((offset, done)) { done.resume(returning: false) }
         }
     }
 
     /// Returns once the thread has made what was queued and ended: the file may be closed then.
-    func stop() {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        while !finished { condition.wait() }
-        condition.unlock()
-    }
-
-    private func loop() {
-        var seen = 0
-        var look = WriterLook()
-        while true {
-            if let until = look.until {
-                while queued.load(ordering: .acquiring) == seen && ContinuousClock.now < until {}
-            }
-            condition.lock()
-            while queue.isEmpty && !stopping { condition.wait() }
-            if queue.isEmpty {
-                finished = true
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
-            seen = queued.load(ordering: .relaxed)
-            let batch = queue
-            queue.removeAll(keepingCapacity: true)
-            look.took(firstQueuedAt: firstQueuedAt ?? .now)
-            firstQueuedAt = nil
-            condition.unlock()
-            for item in batch {
-                let ok = pwrite(fd, record, record.count, item.offset) == record.count && fdatasync(fd) == 0
-                item.done.resume(returning: ok)
-            }
-            look.committed()
-        }
-    }
+    func stop() { thread.stop() }
 }
