@@ -58,6 +58,25 @@ import Testing
         await sim.stop()
     }
 
+    /// Between polls a plug keeps no task, finished ones included: a finished task kept by its
+    /// handle keeps its memory (about 2.5 KB), once per plug.
+    @Test func keepsNoFinishedTaskBetweenPolls() async throws {
+        let sim = KasaSimulator(options: .init(port: 0))
+        let port = try await sim.start()
+        let driver = try makeDriver(port: port) as! KasaDriver
+        let context = CollectingContext()
+        try await driver.start(context: context)
+        await context.wait { $0.lastAvailability?.0 == true && $0.readings(.power).count >= 2 }
+        #expect(await eventually { driver.tasksHeld == 0 }, "after polls")
+
+        try await driver.execute(.setSwitch(on: true))
+        await context.wait { $0.readings(.power).contains { abs($0 - 60) < 2 } }
+        try await Task.sleep(nanoseconds: 500_000_000) // the read-back comes 0.35 s after the switch
+        #expect(await eventually { driver.tasksHeld == 0 }, "after the switch's read-back")
+        await driver.stop()
+        await sim.stop()
+    }
+
     @Test(arguments: KasaSimulator.Firmware.allCases)
     func energyInWhAndCounterReset(firmware: KasaSimulator.Firmware) async throws {
         let clock = TestClock()

@@ -33,6 +33,16 @@ actor CollectingContext: DriverContext {
     var count: Int { observations.count }
 }
 
+/// Polls `condition` every 5 ms until it holds (true) or `timeout` seconds pass (false).
+func eventually(timeout: Double = 2, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 5_000_000)
+    }
+    return condition()
+}
+
 extension [Observation] {
     var availabilities: [(Bool, String)] {
         compactMap { if case .availability(let a, let r) = $0 { (a, r) } else { nil } }

@@ -53,8 +53,11 @@ public final class KasaDriver: Driver {
         var available: Bool?
         var reason = ""
         var hasEmeter: Bool?
-        /// The read-back after the last switch, until it is done.
+        /// The read-back after the last switch, until it is done (a finished task kept by its handle
+        /// keeps its memory, so each of these lets go of its own when it ends).
         var readBack: Task<Void, Never>?
+        /// Counts the read-backs started, so that one ending lets go only of its own handle.
+        var readBacks = 0
     }
 
     private let client: KasaClient
@@ -135,12 +138,15 @@ public final class KasaDriver: Driver {
 
     /// Reads the relay back `readBackDelay` after a switch, in its own task; a later switch replaces it.
     private func scheduleReadBack() {
-        let task = Task { [self] in
-            do { try await Task.sleep(nanoseconds: UInt64(readBackDelay * 1e9)) } catch { return }
-            guard let read = try? await sysinfo(), let on = KasaJSON.int(read.sysinfo["relay_state"]) else { return }
-            await relay.take(on == 1, order: read.order, confirms: false)
-        }
         let replaced = state.withLock { s -> Task<Void, Never>? in
+            s.readBacks += 1
+            let number = s.readBacks
+            let task = Task { [self] in
+                defer { state.withLock { s in if s.readBacks == number { s.readBack = nil } } }
+                do { try await Task.sleep(nanoseconds: UInt64(readBackDelay * 1e9)) } catch { return }
+                guard let read = try? await sysinfo(), let on = KasaJSON.int(read.sysinfo["relay_state"]) else { return }
+                await relay.take(on == 1, order: read.order, confirms: false)
+            }
             if s.stopped { return task }
             defer { s.readBack = task }
             return s.readBack
@@ -169,7 +175,9 @@ public final class KasaDriver: Driver {
     private func schedulePoll(in seconds: Double) {
         let timer = loop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [self] in startPoll() }
         let stopped = state.withLock { s -> Bool in
-            if !s.stopped { s.pollTimer = timer }
+            // Called at the end of the poll: its task is done, and a finished task kept by its
+            // handle keeps its memory.
+            if !s.stopped { s.pollTimer = timer; s.polling = nil }
             return s.stopped
         }
         if stopped { timer.cancel() }
@@ -236,6 +244,12 @@ public final class KasaDriver: Driver {
         let model = sysinfo["model"]?.stringValue ?? "Kasa plug"
         let alias = sysinfo["alias"]?.stringValue ?? ""
         return "\(model)\(alias.isEmpty ? "" : " \"\(alias)\"") answering at \(client.config.endpoint)"
+    }
+
+    /// How many task handles the driver holds (the poll under way, the read-back): 0 between polls
+    /// once the read-back is done. A finished task kept by its handle keeps its memory.
+    package var tasksHeld: Int {
+        state.withLock { ($0.polling == nil ? 0 : 1) + ($0.readBack == nil ? 0 : 1) }
     }
 
     private func setAvailability(_ available: Bool, reason: String) async {
