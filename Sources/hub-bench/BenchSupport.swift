@@ -2,6 +2,7 @@ import Foundation
 import HubRuntime
 import Logging
 import MQTT
+import Synchronization
 import VirtualDriver
 
 /// What the benchmarks share.
@@ -25,14 +26,34 @@ enum Bench {
 
     /// A hub in this process on the benchmark's broker, data in `<root>/hub`, with virtual devices
     /// `meter-0` ... `meter-99` (the ingest's targets) besides `devices`; its diagnostics discarded.
-    static func startHub(port: Int, root: String, devices: [HubConfig.Device] = []) async throws -> HubService {
+    static func startHub(port: Int, root: String, devices: [HubConfig.Device] = [],
+                         syncs: SyncTimes? = nil) async throws -> HubService {
         var config = HubConfig()
         config.mqtt.port = port
         config.devices = devices + (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
-        return try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config,
-                                                            factories: [VirtualDriverFactory()]),
-                                          logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+        var options = HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config, factories: [VirtualDriverFactory()])
+        if let syncs { options.logOptions.syncObserver = syncs.record }
+        return try await HubService.start(options, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
     }
+}
+
+/// The durations of the hub log's own `fdatasync`s while recording is on (told on the log's writer
+/// thread), so that a run can set them beside the disk's floor measured in the same run.
+final class SyncTimes: Sendable {
+    private let state = Mutex<(on: Bool, seconds: [Double])>((false, []))
+
+    /// Recording on (what was recorded before is dropped) or off.
+    func recording(_ on: Bool) {
+        state.withLock { $0 = (on, on ? [] : $0.seconds) }
+    }
+
+    /// What the writer thread tells after each sync.
+    var record: @Sendable (Duration) -> Void {
+        { [self] duration in self.state.withLock { if $0.on { $0.seconds.append(duration.inSeconds) } } }
+    }
+
+    /// The durations recorded, in seconds.
+    var seconds: [Double] { state.withLock { $0.seconds } }
 }
 
 extension Duration {

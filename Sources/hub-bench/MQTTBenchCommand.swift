@@ -64,9 +64,14 @@ struct MQTTBench: AsyncParsableCommand {
             let directCPU = cpu.since(mark, messages: directCount)
             Console.note("bench: hub core alone, Hub.execute from 32 tasks: \(Int(direct)) commands/s")
 
+            let hubSyncs = SyncTimes()
             let service = try await Bench.startHub(port: broker.port, root: root,
-                                                   devices: [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")])
+                                                   devices: [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")],
+                                                   syncs: hubSyncs)
+            hubSyncs.recording(true)
             let hubLatency = ingestOnly ? Latencies(samples: []) : try await hubRoundTrips(port: broker.port)
+            hubSyncs.recording(false)
+            let hubSync = Latencies(samples: hubSyncs.seconds)
             Console.note("bench: hub command p50 \(ms(hubLatency.p50)) ms, p99 \(ms(hubLatency.p99)) ms")
             mark = cpu.now()
             let rate = try await ingestRate(port: broker.port, service: service)
@@ -90,6 +95,7 @@ struct MQTTBench: AsyncParsableCommand {
             | hub / bare | \(ratio(hubLatency.p50, bare.p50)) | \(ratio(hubLatency.p99, bare.p99)) | |
             | floor: bare p50 + two fdatasyncs (\(ms(sync)) ms each, mean of \(syncs) into a preallocated file) | \(ms(floor)) ms | | |
             | hub minus the floor | \(ms(hubLatency.p50 - floor)) ms | | |
+            | the hub log's own fdatasyncs during its commands (\(hubSync.count), \(String(format: "%.2f", Double(hubSync.count) / Double(max(1, hubLatency.count + 100)))) per command) | \(ms(hubSync.p50)) ms | \(ms(hubSync.p99)) ms | \(ms(hubSync.mean)) ms |
             | the path without the hub: a client making two durable writes through a writer thread and publishing the answer, two events and the retained state (\(peer.count) commands) | \(ms(peer.p50)) ms | \(ms(peer.p99)) ms | \(ms(peer.mean)) ms |
             | hub minus the path without the hub | \(ms(hubLatency.p50 - peer.p50)) ms | \(ms(hubLatency.p99 - peer.p99)) ms | |
 
@@ -296,8 +302,18 @@ struct MQTTBench: AsyncParsableCommand {
                 if seen == total { break }
             }
         }
-        for c in clients {
-            Task { for _ in 0..<perPublisher { try? c.publish("bench/ingest", payload, qos: 1) } }
+        let publishing = clients.map { c in
+            Task { for _ in 0..<perPublisher { try c.publish("bench/ingest", payload, qos: 1) } }
+        }
+        for publisher in publishing {
+            // Publishing only queues, so this is quick; a refused publish ends the run at once
+            // instead of leaving the subscriber waiting for a message that never comes.
+            if case .failure(let error) = await publisher.result {
+                counter.cancel()
+                for c in clients { await c.stop(finalMessage: nil) }
+                await receiver.stop(finalMessage: nil)
+                throw HubError.failed("a publisher of the bare broker's ingest could not publish: \(error)")
+            }
         }
         await counter.value
         if writer != nil { for await _ in allDurable {} }
