@@ -17,6 +17,7 @@ import Logging
 ///   "activation_divergence": "restore",
 ///   "readings": {"power": {"deadband": 1, "relative": 0.02, "max_interval_seconds": 300}},
 ///   "log_level": "info",
+///   "time_zone": "Europe/Lisbon",
 ///   "http": {"listen": "127.0.0.1:8080"}
 /// }
 /// ```
@@ -74,6 +75,9 @@ public struct HubConfig: Sendable, Equatable {
     public var instance: String?
     /// `lease_seconds`: how long the active's lease lasts unless renewed (1 to 60; default 3).
     public var leaseSeconds: Double = 3
+    /// `time_zone`: the household's IANA time zone (`Europe/Lisbon`), in which the console shows
+    /// and reads every time; nil: the system's (`TZ`, `/etc/localtime`).
+    public var timeZone: String?
 
     /// The hot standby's settings when an `instance` is named; nil: the only hub, no lease.
     public var lease: LeaseSettings? {
@@ -113,7 +117,13 @@ public struct HubConfig: Sendable, Equatable {
         var config = HubConfig()
         let root = try JSONObjectReader(value)
         try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log",
-                        "instance", "lease_seconds"])
+                        "instance", "lease_seconds", "time_zone"])
+        if let zone = try root.string("time_zone") {
+            guard TimeZone(identifier: zone) != nil else {
+                throw root.invalid("time_zone", "\"\(zone)\" is not a time zone this machine knows (an IANA name such as \"Europe/Lisbon\"; tzdata has them)")
+            }
+            config.timeZone = zone
+        }
         if let instance = try root.string("instance") {
             if let problem = LeaseSettings.problem(instance: instance) { throw root.invalid("instance", problem) }
             config.instance = instance

@@ -155,7 +155,8 @@ public final class HubService: Sendable {
                                        requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
                                        topics: surface?.topics ?? MQTTTopics(base: options.config.mqtt.baseTopic,
                                                                              discoveryPrefix: options.config.mqtt.discoveryPrefix),
-                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console)
+                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console,
+                                       time: options.config.timeZone.flatMap(TimeZone.init(identifier:)).map(LocalTime.init(zone:)) ?? .system)
                 http = HTTPService(settings: settings, router: routes.router(), logger: logger)
                 services.append(http!)
             }

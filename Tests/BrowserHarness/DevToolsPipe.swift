@@ -24,6 +24,8 @@ final class DevToolsPipe: Sendable {
         var eventCounts: [String: Int] = [:]
         /// The last lines each session's page logged (console calls, exceptions, log entries).
         var pageLog: [String: [String]] = [:]
+        /// The messages of the dialogs each session's page opened (each accepted).
+        var dialogs: [String: [String]] = [:]
     }
 
     /// - Parameters:
@@ -76,6 +78,11 @@ final class DevToolsPipe: Sendable {
     /// The last lines the page attached as `session` logged, oldest first.
     func pageLog(session: String) -> [String] {
         state.withLock { $0.pageLog[session] ?? [] }
+    }
+
+    /// The messages of the dialogs (`confirm`, `alert`) the page attached as `session` opened.
+    func dialogs(session: String) -> [String] {
+        state.withLock { $0.dialogs[session] ?? [] }
     }
 
     var closedReason: String {
@@ -138,6 +145,19 @@ final class DevToolsPipe: Sendable {
         }
         guard let method = message["method"]?.stringValue else { return }
         let session = message["sessionId"]?.stringValue ?? ""
+        if method == "Page.javascriptDialogOpening" {
+            // A person pressing OK: the page waits for the answer, so it is sent from here (its
+            // own answer is not waited for).
+            let text = message["params"]?["message"]?.stringValue ?? ""
+            let id = state.withLock { state -> Int in
+                state.dialogs[session, default: []].append(text)
+                defer { state.nextId += 1 }
+                return state.nextId
+            }
+            let accept: JSONValue = ["id": .number(Double(id)), "method": "Page.handleJavaScriptDialog",
+                                     "params": ["accept": true], "sessionId": .string(session)]
+            _ = write(Array(accept.serialized().utf8) + [0])
+        }
         let line = Self.pageLogLine(method, message["params"] ?? [:])
         state.withLock { state in
             state.eventCounts[session + " " + method, default: 0] += 1

@@ -103,7 +103,7 @@ public struct Page: Sendable {
     /// The last lines the page logged (console calls, uncaught exceptions, failed loads).
     public var log: [String] { pipe.pageLog(session: session) }
 
-    private func logSuffix() -> String {
+    func logSuffix() -> String {
         let lines = log
         return lines.isEmpty ? "" : "; the page logged:\n" + lines.joined(separator: "\n")
     }

@@ -36,14 +36,26 @@ struct ConsoleHTMLTests {
         #expect(SVGChart.f(-12.34) == "-12.3")
     }
 
-    @Test func minuteBucketsFoldIntoQuarterHours() {
-        let from: Int64 = 0, minute: Int64 = 60_000_000
-        let buckets = [HistoryBucket(start: 0, count: 1, min: 10, max: 10, sum: 10, last: 10),
-                       HistoryBucket(start: 14 * minute, count: 3, min: 5, max: 40, sum: 60, last: 5),
-                       HistoryBucket(start: 15 * minute, count: 1, min: 7, max: 7, sum: 7, last: 7)]
-        let bands = DeviceCharts.fold(buckets, from: from)
-        #expect(bands.count == 2)
-        #expect(bands[0].min == 5 && bands[0].max == 40 && bands[0].mean == 17.5)
-        #expect(bands[1].mean == 7)
+    @Test func theValueAxisIsFittedToVitalsAndKeepsZeroForPower() {
+        let (low, high) = SVGChart.axisRange(min: 38.2, max: 39.1, includeZero: false)
+        #expect(low < 38.2 && low >= 37, "low \(low)")
+        #expect(high > 39.1 && high <= 40.5, "high \(high)")
+        let one = SVGChart.axisRange(min: 92, max: 92, includeZero: false)
+        #expect(one.0 < 92 && one.1 > 92 && one.1 - one.0 <= 20, "\(one)")
+        #expect(SVGChart.axisRange(min: 1808, max: 1808, includeZero: true) == (0, 2000))
+    }
+
+    @Test func aHeldValueIsDrawnAsASteps() throws {
+        let minute: Int64 = 60_000_000
+        let points = [SVGChart.Band(start: 0, min: 0, mean: 0, max: 0), SVGChart.Band(start: minute, min: 1800, mean: 1800, max: 1800)]
+        let html = SVGChart.band(points, from: 0, to: 60 * minute, unit: "W", label: "power", style: SVGChart.Style(steps: true)).text
+        let mean = try #require(html.firstMatch(of: /class="mean" points="([^"]*)"/)).1
+        let ys = mean.split(separator: " ").map { $0.split(separator: ",")[1] }
+        // 0 W held from :00 to :01, then 1800 W held to the end of the range.
+        #expect(ys.count == 4)
+        #expect(ys[0] == ys[1] && ys[2] == ys[3] && ys[1] != ys[2])
+        let xs = mean.split(separator: " ").map { $0.split(separator: ",")[0] }
+        #expect(xs[1] == xs[2], "the step rises where the second reading starts")
+        #expect(xs.last == Substring(SVGChart.f(SVGChart.width - SVGChart.right)), "the last value holds to the range's end")
     }
 }

@@ -34,8 +34,8 @@ struct AnimalsPage {
             """
         }
         return """
-        <div class="scroll"><table><thead><tr><th>Name</th><th>Species</th><th>Room</th><th>Last seen (UTC)</th><th>Present</th>\
-        <th>Admitted (UTC)</th></tr></thead><tbody>\(rows)</tbody></table></div>
+        <div class="scroll"><table><thead><tr><th>Name</th><th>Species</th><th>Room</th><th>Last seen</th><th>Present</th>\
+        <th>Admitted</th></tr></thead><tbody>\(rows)</tbody></table></div>
         """
     }
 
@@ -63,7 +63,7 @@ struct AnimalsPage {
         \(field("birth_date", "Birth date", "type=\"date\""))
         \(field("weight_kg", "Weight (kg)", "required data-type=\"number\" inputmode=\"decimal\""))
         \(field("coat", "Coat"))
-        \(field("beacon", "Beacon", "required value=\"\(beacon ?? "")\" placeholder=\"uuid, or uuid/major/minor\""))
+        \(field("beacon", "Beacon", "required value=\"\(beacon ?? "")\" placeholder=\"iBeacon:uuid-major-minor, a uuid, or a MAC\""))
         \(field("owner_name", "Owner's name"))
         \(field("owner_phone", "Owner's phone", "type=\"tel\""))
         \(field("owner_address", "Owner's address", wide: true))
@@ -85,6 +85,8 @@ struct AnimalPage {
     let live: (room: String, at: Int64)?
     let heartRate: [SVGChart.Band]
     let temperature: [SVGChart.Band]
+    /// The charts' range: `24h` (default), `7d` or `30d`.
+    let range: VitalsRange
     let from: Int64
     let to: Int64
 
@@ -111,16 +113,34 @@ struct AnimalPage {
         \(dischargeCard)
         </div>
         <h2>Vital signs</h2>
-        <form class="inline card" data-after="reload" data-split="[&quot;heart_rate&quot;,&quot;temperature&quot;]" data-command="\(ConsoleFormat.command([("command", "record_reading"), ("animal", .string(animal.id))]))">
+        \(animal.isAdmitted ? vitalsForm : HTML.empty)
+        <p class="ranges">\(VitalsRange.allCases.map { r -> HTML in
+            r == range ? "<a aria-current=\"page\" href=\"?range=\(r.rawValue)\">\(r.title)</a>" as HTML : "<a href=\"?range=\(r.rawValue)\">\(r.title)</a>"
+        })</p>
+        <h3>Heart rate, \(range.title)</h3>
+        \(SVGChart.band(heartRate, from: from, to: to, unit: "bpm", label: "heart rate", style: Self.vitalsStyle(decimals: 0)))
+        <h3>Temperature, \(range.title)</h3>
+        \(SVGChart.band(temperature, from: from, to: to, unit: "°C", label: "temperature", style: Self.vitalsStyle(decimals: 1)))
+        """)
+    }
+
+    /// Vitals are measurements at moments: dots joined by lines, the axis fitted to them, each
+    /// value written while there are few.
+    static func vitalsStyle(decimals: Int) -> SVGChart.Style {
+        SVGChart.Style(steps: false, includeZero: false, labelUpTo: 24, decimals: decimals)
+    }
+
+    /// Heart rate and temperature (one `record_reading` each), measured now or at a time picked.
+    var vitalsForm: HTML {
+        """
+        <form id="vitals-form" class="inline card" data-after="reload" data-split="[&quot;heart_rate&quot;,&quot;temperature&quot;]" \
+        data-command="\(ConsoleFormat.command([("command", "record_reading"), ("animal", .string(animal.id))]))">
         <label>Heart rate (bpm)<input name="heart_rate" data-type="number" inputmode="decimal" size="6"></label>
         <label>Temperature (°C)<input name="temperature" data-type="number" inputmode="decimal" size="6"></label>
+        <label>Measured at (\(LocalTime.current.name); empty: now)<input name="measured_at" type="datetime-local" data-type="local"></label>
         <button type="submit" class="primary">Record</button>
         </form>
-        <h3>Heart rate, last 7 days</h3>
-        \(SVGChart.band(heartRate, from: from, to: to, unit: "bpm", label: "heart rate"))
-        <h3>Temperature, last 7 days</h3>
-        \(SVGChart.band(temperature, from: from, to: to, unit: "°C", label: "temperature"))
-        """)
+        """
     }
 
     var ownerCard: HTML {
@@ -164,4 +184,28 @@ struct AnimalPage {
             return "<dt>\(label)</dt><dd>\(value)</dd>"
         })
     }
+}
+
+/// The range the animal page's vitals charts show.
+enum VitalsRange: String, CaseIterable, Sendable {
+    case day = "24h", week = "7d", month = "30d"
+
+    var title: String {
+        switch self {
+        case .day: return "last 24 hours"
+        case .week: return "last 7 days"
+        case .month: return "last 30 days"
+        }
+    }
+
+    var span: Int64 {
+        switch self {
+        case .day: return Civil.microsPerDay
+        case .week: return 7 * Civil.microsPerDay
+        case .month: return 30 * Civil.microsPerDay
+        }
+    }
+
+    /// Minute buckets for a day (each measurement its own point), hours beyond.
+    var resolution: HistoryResolution { self == .day ? .minute : .hour }
 }

@@ -11,15 +11,22 @@ extension ConsoleRoutes {
         return AnimalsPage(animals: animals, presence: presence, beacon: beacon).page.response
     }
 
-    func animalPage(_ id: String) async -> Response {
+    func animalPage(_ id: String, _ request: Request) async -> Response {
         guard let animal = await hub.animal(id) else { return ConsoleResponse.notFound(.animals, "No animal \"\(id)\" was ever admitted.") }
         let live = await routes.surface?.bridges.presence[id]
         let now = currentMicros()
-        let from = now - 7 * Civil.microsPerDay
-        async let heart = vitals(id, .heartRate, from: from, to: now)
-        async let temperature = vitals(id, .temperature, from: from, to: now)
+        let range = request.uri.queryParameters.get("range").flatMap(VitalsRange.init(rawValue:)) ?? .day
+        // A new patient's chart starts at its admission (on the hour), so its few points are not
+        // squeezed against the right edge; at least an hour is shown.
+        var from = now - range.span
+        let admitted = animal.admittedAt
+        if admitted > from {
+            from = Swift.min(admitted / 3_600_000_000 * 3_600_000_000, now - 3_600_000_000)
+        }
+        async let heart = vitals(id, .heartRate, range.resolution, from: from, to: now)
+        async let temperature = vitals(id, .temperature, range.resolution, from: from, to: now)
         return AnimalPage(animal: animal, owner: owner(animal), live: live, heartRate: await heart, temperature: await temperature,
-                          from: from, to: now).page.response
+                          range: range, from: from, to: now).page.response
     }
 
     /// The owner's contact data opened with the animal's key; nil when there is none or it was erased.
@@ -32,12 +39,12 @@ extension ConsoleRoutes {
         return opened
     }
 
-    /// Hourly buckets of one vital sign.
-    func vitals(_ id: String, _ quantity: Quantity, from: Int64, to: Int64) async -> [SVGChart.Band] {
+    /// One vital sign's buckets that hold a measurement, each drawn at its bucket's middle.
+    func vitals(_ id: String, _ quantity: Quantity, _ resolution: HistoryResolution, from: Int64, to: Int64) async -> [SVGChart.Band] {
         guard case .buckets(let buckets)? = try? await hub.history(HistoryQuery(subject: .animal(id), quantity: quantity, from: from,
-                                                                               to: to, resolution: .hour)) else { return [] }
+                                                                               to: to, resolution: resolution)) else { return [] }
         return buckets.filter { $0.count > 0 }.map {
-            SVGChart.Band(start: $0.start + HistoryResolution.hour.width / 2, min: $0.min, mean: $0.mean, max: $0.max)
+            SVGChart.Band(start: $0.start + resolution.width / 2, min: $0.min, mean: $0.last, max: $0.max)
         }
     }
 }

@@ -50,6 +50,13 @@ enum ConsoleAssets {
                               background:var(--bg); color:var(--ink); min-height:2.4rem; }
     textarea { min-height:4rem; }
     form .wide { grid-column:1 / -1; }
+    fieldset.plain { border:0; padding:0; margin:0; min-width:0; display:contents; }
+    fieldset.plain[hidden] { display:none; }
+    label.check { flex-direction:row; align-items:center; gap:.3rem; color:var(--ink); }
+    .zone-note { margin-top:2rem; }
+    .ranges { margin:.2rem 0 .5rem; }
+    .ranges a { margin-right:.6rem; }
+    .ranges a[aria-current] { font-weight:700; color:var(--ink); text-decoration:none; }
     svg.chart { width:100%; height:auto; background:var(--card); border:1px solid var(--line); border-radius:.6rem; }
     svg.chart text { fill:var(--muted); font-size:11px; }
     svg.chart .band { fill:var(--accent); opacity:.22; }
@@ -74,6 +81,8 @@ enum ConsoleAssets {
     static let js = #"""
     "use strict";
     (function () {
+      // The household's time zone (the hub's `time_zone`): every time a person types is read in it.
+      var zone = document.body.dataset.zone || "UTC";
       function csrf() {
         var m = document.cookie.match(/(?:^|;\s*)hub_csrf=([^;]*)/);
         return m ? decodeURIComponent(m[1]) : "";
@@ -111,23 +120,64 @@ enum ConsoleAssets {
       function reloadSoon(answer) {
         setTimeout(function () { location.reload(); }, (answer.conflicts || []).length ? 4000 : 500);
       }
-      function isoTime(v) { return new Date(v).toISOString().replace(/\.\d{3}Z$/, "Z"); }
+      function pad(n) { return (n < 10 ? "0" : "") + n; }
+      // Minutes east of UTC of the hub's zone at the instant `ms`.
+      function offsetAt(ms) {
+        var p = {};
+        new Intl.DateTimeFormat("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric",
+          hour: "numeric", minute: "numeric", second: "numeric" }).formatToParts(new Date(ms)).forEach(function (x) { p[x.type] = x.value; });
+        var wall = Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour % 24, +p.minute, +p.second);
+        return Math.round((wall - Math.floor(ms / 1000) * 1000) / 60000);
+      }
+      // A date-time picker's "2026-11-27T18:00", read in the hub's zone: "2026-11-27T18:00:00+01:00".
+      function zonedTime(v) {
+        var m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(v);
+        if (!m) return v; // not a picker's value: the hub says what is wrong with it
+        var wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+        var off = offsetAt(wall);
+        off = offsetAt(wall - off * 60000);
+        var a = Math.abs(off);
+        return m[1] + "-" + m[2] + "-" + m[3] + "T" + m[4] + ":" + m[5] + ":" + (m[6] || "00")
+          + (off < 0 ? "-" : "+") + pad(Math.floor(a / 60)) + ":" + pad(a % 60);
+      }
+      // Sets `value` at a dotted path ("repeat.at") of `into`; `list` makes the end an array.
+      function put(into, name, value, list) {
+        var keys = name.split("."), o = into;
+        for (var i = 0; i < keys.length - 1; i++) { o = o[keys[i]] = o[keys[i]] || {}; }
+        var last = keys[keys.length - 1];
+        if (list) (o[last] = o[last] || []).push(value); else o[last] = value;
+      }
+      // The command object from a form's fields. A field's `data-type` says how to read it: number,
+      // local (a date-time in the hub's zone), json; checkboxes of one name make a list; fields that
+      // are disabled (a repeat mode not chosen), a mode's own select and empty ones are left out.
       function fields(form, into) {
         for (var i = 0; i < form.elements.length; i++) {
           var el = form.elements[i];
-          if (!el.name || el.type === "file" || el.type === "submit") continue;
+          if (!el.name || el.type === "file" || el.type === "submit" || el.matches(":disabled") || "modes" in el.dataset) continue;
+          if (el.type === "checkbox") { if (el.checked) put(into, el.name, el.value, true); continue; }
           var v = el.value.trim();
           if (v === "") continue;
           if (el.dataset.type === "number") v = Number(v);
-          else if (el.dataset.type === "time") v = isoTime(v);
+          else if (el.dataset.type === "local") v = zonedTime(v);
           else if (el.dataset.type === "json") { try { v = JSON.parse(v); } catch (e) { v = null; } }
-          into[el.name] = v;
+          put(into, el.name, v, false);
         }
         return into;
       }
+      // A `select[data-modes]` shows the `fieldset[data-mode]` of its value and disables the others.
+      function showMode(select) {
+        select.form.querySelectorAll("fieldset[data-mode]").forEach(function (f) {
+          var on = f.dataset.mode === select.value;
+          f.disabled = !on; f.hidden = !on;
+        });
+      }
+      document.querySelectorAll("select[data-modes]").forEach(showMode);
+      document.addEventListener("change", function (e) { if (e.target.matches("select[data-modes]")) showMode(e.target); });
+
+      // A button's own command (a form's command goes with its fields, on submit).
       document.addEventListener("click", async function (e) {
         var b = e.target.closest("[data-command]");
-        if (!b || b.form) return;
+        if (!b || b.tagName === "FORM" || b.form) return;
         e.preventDefault();
         if (b.dataset.confirm && !window.confirm(b.dataset.confirm)) return;
         b.disabled = true;
@@ -140,6 +190,7 @@ enum ConsoleAssets {
         var form = e.target.closest("form[data-command]");
         if (!form) return;
         e.preventDefault();
+        if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
         var submit = form.querySelector("[type=submit]");
         if (submit) submit.disabled = true;
         try {
@@ -159,20 +210,33 @@ enum ConsoleAssets {
               if (base.measured_at) c.measured_at = base.measured_at;
               list.push(c);
             });
-            body = list;
+            if (!list.length) { say({ status: "error", error: "fill in at least one of the fields" }); return; }
+            body = list.length === 1 ? list[0] : list;
           }
           var answer = await command(body);
           if (answer.status === "ok" && form.dataset.after === "reload") reloadSoon(answer);
         } finally { if (submit) submit.disabled = false; }
       });
-      // Fill an activation form from a row's "edit" button.
+      // Fill a form from a row's "Edit" button: `data-fill` holds the values by field name (a list
+      // ticks the checkboxes of that name); the others are reset.
       document.addEventListener("click", function (e) {
         var b = e.target.closest("[data-fill]");
         if (!b) return;
+        e.preventDefault();
         var form = document.getElementById(b.dataset.target);
         var values = JSON.parse(b.dataset.fill);
-        Object.keys(values).forEach(function (k) { if (form.elements[k]) form.elements[k].value = values[k]; });
+        form.reset(); // what the values do not name goes back to its default (a scene's other devices: not in it)
+        Object.keys(values).forEach(function (k) {
+          var v = values[k];
+          form.querySelectorAll('[name="' + k + '"]').forEach(function (el) {
+            if (el.type === "checkbox") el.checked = Array.isArray(v) ? v.indexOf(el.value) >= 0 : !!v;
+            else if (el.type !== "hidden") el.value = v;
+          });
+        });
+        form.querySelectorAll("select[data-modes]").forEach(showMode);
         form.scrollIntoView({ behavior: "smooth" });
+        var first = form.querySelector("input:not([type=hidden]):not(:disabled)");
+        if (first) first.focus({ preventScroll: true });
       });
 
       // Live updates: the server pushes each device's state as the log commits it.
@@ -188,6 +252,8 @@ enum ConsoleAssets {
         set(root, "availability", d.availability);
         set(root, "reason", d.availability_reason || "");
         set(root, "power", d.power == null ? "–" : d.power + " W");
+        set(root, "voltage", d.voltage == null ? "–" : d.voltage + " V");
+        set(root, "current", d.current == null ? "–" : d.current + " A");
         set(root, "energy", d.energy == null ? "–" : d.energy + " kWh");
         set(root, "failure", d.last_failure ? "failed to switch " + d.last_failure.state.toLowerCase() + ": " + d.last_failure.reason : "");
       }

@@ -34,12 +34,13 @@ struct ConsolePage {
         <title>\(title) · hub</title>
         <link rel="stylesheet" href="/console/console.css">
         </head>
-        <body data-live="\(live.joined(separator: " "))">
+        <body data-live="\(live.joined(separator: " "))" data-zone="\(LocalTime.current.name)">
         <header><span class="brand">hub</span><nav>\(nav)</nav></header>
         <main>
         <h1>\(title)</h1>
         <div id="live-note" role="status">New events were logged here: <a href="">reload</a> to see them.</div>
         \(body)
+        <p class="muted zone-note">Times are in \(LocalTime.current.name).</p>
         </main>
         <div id="answer" role="status" aria-live="polite"></div>
         <script src="/console/console.js"></script>
@@ -86,12 +87,8 @@ enum ConsoleResponse {
 
 /// Formatting shared by the pages.
 enum ConsoleFormat {
-    static func time(_ micros: Int64?) -> String {
-        guard let micros else { return "–" }
-        let text = ISO8601.format(micros: micros)
-        // 2026-11-23T16:30:12.123456Z -> 2026-11-23 16:30:12Z
-        return String(text.prefix(19)).replacingOccurrences(of: "T", with: " ") + "Z"
-    }
+    /// `2026-11-23 16:30:12` in the household's time zone (``LocalTime/current``), `–` for nil.
+    static func time(_ micros: Int64?) -> String { LocalTime.current.text(micros) }
 
     static func number(_ value: Double?, decimals: Int) -> String {
         guard let value else { return "–" }

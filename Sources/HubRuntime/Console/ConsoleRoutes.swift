@@ -11,12 +11,12 @@ struct ConsoleRoutes: Sendable {
     var hub: Hub { routes.hub }
 
     func add(to router: Router<HubRequestContext>) {
-        router.get("/") { _, _ in await devicesPage() }
-        router.get("devices/{id}") { _, context in await devicePage(context.parameters.get("id") ?? "") }
-        router.get("animals") { request, _ in await animalsPage(request) }
-        router.get("animals/{id}") { _, context in await animalPage(context.parameters.get("id") ?? "") }
-        router.get("audit") { request, _ in await auditPage(request) }
-        router.get("discovered") { _, _ in await discoveredPage() }
+        router.get("/") { _, _ in await local { await devicesPage() } }
+        router.get("devices/{id}") { _, context in await local { await devicePage(context.parameters.get("id") ?? "") } }
+        router.get("animals") { request, _ in await local { await animalsPage(request) } }
+        router.get("animals/{id}") { request, context in await local { await animalPage(context.parameters.get("id") ?? "", request) } }
+        router.get("audit") { request, _ in await local { await auditPage(request) } }
+        router.get("discovered") { _, _ in await local { await discoveredPage() } }
         router.get("console/console.css") { _, _ in ConsoleResponse.asset(ConsoleAssets.css, contentType: "text/css; charset=utf-8") }
         router.get("console/console.js") { _, _ in ConsoleResponse.asset(ConsoleAssets.js, contentType: "text/javascript; charset=utf-8") }
         router.get("console/events") { _, _ in ConsoleEventStream(hub: hub, feed: routes.console).response() }
@@ -27,8 +27,13 @@ struct ConsoleRoutes: Sendable {
 
     var photos: PhotoStore { PhotoStore(dataDirectory: routes.dataDirectory) }
 
+    /// Renders a page with the household's time zone (``LocalTime/current``).
+    func local(_ render: () async -> Response) async -> Response {
+        await LocalTime.$current.withValue(routes.time) { await render() }
+    }
+
     func devicesPage() async -> Response {
-        DevicesPage(snapshot: await hub.read { DevicesSnapshot($0) }).page.response
+        DevicesPage(snapshot: await hub.read { DevicesSnapshot($0) }, drivers: routes.requests.drivers.catalog.factories.keys.sorted()).page.response
     }
 
     /// `POST /console/command`: one command object (or a list, run in order until one is refused),

@@ -1,8 +1,8 @@
 import HubDomain
 
 /// The device page's charts, from history queries (``Hub/history(_:)``): power over the last 24 h
-/// (minute buckets folded into 15-minute ones, each with its min, mean and max) and energy per day
-/// for 30 days.
+/// in minute buckets, each drawn as a step held until the next (a reading holds until the next),
+/// with its min, mean and max; and energy per day for 30 days.
 struct DeviceCharts: Sendable {
     var power: [SVGChart.Band]
     var energyDays: [(label: String, value: Double)]
@@ -10,14 +10,13 @@ struct DeviceCharts: Sendable {
     var to: Int64
 
     static let span: Int64 = 24 * 3_600_000_000
-    static let step: Int64 = 15 * 60_000_000
 
     static func load(hub: Hub, device: String, now: Int64) async -> DeviceCharts {
         let from = now - span
         var power: [SVGChart.Band] = []
         if case .buckets(let minutes)? = try? await hub.history(HistoryQuery(subject: .device(device), quantity: .power, from: from,
                                                                              to: now, resolution: .minute)) {
-            power = fold(minutes, from: from)
+            power = minutes.map { SVGChart.Band(start: Swift.max($0.start, from), min: $0.min, mean: $0.mean, max: $0.max) }
         }
         let today = Civil.dayNumber(micros: now)
         let firstDay = today - 29
@@ -31,36 +30,21 @@ struct DeviceCharts: Sendable {
         return DeviceCharts(power: power, energyDays: energyDays, from: from, to: now)
     }
 
-    /// Minute buckets folded into 15-minute ones: min of mins, max of maxes, mean weighted by count.
-    static func fold(_ buckets: [HistoryBucket], from: Int64) -> [SVGChart.Band] {
-        var out: [SVGChart.Band] = []
-        var current: (slot: Int64, min: Double, max: Double, sum: Double, count: Int)?
-        func flush() {
-            if let c = current { out.append(SVGChart.Band(start: from + c.slot * step + step / 2, min: c.min, mean: c.sum / Double(c.count), max: c.max)) }
-        }
-        for b in buckets where b.count > 0 {
-            let slot = (b.start - from) / step
-            if let c = current, c.slot == slot {
-                current = (slot, Swift.min(c.min, b.min), Swift.max(c.max, b.max), c.sum + b.sum, c.count + b.count)
-            } else {
-                flush()
-                current = (slot, b.min, b.max, b.sum, b.count)
-            }
-        }
-        flush()
-        return out
+    /// The mean power over the minutes of the last 24 h that have a value: each minute bucket's
+    /// mean weighted alike (a minute is a minute).
+    var meanPower: Double? {
+        power.isEmpty ? nil : power.reduce(0.0) { $0 + $1.mean } / Double(power.count)
     }
 
     var html: HTML {
         let peak = power.map(\.max).max(), low = power.map(\.min).min()
-        let total = power.reduce(0.0) { $0 + $1.mean } / Double(Swift.max(power.count, 1))
         let summary: HTML = power.isEmpty ? .empty
-            : "<p class=\"muted\">Last 24 h: min \(ConsoleFormat.number(low, decimals: 1)) W · mean \(ConsoleFormat.number(total, decimals: 1)) W · max \(ConsoleFormat.number(peak, decimals: 1)) W (15-minute buckets; band min–max, line mean, dashed max)</p>"
+            : "<p class=\"muted\" data-field=\"power-summary\">Last 24 h: min \(ConsoleFormat.number(low, decimals: 1)) W · mean \(ConsoleFormat.number(meanPower, decimals: 1)) W · max \(ConsoleFormat.number(peak, decimals: 1)) W (minute buckets; a reading holds until the next: band min–max, line mean, dashed max)</p>"
         return """
         <h2>Power, last 24 hours</h2>
-        \(SVGChart.band(power, from: from, to: to, unit: "W", label: "power"))
+        \(SVGChart.band(power, from: from, to: to, unit: "W", label: "power", style: SVGChart.Style(steps: true)))
         \(summary)
-        <h2>Energy per day, last 30 days</h2>
+        <h2>Energy per day (UTC days), last 30 days</h2>
         \(SVGChart.bars(energyDays, unit: "kWh", label: "energy"))
         <p class="muted">Total: \(ConsoleFormat.number(energyDays.reduce(0) { $0 + $1.value }, decimals: 3)) kWh</p>
         """

@@ -34,11 +34,28 @@ struct DevicePage {
         \(DevicesPage.fields(d, lifetimeWh: snapshot.lifetimeWh))
         \(DevicesPage.switchButtons(d.id))
         </section>
+        \(d.removed ? HTML.empty : manage)
         \(charts.html)
         \(activations)
         <h2>Recent events</h2>
         \(recentEvents)
         """)
+    }
+
+    /// Rename the device, or remove it (its history stays in the log).
+    var manage: HTML {
+        let d = snapshot.record
+        let rename = ConsoleFormat.command([("command", "rename_device"), ("id", .string(d.id))])
+        let remove = ConsoleFormat.command([("command", "remove_device"), ("id", .string(d.id))])
+        return """
+        <section class="card"><h3>Name</h3>
+        <form id="rename-form" class="inline" data-after="reload" data-command="\(rename)">
+        <label>Name<input name="name" required maxlength="64" value="\(d.name)"></label>
+        <button type="submit" class="primary">Rename</button>
+        </form>
+        <p><button type="button" class="danger" data-action="remove" data-after="reload" \
+        data-confirm="Remove “\(d.name)”? Its history stays in the log." data-command="\(remove)">Remove device</button></p></section>
+        """
     }
 
     var recentEvents: HTML {
@@ -65,38 +82,76 @@ struct DevicePage {
         } ?? .empty
         let rows = list.map { a -> HTML in
             let inConflict = conflicts.contains { $0.first == a.name || $0.second == a.name }
-            let fill = ConsoleFormat.command([("op", "update"), ("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
-                                              ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes)))])
             let remove = ConsoleFormat.command([("command", "set_activation"), ("device", .string(id)), ("op", "remove"), ("name", .string(a.name))])
             return """
-            <tr class="\(inConflict ? "pending" : "")"><td>\(a.name)\(inConflict ? " ⚠" : "")</td><td>\(ConsoleFormat.time(a.start * 1_000_000))</td><td>\(Int(a.lengthMinutes)) min</td>\
-            <td>\(Self.repeatText(a))</td><td><div class="row"><button data-fill="\(fill)" data-target="activation-form">Edit</button>\
-            <button class="danger" data-confirm="Delete this activation?" data-after="reload" data-command="\(remove)">Delete</button></div></td></tr>
+            <tr class="\(inConflict ? "pending" : "")" data-activation="\(a.name)"><td>\(a.name)\(inConflict ? " ⚠" : "")</td>\
+            <td>\(LocalTime.current.minuteText(a.start * 1_000_000))</td><td>\(Period.text(minutes: Int(a.lengthMinutes)))</td>\
+            <td>\(Self.repeatText(a))</td><td><div class="row"><button type="button" data-action="edit" data-fill="\(Self.fill(a))" data-target="activation-form">Edit</button>\
+            <button class="danger" data-action="delete" data-confirm="Delete the activation “\(a.name)”?" data-after="reload" data-command="\(remove)">Delete</button></div></td></tr>
             """
         }
         let table: HTML = list.isEmpty ? "<p class=\"muted\">No activations.</p>" : """
-            <div class="scroll"><table><thead><tr><th>Name</th><th>Start (UTC)</th><th>Length</th><th>Repeats</th><th></th></tr></thead>
+            <div class="scroll"><table><thead><tr><th>Name</th><th>Starts</th><th>Length</th><th>Repeats</th><th></th></tr></thead>
             <tbody>\(rows)</tbody></table></div>
             """
         return """
         <h2>Activations</h2>
         \(conflictNote)\(divergence)\(table)
         <h3>Add or change an activation</h3>
-        <form id="activation-form" class="inline" data-after="reload" data-command="\(ConsoleFormat.command([("command", "set_activation"), ("device", .string(id))]))">
-        <label>Action<select name="op"><option value="add">add</option><option value="update">update</option></select></label>
+        \(Self.activationForm(device: id, now: now))
+        """
+    }
+
+    /// The activation form: a name, a start picked in the household's time, a length, and how it
+    /// repeats (once, every N minutes, or daily at a local time on chosen weekdays).
+    static func activationForm(device id: String, now: Int64) -> HTML {
+        let zone = LocalTime.current.name
+        let nextHour = (now / 3_600_000_000 + 1) * 3_600_000_000
+        let days = DailyRepeat.dayNames.map { day -> HTML in
+            "<label class=\"check\"><input type=\"checkbox\" name=\"repeat.days\" value=\"\(day)\">\(day)</label>"
+        }
+        return """
+        <form id="activation-form" class="stack card" data-after="reload" data-command="\(ConsoleFormat.command([("command", "set_activation"), ("device", .string(id))]))">
+        <label>Action<select name="op"><option value="add">add a new one</option><option value="update">change the one named</option></select></label>
         <label>Name<input name="name" required maxlength="20"></label>
-        <label>Start (ISO-8601 UTC)<input name="start" placeholder="\(ISO8601.format(seconds: (now / 1_000_000 / 60 + 60) * 60))"></label>
-        <label>Length (minutes)<input name="length" data-type="number" inputmode="numeric" size="6"></label>
-        <label>Period (minutes, 0 once)<input name="period" data-type="number" inputmode="numeric" size="6"></label>
-        <button type="submit" class="primary">Save</button>
+        <label>Starts (\(zone))<input name="start" type="datetime-local" data-type="local" value="\(LocalTime.current.pickerValue(nextHour))"></label>
+        <label>Length (minutes)<input name="length" type="number" min="1" max="65535" data-type="number" inputmode="numeric"></label>
+        <label>Repeats<select name="repeats" data-modes><option value="once">once</option><option value="every">every few minutes</option>\
+        <option value="daily">daily at a time</option></select></label>
+        <fieldset data-mode="once" class="plain"><input type="hidden" name="period" value="0" data-type="number"></fieldset>
+        <fieldset data-mode="every" class="plain"><label>Every (minutes)<input name="period" type="number" min="1" max="65535" data-type="number" inputmode="numeric"></label></fieldset>
+        <fieldset data-mode="daily" class="plain wide"><label>At (\(zone))<input name="repeat.at" type="time" required></label>\
+        <div class="row"><span class="muted">On (none ticked: every day)</span>\(days)</div>\
+        <input type="hidden" name="repeat.time_zone" value="\(zone)"></fieldset>
+        <div class="wide"><button type="submit" class="primary">Save</button></div>
         </form>
         """
     }
 
+    /// What "Edit" puts in the form for `a`.
+    static func fill(_ a: Activation) -> String {
+        var fields: [(String, JSONValue)] = [("op", "update"), ("name", .string(a.name)),
+                                             ("start", .string(LocalTime.current.pickerValue(a.start * 1_000_000))),
+                                             ("length", .number(Double(a.lengthMinutes)))]
+        if let daily = a.daily {
+            fields += [("repeats", "daily"), ("repeat.at", .string(daily.timeText)),
+                       ("repeat.days", .array(daily.weekdays == DailyRepeat.everyDay ? [] : daily.dayList.map { .string($0) }))]
+        } else if a.periodMinutes > 0 {
+            fields += [("repeats", "every"), ("period", .number(Double(a.periodMinutes)))]
+        } else {
+            fields += [("repeats", "once")]
+        }
+        return ConsoleFormat.command(fields)
+    }
+
+    /// `once`, `every 2 hours`, `daily at 18:00 (Europe/Lisbon)`, `daily at 07:30 (Europe/Lisbon) on mon, fri`.
     static func repeatText(_ a: Activation) -> String {
-        if let daily = a.daily { return "daily " + daily.jsonValue.serialized() }
+        if let daily = a.daily {
+            let days = daily.weekdays == DailyRepeat.everyDay ? "" : " on " + daily.dayList.joined(separator: ", ")
+            return "daily at \(daily.timeText) (\(daily.timeZone))" + days
+        }
         if a.periodMinutes == 0 { return "once" }
-        return "every \(a.periodMinutes) min"
+        return "every " + Period.text(minutes: Int(a.periodMinutes))
     }
 }
 

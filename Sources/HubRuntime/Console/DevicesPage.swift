@@ -5,6 +5,8 @@ import HubDomain
 /// fields carry `data-field` names the live updates fill in place.
 struct DevicesPage {
     let snapshot: DevicesSnapshot
+    /// The drivers this hub links (`virtual`, `powerplug`, `kasa`, ...), for the add form.
+    var drivers: [String] = []
 
     var page: ConsolePage {
         ConsolePage(title: "Devices", section: .devices, live: ["device/", "group/", "scene/"], body: """
@@ -14,11 +16,65 @@ struct DevicesPage {
         <h2>Devices</h2>
         \(snapshot.devices.isEmpty ? "<p class=\"muted\">No devices yet: add them in the configuration file, or adopt one under <a href=\"/discovered\">Discovered</a>.</p>" : .empty)
         <div class="grid">\(snapshot.devices.map(Self.card))</div>
+        <h3>Add a device</h3>
+        \(addForm)
         <h2>Groups</h2>
         \(groups)
+        <h3>Define or change a group</h3>
+        \(groupForm)
         <h2>Scenes</h2>
         \(scenes)
+        <h3>Define or change a scene</h3>
+        \(sceneForm)
         """)
+    }
+
+    /// `register_device`: an id, a name, a driver and the driver's settings (JSON).
+    var addForm: HTML {
+        let options = drivers.map { d -> HTML in "<option value=\"\(d)\"\(d == "virtual" ? " selected" : "")>\(d)</option>" }
+        return """
+        <form id="add-device-form" class="stack card" data-after="reload" data-command="\(ConsoleFormat.command([("command", "register_device")]))">
+        <label>Id (letters, digits, - and _)<input name="id" required pattern="[A-Za-z0-9_-]{1,64}"></label>
+        <label>Name<input name="name" required maxlength="64"></label>
+        <label>Driver<select name="driver">\(options)</select></label>
+        <label class="wide">Settings (JSON, as the driver's documentation says; empty for none)\
+        <textarea name="config" data-type="json" placeholder="{&quot;host&quot;: &quot;192.168.1.40&quot;}"></textarea></label>
+        <div class="wide"><button type="submit" class="primary">Add device</button></div>
+        </form>
+        """
+    }
+
+    /// `define_group`: an id, a name and the member devices (ticked); "Edit" on a group fills it.
+    var groupForm: HTML {
+        let boxes = snapshot.devices.map { row -> HTML in
+            "<label class=\"check\"><input type=\"checkbox\" name=\"members\" value=\"\(row.record.id)\">\(row.record.name)</label>"
+        }
+        return """
+        <form id="group-form" class="stack card" data-after="reload" data-command="\(ConsoleFormat.command([("command", "define_group")]))">
+        <label>Id<input name="id" required pattern="[A-Za-z0-9_-]{1,64}"></label>
+        <label>Name<input name="name" maxlength="64"></label>
+        <div class="wide row"><span class="muted">Members</span>\(boxes)</div>
+        <div class="wide"><button type="submit" class="primary">Save group</button></div>
+        </form>
+        """
+    }
+
+    /// `define_scene`: an id, a name and, for each device, on, off or not in the scene.
+    var sceneForm: HTML {
+        let rows = snapshot.devices.map { row -> HTML in
+            """
+            <label>\(row.record.name)<select name="states.\(row.record.id)"><option value="">not in the scene</option>\
+            <option value="ON">on</option><option value="OFF">off</option></select></label>
+            """
+        }
+        return """
+        <form id="scene-form" class="stack card" data-after="reload" data-command="\(ConsoleFormat.command([("command", "define_scene")]))">
+        <label>Id<input name="id" required pattern="[A-Za-z0-9_-]{1,64}"></label>
+        <label>Name<input name="name" maxlength="64"></label>
+        \(rows)
+        <div class="wide"><button type="submit" class="primary">Save scene</button></div>
+        </form>
+        """
     }
 
     static func card(_ row: DevicesSnapshot.Row) -> HTML {
@@ -62,7 +118,14 @@ struct DevicesPage {
 
     static func group(_ g: GroupRecord) -> HTML {
         let members = g.members.joined(separator: ", ")
-        return "<section class=\"card\" data-group=\"\(g.id)\"><h3>\(g.name.isEmpty ? g.id : g.name)</h3><p class=\"muted\">\(members)</p>\(groupButtons(g.id))</section>"
+        let fill = ConsoleFormat.command([("id", .string(g.id)), ("name", .string(g.name)), ("members", .array(g.members.map { .string($0) }))])
+        let remove = ConsoleFormat.command([("command", "remove_group"), ("id", .string(g.id))])
+        return """
+        <section class="card" data-group="\(g.id)"><h3>\(g.name.isEmpty ? g.id : g.name)</h3><p class="muted">\(members)</p>\(groupButtons(g.id))
+        <div class="row"><button type="button" data-action="edit" data-fill="\(fill)" data-target="group-form">Edit</button>\
+        <button type="button" class="danger" data-action="remove" data-after="reload" data-confirm="Remove the group “\(g.name.isEmpty ? g.id : g.name)”?" \
+        data-command="\(remove)">Remove</button></div></section>
+        """
     }
 
     static func groupButtons(_ id: String) -> HTML {
@@ -81,7 +144,17 @@ struct DevicesPage {
         """
         <section class="card" data-scene="\(s.id)"><h3>\(s.name.isEmpty ? s.id : s.name)</h3>
         <p class="muted">\(s.targets.map { "\($0.device) \($0.state.name)" }.joined(separator: ", "))</p>
-        <div class="row"><button class="primary" data-command="\(ConsoleFormat.command([("command", "apply_scene"), ("id", .string(s.id))]))">Apply</button></div></section>
+        <div class="row"><button class="primary" data-action="apply" data-command="\(ConsoleFormat.command([("command", "apply_scene"), ("id", .string(s.id))]))">Apply</button>\
+        <button type="button" data-action="edit" data-fill="\(sceneFill(s))" data-target="scene-form">Edit</button>\
+        <button type="button" class="danger" data-action="remove" data-after="reload" data-confirm="Remove the scene “\(s.name.isEmpty ? s.id : s.name)”?" \
+        data-command="\(ConsoleFormat.command([("command", "remove_scene"), ("id", .string(s.id))]))">Remove</button></div></section>
         """
+    }
+
+    /// What "Edit" puts in the scene form: every device's select, set to its state in the scene or emptied.
+    static func sceneFill(_ s: SceneRecord) -> String {
+        var fields: [(String, JSONValue)] = [("id", .string(s.id)), ("name", .string(s.name))]
+        for t in s.targets { fields.append(("states." + t.device, .string(t.state.name.uppercased()))) }
+        return ConsoleFormat.command(fields)
     }
 }

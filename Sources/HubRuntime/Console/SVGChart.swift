@@ -14,24 +14,47 @@ enum SVGChart {
         var max: Double
     }
 
-    /// A shaded min..max band with the mean as a line and the max dashed, over `[from, to)` (µs).
-    static func band(_ points: [Band], from: Int64, to: Int64, unit: String, label: String) -> HTML {
+    /// How a band chart draws its points.
+    struct Style {
+        /// Draw each point's value held until the next point (a reading holds until the next), as
+        /// steps; else join the points with lines.
+        var steps = false
+        /// Keep 0 on the y axis (power); else fit the axis to the data (a temperature of 38-39 °C).
+        var includeZero = true
+        /// Write the value beside each dot when there are at most this many points.
+        var labelUpTo = 0
+        /// Decimals of the values written.
+        var decimals = 1
+    }
+
+    /// A shaded min..max band with the mean as a line and the max dashed, over `[from, to)` (µs);
+    /// ticks in the household's time (``LocalTime/current``).
+    static func band(_ points: [Band], from: Int64, to: Int64, unit: String, label: String, style: Style = Style()) -> HTML {
         guard !points.isEmpty, to > from else { return "<p class=\"muted\">No \(label) readings in this range.</p>" }
-        let low = min(0, points.map(\.min).min() ?? 0), high = niceCeiling(points.map(\.max).max() ?? 1)
-        func x(_ t: Int64) -> Double { left + (width - left - right) * Double(t - from) / Double(to - from) }
+        let (low, high) = axisRange(min: points.map(\.min).min() ?? 0, max: points.map(\.max).max() ?? 1, includeZero: style.includeZero)
+        func x(_ t: Int64) -> Double { left + (width - left - right) * Double(Swift.min(Swift.max(t, from), to) - from) / Double(to - from) }
         func y(_ v: Double) -> Double { top + (height - top - bottom) * (1 - (v - low) / max(high - low, 1e-9)) }
-        let upper = points.map { "\(f(x($0.start))),\(f(y($0.max)))" }
-        let lower = points.reversed().map { "\(f(x($0.start))),\(f(y($0.min)))" }
-        let mean = points.map { "\(f(x($0.start))),\(f(y($0.mean)))" }.joined(separator: " ")
-        let maxLine = points.map { "\(f(x($0.start))),\(f(y($0.max)))" }.joined(separator: " ")
-        let band = (upper + lower).joined(separator: " ")
-        let hours = stride(from: 0, through: 4, by: 1).map { i -> HTML in
-            let t = from + (to - from) * Int64(i) / 4
-            let iso = ISO8601.format(micros: t)
-            let label = to - from > 2 * Civil.microsPerDay ? String(iso.dropFirst(5).prefix(5)) : String(iso.dropFirst(11).prefix(5))
-            let anchor = i == 0 ? "start" : i == 4 ? "end" : "middle"
-            return "<text x=\"\(f(x(t)))\" y=\"\(f(height - 8))\" text-anchor=\"\(anchor)\">\(label)</text>"
+        // With steps, a point's value holds from its start to the next point's start (the last to `to`).
+        func line(_ value: (Band) -> Double) -> [String] {
+            guard style.steps else { return points.map { "\(f(x($0.start))),\(f(y(value($0))))" } }
+            return points.enumerated().flatMap { i, p -> [String] in
+                let end = i + 1 < points.count ? points[i + 1].start : to
+                return ["\(f(x(p.start))),\(f(y(value(p))))", "\(f(x(end))),\(f(y(value(p))))"]
+            }
         }
+        let upper = line(\.max), lower = Array(line(\.min).reversed())
+        let mean = line(\.mean).joined(separator: " ")
+        let maxLine = upper.joined(separator: " ")
+        let band = (upper + lower).joined(separator: " ")
+        let long = to - from > 2 * Civil.microsPerDay
+        let ticks = stride(from: 0, through: 4, by: 1).map { i -> HTML in
+            let t = from + (to - from) * Int64(i) / 4
+            let anchor = i == 0 ? "start" : i == 4 ? "end" : "middle"
+            return "<text x=\"\(f(x(t)))\" y=\"\(f(height - 8))\" text-anchor=\"\(anchor)\">\(LocalTime.current.tick(t, long: long))</text>"
+        }
+        let labels: HTML = points.count <= style.labelUpTo ? HTML.join(points.map { p -> HTML in
+            "<text class=\"value\" x=\"\(f(x(p.start)))\" y=\"\(f(y(p.mean) - 7))\" text-anchor=\"middle\">\(ConsoleFormat.number(p.mean, decimals: style.decimals))</text>"
+        }) : .empty
         return """
         <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label): min, mean and max per bucket">
         \(axes(low: low, high: high, y: y))
@@ -39,10 +62,29 @@ enum SVGChart {
         <polyline class="max" points="\(maxLine)"/>
         <polyline class="mean" points="\(mean)"/>
         \(points.count <= 120 ? dots(points, unit: unit, x: x, y: y) : .empty)
-        \(hours)
+        \(labels)
+        \(ticks)
         <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
         </svg>
         """
+    }
+
+    /// The y axis's range: from 0 (when `includeZero`) or just below the lowest value, to just
+    /// above the highest, on round steps; a flat series gets a little room above and below.
+    static func axisRange(min lowest: Double, max highest: Double, includeZero: Bool) -> (Double, Double) {
+        var lo = includeZero ? Swift.min(0, lowest) : lowest, hi = includeZero ? Swift.max(0, highest) : highest
+        if hi - lo < 1e-9 {
+            let room = Swift.max(abs(hi) * 0.05, 1)
+            lo -= room; hi += room
+            if includeZero, lowest >= 0 { lo = Swift.max(lo, 0) }
+        }
+        let step = niceCeiling((hi - lo) / 4)
+        var low = (lo / step).rounded(.down) * step, high = (hi / step).rounded(.up) * step
+        if !includeZero {  // a little air, so no point sits on the frame
+            if lowest - low < step * 0.25 { low -= step }
+            if high - highest < step * 0.25 { high += step }
+        }
+        return (low, high)
     }
 
     /// One bar per day (`label` under each, a few of them shown).

@@ -25,6 +25,8 @@ struct HubRoutes: Sendable {
     let sessions = HTTPSessions()
     /// Live updates for the console's open pages, fed by the log follower.
     var console = ConsoleFeed()
+    /// The household's time zone, in which the console shows and reads times.
+    var time = LocalTime.system
 
     func router() -> Router<HubRequestContext> {
         let router = Router(context: HubRequestContext.self)
