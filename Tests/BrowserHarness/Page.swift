@@ -84,6 +84,7 @@ public struct Page: Sendable {
     public func screenshot(to path: String, fullPage: Bool = true) async throws {
         var params: [(String, JSONValue)] = [("format", "png")]
         if fullPage {
+            try await evaluate("window.scrollTo(0, 0)")  // a sticky header is drawn where the window is
             let metrics = try await pipe.call("Page.getLayoutMetrics", session: session)
             let size = metrics["cssContentSize"] ?? metrics["contentSize"] ?? [:]
             let width = size["width"]?.doubleValue ?? 1280, height = min(size["height"]?.doubleValue ?? 900, 8000)

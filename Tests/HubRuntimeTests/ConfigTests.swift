@@ -26,5 +26,12 @@ import Testing
         #expect(problem(#"{"readings":{"power":{"deadband":-1}}}"#).contains("readings.power.deadband"))
         #expect(problem(#"{"readings":{"power":{"max_interval_seconds":0}}}"#).contains("readings.power.max_interval_seconds"))
         #expect(problem(#"{"readings":{"power":{"every":3}}}"#).contains("unknown key readings.power.every"))
+        #expect(problem(#"{"time_zone":"Mars/Olympus"}"#).contains("time_zone \"Mars/Olympus\" is not a time zone this machine knows"))
+        #expect(problem(#"{"time_zone":1}"#).contains("time_zone"))
+    }
+
+    @Test func theHouseholdsTimeZone() throws {
+        #expect(try parse(#"{"time_zone":"Europe/Lisbon"}"#).timeZone == "Europe/Lisbon")
+        #expect(try parse("{}").timeZone == nil)
     }
 }

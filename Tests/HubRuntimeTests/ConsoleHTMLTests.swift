@@ -1,3 +1,4 @@
+import Foundation
 import DriverAPI
 import HubDomain
 import Testing
@@ -34,6 +35,23 @@ struct ConsoleHTMLTests {
         #expect(SVGChart.niceCeiling(38.6) == 50)
         #expect(SVGChart.niceCeiling(0) == 1)
         #expect(SVGChart.f(-12.34) == "-12.3")
+    }
+
+    @Test func timesAreShownAndReadInTheHouseholdsZone() throws {
+        let berlin = LocalTime(zone: try #require(TimeZone(identifier: "Europe/Berlin")))
+        // Winter: UTC+1; summer: UTC+2; a date alone is its local midnight.
+        #expect(berlin.micros(picked: "2030-01-15T18:00") == ISO8601.parse("2030-01-15T17:00:00Z"))
+        #expect(berlin.micros(picked: "2030-07-15T18:00:30") == ISO8601.parse("2030-07-15T16:00:30Z"))
+        #expect(berlin.micros(picked: "2030-07-15") == ISO8601.parse("2030-07-14T22:00:00Z"))
+        #expect(berlin.micros(picked: "2030-02-30T10:00") == nil)
+        #expect(berlin.micros(picked: "2030-01-15T25:00") == nil)
+        #expect(berlin.micros(picked: "yesterday") == nil)
+        let summer = try #require(ISO8601.parse("2030-07-15T16:00:00Z"))
+        #expect(berlin.text(summer) == "2030-07-15 18:00:00")
+        #expect(berlin.pickerValue(summer) == "2030-07-15T18:00")
+        #expect(berlin.text(nil) == "–")
+        #expect(Period.text(minutes: 120) == "2 hours" && Period.text(minutes: 1) == "1 minute" && Period.text(minutes: 90) == "90 minutes")
+        #expect(Period.text(minutes: 1440) == "1 day" && Period.text(minutes: 10_080) == "1 week")
     }
 
     @Test func theValueAxisIsFittedToVitalsAndKeepsZeroForPower() {

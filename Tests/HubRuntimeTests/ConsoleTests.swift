@@ -113,7 +113,7 @@ import VirtualDriver
         let filtered = try await hub.get("/audit?stream=animal/rex&type=AnimalAdmitted")
         #expect(filtered.body.contains("1 events shown"))
         let bad = try await hub.get("/audit?from=yesterday")
-        #expect(bad.status == 200 && bad.body.contains("from: &quot;yesterday&quot; is not an ISO-8601 time"))
+        #expect(bad.status == 200 && bad.body.contains("from: &quot;yesterday&quot; is not a time"))
 
         let discovered = try await hub.get("/discovered")
         #expect(discovered.body.contains("<h1>Discovered</h1>"))

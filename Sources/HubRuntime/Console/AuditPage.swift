@@ -12,8 +12,8 @@ struct AuditPage {
 
         /// Why a parameter cannot be used, naming it; nil when all are fine.
         func problem() -> String? {
-            if !from.isEmpty, Self.time(from) == nil { return "from: \"\(from)\" is not an ISO-8601 time (2026-11-22T18:00:00Z) or date" }
-            if !to.isEmpty, Self.time(to) == nil { return "to: \"\(to)\" is not an ISO-8601 time (2026-11-22T18:00:00Z) or date" }
+            if !from.isEmpty, Self.time(from) == nil { return "from: \"\(from)\" is not a time (2026-11-22T18:00) or date (2026-11-22)" }
+            if !to.isEmpty, Self.time(to) == nil { return "to: \"\(to)\" is not a time (2026-11-22T18:00) or date (2026-11-22)" }
             if !before.isEmpty, UInt64(before) == nil { return "before: \"\(before)\" is not a sequence number" }
             if !asOf.isEmpty, (try? LogBound(parsing: asOf)) == nil {
                 return "as of: \"\(asOf)\" is neither a sequence number nor an ISO-8601 time"
@@ -21,8 +21,10 @@ struct AuditPage {
             return nil
         }
 
+        /// An ISO-8601 time with its offset, or a picker's local time or a date in the household's
+        /// zone (``LocalTime/current``).
         static func time(_ text: String) -> Int64? {
-            ISO8601.parse(text) ?? Civil.parseDate(text).map { $0 * Civil.microsPerDay }
+            ISO8601.parse(text) ?? LocalTime.current.micros(picked: text)
         }
 
         /// Whether a record passes the filter (`stream` ending in `/` is a prefix: `device/`).
@@ -109,8 +111,8 @@ struct AuditPage {
         <label>Type<select name="type">\(types)</select></label>
         <label>Actor<input name="actor" value="\(filter.actor)" list="actors"></label>
         <datalist id="actors">\(actors.map { "<option value=\"\($0)\">" as HTML })</datalist>
-        <label>From<input name="from" value="\(filter.from)" placeholder="2026-11-22T00:00:00Z"></label>
-        <label>To<input name="to" value="\(filter.to)" placeholder="2026-11-23"></label>
+        <label>From (\(LocalTime.current.name))<input name="from" type="datetime-local" value="\(filter.from)"></label>
+        <label>To (\(LocalTime.current.name))<input name="to" type="datetime-local" value="\(filter.to)"></label>
         <button type="submit" class="primary">Filter</button> <a class="button" href="/audit">Clear</a>
         </form>
         """

@@ -17,16 +17,17 @@ extension ConsoleRoutes {
         let now = currentMicros()
         let range = request.uri.queryParameters.get("range").flatMap(VitalsRange.init(rawValue:)) ?? .day
         // A new patient's chart starts at its admission (on the hour), so its few points are not
-        // squeezed against the right edge; at least an hour is shown.
+        // squeezed against the right edge (half an hour before it; at least an hour is shown).
         var from = now - range.span
         let admitted = animal.admittedAt
         if admitted > from {
-            from = Swift.min(admitted / 3_600_000_000 * 3_600_000_000, now - 3_600_000_000)
+            from = Swift.min(admitted - 1_800_000_000, now - 3_600_000_000)
         }
         async let heart = vitals(id, .heartRate, range.resolution, from: from, to: now)
         async let temperature = vitals(id, .temperature, range.resolution, from: from, to: now)
+        // A tenth of the range after now, so the newest measurement is not drawn on the frame.
         return AnimalPage(animal: animal, owner: owner(animal), live: live, heartRate: await heart, temperature: await temperature,
-                          range: range, from: from, to: now).page.response
+                          range: range, from: from, to: now + (now - from) / 10).page.response
     }
 
     /// The owner's contact data opened with the animal's key; nil when there is none or it was erased.

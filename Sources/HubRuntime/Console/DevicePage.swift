@@ -48,13 +48,13 @@ struct DevicePage {
         let rename = ConsoleFormat.command([("command", "rename_device"), ("id", .string(d.id))])
         let remove = ConsoleFormat.command([("command", "remove_device"), ("id", .string(d.id))])
         return """
-        <section class="card"><h3>Name</h3>
+        <section class="card row">
         <form id="rename-form" class="inline" data-after="reload" data-command="\(rename)">
-        <label>Name<input name="name" required maxlength="64" value="\(d.name)"></label>
-        <button type="submit" class="primary">Rename</button>
+        <label>Name<input name="name" required maxlength="64" size="32" value="\(d.name)"></label>
+        <button type="submit">Rename</button>
         </form>
-        <p><button type="button" class="danger" data-action="remove" data-after="reload" \
-        data-confirm="Remove “\(d.name)”? Its history stays in the log." data-command="\(remove)">Remove device</button></p></section>
+        <button type="button" class="danger" data-action="remove" data-after="reload" \
+        data-confirm="Remove “\(d.name)”? Its history stays in the log." data-command="\(remove)">Remove device</button></section>
         """
     }
 
@@ -183,7 +183,7 @@ struct EventTable {
             """
         }
         return """
-        <div class="scroll"><table><thead><tr><th>Seq</th><th>Time (UTC)</th>\(showStream ? "<th>Stream</th>" : HTML.empty)<th>Type</th><th>Actor</th>\
+        <div class="scroll"><table><thead><tr><th>Seq</th><th>Time</th>\(showStream ? "<th>Stream</th>" : HTML.empty)<th>Type</th><th>Actor</th>\
         <th>Command id</th><th>Data (cause)</th></tr></thead><tbody>\(rows)</tbody></table></div>
         """
     }

@@ -46,6 +46,30 @@ struct LocalTime: Sendable {
         return "\(date(p))T\(two(p.hour)):\(two(p.minute))"
     }
 
+    /// The instant a person means by a picker's `2026-11-27T18:05` (seconds allowed) or a date
+    /// `2026-11-27` (its local midnight) in the zone; nil for anything else. In a repeated hour
+    /// (clocks going back) the first is meant; in a skipped hour, the time after the change.
+    func micros(picked text: String) -> Int64? {
+        let parts = text.split(separator: "T", maxSplits: 1, omittingEmptySubsequences: false)
+        let day = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard day.count == 3, day[0].count == 4, day[1].count == 2, day[2].count == 2,
+              let y = Int(day[0]), let mo = Int(day[1]), let d = Int(day[2]) else { return nil }
+        var h = 0, mi = 0, se = 0
+        if parts.count == 2 {
+            let clock = parts[1].split(separator: ":", omittingEmptySubsequences: false)
+            guard (2...3).contains(clock.count), clock.allSatisfy({ $0.count == 2 }), let hh = Int(clock[0]), let mm = Int(clock[1]),
+                  let ss = clock.count == 3 ? Int(clock[2]) : 0, hh < 24, mm < 60, ss < 60 else { return nil }
+            (h, mi, se) = (hh, mm, ss)
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let components = DateComponents(year: y, month: mo, day: d, hour: h, minute: mi, second: se)
+        guard (1...12).contains(mo), (1...31).contains(d), let date = calendar.date(from: components) else { return nil }
+        let back = calendar.dateComponents([.day], from: date)
+        guard back.day == d else { return nil }  // 2026-02-30
+        return Int64(date.timeIntervalSince1970.rounded()) * 1_000_000
+    }
+
     /// A chart's tick: `18:00` within two days, else `11-27`.
     func tick(_ micros: Int64, long: Bool) -> String {
         let p = parts(micros)

@@ -111,11 +111,16 @@ enum SVGChart {
         """
     }
 
+    /// Grid lines and their labels on round steps from `low` to `high` (at most 6).
     static func axes(low: Double, high: Double, y: (Double) -> Double) -> HTML {
-        HTML.join((0...4).map { i -> HTML in
-            let v = low + (high - low) * Double(i) / 4
+        let step = niceCeiling((high - low) / 5)
+        let first = (low / step).rounded(.up)
+        let count = Int(((high - low) / step).rounded(.down)) + 1
+        return HTML.join((0..<Swift.min(Swift.max(count, 1), 7)).compactMap { i -> HTML? in
+            let v = (first + Double(i)) * step
+            guard v <= high + step * 1e-9 else { return nil }
             return """
-            <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: decimals(high - low)))</text>
+            <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: decimals(step * 4)))</text>
             """
         })
     }
