@@ -122,6 +122,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
 
     // Writer-thread state.
     private var lastHash: [UInt8]
+    /// The newest record's timestamp: no record gets an earlier one (``EventStore``'s record time).
+    private var lastTime: Int64 = .min
     private var segmentFD: Int32 = -1
     /// Where the newest segment's records end (the next frame is written here), and where its
     /// written bytes end: zeros from `segmentEnd` to `allocatedEnd` (see ``SegmentStoreOptions/preallocation``).
@@ -234,6 +236,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
         // A long scan is not repeated at the next open.
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
+        if opened.lastSequence > 0 {
+            try read(from: opened.lastSequence, through: opened.lastSequence) { lastTime = $0.timestamp; return false }
+        }
         Thread { [self] in writerLoop() }.start()
     }
 
@@ -515,6 +520,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
+        var time = lastTime
         var lastOffset = headOffset
         // Where this commit starts: a full disk cuts the log back to here.
         let startSegments = shared.withLock { $0.segments.count }
@@ -565,8 +571,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 var version = current
                 for event in request.events {
                     let streamVersion = version.map { $0 + 1 } ?? 0
+                    time = max(time, event.timestamp)  // record time only moves forward
                     let record = EventRecord(sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
-                                             type: event.type, schemaVersion: event.schemaVersion, timestamp: event.timestamp,
+                                             type: event.type, schemaVersion: event.schemaVersion, timestamp: time,
                                              causation: request.causation, payload: event.payload)
                     if segmentEnd + out.count >= options.segmentSize && segmentEnd + out.count > RecordFormat.segmentHeaderSize {
                         try writeOut(&out)
@@ -624,6 +631,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             shared.withLock { $0.storage = .ok }
         }
         lastHash = hash
+        lastTime = time
         headOffset = lastOffset
         sinceCheckpoint += batchBytes
         let reached = shared.withLock { s in
