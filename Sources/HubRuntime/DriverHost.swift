@@ -280,6 +280,9 @@ public actor DriverHost: Service {
         case let .availability(available, reason):
             // A lost connection loses the read-backs of writes in flight; the next read compares afresh.
             writesInFlight[deviceId] = 0
+            // An unavailable device's held readings end (the history's weighting): the first
+            // sample after it answers again is recorded, changed or not.
+            if !available { readings.forget(device: deviceId) }
             await execute(.reportAvailability(id: deviceId, available: available, reason: reason), actor: actor)
         case let .commandFailed(reason):
             await execute(.failSwitch(id: deviceId, reason: reason), actor: actor)

@@ -31,20 +31,25 @@ struct DeviceCharts: Sendable {
         return DeviceCharts(power: power, energyDays: energyDays, from: from, to: now)
     }
 
-    /// Minute buckets folded into 15-minute ones: min of mins, max of maxes, mean weighted by count.
+    /// Minute buckets folded into 15-minute ones: min of mins, max of maxes, and the mean weighted
+    /// by time as the history's own (`HistoryBucket.mean`); minutes covered only by a value held
+    /// from before them count with that value.
     static func fold(_ buckets: [HistoryBucket], from: Int64) -> [SVGChart.Band] {
         var out: [SVGChart.Band] = []
-        var current: (slot: Int64, min: Double, max: Double, sum: Double, count: Int)?
+        var current: (slot: Int64, fold: HistoryBucket)?
         func flush() {
-            if let c = current { out.append(SVGChart.Band(start: from + c.slot * step + step / 2, min: c.min, mean: c.sum / Double(c.count), max: c.max)) }
+            if let c = current { out.append(SVGChart.Band(start: from + c.slot * step + step / 2, min: c.fold.min, mean: c.fold.mean, max: c.fold.max)) }
         }
-        for b in buckets where b.count > 0 {
+        for b in buckets {
             let slot = (b.start - from) / step
-            if let c = current, c.slot == slot {
-                current = (slot, Swift.min(c.min, b.min), Swift.max(c.max, b.max), c.sum + b.sum, c.count + b.count)
+            if var c = current, c.slot == slot {
+                c.fold.min = Swift.min(c.fold.min, b.min); c.fold.max = Swift.max(c.fold.max, b.max)
+                c.fold.sum += b.sum; c.fold.count += b.count
+                c.fold.weighted += b.weighted; c.fold.covered += b.covered
+                current = c
             } else {
                 flush()
-                current = (slot, b.min, b.max, b.sum, b.count)
+                current = (slot, b)
             }
         }
         flush()
