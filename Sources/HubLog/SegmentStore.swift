@@ -237,9 +237,27 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         // A long scan is not repeated at the next open.
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
         if opened.lastSequence > 0 {
-            try read(from: opened.lastSequence, through: opened.lastSequence) { lastTime = $0.timestamp; return false }
+            if let time = try Self.lastRecordTime(opened) {
+                lastTime = time
+            } else {
+                try read(from: opened.lastSequence, through: opened.lastSequence) { lastTime = $0.timestamp; return false }
+            }
         }
         Thread { [self] in writerLoop() }.start()
+    }
+
+    /// The timestamp of the log's last record, read from its frame where opening left it (the
+    /// newest segment, at ``LogRecovery/Opened/lastRecordOffset``), without reading older records;
+    /// nil when it is not found there.
+    private static func lastRecordTime(_ opened: LogRecovery.Opened) throws -> Int64? {
+        guard let newest = opened.segments.last else { return nil }
+        let cursor = try SegmentCursor(path: newest.path, chunkSize: 64 * 1024)
+        var time: Int64?
+        _ = try cursor.scan(from: opened.lastRecordOffset) { view, _, _ in
+            if view.sequence == opened.lastSequence { time = view.timestamp }
+            return false
+        }
+        return time
     }
 
     deinit {
