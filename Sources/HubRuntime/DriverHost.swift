@@ -274,8 +274,14 @@ public actor DriverHost: Service {
             guard value.isFinite else { return }
             let q = quantity
             for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
-                await execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value, measuredAt: sample.at),
-                              actor: actor)
+                let answer = await commands.execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value,
+                                                                   measuredAt: sample.at), actor: actor)
+                // Refused, not clamped (the reading's time is what it says): said in the hub's log too.
+                if let rejection = answer.rejection, rejection.code == "reading_in_future" {
+                    logger.warning("a driver's reading is dated in the future: refused", metadata: [
+                        "device": "\(deviceId)", "driver": "\(driver)", "error": "\(rejection.message)",
+                    ])
+                }
             }
         case let .availability(available, reason):
             // A lost connection loses the read-backs of writes in flight; the next read compares afresh.
