@@ -33,9 +33,10 @@ public final class SQLiteEventStore: EventStore, Sendable {
     /// Rows copied out of SQLite per reader-lock acquisition.
     private let readChunk = 2048
 
+    /// The record time only moves forward (``EventStore``): never earlier than the record before.
     private static let insertSQL = """
         INSERT INTO events(seq, stream, stream_version, type, schema_version, ts, command_id, actor, payload) \
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        VALUES (?1, ?2, ?3, ?4, ?5, max(?6, COALESCE((SELECT ts FROM events WHERE seq = ?1 - 1), ?6)), ?7, ?8, ?9)
         """
     private static let commandSQL =
         "SELECT MIN(seq), MAX(seq), MAX(stream_version) FROM events WHERE command_id = ?1"

@@ -105,13 +105,18 @@ public struct DomainLimits: Sendable, Equatable {
     public var maxNameLength: Int
     public var maxActivationNameLength: Int
     public var maxWeightKg: Double
+    /// How far past the hub's clock a reading's measured time may lie, µs (60 s): the clock skew
+    /// allowed between a device or a person's clock and the hub's. A reading dated later is
+    /// refused (`reading_in_future`), so that it cannot stand as the latest ahead of the ones to come.
+    public var readingClockSkew: Int64
 
     public init(maxActivationsPerDevice: Int = 10, maxNameLength: Int = 64, maxActivationNameLength: Int = 20,
-                maxWeightKg: Double = 2000) {
+                maxWeightKg: Double = 2000, readingClockSkew: Int64 = 60_000_000) {
         self.maxActivationsPerDevice = maxActivationsPerDevice
         self.maxNameLength = maxNameLength
         self.maxActivationNameLength = maxActivationNameLength
         self.maxWeightKg = maxWeightKg
+        self.readingClockSkew = readingClockSkew
     }
 
     public static let standard = DomainLimits()

@@ -15,9 +15,16 @@ public enum Decision: Sendable, Equatable {
 }
 
 /// Decides what a command means given the current state.
-public func decide(_ command: HubCommand, state: HubState, limits: DomainLimits = .standard) -> Decision {
+///
+/// - Parameters:
+///   - command: The command.
+///   - state: The read models it is decided on.
+///   - now: The hub's clock, µs since the epoch (a reading dated beyond it by more than
+///     ``DomainLimits/readingClockSkew`` is refused).
+///   - limits: The domain's limits.
+public func decide(_ command: HubCommand, state: HubState, now: Int64, limits: DomainLimits = .standard) -> Decision {
     do {
-        return .accepted(try decideEvents(command, state: state, limits: limits))
+        return .accepted(try decideEvents(command, state: state, now: now, limits: limits))
     } catch {
         return .rejected(error)
     }
@@ -29,7 +36,7 @@ public func rejectionEvent(for command: HubCommand, rejection: Rejection, comman
                                      message: rejection.message, commandId: commandId))
 }
 
-private func decideEvents(_ command: HubCommand, state: HubState, limits: DomainLimits) throws(Rejection) -> [HubEvent] {
+private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, limits: DomainLimits) throws(Rejection) -> [HubEvent] {
     if let events = try decideHousehold(command, state: state, limits: limits) { return events }
     switch command {
     case let .registerDevice(id, driver, name, config, hardwareId):
@@ -187,11 +194,21 @@ private func decideEvents(_ command: HubCommand, state: HubState, limits: Domain
         case .device(let id):
             _ = try activeDevice(id, state)
         case .animal(let id):
-            _ = try admittedAnimal(id, state)
+            let animal = try admittedAnimal(id, state, reading: (quantity, measuredAt))
             guard quantity == .heartRate || quantity == .temperature else {
                 throw Rejection(code: "quantity_not_applicable",
                                 message: "\(quantity.rawValue) readings are for devices, not animal \(quoted(id))")
             }
+            if measuredAt < animal.admittedAt {
+                throw Rejection(code: "reading_before_admission",
+                                message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
+                                    + "\(ISO8601.format(micros: measuredAt)), before its admission at \(ISO8601.format(micros: animal.admittedAt))")
+            }
+        }
+        if measuredAt > now + limits.readingClockSkew {
+            throw Rejection(code: "reading_in_future",
+                            message: "\(quantity.rawValue) reading for \(subject.kind) \(quoted(subject.id)) is dated \(ISO8601.format(micros: measuredAt)), "
+                                + "more than \(limits.readingClockSkew / 1_000_000) s after the hub's clock (\(ISO8601.format(micros: now)))")
         }
         guard value.isFinite else {
             throw Rejection(code: "non_finite_value",
@@ -287,10 +304,19 @@ private func activeDevice(_ id: String, _ state: HubState) throws(Rejection) -> 
     return device
 }
 
-private func admittedAnimal(_ id: String, _ state: HubState) throws(Rejection) -> AnimalRecord {
+/// The admitted animal `id`; for a reading refused after a discharge, the refusal names the times
+/// when the reading was measured after it.
+private func admittedAnimal(_ id: String, _ state: HubState, reading: (Quantity, Int64)? = nil) throws(Rejection) -> AnimalRecord {
     try requireId("animal", id)
     guard let animal = state.animals[id] else { throw Rejection.unknownAnimal(id) }
-    guard animal.isAdmitted else { throw Rejection.animalNotAdmitted(id) }
+    guard animal.isAdmitted else {
+        if let (quantity, measuredAt) = reading, let discharged = animal.dischargedAt, measuredAt > discharged {
+            throw Rejection(code: "reading_after_discharge",
+                            message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
+                                + "\(ISO8601.format(micros: measuredAt)), after its discharge at \(ISO8601.format(micros: discharged))")
+        }
+        throw Rejection.animalNotAdmitted(id)
+    }
     return animal
 }
 

@@ -28,6 +28,12 @@
 ///   An append that throws may or may not have been committed only when the writer stopped
 ///   (``EventLogError/writerStopped(reason:)``); retry it with the same command id. An append
 ///   refused for want of space (``EventLogError/storageFull(path:operation:errno:)``) wrote nothing.
+/// - **Record time only moves forward.** A record's ``EventRecord/timestamp`` is the time the hub
+///   recorded it: the proposed event's ``ProposedEvent/timestamp``, raised to the timestamp of the
+///   record before it when earlier, as the store assigns the sequence. Along the sequence,
+///   timestamps never decrease (across appends, streams, batches and reopening), so a bound in time
+///   (`hub replay --until TIME`) is one place in the log. An observation's own time is a field of
+///   its event's payload, never this.
 /// - **Nothing is rewritten.** A committed record is never changed or removed.
 /// - **The hash chain.** Each record has a chain hash: SHA-256 over the previous record's chain hash
 ///   (32 zero bytes before the first record) and the record's canonical encoding

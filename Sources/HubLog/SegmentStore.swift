@@ -122,6 +122,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
 
     // Writer-thread state.
     private var lastHash: [UInt8]
+    /// The newest record's timestamp: no record gets an earlier one (``EventStore``'s record time).
+    private var lastTime: Int64 = .min
     private var segmentFD: Int32 = -1
     /// Where the newest segment's records end (the next frame is written here), and where its
     /// written bytes end: zeros from `segmentEnd` to `allocatedEnd` (see ``SegmentStoreOptions/preallocation``).
@@ -234,7 +236,28 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
         // A long scan is not repeated at the next open.
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
+        if opened.lastSequence > 0 {
+            if let time = try Self.lastRecordTime(opened) {
+                lastTime = time
+            } else {
+                try read(from: opened.lastSequence, through: opened.lastSequence) { lastTime = $0.timestamp; return false }
+            }
+        }
         Thread { [self] in writerLoop() }.start()
+    }
+
+    /// The timestamp of the log's last record, read from its frame where opening left it (the
+    /// newest segment, at ``LogRecovery/Opened/lastRecordOffset``), without reading older records;
+    /// nil when it is not found there.
+    private static func lastRecordTime(_ opened: LogRecovery.Opened) throws -> Int64? {
+        guard let newest = opened.segments.last else { return nil }
+        let cursor = try SegmentCursor(path: newest.path, chunkSize: 64 * 1024)
+        var time: Int64?
+        _ = try cursor.scan(from: opened.lastRecordOffset) { view, _, _ in
+            if view.sequence == opened.lastSequence { time = view.timestamp }
+            return false
+        }
+        return time
     }
 
     deinit {
@@ -515,6 +538,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
+        var time = lastTime
         var lastOffset = headOffset
         // Where this commit starts: a full disk cuts the log back to here.
         let startSegments = shared.withLock { $0.segments.count }
@@ -565,8 +589,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 var version = current
                 for event in request.events {
                     let streamVersion = version.map { $0 + 1 } ?? 0
+                    time = max(time, event.timestamp)  // record time only moves forward
                     let record = EventRecord(sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
-                                             type: event.type, schemaVersion: event.schemaVersion, timestamp: event.timestamp,
+                                             type: event.type, schemaVersion: event.schemaVersion, timestamp: time,
                                              causation: request.causation, payload: event.payload)
                     if segmentEnd + out.count >= options.segmentSize && segmentEnd + out.count > RecordFormat.segmentHeaderSize {
                         try writeOut(&out)
@@ -624,6 +649,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             shared.withLock { $0.storage = .ok }
         }
         lastHash = hash
+        lastTime = time
         headOffset = lastOffset
         sinceCheckpoint += batchBytes
         let reached = shared.withLock { s in

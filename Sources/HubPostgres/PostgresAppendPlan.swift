@@ -11,19 +11,23 @@ struct AppendPlan {
     var versions: [String: UInt64?] = [:]
     /// False when every request was refused for what it is, without asking the database.
     var needsDatabase = false
+    /// The timestamp of the newest record once the call has committed (record time only moves forward).
+    var headTime: Int64
 
     /// - Parameters:
-    ///   - head: The last sequence and chain hash the writer knows.
+    ///   - head: The last sequence, chain hash and record timestamp the writer knows (`Int64.min`
+    ///     for an empty log): no record gets a timestamp earlier than the one before it.
     ///   - versions: The last version of every stream of the batch (nil: no events yet).
     ///   - known: Command ids the database said were appended before, with their results.
     ///   - fence: The lease every append must hold, if any.
-    init(_ requests: [AppendRequest], head: (sequence: UInt64, hash: [UInt8]), versions view: [String: UInt64?],
+    init(_ requests: [AppendRequest], head: WriterView.Head, versions view: [String: UInt64?],
          known commands: [String: AppendResult], fence: (holder: String, token: Int64)?) throws {
         call = PostgresAppendCall(headSequence: head.sequence, headHash: head.hash, fence: fence)
         var commands = commands
         var ids: Set<String> = []
         var next = head.sequence + 1
         var hash = head.hash
+        headTime = head.time
         var frame: [UInt8] = []
         for request in requests {
             if let problem = PostgresEventStore.textProblem(request) {
@@ -54,8 +58,9 @@ struct AppendPlan {
             var version = current
             for event in request.events {
                 let streamVersion = version.map { $0 + 1 } ?? 0
+                headTime = max(headTime, event.timestamp)
                 let record = EventRecord(sequence: next, stream: request.stream, streamVersion: streamVersion,
-                                         type: event.type, schemaVersion: event.schemaVersion, timestamp: event.timestamp,
+                                         type: event.type, schemaVersion: event.schemaVersion, timestamp: headTime,
                                          causation: request.causation, payload: event.payload)
                 frame.removeAll(keepingCapacity: true)
                 hash = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: hash)

@@ -95,7 +95,7 @@ extension PostgresEventStore {
             switch try PostgresAppendOutcome(row) {
             case .committed(let sequence, let hash):
                 state.withLock { state in
-                    state.view.head = (sequence, hash)
+                    state.view.head = WriterView.Head(sequence: sequence, hash: hash, time: plan.headTime)
                     state.view.remember(plan.versions)
                     if plan.call.rows > 0 { state.transactions += 1 }
                     return state.advance(to: sequence)
@@ -104,8 +104,9 @@ extension PostgresEventStore {
             case .fenced(let holder, let token, let live):
                 let reason = Self.fenceReason(fence, current: holder, currentToken: token, live: live)
                 return requests.map { _ in .failure(EventLogError.fenced(reason)) }
-            case .moved(let sequence, let hash):
-                state.withLock { $0.view = WriterView(head: (sequence, hash)) }
+            case .moved:
+                // Another writer appended: learn the new head (with its record time) afresh.
+                state.withLock { $0.view = WriterView() }
                 moves += 1
                 if moves >= Self.maxMoves {
                     let reason = "\(location): other writers appended \(moves) times while this writer decided its batch; nothing of it was appended"
@@ -126,14 +127,15 @@ extension PostgresEventStore {
         guard !ask.isEmpty || state.withLock({ $0.view.head == nil }) else { return }
         while true {
             let rows = try await run("""
-                SELECT h.last_seq, h.chain_hash, s.name, (SELECT max(stream_version) FROM hub_events e WHERE e.stream = s.name) \
+                SELECT h.last_seq, h.chain_hash, (SELECT ts FROM hub_events e WHERE e.seq = h.last_seq), s.name, \
+                (SELECT max(stream_version) FROM hub_events e WHERE e.stream = s.name) \
                 FROM hub_log_head h LEFT JOIN unnest(\(Array(ask))::text[]) AS s(name) ON true WHERE h.id = 1
                 """)
-            var head: (sequence: UInt64, hash: [UInt8])?
+            var head: WriterView.Head?
             var found: [String: UInt64?] = [:]
             for row in rows {
-                let (sequence, hash, name, version) = try row.decode((Int64, ByteBuffer, String?, Int64?).self)
-                head = (UInt64(sequence), Array(hash.readableBytesView))
+                let (sequence, hash, time, name, version) = try row.decode((Int64, ByteBuffer, Int64?, String?, Int64?).self)
+                head = WriterView.Head(sequence: UInt64(sequence), hash: Array(hash.readableBytesView), time: time ?? .min)
                 if let name { found[name] = .some(version.map(UInt64.init)) }
             }
             guard let head else { throw EventLogError.invalid("\(location): the hub_log_head row is missing") }
@@ -171,7 +173,14 @@ extension PostgresEventStore {
 /// streams it has met. Only the writer task reads or changes it; `hub_append` checks the head in
 /// every transaction, so a stale view is never acted on.
 struct WriterView {
-    var head: (sequence: UInt64, hash: [UInt8])?
+    /// The log's last record: its sequence, chain hash and timestamp (`Int64.min` for an empty log).
+    struct Head {
+        var sequence: UInt64
+        var hash: [UInt8]
+        var time: Int64
+    }
+
+    var head: Head?
     /// Stream to its last version (nil: the stream has no events yet).
     var versions: [String: UInt64?] = [:]
 

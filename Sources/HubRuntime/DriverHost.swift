@@ -274,12 +274,21 @@ public actor DriverHost: Service {
             guard value.isFinite else { return }
             let q = quantity
             for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
-                await execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value, measuredAt: sample.at),
-                              actor: actor)
+                let answer = await commands.execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value,
+                                                                   measuredAt: sample.at), actor: actor)
+                // Refused, not clamped (the reading's time is what it says): said in the hub's log too.
+                if let rejection = answer.rejection, rejection.code == "reading_in_future" {
+                    logger.warning("a driver's reading is dated in the future: refused", metadata: [
+                        "device": "\(deviceId)", "driver": "\(driver)", "error": "\(rejection.message)",
+                    ])
+                }
             }
         case let .availability(available, reason):
             // A lost connection loses the read-backs of writes in flight; the next read compares afresh.
             writesInFlight[deviceId] = 0
+            // An unavailable device's held readings end (the history's weighting): the first
+            // sample after it answers again is recorded, changed or not.
+            if !available { readings.forget(device: deviceId) }
             await execute(.reportAvailability(id: deviceId, available: available, reason: reason), actor: actor)
         case let .commandFailed(reason):
             await execute(.failSwitch(id: deviceId, reason: reason), actor: actor)

@@ -3,13 +3,14 @@ import HubDomain
 import HubLog
 
 /// The running hub's history read model, on disk: the same buckets as `HistoryModel` (1 minute
-/// kept 7 days, 1 hour kept 365 days, 1 day kept 100 years; count, min, max, sum, last), so that
+/// kept 7 days, 1 hour kept 365 days, 1 day kept 100 years; count, min, max, sum, last, and the
+/// time weighting by the rule of `HistoryHold`, open tail included), so that
 /// memory holds only what the household has (its series, and the bucket each resolution is
 /// filling), never the buckets time adds.
 ///
 /// **Files.** `<data>/history/<kind>.<id>.<quantity>.hist`, one per series (the id percent-encoded
-/// where it has bytes other than letters, digits, `-` and `_`). A file is three rings of 64-byte
-/// ``HistorySlot``s, 10,080 + 8,760 + 36,525 of them (3.5 MB at most, written sparsely): bucket
+/// where it has bytes other than letters, digits, `-` and `_`). A file is three rings of 128-byte
+/// ``HistorySlot``s, 10,080 + 8,760 + 36,525 of them (7.1 MB at most, written sparsely): bucket
 /// `b` of a resolution lives in slot `b mod ring`, so a new bucket takes the place of the one a
 /// whole retention older, and no index is needed. A slot holding another bucket number is
 /// absent. Each resolution's newest bucket stays in memory until the series moves to another
@@ -17,7 +18,8 @@ import HubLog
 ///
 /// **Crashes.** ``sync(sequence:chainHash:)`` (with every snapshot, and on close) writes the
 /// cached buckets, `fsync`s the files and records in `history/synced` the sequence folded, the
-/// log's chain hash there and the model's clock. Opening trusts files only with that record, and
+/// log's chain hash there, the model's clock and each series' held value (``HistoryHold``), with
+/// the files' format version. Opening trusts files only with that record (of this format), and
 /// the hub folds the log from there. Buckets written after it may already hold some of those
 /// events: each slot names the newest event it holds, and an event it already holds is not
 /// folded again, so the replay is exact. Without the record, or when the log's chain hash at its
@@ -49,11 +51,30 @@ public final class HistoryFiles: HistorySource {
     private var heldCount = 0
     static let maxHeld = 8192
 
-    /// The sync record: the sequence the files hold, the log's chain hash there (hex), the clock.
+    /// The files' format: 2 since slots carry the time weighting (1, unnamed: 64-byte slots).
+    static let formatVersion = 2
+
+    /// The sync record: the sequence the files hold, the log's chain hash there (hex), the clock,
+    /// the files' format, and each series' held value by file name.
     public struct Mark: Codable, Equatable, Sendable {
         public var sequence: UInt64
         public var chainHash: String
         public var now: Int64
+        public var version: Int?
+        public var holds: [String: StoredHold]?
+    }
+
+    /// A series' ``HistoryHold`` in the sync record, its value as the binary64 bit pattern (exact).
+    public struct StoredHold: Codable, Equatable, Sendable {
+        public var value: UInt64?
+        public var since: Int64
+        public var newest: Int64?
+
+        init(_ hold: HistoryHold) {
+            value = hold.value?.bitPattern; since = hold.since; newest = hold.newest
+        }
+
+        var hold: HistoryHold { HistoryHold(value: value.map(Double.init(bitPattern:)), since: since, newest: newest) }
     }
 
     private struct Series {
@@ -64,6 +85,8 @@ public final class HistoryFiles: HistorySource {
         /// Per resolution, the newest bucket the file holds, when known (a file this process made:
         /// a bucket after it needs no read, its slot is empty or a lap older); nil: read the slot.
         var newestStored: [Int64?]
+        /// The value held, for the time weighting.
+        var hold = HistoryHold()
 
         init(path: String, new: Bool) {
             self.path = path
@@ -94,6 +117,12 @@ public final class HistoryFiles: HistorySource {
             synced = mark
             now = mark.now
             foldedThrough = mark.sequence
+            if mark.version == Self.formatVersion {
+                for (name, stored) in mark.holds ?? [:] {
+                    guard let key = Self.key(fileName: name) else { continue }
+                    series[key, default: Series(path: directory + "/" + name, new: false)].hold = stored.hold
+                }
+            }
         }
     }
 
@@ -116,6 +145,9 @@ public final class HistoryFiles: HistorySource {
         guard let mark else {
             return hasSeries ? "they were not synced (the hub stopped before it first synced them, or a write to them failed)" : nil
         }
+        if mark.version != formatVersion {
+            return "they are of an older format (\(mark.version ?? 1), now \(formatVersion): buckets weighted by time)"
+        }
         let hash = try store.chainHash(at: mark.sequence).map(LogVerifier.hex)
         if hash == mark.chainHash { return nil }
         return hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
@@ -124,6 +156,11 @@ public final class HistoryFiles: HistorySource {
 
     /// Whether the files hold any series.
     var isEmpty: Bool { series.isEmpty }
+
+    /// What the files know of the series of `key` besides its buckets: its held value (tests).
+    func series(_ key: HistorySeriesKey) -> (path: String, hold: HistoryHold)? {
+        series[key].map { ($0.path, $0.hold) }
+    }
 
     /// Buckets held in memory: at most the one each resolution of each series is filling.
     var bucketsInMemory: Int { series.values.reduce(0) { $0 + $1.cached.count { $0 != nil } } }
@@ -143,11 +180,20 @@ public final class HistoryFiles: HistorySource {
 
     // MARK: Folding
 
-    /// Folds one event (only `ReadingRecorded` makes buckets; every event moves the clock).
+    /// Folds one event (`ReadingRecorded` makes buckets, and the events that end a held value
+    /// weigh it, ``HistoryModel/stopsReporting(_:)``; every event moves the clock).
     public func apply(_ event: HubEvent, context: EventContext) {
         guard problem == nil else { return }
         if context.timestamp > now { now = context.timestamp }
         foldedThrough = max(foldedThrough, context.sequence)
+        if let subject = HistoryModel.stopsReporting(event) {
+            do {
+                try end(subject, at: context.timestamp, sequence: context.sequence)
+            } catch {
+                fail("a held value could not be written: \(error)")
+            }
+            return
+        }
         guard case .readingRecorded(let e) = event, HistoryModel.keeps(e.quantity), e.value.isFinite else { return }
         do {
             try record(HistorySeriesKey(subject: e.subject, quantity: e.quantity), e.value, at: e.measuredAt, sequence: context.sequence)
@@ -177,29 +223,74 @@ public final class HistoryFiles: HistorySource {
         var s = series[key] ?? Series(path: directory + "/" + Self.fileName(key), new: true)
         if series[key] == nil { created = true }
         defer { series[key] = s }
+        // As the model does: the span the value held closes (weighed), then the reading is folded;
+        // a bucket both touch takes both in one change (its newest sequence guards the pair).
+        let closed = s.hold.take(value, at: at).closed
         for (r, resolution) in Self.resolutions.enumerated() {
+            let horizon = resolution.horizon(now: now)
             let b = resolution.bucket(of: at)
-            if b < resolution.horizon(now: now) { continue }  // already past what this resolution keeps
-            var slot: HistorySlot
-            if let cached = s.cached[r], cached.bucket == b {
-                slot = cached
-            } else {
-                if s.dirty[r], let cached = s.cached[r] {
-                    try write(cached, resolution, s.path)
-                    s.wrote(cached, r)
+            let sampled = b >= horizon  // else already past what this resolution keeps
+            var sampleDone = false
+            if let closed {
+                try weigh(&s, r, resolution, closed, from: horizon, sequence: sequence) { piece, slot in
+                    if sampled && piece == b { slot.add(value, at: at); sampleDone = true }
                 }
-                let unread = s.newestStored[r].map { b > $0 } ?? false
-                let stored = unread ? nil : try read(s.path, resolution, buckets: b...b).first
-                if let stored, stored.bucket > b { s.cached[r] = stored; continue }  // a newer bucket holds its slot
-                slot = stored.flatMap { $0.bucket == b ? $0 : nil } ?? HistorySlot(bucket: b)
             }
-            if sequence > slot.through {  // else folded before a crash, and written
-                slot.add(value, at: at, sequence: sequence)
-                s.dirty[r] = true
-            }
-            s.cached[r] = slot
+            if sampled && !sampleDone { try touch(&s, r, resolution, b, sequence: sequence) { $0.add(value, at: at) } }
         }
         unsynced.insert(key)
+    }
+
+    /// Ends the values held by every series of `subject` at `at`, weighing what they held.
+    private func end(_ subject: Subject, at: Int64, sequence: UInt64) throws {
+        for quantity in Quantity.allCases {
+            let key = HistorySeriesKey(subject: subject, quantity: quantity)
+            guard var s = series[key] else { continue }
+            defer { series[key] = s }
+            guard let closed = s.hold.end(at: at) else { continue }
+            for (r, resolution) in Self.resolutions.enumerated() {
+                try weigh(&s, r, resolution, closed, from: resolution.horizon(now: now), sequence: sequence) { _, _ in }
+            }
+            unsynced.insert(key)
+        }
+    }
+
+    /// Adds `span` to the buckets it covers (from bucket `first`), each with `also` (the reading
+    /// the same event folds there, if any).
+    private func weigh(_ s: inout Series, _ r: Int, _ resolution: HistoryResolution, _ span: HistoryHold.Span, from first: Int64,
+                       sequence: UInt64, also: (Int64, inout HistorySlot) -> Void) throws {
+        try resolution.pieces(of: span, from: first) { b, micros in
+            try touch(&s, r, resolution, b, sequence: sequence) { slot in
+                slot.weigh(span.value, micros: micros)
+                also(b, &slot)
+            }
+        }
+    }
+
+    /// Applies `change` to bucket `b` of resolution `r` unless the slot already holds event
+    /// `sequence` (folded before a crash, and written). The bucket becomes the one cached; the one
+    /// cached before is written when changed.
+    private func touch(_ s: inout Series, _ r: Int, _ resolution: HistoryResolution, _ b: Int64, sequence: UInt64,
+                       _ change: (inout HistorySlot) -> Void) throws {
+        var slot: HistorySlot
+        if let cached = s.cached[r], cached.bucket == b {
+            slot = cached
+        } else {
+            if s.dirty[r], let cached = s.cached[r] {
+                try write(cached, resolution, s.path)
+                s.wrote(cached, r)
+            }
+            let unread = s.newestStored[r].map { b > $0 } ?? false
+            let stored = unread ? nil : try read(s.path, resolution, buckets: b...b).first
+            if let stored, stored.bucket > b { s.cached[r] = stored; return }  // a newer bucket holds its slot
+            slot = stored.flatMap { $0.bucket == b ? $0 : nil } ?? HistorySlot(bucket: b)
+        }
+        if sequence > slot.through {
+            change(&slot)
+            slot.through = sequence
+            s.dirty[r] = true
+        }
+        s.cached[r] = slot
     }
 
     /// Writes the cached buckets, `fsync`s every file written since the last sync, and records
@@ -225,7 +316,8 @@ public final class HistoryFiles: HistorySource {
                 if let fd = try file(s.path, creating: false) { try FileIO.dataSync(fd: fd, path: s.path) }
             }
             if created { try FileIO.syncDirectory(directory) }
-            let mark = Mark(sequence: sequence, chainHash: LogVerifier.hex(chainHash), now: now)
+            let holds = Dictionary(uniqueKeysWithValues: series.map { (Self.fileName($0.key), StoredHold($0.value.hold)) })
+            let mark = Mark(sequence: sequence, chainHash: LogVerifier.hex(chainHash), now: now, version: Self.formatVersion, holds: holds)
             try FileIO.writeAtomically([UInt8](try JSONEncoder().encode(mark)), to: markPath, directory: directory)
             synced = mark
             unsynced = []; created = false
@@ -264,7 +356,7 @@ public final class HistoryFiles: HistorySource {
         }
         slots = slots.filter { $0.bucket >= first && $0.bucket <= last }
         let r = Self.resolutions.firstIndex(of: resolution)!
-        if let cached = s.cached[r], cached.count > 0, cached.bucket >= first, cached.bucket <= last {
+        if let cached = s.cached[r], !cached.isEmpty, cached.bucket >= first, cached.bucket <= last {
             if let i = slots.firstIndex(where: { $0.bucket == cached.bucket }) {
                 slots[i] = cached
             } else {
@@ -272,7 +364,8 @@ public final class HistoryFiles: HistorySource {
                 slots.sort { $0.bucket < $1.bucket }
             }
         }
-        return slots.map { $0.answer(width: resolution.width) }
+        return withOpenTail(slots.map { $0.answer(width: resolution.width) }, hold: s.hold, now: now, resolution,
+                            from: max(from, first * resolution.width), to: to)
     }
 
     // MARK: The files

@@ -81,8 +81,9 @@ public actor Hub {
     /// Seals owner contact data before it is logged; erasing deletes the key.
     public nonisolated let vault: OwnerDataVault
 
-    /// Bumped whenever the read models' shape changes, so older snapshots are ignored.
-    static let snapshotFormat = 5
+    /// Bumped whenever the read models' shape or rules change, so older snapshots are ignored
+    /// (6: latest readings by measured time, history weighted by time).
+    static let snapshotFormat = 6
 
     /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
     /// and starts the hub on it.
@@ -193,7 +194,7 @@ public actor Hub {
             return try outcome(ofEarlier: original)
         }
         for _ in 0..<8 {
-            switch decide(command, state: state, limits: limits) {
+            switch decide(command, state: state, now: now, limits: limits) {
             case .accepted(let events):
                 guard !events.isEmpty else { return .accepted(events: [], result: nil, duplicate: false) }
                 let stream = events[0].stream

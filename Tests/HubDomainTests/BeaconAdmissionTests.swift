@@ -64,7 +64,7 @@ import Testing
 
     @Test(arguments: refused) func nearMissesAreRefused(given: String, says: String) {
         let s = HubState()
-        guard let rejection = decide(.admitAnimal(admission("rex", beacon: given)), state: s).rejection else {
+        guard let rejection = decide(.admitAnimal(admission("rex", beacon: given)), state: s, now: t0).rejection else {
             Issue.record("\(given) was accepted"); return
         }
         #expect(rejection.code == "invalid_beacon", "\(given)")

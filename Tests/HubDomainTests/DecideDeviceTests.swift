@@ -117,7 +117,7 @@ import Testing
         func c(_ op: ActivationOp, _ name: String = "x", start: Int64? = 0, length: Int? = 1, period: Int? = 0) -> String? {
             code(.setActivation(device: "p", op: op, name: name, start: start, lengthMinutes: length, periodMinutes: period), s)
         }
-        let long = decide(.setActivation(device: "p", op: .add, name: "waterthelawnforthirtyminutes", start: 0, lengthMinutes: 1, periodMinutes: 0), state: s).rejection
+        let long = decide(.setActivation(device: "p", op: .add, name: "waterthelawnforthirtyminutes", start: 0, lengthMinutes: 1, periodMinutes: 0), state: s, now: t0).rejection
         #expect(long?.code == "activation_name_too_long")
         #expect(long?.message == "activation name \"waterthelawnforthirtyminutes\" is 28 characters; at most 20 ASCII characters")
         #expect(c(.add, "rega do relvado ☀") == "activation_name_not_ascii")
@@ -182,7 +182,7 @@ import Testing
     @Test func rejectionEventAndNames() {
         let s = HubState()
         let cmd = HubCommand.switchDevice(id: "ghost", target: .on)
-        guard case .rejected(let r) = decide(cmd, state: s) else { Issue.record("should reject"); return }
+        guard case .rejected(let r) = decide(cmd, state: s, now: t0) else { Issue.record("should reject"); return }
         #expect(r.code == "unknown_device")
         #expect(r.message.contains("ghost"))
         let e = rejectionEvent(for: cmd, rejection: r, commandId: "c9")

@@ -41,16 +41,21 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
 
 @Suite struct HistoryBucketingTests {
     @Test func minuteHourAndDayBucketsHoldCountMinMaxMeanLast() throws {
-        // t0 is 2026-11-22T18:00:00Z.
-        let s = powered([(0, 10), (30_000_000, 30), (minute - 1, 20), (minute, 5), (hour + 1, 7)])
-        #expect(rows(try buckets(s, from: t0, to: t0 + 2 * hour, "1m")) == [
-            [0, 3, 10, 30, 20, 20],   // the last is the one measured last, at 59.999999 s
-            [1, 1, 5, 5, 5, 5],       // exactly on the boundary: the next minute
-            [60, 1, 7, 7, 7, 7],      // empty minutes are left out
-        ])
-        #expect(rows(try buckets(s, from: t0, to: t0 + 2 * hour, "1h")) == [[0, 4, 5, 30, 16.25, 5], [60, 1, 7, 7, 7, 7]])
+        // t0 is 2026-11-22T18:00:00Z. The clock ends at 1 h 2 min (the last reading's log time).
+        let s = powered([(0, 10), (15_000_000, 30), (minute - 15_000_000, 20), (minute, 5), (hour + minute, 7), (hour + 2 * minute, 7)])
+        let m = try buckets(s, from: t0, to: t0 + 2 * hour, "1m")
+        // 10 for 15 s, 30 for 30 s, 20 for 15 s: a mean of 22.5; the last is the one measured last.
+        #expect(rows(Array(m.prefix(2))) == [[0, 3, 10, 30, 22.5, 20], [1, 1, 5, 5, 5, 5]])
+        // Minutes with no reading carry the value held in: count 0, that value as min, max, mean and last.
+        #expect(rows([m[2], m[59]]) == [[2, 0, 5, 5, 5, 5], [59, 0, 5, 5, 5, 5]])
+        #expect(rows(Array(m.suffix(2))) == [[61, 1, 7, 7, 7, 7], [62, 1, 7, 7, 7, 7]])
+        #expect(m.count == 63)
+        // The hour: 22.5 for a minute, 5 for 59; then 5 for a minute and 7 for one.
+        #expect(rows(try buckets(s, from: t0, to: t0 + 2 * hour, "1h")) == [[0, 4, 5, 30, (22.5 + 5 * 59) / 60, 5], [60, 2, 7, 7, 6, 7]])
         // The day bucket starts at midnight UTC, 18 hours before t0.
-        #expect(rows(try buckets(s, from: t0, to: t0 + 1, "1d")) == [[-18 * 60, 5, 5, 30, 14.4, 7]])
+        let d = try buckets(s, from: t0, to: t0 + 1, "1d")
+        #expect(d.count == 1 && d[0].count == 6 && d[0].covered == hour + 2 * minute && d[0].min == 5 && d[0].max == 30 && d[0].last == 7)
+        #expect(abs(d[0].mean - (22.5 + 5 * 60 + 7) / 62) < 1e-12)
     }
 
     @Test func theRangeStartsAtTheBucketHoldingFromAndEndsBeforeTo() throws {
@@ -63,7 +68,8 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
     @Test func aReadingMeasuredEarlierButLoggedLaterCountsButIsNotTheLast() throws {
         let s = powered([(10_000_000, 50), (5_000_000, 80), (3 * minute, 1), (minute, 9)])
         let b = try buckets(s, from: t0, to: t0 + hour, "1m")
-        #expect(rows(b) == [[0, 2, 50, 80, 65, 50], [1, 1, 9, 9, 9, 9], [3, 1, 1, 1, 1, 1]])
+        // The late readings (80, 9) count in their minutes but do not weigh: 50 held from 10 s to 3 min.
+        #expect(rows(b) == [[0, 2, 50, 80, 50, 50], [1, 1, 9, 9, 50, 9], [2, 0, 50, 50, 50, 50], [3, 1, 1, 1, 1, 1]])
         #expect(try buckets(s, from: t0, to: t0 + hour, "1h").first?.last == 1)
     }
 
@@ -72,10 +78,11 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
         run(.admitAnimal(admission("rex")), &s)
         run(.recordReading(subject: .animal("rex"), quantity: .temperature, value: 38.5, measuredAt: t0), &s)
         run(.recordReading(subject: .animal("rex"), quantity: .heartRate, value: 90, measuredAt: t0), &s)
-        run(.recordReading(subject: .animal("rex"), quantity: .temperature, value: 39.1, measuredAt: t0 + hour), &s)
+        run(.recordReading(subject: .animal("rex"), quantity: .temperature, value: 39.1, measuredAt: t0 + hour), &s, at: t0 + hour)
         let temps = try buckets(s, "animal/rex", "temperature", from: t0 - day, to: t0 + day, "1d")
         #expect(temps.map(\.count) == [2])
-        #expect(abs(temps[0].mean - 38.8) < 1e-9 && temps[0].max == 39.1)
+        // 38.5 held for the hour; 39.1 has held no time yet (the clock is at its measurement).
+        #expect(temps[0].mean == 38.5 && temps[0].max == 39.1)
         #expect(try buckets(s, "animal/rex", "heart_rate", from: t0, to: t0 + day, "1h").map(\.last) == [90])
         #expect(try buckets(s, "animal/rex", "temperature", from: t0 + 2 * hour, to: t0 + day, "1h").isEmpty)
     }
@@ -99,18 +106,20 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
     @Test func minuteBucketsOlderThanSevenDaysArePrunedAndRefused() throws {
         let s = powered([(0, 1), (hour, 2), (7 * day + 30 * minute, 3)])
         let p = s.history.series[0]
-        // The reading at t0 fell out of the minute ring (older than 7 days at the clock of the last one)...
-        #expect(p.minute.count == 2)
-        #expect(p.hour.count == 3 && p.day.count == 2)
+        // The reading at t0 fell out of the minute ring (older than 7 days at the clock of the last
+        // one): the ring holds the 7 days the value 2 was held in, and no more...
+        let horizon = HistoryResolution.minute.horizon(now: t0 + 7 * day + 30 * minute)
+        #expect(p.minute.count == HistoryResolution.minute.retainedBuckets && p.minute.start(at: 0) == horizon)
+        #expect(p.hour.count == 7 * 24 + 1 && p.day.count == 8)
         // ...and a range reaching before the horizon is refused rather than shown half empty.
         #expect(refusal(s, from: ISO8601.format(micros: t0), to: ISO8601.format(micros: t0 + day), "1m") == "not_retained")
-        #expect(try buckets(s, from: t0 + 7 * day, to: t0 + 8 * day, "1m").map(\.last) == [3])
-        #expect(try buckets(s, from: t0, to: t0 + 8 * day, "1h").map(\.last) == [1, 2, 3])
+        #expect(try buckets(s, from: t0 + 7 * day, to: t0 + 8 * day, "1m").filter { $0.count > 0 }.map(\.last) == [3])
+        #expect(try buckets(s, from: t0, to: t0 + 8 * day, "1h").filter { $0.count > 0 }.map(\.last) == [1, 2, 3])
         // The horizon is the model's clock (the newest log time), not the series' newest reading.
         var later = s
         later.apply(.deviceRenamed(DeviceRenamed(device: "p", name: "x")), context: ctx(99, t0 + 400 * day))
         #expect(refusal(later, from: ISO8601.format(micros: t0 + 30 * day), to: ISO8601.format(micros: t0 + 31 * day), "1h") == "not_retained")
-        #expect(try buckets(later, from: t0, to: t0 + 8 * day, "1d").count == 2)  // days are kept for ever
+        #expect(try buckets(later, from: t0, to: t0 + 8 * day, "1d").filter { $0.count > 0 }.count == 2)  // days are kept for ever
     }
 
     @Test func aFullRingKeepsItsNewestBucketsAndNoMore() {
@@ -139,21 +148,23 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
     }
 
     @Test func anInsertIntoAFullRingDropsTheOldest() {
-        var model = HistoryModel()
-        let key = HistorySeriesKey(subject: .device("p"), quantity: .power)
         let limit = HistoryResolution.minute.retainedBuckets
+        var column = HistoryColumn(limit: limit)
+        let b0 = HistoryResolution.minute.bucket(of: t0)
         // Every other minute, so there are gaps to insert into.
-        for i in 0..<limit {
-            model.record(key, value: 1, measuredAt: t0 + Int64(2 * i) * minute, now: t0 + Int64(i) * minute)
-        }
-        let first = model.series[0].minute.start(at: 0)
-        model.record(key, value: 2, measuredAt: t0 + 3 * minute)
-        let column = model.series[0].minute
+        for i in 0..<limit { column.add(bucket: b0 + Int64(2 * i), value: 1, at: t0 + Int64(2 * i) * minute) }
+        let first = column.start(at: 0)
+        column.add(bucket: b0 + 3, value: 2, at: t0 + 3 * minute)
         #expect(column.count == limit)
         #expect(column.start(at: 0) == first + 2)
-        #expect(column.start(at: 0) == HistoryResolution.minute.bucket(of: t0 + 2 * minute))
-        #expect(column.start(at: 1) == HistoryResolution.minute.bucket(of: t0 + 3 * minute))
+        #expect(column.start(at: 0) == b0 + 2)
+        #expect(column.start(at: 1) == b0 + 3)
         #expect(column.bucket(at: 1, width: minute).last == 2)
+        // Time held goes into a gap the same way, as a bucket with no reading.
+        column.weigh(bucket: b0 + 5, value: 4, micros: minute)
+        #expect(column.count == limit && column.start(at: 0) == b0 + 3 && column.start(at: 2) == b0 + 5)
+        #expect(column.bucket(at: 2, width: minute) == HistoryBucket(start: (b0 + 5) * minute, count: 0, min: 4, max: 4, sum: 0, last: 4,
+                                                                        weighted: 4 * Double(minute), covered: minute))
     }
 }
 

@@ -79,7 +79,7 @@ import Testing
     @Test func theSchedulersSwitchIsConfirmedWithCauseSchedule() {
         var s = deviceWithActivation()
         var events: [HubEvent] = []
-        if case .accepted(let e) = decide(.scheduleSwitch(id: "lamp", state: .on), state: s) { events = e }
+        if case .accepted(let e) = decide(.scheduleSwitch(id: "lamp", state: .on), state: s, now: t0) { events = e }
         #expect(events == [.switchRequested(SwitchRequested(device: "lamp", state: .on))])
         for e in events { s.apply(e, context: ctx(s.lastSequence + 1, actor: Scheduling.actor)) }
         #expect(s.devices["lamp"]?.pending?.bySchedule == true)

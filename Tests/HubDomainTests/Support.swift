@@ -73,7 +73,7 @@ func fold(_ events: [HubEvent], into start: HubState = HubState()) -> HubState {
 /// Runs a command, requires acceptance, folds the events; returns the events.
 @discardableResult
 func run(_ command: HubCommand, _ state: inout HubState, at ts: Int64 = t0, commandId: String? = nil) -> [HubEvent] {
-    switch decide(command, state: state) {
+    switch decide(command, state: state, now: ts) {
     case .accepted(let events):
         for e in events { state.apply(e, context: ctx(state.lastSequence + 1, ts, commandId: commandId)) }
         return events
@@ -82,8 +82,8 @@ func run(_ command: HubCommand, _ state: inout HubState, at ts: Int64 = t0, comm
     }
 }
 
-func code(_ command: HubCommand, _ state: HubState) -> String? {
-    decide(command, state: state).rejection?.code
+func code(_ command: HubCommand, _ state: HubState, now: Int64 = t0) -> String? {
+    decide(command, state: state, now: now).rejection?.code
 }
 
 func register(_ id: String, _ state: inout HubState) {

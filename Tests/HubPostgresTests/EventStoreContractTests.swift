@@ -101,6 +101,43 @@ import Testing
         await store.close()
     }
 
+    /// Record time only moves forward: an event proposed with a time earlier than the record
+    /// before it (another stream's append that got there first) is recorded at that record's
+    /// time, never before it; across batches, concurrent appends and reopening. A bound in time is
+    /// then one place in the log.
+    @Test(arguments: Backend.allCases)
+    func recordTimeNeverGoesBackwards(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        func at(_ time: Int64, _ n: Int) -> ProposedEvent {
+            ProposedEvent(type: "Noted", schemaVersion: 1, timestamp: time, payload: Array("payload \(n)".utf8))
+        }
+        var store = try place.open()
+        _ = try await store.append(request("a", [at(2_000, 1)]))
+        _ = try await store.append(request("b", [at(1_000, 2), at(3_000, 3), at(2_500, 4)]))
+        let batch = await store.appendAll([request("c", [at(1_500, 5)]), request("a", [at(4_000, 6)]), request("b", [at(3_999, 7)])])
+        #expect(batch.allSatisfy { (try? $0.get()) != nil })
+        #expect(try allRecords(store).map(\.timestamp) == [2_000, 2_000, 3_000, 3_000, 3_000, 4_000, 4_000])
+        await store.close()
+
+        let reopened = try place.open()
+        store = reopened
+        _ = try await reopened.append(request("d", [at(10, 8)]))
+        // 30 writers at once, each proposing a time from before it waited: the log's times still only rise.
+        await withTaskGroup(of: Void.self) { group in
+            for n in 0..<30 {
+                group.addTask { _ = try? await reopened.append(request("s\(n % 3)", [at(5_000 + Int64(30 - n), 100 + n)])) }
+            }
+        }
+        let records = try allRecords(store)
+        #expect(records[7].timestamp == 4_000)  // after reopening, still no earlier than the newest
+        #expect(records.count == 38)
+        #expect(zip(records, records.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
+        // The payload (where an observation's own time lives) is as proposed.
+        #expect(records[1].payload == Array("payload 2".utf8))
+        #expect(try store.verify(progress: nil).records == 38)
+        await store.close()
+    }
+
     /// Reads longer than one of PostgreSQL's chunks (1,024 rows, the next asked for while the
     /// caller goes through one): every record once and in order, from anywhere to anywhere, and a
     /// read stopped early leaves the store ready for the next.

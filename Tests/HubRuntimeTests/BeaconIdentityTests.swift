@@ -24,7 +24,7 @@ import Testing
     @Test(arguments: admittedAs) func everyBridgeFindsTheAnimal(admittedAs beacon: String) throws {
         var state = HubState()
         let events = decide(.admitAnimal(Admission(animal: "rex", name: "Rex", weightKg: 30, species: "dog", beacon: beacon)),
-                            state: state).events
+                            state: state, now: 0).events
         try #require(events.count == 1)
         state.apply(events[0], context: EventContext(sequence: 1, timestamp: 0, actor: "test", commandId: nil))
         let parser = BeaconParser()

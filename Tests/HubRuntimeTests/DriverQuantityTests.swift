@@ -54,4 +54,77 @@ import Testing
         await host.stopAll()
         try await hub.close()
     }
+
+    /// A driver whose device's clock runs an hour ahead: its reading is refused (`reading_in_future`,
+    /// a CommandRejected in the log and a warning in the hub's log), never clamped; the device
+    /// shows no reading from it.
+    @Test func aDriversReadingFromTheFutureIsRefused() async throws {
+        final class AheadDriver: Driver {
+            func start(context: any DriverContext) async throws {
+                await context.report(.reading(quantity: .power, value: 5, measuredAt: currentMicros() + 3_600_000_000))
+            }
+            func execute(_ command: DriverCommand) async throws {}
+            func stop() async {}
+        }
+        struct AheadFactory: DriverFactory {
+            let name = "ahead"
+            func make(configuration: DriverConfiguration) throws -> any Driver { AheadDriver() }
+        }
+        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        _ = try await hub.execute(.registerDevice(id: "m", driver: "ahead", name: "Ahead", config: "{}", hardwareId: nil),
+                                  actor: "test", now: currentMicros())
+        let commands = CommandService(hub: hub, catalog: DriverCatalog([AheadFactory()]), confirmTimeout: .seconds(1), logger: .discarding)
+        let host = DriverHost(commands: commands, logger: .discarding)
+        await host.sync()
+        var refused: CommandRejected?
+        for _ in 0..<200 where refused == nil {
+            try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
+                if case .commandRejected(let r)? = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
+                                                                       payload: record.payload) { refused = r }
+                return true
+            }
+            if refused == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(refused?.code == "reading_in_future" && refused?.target == "m", "\(String(describing: refused))")
+        #expect(await hub.device("m")?.lastReading(.power) == nil)
+        await host.stopAll()
+        try await hub.close()
+    }
+
+    /// A device that went unavailable ended its held value in the history: its first sample when
+    /// it answers again is recorded, though unchanged and within the maximum interval.
+    @Test func theFirstSampleAfterAnOutageIsRecorded() async throws {
+        final class FlakyDriver: Driver {
+            func start(context: any DriverContext) async throws {
+                let now = currentMicros()
+                await context.report(.availability(available: true, reason: "connected"))
+                await context.report(.reading(quantity: .power, value: 100, measuredAt: now - 2_000_000))
+                await context.report(.availability(available: false, reason: "gone"))
+                await context.report(.availability(available: true, reason: "back"))
+                await context.report(.reading(quantity: .power, value: 100, measuredAt: now - 1_000_000))
+            }
+            func execute(_ command: DriverCommand) async throws {}
+            func stop() async {}
+        }
+        struct FlakyFactory: DriverFactory {
+            let name = "flaky"
+            func make(configuration: DriverConfiguration) throws -> any Driver { FlakyDriver() }
+        }
+        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        _ = try await hub.execute(.registerDevice(id: "f", driver: "flaky", name: "Flaky", config: "{}", hardwareId: nil),
+                                  actor: "test", now: currentMicros() - 10_000_000)
+        let commands = CommandService(hub: hub, catalog: DriverCatalog([FlakyFactory()]), confirmTimeout: .seconds(1), logger: .discarding)
+        let host = DriverHost(commands: commands, logger: .discarding)
+        await host.sync()
+        var types: [String] = []
+        for _ in 0..<200 {
+            types = []
+            try hub.store.read(from: 2, through: hub.store.lastSequence) { types.append($0.type); return true }
+            if types.count >= 5 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(types == ["AvailabilityChanged", "ReadingRecorded", "AvailabilityChanged", "AvailabilityChanged", "ReadingRecorded"])
+        await host.stopAll()
+        try await hub.close()
+    }
 }

@@ -13,8 +13,9 @@ import Testing
     static let start: Int64 = 1_795_000_000_000_000
 
     /// Readings of three series over 8 days (so the minute rings wrap past their 7 days): a plug
-    /// every 45 s with some logged late, an animal every 7 minutes, non-finite values and energy
-    /// (neither bucketed), as events with sequences and log times.
+    /// every 45 s with some logged late, and offline now and then for 20 minutes (its held value
+    /// ends), an animal every 7 minutes, non-finite values and energy (neither bucketed), as
+    /// events with sequences and log times.
     static func events() -> [(HubEvent, EventContext)] {
         var out: [(HubEvent, EventContext)] = []
         func add(_ subject: Subject, _ quantity: Quantity, _ value: Double, measured: Int64, logged: Int64) {
@@ -33,6 +34,11 @@ import Testing
             if i % 9 == 0 { add(.animal("rex"), .heartRate, Double(60 + i % 40), measured: t, logged: t + 100_000) }
             if i % 500 == 0 { add(.device("plug 1/é"), .power, .nan, measured: t, logged: t) }
             if i % 300 == 0 { add(.device("plug 1/é"), .energy, Double(i), measured: t, logged: t) }
+            if i % 1000 == 500 {
+                let offline = HubEvent.availabilityChanged(AvailabilityChanged(device: "plug 1/é", available: false, reason: "gone"))
+                out.append((offline, EventContext(sequence: UInt64(out.count + 1), timestamp: t + 300_000, actor: "test")))
+                t += 20 * minute
+            }
             t += 45_000_000
             i += 1
         }
@@ -158,6 +164,38 @@ import Testing
         // Files written after their last sync (a hub killed before it closed).
         try FileManager.default.removeItem(atPath: paths.history + "/synced")
         try await reopen("not synced")
+        // Files of the format before the time weighting (64-byte slots, a record with no version):
+        // rebuilt, not misread.
+        let hub = try Hub(paths: paths)
+        try await hub.close()
+        var mark = try #require(HistoryFiles.mark(in: paths.history))
+        mark.version = nil
+        mark.holds = nil
+        try JSONEncoder().encode(mark).write(to: URL(fileURLWithPath: paths.history + "/synced"))
+        try await reopen("older format")
+    }
+
+    /// The held value (the time weighting's state) is kept with the sync record: files reopened
+    /// after a sync weigh the open tail and the next reading as the model does.
+    @Test func theHeldValueSurvivesAReopen() throws {
+        let dir = temporaryDirectory() + "/history"
+        let h0 = HistoryResolution.hour.bucket(of: t0) * HistoryResolution.hour.width
+        let key = HistorySeriesKey(subject: .device("p"), quantity: .power)
+        var model = HistoryModel()
+        var files = try HistoryFiles(directory: dir)
+        let reading = { (value: Double, at: Int64, sequence: UInt64) -> (HubEvent, EventContext) in
+            (.readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: value, measuredAt: at)),
+             EventContext(sequence: sequence, timestamp: at, actor: "test"))
+        }
+        for (event, context) in [reading(1800, h0, 1)] { files.apply(event, context: context); model.apply(event, context: context) }
+        try files.sync(sequence: 1, chainHash: Self.hash)
+        files = try HistoryFiles(directory: dir)
+        #expect(files.series(key)?.hold == HistoryHold(value: 1800, since: h0, newest: h0))
+        let (event, context) = reading(0, h0 + 90 * Self.minute, 2)
+        files.apply(event, context: context); model.apply(event, context: context)
+        let hour = try files.buckets(key, .hour, from: h0, to: h0 + 2 * 60 * Self.minute)
+        #expect(hour == model.buckets(key, .hour, from: h0, to: h0 + 2 * 60 * Self.minute))
+        #expect(hour.first?.mean == 1800 && hour.first?.covered == 60 * Self.minute)
     }
 
     /// A damaged slot is refused by name, never answered; the next start folds the files again.
@@ -172,7 +210,7 @@ import Testing
 
         let file = paths.history + "/device.p.power.hist"
         let handle = try #require(FileHandle(forUpdatingAtPath: file))
-        let slot = HistoryFiles.regionOffset(.hour) + Int((HistoryResolution.hour.bucket(of: t0) % 8760) * 64)
+        let slot = HistoryFiles.regionOffset(.hour) + Int(HistoryResolution.hour.bucket(of: t0) % 8760) * HistorySlot.size
         try handle.seek(toOffset: UInt64(slot + 20))
         try handle.write(contentsOf: Data([0xFF]))
         try handle.close()
@@ -263,7 +301,8 @@ import Testing
             return try #require(object?["data"] as? NSArray, "no data in \(text)")
         }
         let fromFiles = try data(exec.stdout), fromLog = try data(replay.stdout)
-        #expect(fromFiles.count == 37)  // 110 readings 20 s apart: 36 minutes of three, one of two
+        // 110 readings 20 s apart fill 37 minutes; the last value holds on (the clock is now) to the hour's end.
+        #expect(fromFiles.count == 60)
         #expect(fromFiles.isEqual(fromLog), "files: \(exec.stdout)\nlog: \(replay.stdout)")
     }
 }

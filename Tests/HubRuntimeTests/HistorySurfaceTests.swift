@@ -37,11 +37,14 @@ private func request(_ subject: String = "device/lamp", _ quantity: String = "po
 
         try w.publish("hub/request/history", request(from: iso(base), to: iso(base + 2 * hour), id: "q1"))
         let ok = try await w.waitFor("hub/response/history") { $0.contains(#""id":"q1""#) }
-        #expect(ok == #"{"status":"ok","data":[{"start":"\#(iso(base))","count":2,"min":100,"max":300,"mean":200,"last":300},"#
-                + #"{"start":"\#(iso(base + hour))","count":1,"min":50,"max":50,"mean":50,"last":50}],"id":"q1"}"#)
+        // Means weighted by time, the last value held up to the hub's clock (now, hours later):
+        // 100 W for 10 minutes and 300 W for 40, then 300 W for 5 minutes and 50 W for 55.
+        #expect(ok == #"{"status":"ok","data":[{"start":"\#(iso(base))","count":2,"min":100,"max":300,"mean":260,"last":300},"#
+                + #"{"start":"\#(iso(base + hour))","count":1,"min":50,"max":50,"mean":\#(4250.0 / 60),"last":50}],"id":"q1"}"#)
         try w.publish("hub/request/history", request(from: iso(base), to: iso(base + 2 * hour), bucket: "1m", id: "q2"))
         let minutes = try await w.waitFor("hub/response/history") { $0.contains(#""id":"q2""#) }
-        #expect(minutes.components(separatedBy: #""count":1"#).count == 4)  // three minute buckets, the empty ones left out
+        #expect(minutes.components(separatedBy: #""count":1"#).count == 4)  // three minute buckets with a reading
+        #expect(minutes.components(separatedBy: #""start""#).count == 111)  // and the 110 minutes a value held in, from 10 minutes on
 
         let refusals: [(String, String)] = [
             (request(from: iso(base + hour), to: iso(base), id: "e1"), "bad_range"),
@@ -81,7 +84,8 @@ private func request(_ subject: String = "device/lamp", _ quantity: String = "po
         let exec = try runHub(["exec", "--data-dir", dir, query, refused])
         #expect(exec.status == 1)  // the second is refused
         let lines = exec.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.first == #"{"status":"ok","data":[{"start":"\#(iso(base))","count":2,"min":1800,"max":2000,"mean":1900,"last":1800},"#
+        // 2000 W for a minute and 1800 W for 54: weighted by time, not (2000 + 1800) / 2.
+        #expect(lines.first == #"{"status":"ok","data":[{"start":"\#(iso(base))","count":2,"min":1800,"max":2000,"mean":\#(99_200.0 / 55),"last":1800},"#
                 + #"{"start":"\#(iso(base + hour))","count":1,"min":10,"max":10,"mean":10,"last":10}]}"#)
         #expect(lines.count == 2 && lines[1].hasPrefix(#"{"status":"error","code":"bad_range","error":"#), "\(lines)")
 
@@ -89,11 +93,12 @@ private func request(_ subject: String = "device/lamp", _ quantity: String = "po
         let replay = try runHub(["replay", "--data-dir", dir, "--until", "2", "--history", "device/kettle:power:1h",
                                  "--from", iso(base), "--to", iso(base + 2 * hour), "--json"])
         #expect(replay.status == 0, "\(replay.stderr)")
-        #expect(replay.stdout.contains(#""data":[{"start":"\#(iso(base))","count":1,"min":2000,"max":2000,"mean":2000,"last":2000}]"#),
+        #expect(replay.stdout.contains(#""data":[{"start":"\#(iso(base))","count":1,"min":2000,"max":2000,"mean":2000,"last":2000},"#
+                                       + #"{"start":"\#(iso(base + hour))","count":0,"min":2000,"max":2000,"mean":2000,"last":2000}]"#),
                 "\(replay.stdout)")
         let table = try runHub(["replay", "--data-dir", dir, "--history", "device/kettle:power:1h", "--from", iso(base),
                                 "--to", iso(base + 2 * hour)])
-        #expect(table.stdout.contains("device/kettle power (W) per 1h") && table.stdout.contains("1900"), "\(table.stdout)")
+        #expect(table.stdout.contains("device/kettle power (W) per 1h") && table.stdout.contains("1803.636"), "\(table.stdout)")
         let bad = try runHub(["replay", "--data-dir", dir, "--history", "device/kettle:watts:1h"])
         #expect(bad.status == 1 && bad.stderr.contains("unknown_quantity"), "\(bad.stderr)")
     }

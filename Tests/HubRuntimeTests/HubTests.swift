@@ -21,6 +21,22 @@ import Testing
         try await hub.close()
     }
 
+    /// Two commands on different streams whose clocks were read in the other order than they
+    /// committed: the log's time of the second is not before the first's (it was seq 29 dated
+    /// before seq 28 in the demo), and what the read models fold is that record time.
+    @Test func theLogsTimeNeverGoesBackwardsAcrossStreams() async throws {
+        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        _ = try await hub.execute(.registerDevice(id: "a", driver: "virtual", name: "A", config: "{}", hardwareId: nil),
+                                  actor: "test", now: t0 + 10_000_000)
+        _ = try await hub.execute(.registerDevice(id: "b", driver: "virtual", name: "B", config: "{}", hardwareId: nil),
+                                  actor: "test", now: t0)
+        var times: [Int64] = []
+        try hub.store.read(from: 1, through: 10) { times.append($0.timestamp); return true }
+        #expect(times == [t0 + 10_000_000, t0 + 10_000_000])
+        #expect(await hub.device("b")?.registeredAt == t0 + 10_000_000)
+        try await hub.close()
+    }
+
     @Test func aRetriedCommandReturnsTheOriginalOutcome() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let register = HubCommand.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil)

@@ -34,6 +34,17 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
     /// The owner contact data was erased (its key deleted).
     public var ownerErased: Bool = false
 
+    /// Keeps a vital sign as the latest unless one measured later is held: a reading measured
+    /// before the one shown (logged late) goes to the history only.
+    mutating func take(_ e: ReadingRecorded) {
+        let reading = ReadingValue(value: e.value, measuredAt: e.measuredAt)
+        switch e.quantity {
+        case .heartRate: heartRate = ReadingValue.latest(heartRate, reading)
+        case .temperature: temperature = ReadingValue.latest(temperature, reading)
+        default: return
+        }
+    }
+
     mutating func markSeen(room: String, at time: Int64) {
         lastRoom = room
         lastSeenAt = time
@@ -98,11 +109,7 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
             if byId[e.animal]?.lastSeenAt.map({ $0 < e.lastSeen }) ?? true { byId[e.animal]?.lastSeenAt = e.lastSeen }
         case .readingRecorded(let e):
             guard case .animal(let id) = e.subject else { return }
-            switch e.quantity {
-            case .heartRate: byId[id]?.heartRate = ReadingValue(value: e.value, measuredAt: e.measuredAt)
-            case .temperature: byId[id]?.temperature = ReadingValue(value: e.value, measuredAt: e.measuredAt)
-            default: return
-            }
+            byId[id]?.take(e)
         default:
             return
         }

@@ -37,6 +37,11 @@ public struct LastReadings: Sendable, Equatable, Codable {
 
     public init() {}
 
+    /// Keeps `reading` as `quantity`'s latest unless one measured later is held.
+    mutating func take(_ quantity: Quantity, _ reading: ReadingValue) {
+        self[quantity] = ReadingValue.latest(self[quantity], reading)
+    }
+
     public subscript(quantity: Quantity) -> ReadingValue? {
         get {
             switch quantity {
@@ -80,7 +85,8 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     public var available: Bool?
     public var availabilityReason: String = ""
     public var availableSince: Int64?
-    /// Last reading per quantity.
+    /// Per quantity, the reading measured latest (one measured before it, logged late, goes to
+    /// the history only; on equal times the later event's).
     public var lastReadings = LastReadings()
 
     public func lastReading(_ quantity: Quantity) -> ReadingValue? { lastReadings[quantity] }
@@ -184,7 +190,7 @@ public struct DevicesModel: Sendable, Equatable, Codable {
             update(e.device) { $0.applyAvailability(e, at: context.timestamp) }
         case .readingRecorded(let e):
             if case .device(let id) = e.subject {
-                update(id) { $0.lastReadings[e.quantity] = ReadingValue(value: e.value, measuredAt: e.measuredAt) }
+                update(id) { $0.lastReadings.take(e.quantity, ReadingValue(value: e.value, measuredAt: e.measuredAt)) }
             }
         case .activationChanged, .activationsDiverged, .energyCounterReset, .groupDefined, .groupRemoved, .sceneDefined,
              .sceneRemoved, .multiSwitchRequested, .animalUnseen, .ownerDataErased, .animalAdmitted, .animalDischarged, .animalSighted,

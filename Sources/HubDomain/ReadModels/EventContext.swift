@@ -19,4 +19,10 @@ public struct ReadingValue: Sendable, Equatable, Codable {
     /// Microseconds since the Unix epoch, UTC.
     public var measuredAt: Int64
     public init(value: Double, measuredAt: Int64) { self.value = value; self.measuredAt = measuredAt }
+
+    /// The latest by measurement: `new` unless `held` was measured after it (on equal times, `new`).
+    static func latest(_ held: ReadingValue?, _ new: ReadingValue) -> ReadingValue {
+        guard let held, held.measuredAt > new.measuredAt else { return new }
+        return held
+    }
 }

@@ -43,24 +43,40 @@ public enum HistoryResolution: String, Sendable, Equatable, CaseIterable, Codabl
 }
 
 /// One bucket as a query answers it.
+///
+/// `count`, `min`, `max`, `sum` and `last` are of the readings measured in the bucket. A bucket
+/// with no reading but covered by a value held from before it (see ``HistoryHold``) is answered
+/// too: `count` 0, and `min`, `max`, `last` and `mean` that held value.
 public struct HistoryBucket: Sendable, Equatable {
     /// The bucket's start, µs since the epoch, UTC.
     public var start: Int64
+    /// Readings measured in the bucket.
     public var count: Int
     public var min: Double
     public var max: Double
+    /// The sum of the readings measured in the bucket.
     public var sum: Double
     /// The value measured latest in the bucket (on equal times, the later event's).
     public var last: Double
-    public var mean: Double { sum / Double(count) }
+    /// The time integral of the values held in the bucket (value × µs), over ``covered``.
+    public var weighted: Double
+    /// The µs of the bucket a value held in (from a reading in it, or carried in from before it).
+    public var covered: Int64
 
-    public init(start: Int64, count: Int, min: Double, max: Double, sum: Double, last: Double) {
+    /// The time-weighted mean: each value weighted by how long it held within the bucket, over
+    /// the part of the bucket that had a value (``HistoryHold``). A bucket whose readings held
+    /// no time yet (the newest reading, measured at the model's clock) answers the mean of its readings.
+    public var mean: Double { covered > 0 ? weighted / Double(covered) : sum / Double(count) }
+
+    public init(start: Int64, count: Int, min: Double, max: Double, sum: Double, last: Double,
+                weighted: Double = 0, covered: Int64 = 0) {
         self.start = start; self.count = count; self.min = min; self.max = max; self.sum = sum; self.last = last
+        self.weighted = weighted; self.covered = covered
     }
 }
 
 /// One resolution of one series: its buckets in time order, kept in a ring of parallel arrays
-/// (struct of arrays, 52 bytes a bucket). The ring starts with 2 slots, grows by doubling up to the
+/// (struct of arrays, 68 bytes a bucket). The ring starts with 2 slots, grows by doubling up to the
 /// resolution's retained bucket count and then drops its oldest bucket for each new one.
 struct HistoryColumn: Sendable {
     private(set) var starts: [Int64] = []
@@ -70,13 +86,15 @@ struct HistoryColumn: Sendable {
     private var sums: [Double] = []
     private var lasts: [Double] = []
     private var lastAts: [Int64] = []
+    private var weighteds: [Double] = []
+    private var covereds: [Int64] = []
     /// Physical slot of the oldest bucket, and how many buckets are held.
     private var head = 0
     private(set) var count = 0
     let limit: Int?
 
-    /// Bytes per bucket slot: start, count, min, max, sum, last, last time.
-    static let bytesPerBucket = 8 + 4 + 8 * 4 + 8
+    /// Bytes per bucket slot: start, count, min, max, sum, last, last time, weighted, covered.
+    static let bytesPerBucket = 8 + 4 + 8 * 4 + 8 + 8 + 8
 
     init(limit: Int?) { self.limit = limit }
 
@@ -92,7 +110,8 @@ struct HistoryColumn: Sendable {
 
     func bucket(at i: Int, width: Int64) -> HistoryBucket {
         let p = slot(i)
-        return HistoryBucket(start: starts[p] * width, count: Int(counts[p]), min: mins[p], max: maxs[p], sum: sums[p], last: lasts[p])
+        return HistoryBucket(start: starts[p] * width, count: Int(counts[p]), min: mins[p], max: maxs[p], sum: sums[p], last: lasts[p],
+                             weighted: weighteds[p], covered: covereds[p])
     }
 
     func start(at i: Int) -> Int64 { starts[slot(i)] }
@@ -109,15 +128,30 @@ struct HistoryColumn: Sendable {
 
     /// Folds `value`, measured at `at`, into bucket number `b`.
     mutating func add(bucket b: Int64, value: Double, at: Int64) {
+        guard let p = place(b, value) else { return }
+        update(p, value, at)
+    }
+
+    /// Adds `micros` of `value` held to bucket number `b` (made, with no reading, when absent).
+    mutating func weigh(bucket b: Int64, value: Double, micros: Int64) {
+        guard let p = place(b, value) else { return }
+        weighteds[p] += value * Double(micros)
+        covereds[p] += micros
+    }
+
+    /// The slot of bucket `b`, made (with no reading, `value` as its min, max and last) when
+    /// absent; nil when it is older than everything a full ring keeps.
+    private mutating func place(_ b: Int64, _ value: Double) -> Int? {
         if count > 0 {
             let newest = starts[slot(count - 1)]
-            if b == newest { update(slot(count - 1), value, at); return }
-            if b < newest { insertOlder(b, value, at); return }
+            if b == newest { return slot(count - 1) }
+            if b < newest { return insertOlder(b, value) }
         }
         makeRoom()
         let p = slot(count)
         count += 1
-        fill(p, b, value, at)
+        fill(p, b, value)
+        return p
     }
 
     /// Drops the buckets numbered below `horizon`.
@@ -128,10 +162,10 @@ struct HistoryColumn: Sendable {
         }
     }
 
-    private mutating func insertOlder(_ b: Int64, _ value: Double, _ at: Int64) {
+    private mutating func insertOlder(_ b: Int64, _ value: Double) -> Int? {
         var i = lowerBound(b)
-        if i < count, starts[slot(i)] == b { update(slot(i), value, at); return }
-        if i == 0, let limit, count == limit { return }  // older than all a full ring keeps
+        if i < count, starts[slot(i)] == b { return slot(i) }
+        if i == 0, let limit, count == limit { return nil }  // older than all a full ring keeps
         let full = limit.map { count == $0 } ?? false
         makeRoom()
         if full { i -= 1 }  // makeRoom dropped the oldest
@@ -142,7 +176,8 @@ struct HistoryColumn: Sendable {
             j -= 1
         }
         count += 1
-        fill(slot(i), b, value, at)
+        fill(slot(i), b, value)
+        return slot(i)
     }
 
     /// Ensures a free slot after the newest bucket: grows the ring, or drops the oldest bucket of a full one.
@@ -155,25 +190,34 @@ struct HistoryColumn: Sendable {
         }
         var grown = Swift.max(2, capacity * 2)
         if let limit { grown = Swift.min(grown, limit) }
+        // The held slots in order, computed before any array (and so `capacity`) changes.
+        let order = (0..<count).map(slot)
         func regrow<T>(_ a: [T], _ zero: T) -> [T] {
             var out = [T]()
             out.reserveCapacity(grown)
-            for i in 0..<count { out.append(a[slot(i)]) }
+            for p in order { out.append(a[p]) }
             out.append(contentsOf: repeatElement(zero, count: grown - count))
             return out
         }
         starts = regrow(starts, 0); counts = regrow(counts, 0); mins = regrow(mins, 0); maxs = regrow(maxs, 0)
         sums = regrow(sums, 0); lasts = regrow(lasts, 0); lastAts = regrow(lastAts, 0)
+        weighteds = regrow(weighteds, 0); covereds = regrow(covereds, 0)
         head = 0
     }
 
+    /// A bucket with no reading yet.
     @inline(__always)
-    private mutating func fill(_ p: Int, _ b: Int64, _ value: Double, _ at: Int64) {
-        starts[p] = b; counts[p] = 1; mins[p] = value; maxs[p] = value; sums[p] = value; lasts[p] = value; lastAts[p] = at
+    private mutating func fill(_ p: Int, _ b: Int64, _ value: Double) {
+        starts[p] = b; counts[p] = 0; mins[p] = value; maxs[p] = value; sums[p] = 0; lasts[p] = value; lastAts[p] = 0
+        weighteds[p] = 0; covereds[p] = 0
     }
 
     @inline(__always)
     private mutating func update(_ p: Int, _ value: Double, _ at: Int64) {
+        if counts[p] == 0 {  // the first reading: min, max and last are of readings only
+            counts[p] = 1; mins[p] = value; maxs[p] = value; sums[p] = value; lasts[p] = value; lastAts[p] = at
+            return
+        }
         counts[p] &+= 1
         if value < mins[p] { mins[p] = value }
         if value > maxs[p] { maxs[p] = value }
@@ -183,7 +227,7 @@ struct HistoryColumn: Sendable {
 
     private mutating func copy(from a: Int, to b: Int) {
         starts[b] = starts[a]; counts[b] = counts[a]; mins[b] = mins[a]; maxs[b] = maxs[a]
-        sums[b] = sums[a]; lasts[b] = lasts[a]; lastAts[b] = lastAts[a]
+        sums[b] = sums[a]; lasts[b] = lasts[a]; lastAts[b] = lastAts[a]; weighteds[b] = weighteds[a]; covereds[b] = covereds[a]
     }
 }
 
@@ -195,7 +239,8 @@ extension HistoryColumn: Equatable {
             let p = a.slot(i), q = b.slot(i)
             guard a.starts[p] == b.starts[q], a.counts[p] == b.counts[q], a.mins[p].bitPattern == b.mins[q].bitPattern,
                   a.maxs[p].bitPattern == b.maxs[q].bitPattern, a.sums[p].bitPattern == b.sums[q].bitPattern,
-                  a.lasts[p].bitPattern == b.lasts[q].bitPattern, a.lastAts[p] == b.lastAts[q] else { return false }
+                  a.lasts[p].bitPattern == b.lasts[q].bitPattern, a.lastAts[p] == b.lastAts[q],
+                  a.weighteds[p].bitPattern == b.weighteds[q].bitPattern, a.covereds[p] == b.covereds[q] else { return false }
         }
         return true
     }
@@ -208,6 +253,7 @@ extension HistoryColumn {
         for i in 0..<count {
             let p = slot(i)
             w.i64(starts[p]); w.u32(counts[p]); w.f64(mins[p]); w.f64(maxs[p]); w.f64(sums[p]); w.f64(lasts[p]); w.i64(lastAts[p])
+            w.f64(weighteds[p]); w.i64(covereds[p])
         }
     }
 
@@ -219,11 +265,13 @@ extension HistoryColumn {
         guard n * Self.bytesPerBucket <= r.buffer.count - r.offset else { throw r.failure("buckets", "truncated: \(n) buckets") }
         starts.reserveCapacity(n); counts.reserveCapacity(n); mins.reserveCapacity(n); maxs.reserveCapacity(n)
         sums.reserveCapacity(n); lasts.reserveCapacity(n); lastAts.reserveCapacity(n)
+        weighteds.reserveCapacity(n); covereds.reserveCapacity(n)
         for _ in 0..<n {
             let start = try r.i64("start")
             if let previous = starts.last, start <= previous { throw r.failure("start", "buckets out of order") }
             starts.append(start); counts.append(try r.u32("count")); mins.append(try r.f64("min")); maxs.append(try r.f64("max"))
             sums.append(try r.f64("sum")); lasts.append(try r.f64("last")); lastAts.append(try r.i64("last_at"))
+            weighteds.append(try r.f64("weighted")); covereds.append(try r.i64("covered"))
         }
         count = n
     }

@@ -10,6 +10,8 @@ struct HistorySeries: Sendable, Equatable {
     var minute = HistoryColumn(limit: HistoryResolution.minute.retainedBuckets)
     var hour = HistoryColumn(limit: HistoryResolution.hour.retainedBuckets)
     var day = HistoryColumn(limit: HistoryResolution.day.retainedBuckets)
+    /// The value held, for the time weighting.
+    var hold = HistoryHold()
 
     subscript(resolution: HistoryResolution) -> HistoryColumn {
         switch resolution {
@@ -19,10 +21,30 @@ struct HistorySeries: Sendable, Equatable {
         }
     }
 
+    /// Takes a reading: weighs the span the value held before it closes, then folds the reading
+    /// into its buckets.
     mutating func add(_ value: Double, at: Int64, now: Int64) {
+        if let closed = hold.take(value, at: at).closed { weigh(closed, now: now) }
         add(value, at: at, now: now, .minute, &minute)
         add(value, at: at, now: now, .hour, &hour)
         add(value, at: at, now: now, .day, &day)
+    }
+
+    /// The subject stopped reporting at `at`: the value held ends there.
+    mutating func end(at: Int64, now: Int64) {
+        if let closed = hold.end(at: at) { weigh(closed, now: now) }
+    }
+
+    private mutating func weigh(_ span: HistoryHold.Span, now: Int64) {
+        weigh(span, now: now, .minute, &minute)
+        weigh(span, now: now, .hour, &hour)
+        weigh(span, now: now, .day, &day)
+    }
+
+    private func weigh(_ span: HistoryHold.Span, now: Int64, _ resolution: HistoryResolution, _ column: inout HistoryColumn) {
+        let horizon = resolution.horizon(now: now)
+        column.prune(before: horizon)
+        resolution.pieces(of: span, from: horizon) { b, micros in column.weigh(bucket: b, value: span.value, micros: micros) }
     }
 
     private func add(_ value: Double, at: Int64, now: Int64, _ resolution: HistoryResolution, _ column: inout HistoryColumn) {
@@ -52,7 +74,8 @@ public protocol HistorySource {
 
 /// The history read model: for every device and animal, every quantity it reported (energy
 /// excepted: the energy ledger answers energy per day), buckets of 1 minute, 1 hour and 1 day with
-/// count, min, max, sum and last.
+/// count, min, max, sum and last of the readings in them, and their time-weighted mean (the
+/// rule: ``HistoryHold``; buckets covered only by a value carried in are answered with count 0).
 ///
 /// Retention is driven by the model's clock, the newest log timestamp folded (never a wall clock,
 /// so a replay prunes exactly as the live hub did): minute buckets are kept 7 days, hour buckets
@@ -75,10 +98,31 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
 
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         if context.timestamp > now { now = context.timestamp }
+        if let subject = Self.stopsReporting(event) { end(subject, at: context.timestamp); return }
         guard case .readingRecorded(let e) = event, Self.keeps(e.quantity), e.value.isFinite else { return }
         let key = HistorySeriesKey(subject: e.subject, quantity: e.quantity)
         if let only, key != only { return }
         record(key, value: e.value, measuredAt: e.measuredAt)
+    }
+
+    /// The subject whose held values `event` ends (``HistoryHold``): a device reported
+    /// unavailable or removed, an animal discharged.
+    public static func stopsReporting(_ event: HubEvent) -> Subject? {
+        switch event {
+        case .availabilityChanged(let e) where !e.available: return .device(e.device)
+        case .deviceRemoved(let e): return .device(e.device)
+        case .animalDischarged(let e): return .animal(e.animal)
+        default: return nil
+        }
+    }
+
+    /// Ends the values held by every series of `subject` at `at`.
+    mutating func end(_ subject: Subject, at: Int64) {
+        for quantity in Quantity.allCases {
+            let key = HistorySeriesKey(subject: subject, quantity: quantity)
+            if let only, key != only { continue }
+            if let slot = slots[key] { series[slot].end(at: at, now: now) }
+        }
     }
 
     /// Folds one reading directly (what `apply` does for a `ReadingRecorded`; the benchmark uses it
@@ -102,9 +146,10 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
         Quantity.allCases.contains { slots[HistorySeriesKey(subject: subject, quantity: $0)] != nil }
     }
 
-    /// The buckets of `key` at `resolution` starting in `[from, to)` (µs), oldest first; empty buckets are absent.
+    /// The buckets of `key` at `resolution` starting in `[from, to)` (µs), oldest first, with the
+    /// open tail (the value held up to the model's clock) counted; buckets no value held in are absent.
     public func buckets(_ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64) -> [HistoryBucket] {
-        guard let slot = slots[key] else { return [] }
+        guard let slot = slots[key], to > from else { return [] }
         let column = series[slot][resolution]
         let last = resolution.bucket(of: to - 1)
         var out: [HistoryBucket] = []
@@ -113,8 +158,11 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
             out.append(column.bucket(at: i, width: resolution.width))
             i += 1
         }
-        return out
+        return withOpenTail(out, hold: series[slot].hold, now: now, resolution, from: from, to: to)
     }
+
+    /// What the series of `key` holds for the time weighting (nil: no such series).
+    public func hold(_ key: HistorySeriesKey) -> HistoryHold? { slots[key].map { series[$0].hold } }
 
     /// How many series the model holds.
     public var seriesCount: Int { series.count }
@@ -137,9 +185,11 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
 // MARK: Snapshot form
 
 extension HistoryModel: Codable {
-    static let codecVersion: UInt8 = 1
+    /// 2: buckets carry the time weighting (weighted, covered) and each series its held value.
+    static let codecVersion: UInt8 = 2
 
-    /// The binary form: version, clock, then each series (subject kind and id, quantity, the three columns).
+    /// The binary form: version, clock, then each series (subject kind and id, quantity, the three
+    /// columns, the held value).
     public func encodedBytes() -> [UInt8] {
         var w = ByteWriter(capacity: 16 + storageBytes)
         w.u8(Self.codecVersion)
@@ -150,6 +200,9 @@ extension HistoryModel: Codable {
             w.string(key.subject.id)
             w.string(key.quantity.rawValue)
             series[slot].minute.encode(to: &w); series[slot].hour.encode(to: &w); series[slot].day.encode(to: &w)
+            let hold = series[slot].hold
+            w.u8((hold.value != nil ? 1 : 0) | (hold.newest != nil ? 2 : 0))
+            w.f64(hold.value ?? 0); w.i64(hold.since); w.i64(hold.newest ?? 0)
         }
         return w.bytes
     }
@@ -181,6 +234,10 @@ extension HistoryModel: Codable {
             s.minute = try HistoryColumn(from: &r, limit: HistoryResolution.minute.retainedBuckets)
             s.hour = try HistoryColumn(from: &r, limit: HistoryResolution.hour.retainedBuckets)
             s.day = try HistoryColumn(from: &r, limit: HistoryResolution.day.retainedBuckets)
+            let flags = try r.u8("hold")
+            guard flags <= 3 else { throw r.failure("hold", "invalid hold flags \(flags)") }
+            let value = try r.f64("hold_value"), since = try r.i64("hold_since"), newest = try r.i64("hold_newest")
+            s.hold = HistoryHold(value: flags & 1 != 0 ? value : nil, since: since, newest: flags & 2 != 0 ? newest : nil)
             model.slots[key] = model.series.count
             model.series.append(s)
             model.keys.append(key)

@@ -5,6 +5,8 @@ import HubDomain
 /// with its min, mean and max; and energy per day for 30 days.
 struct DeviceCharts: Sendable {
     var power: [SVGChart.Band]
+    /// The minute buckets the power chart is drawn from.
+    var minutes: [HistoryBucket] = []
     var energyDays: [(label: String, value: Double)]
     var from: Int64
     var to: Int64
@@ -13,9 +15,10 @@ struct DeviceCharts: Sendable {
 
     static func load(hub: Hub, device: String, now: Int64) async -> DeviceCharts {
         let from = now - span
-        var power: [SVGChart.Band] = []
+        var power: [SVGChart.Band] = [], buckets: [HistoryBucket] = []
         if case .buckets(let minutes)? = try? await hub.history(HistoryQuery(subject: .device(device), quantity: .power, from: from,
                                                                              to: now, resolution: .minute)) {
+            buckets = minutes
             power = minutes.map { SVGChart.Band(start: Swift.max($0.start, from), min: $0.min, mean: $0.mean, max: $0.max) }
         }
         let today = Civil.dayNumber(micros: now)
@@ -27,13 +30,19 @@ struct DeviceCharts: Sendable {
             for day in days { wh[Civil.dayNumber(micros: day.start)] = day.wh }
         }
         let energyDays = (firstDay...today).map { day in (label: String(Civil.dayKey(dayNumber: day).dropFirst(5)), value: (wh[day] ?? 0) / 1000) }
-        return DeviceCharts(power: power, energyDays: energyDays, from: from, to: now)
+        return DeviceCharts(power: power, minutes: buckets, energyDays: energyDays, from: from, to: now)
     }
 
-    /// The mean power over the minutes of the last 24 h that have a value: each minute bucket's
-    /// mean weighted alike (a minute is a minute).
+    /// The mean power over the part of the last 24 h that has a value, weighted by time (each
+    /// minute bucket's time integral over the time it covers; a bucket from before the
+    /// weighting, with no covered time, counts as a sample mean over a minute).
     var meanPower: Double? {
-        power.isEmpty ? nil : power.reduce(0.0) { $0 + $1.mean } / Double(power.count)
+        var weighted = 0.0, covered = 0.0
+        for b in minutes {
+            if b.covered > 0 { weighted += b.weighted; covered += Double(b.covered) }
+            else if b.count > 0 { weighted += b.mean * 60e6; covered += 60e6 }
+        }
+        return covered > 0 ? weighted / covered : nil
     }
 
     var html: HTML {
