@@ -155,8 +155,8 @@ public final class HubService: Sendable {
                                        requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
                                        topics: surface?.topics ?? MQTTTopics(base: options.config.mqtt.baseTopic,
                                                                              discoveryPrefix: options.config.mqtt.discoveryPrefix),
-                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console)
-                http = HTTPService(settings: settings, router: routes.router(), logger: logger)
+                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console, http: settings)
+                http = HTTPService(settings: settings, router: routes.router(), metrics: hub.metrics, logger: logger)
                 services.append(http!)
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
