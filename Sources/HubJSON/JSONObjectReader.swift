@@ -44,7 +44,7 @@ public struct JSONFieldError: Error, Sendable, Equatable, CustomStringConvertibl
 
 /// Typed, strict access to one JSON object.
 ///
-/// - A key given twice reads as its last value.
+/// - A key given twice never reaches a reader: `JSONValue.parse` refuses it.
 /// - A missing key and an explicit `null` both read as absent (`nil` from the optional accessors,
 ///   `.missing` from `require`).
 /// - A present value of the wrong type is an error (`.wrongType`), never silently absent.
@@ -112,8 +112,8 @@ public struct JSONObjectReader: Sendable {
         }
     }
 
-    /// The raw value under `key`, `nil` when missing or null. A key given twice reads as its last
-    /// value, like `JSONValue`'s subscript.
+    /// The raw value under `key`, `nil` when missing or null. (A parsed object never names a key
+    /// twice; one built in code that does reads as its last value, like `JSONValue`'s subscript.)
     public subscript(key: String) -> JSONValue? {
         for (k, v) in members.reversed() where k == key { return v.isNull ? JSONValue?.none : v }
         return nil

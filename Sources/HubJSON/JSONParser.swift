@@ -12,7 +12,8 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 extension JSONValue {
     public static let maxDepth = 64
 
-    /// Parses exactly one JSON text (surrounding whitespace allowed, nothing else).
+    /// Parses exactly one JSON text (surrounding whitespace allowed, nothing else). An object that
+    /// names a key twice is refused (RFC 8259 leaves its meaning open; the hub never guesses it).
     public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
         var p = JSONParser(bytes: bytes)
         p.skipWhitespace()
@@ -78,10 +79,20 @@ struct JSONParser {
         var members: [(String, JSONValue)] = []
         skipWhitespace()
         if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+        // Keys seen, once the object is large enough that a set beats a scan of `members`.
+        var seen: Set<String>? = nil
         while true {
             skipWhitespace()
             guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("a string key") }
+            let keyStart = i
             let key = try parseString()
+            if seen == nil, members.count >= 16 { seen = Set(members.map(\.0)) }
+            let repeated = if seen != nil { !seen!.insert(key).inserted } else { members.contains { $0.0 == key } }
+            if repeated {
+                // `{"state":"ON","state":"OFF"}` is a question, not a command: never "the last one wins".
+                let shown = JSONValue.string(key.count > 40 ? String(key.prefix(40)) + "..." : key).serialized()
+                throw JSONParseError(offset: keyStart, expected: "each key once in an object (\(shown) is given twice)")
+            }
             skipWhitespace()
             guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("':'") }
             i += 1

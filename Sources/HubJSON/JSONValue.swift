@@ -30,8 +30,8 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
-    /// The value under `key` of an object; nil for other values or a missing key. A key given twice
-    /// reads as its last value (as in JavaScript's `JSON.parse` and Foundation's `JSONSerialization`).
+    /// The value under `key` of an object; nil for other values or a missing key. `parse` refuses
+    /// a key given twice; an object built in code with one reads as its last value.
     ///
     /// Setting replaces the value under `key` (its last occurrence), or appends the key; setting nil
     /// removes that occurrence. Setting on a value that is not an object changes nothing.

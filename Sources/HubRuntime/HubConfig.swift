@@ -18,7 +18,8 @@ import Logging
 ///   "readings": {"power": {"deadband": 1, "relative": 0.02, "max_interval_seconds": 300}},
 ///   "log_level": "info",
 ///   "time_zone": "Europe/Lisbon",
-///   "http": {"listen": "127.0.0.1:8080"}
+///   "http": {"listen": "127.0.0.1:8080", "allowed_hosts": ["hub.home.arpa"], "idle_timeout_seconds": 30,
+///            "body_timeout_seconds": 30, "max_connections": 256}
 /// }
 /// ```
 public struct HubConfig: Sendable, Equatable {
@@ -146,9 +147,7 @@ public struct HubConfig: Sendable, Equatable {
             guard !on else { throw root.wrongType("http", "false (no HTTP listener) or an object such as {\"listen\": \"127.0.0.1:8080\"}") }
             config.http = nil
         } else if let http = try root.object("http") {
-            try http.allow(["listen"])
-            let listen = try http.require("listen", http.string)
-            do { config.http = try HTTPSettings(parsing: listen) } catch { throw http.invalid("listen", "\(error)") }
+            config.http = try readHTTP(http)
         }
         switch root["beacons"] {
         case nil: break
@@ -197,6 +196,25 @@ public struct HubConfig: Sendable, Equatable {
             }
         }
         return config
+    }
+
+    /// `http`: where to listen, which `Host` names to accept, the timeouts and the connection limit.
+    static func readHTTP(_ http: JSONObjectReader) throws -> HTTPSettings {
+        try http.allow(["listen", "allowed_hosts", "idle_timeout_seconds", "body_timeout_seconds", "max_connections"])
+        var settings = HTTPSettings.standard
+        if let listen = try http.string("listen") {
+            do { settings = try HTTPSettings(parsing: listen) } catch { throw http.invalid("listen", "\(error)") }
+        }
+        for name in try http.strings("allowed_hosts") ?? [] {
+            guard let host = HostCheck.configuredName(name) else {
+                throw http.invalid("allowed_hosts", "\"\(name)\" is not a host name or address (a name such as hub.home.arpa, without scheme, port or path)")
+            }
+            settings.allowedHosts.append(host)
+        }
+        if let seconds = try http.number("idle_timeout_seconds", in: 1...3600) { settings.idleTimeout = .milliseconds(Int64(seconds * 1000)) }
+        if let seconds = try http.number("body_timeout_seconds", in: 1...3600) { settings.bodyTimeout = .milliseconds(Int64(seconds * 1000)) }
+        if let limit = try http.integer("max_connections", in: 1...100_000) { settings.maxConnections = limit }
+        return settings
     }
 
     static func readMQTT(_ m: JSONObjectReader, into mqtt: inout MQTT) throws {

@@ -155,9 +155,9 @@ public final class HubService: Sendable {
                                        requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
                                        topics: surface?.topics ?? MQTTTopics(base: options.config.mqtt.baseTopic,
                                                                              discoveryPrefix: options.config.mqtt.discoveryPrefix),
-                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console,
+                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console, http: settings,
                                        time: options.config.timeZone.flatMap(TimeZone.init(identifier:)).map(LocalTime.init(zone:)) ?? .system)
-                http = HTTPService(settings: settings, router: routes.router(), logger: logger)
+                http = HTTPService(settings: settings, router: routes.router(), metrics: hub.metrics, logger: logger)
                 services.append(http!)
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }

@@ -77,7 +77,11 @@ struct RunCommand: AsyncParsableCommand {
         if noMqtt { settings.mqtt.enabled = false }
         if let http {
             guard !noHttp else { throw ValidationError("--http and --no-http contradict each other: give one") }
-            settings.http = try HTTPSettings(parsing: http)
+            // The address only: the file's allowed hosts, timeouts and limit stay.
+            let address = try HTTPSettings(parsing: http)
+            var http = settings.http ?? .standard
+            (http.host, http.port) = (address.host, address.port)
+            settings.http = http
         }
         if noHttp { settings.http = nil }
         if let level = log.logLevel { settings.logLevel = level }

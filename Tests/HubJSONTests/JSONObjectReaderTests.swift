@@ -148,11 +148,14 @@ import Testing
 }
 
 extension JSONObjectReaderTests {
-    @Test func aKeyGivenTwiceReadsAsItsLastValue() throws {
-        let r = try JSONObjectReader(parsing: #"{"timeout":2,"retries":1,"timeout":0.3}"#)
-        #expect(try r.number("timeout") == 0.3)
-        #expect(try JSONValue.parse(#"{"a":1,"a":2}"#)["a"] == 2)
-        var v = try JSONValue.parse(#"{"a":1,"a":2}"#)
+    /// A document that gives a key twice never reaches a reader (driver settings, commands,
+    /// configuration): the parser refuses it. An object built in code with one reads as its last.
+    @Test func aKeyGivenTwiceIsRefusedBeforeAnyReader() throws {
+        #expect(throws: JSONParseError(offset: 25, expected: #"each key once in an object ("timeout" is given twice)"#)) {
+            try JSONObjectReader(parsing: #"{"timeout":2,"retries":1,"timeout":0.3}"#)
+        }
+        var v: JSONValue = .object([("a", 1), ("a", 2)])
+        #expect(v["a"] == 2)
         v["a"] = 3
         #expect(v.serialized() == #"{"a":1,"a":3}"#)
     }

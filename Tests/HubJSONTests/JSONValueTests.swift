@@ -35,6 +35,21 @@ import Testing
         #expect(parseError(#""abc"#) != nil)                // unterminated
     }
 
+    /// `{"state":"ON","state":"OFF"}` is a question, not a command: a key given twice is refused,
+    /// at the second one, in small and large objects and at any depth; escapes count as written.
+    @Test func refusesAKeyGivenTwice() throws {
+        let twice = parseError(#"{"state":"ON","state":"OFF"}"#)
+        #expect(twice?.offset == 14)
+        #expect(twice?.description == #"invalid JSON at byte 14: expected each key once in an object ("state" is given twice)"#)
+        #expect(parseError(#"{"a":{"b":1,"b":1}}"#)?.offset == 12)
+        #expect(parseError(#"{"a":1,"a":2}"#) != nil)
+        let large = (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        #expect(try JSONValue.parse("{" + large + "}")["k39"] == .number(39))
+        #expect(parseError("{" + large + #","k7":0}"#)?.expected.contains(#""k7""#) == true)
+        // The same key in sibling objects is fine.
+        #expect(try JSONValue.parse(#"[{"a":1},{"a":2}]"#) == [["a": 1], ["a": 2]])
+    }
+
     @Test func parsesNumbers() throws {
         #expect(try JSONValue.parse("0") == .number(0))
         #expect(try JSONValue.parse("-0").doubleValue?.sign == .minus)

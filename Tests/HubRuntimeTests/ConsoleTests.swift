@@ -228,7 +228,7 @@ import VirtualDriver
 
     @Test func aPhotoIsStoredServedAndBoundedInSize() async throws {
         let hub = try await ConsoleHub.start()
-        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array(repeating: 7, count: 1000)
+        let jpeg = HTTPHardeningTests.jpeg
         let stored = try await HTTPProbe.post(port: hub.port, path: "/console/photo", contentType: "image/jpeg", body: jpeg)
         #expect(stored.status == 200)
         let name = try #require(try JSONValue.parse(Array(stored.body.utf8))["photo"].flatMap { if case .string(let s) = $0 { s } else { nil } })

@@ -30,7 +30,9 @@ struct HTTPProbe {
         let fd = try connected(port: port)
         defer { close(fd) }
         let extra = headers.map { $0 + "\r\n" }.joined() + (body.isEmpty ? "" : "Content-Length: \(body.utf8.count)\r\n")
-        try sendAll(fd, Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\(extra)\r\n\(body)".utf8))
+        // A `Host:` line among `headers` replaces the default one.
+        let host = headers.contains { $0.lowercased().hasPrefix("host:") } ? "" : "Host: 127.0.0.1:\(port)\r\n"
+        try sendAll(fd, Array("\(method) \(path) HTTP/1.1\r\n\(host)Connection: close\r\n\(extra)\r\n\(body)".utf8))
         return try parse(try readToEnd(fd))
     }
 

@@ -33,6 +33,43 @@ import Testing
         #expect(described.subtracting(registered).sorted() == [], "in docs/openapi.json but not served")
     }
 
+    /// A client generated from the contract sends what the hub takes: every API body has a real
+    /// schema (its keys, the required ones, no others) for exactly the types the route reads,
+    /// history's parameters are required, and every refusal the server may answer is described.
+    @Test func theContractIsStrict() throws {
+        let document = try Self.openAPI()
+        guard case .object(let paths)? = document["paths"] else { Issue.record("no paths"); return }
+        let routes = Dictionary(APIRoutes.all.map { ("\($0.method.rawValue.lowercased()) \($0.path)", $0) }) { a, _ in a }
+        var bodies = 0
+        for (path, operations) in paths where path.hasPrefix("/api/") {
+            guard case .object(let methods) = operations else { continue }
+            for (method, operation) in methods {
+                let route = try #require(routes["\(method) \(path)"], "\(method) \(path)")
+                let statuses = operation["responses"]?.objectValue?.map(\.0) ?? []
+                for status in ["400", "405", "421"] { #expect(statuses.contains(status), "\(method) \(path) \(status)") }
+                guard method == "post" else { continue }
+                for status in ["413", "415", "503"] { #expect(statuses.contains(status), "\(method) \(path) \(status)") }
+                let content = try #require(operation["requestBody"]?["content"]?.objectValue, "\(method) \(path) has no body")
+                #expect(content.map(\.0).sorted() == route.mediaTypes.sorted(), "\(path): \(content.map(\.0))")
+                let schema = try #require(content.first { $0.0 == "application/json" }?.1["schema"])
+                if let reference = schema["$ref"]?.stringValue {
+                    #expect(reference == "#/components/schemas/Command", "\(path)")
+                    continue
+                }
+                #expect(schema["additionalProperties"] == .bool(false), "\(path): \(schema.serialized().prefix(80))")
+                let keys = Set(schema["properties"]?.objectValue?.map(\.0) ?? [])
+                let topic: String? = if case .topic(let t) = route.target, t.hasPrefix("request/") { String(t.dropFirst("request/".count)) } else { nil }
+                if let topic, let known = MQTTCommands.requestKeys[topic] {
+                    #expect(keys == Set(known), "\(path): \(keys.sorted()) against \(known.sorted())")
+                }
+                bodies += 1
+            }
+        }
+        #expect(bodies >= 25)
+        let history = try #require(paths.first { $0.0 == "/api/history" }?.1["get"]?["parameters"]?.arrayValue)
+        #expect(history.count == 5 && history.allSatisfy { $0["required"] == .bool(true) })
+    }
+
     @Test func everyMQTTRequestHasItsRoute() {
         let paths = Set(APIRoutes.all.map(\.path))
         for name in MQTTCommands.requestNames { #expect(paths.contains("/api/request/" + name), "\(name)") }

@@ -104,6 +104,8 @@ import Testing
             ("hub/device/lamp/switch/set", [0x4F, 0xFF, 0xFE], "not valid UTF-8"),
             ("hub/device/lamp/activations/set", Array(#"{"op":"add","name":5}"#.utf8), "name"),
             ("hub/device/lamp/activations/set", Array("[1,2".utf8), "byte"),
+            // A key given twice is a question, not a command (the last one does not win).
+            ("hub/device/lamp/switch/set", Array(#"{"state":"ON","state":"OFF"}"#.utf8), #"byte 14: expected each key once in an object (\"state\" is given twice)"#),
             ("hub/request/device/add", Array(#"{"id":"a+b","driver":"virtual","name":"X"}"#.utf8), "invalid"),
             ("hub/request/nonsense", Array("{}".utf8), "unknown request"),
             ("hub/device/\(String(repeating: "x", count: 70))/switch/set", Array("ON".utf8), "64"),

@@ -20,6 +20,8 @@ struct ConsoleRoutes: Sendable {
         router.get("console/console.css") { _, _ in ConsoleResponse.asset(ConsoleAssets.css, contentType: "text/css; charset=utf-8") }
         router.get("console/console.js") { _, _ in ConsoleResponse.asset(ConsoleAssets.js, contentType: "text/javascript; charset=utf-8") }
         router.get("console/events") { _, _ in ConsoleEventStream(hub: hub, feed: routes.console).response() }
+        // Not the stream's own: a HEAD must not subscribe a stream that is never read.
+        router.head("console/events") { _, _ in Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"]) }
         router.get("console/photos/{name}") { _, context in photos.serve(context.parameters.get("name") ?? "") }
         router.post("console/command") { request, context in await command(request, actor: context.actor) }
         router.post("console/photo") { request, _ in await photos.upload(request) }
@@ -39,13 +41,17 @@ struct ConsoleRoutes: Sendable {
     /// `POST /console/command`: one command object (or a list, run in order until one is refused),
     /// exactly as on MQTT and `hub exec` (`CommandJSON`); the answer is `hub exec`'s line.
     func command(_ request: Request, actor: String) async -> Response {
-        var request = request
+        if let refusal = BodyLimits.unsupportedType(request, accepted: ["application/json"]) { return refusal }
+        let body: ByteBuffer
+        switch await BodyLimits.collect(request, limit: BodyLimits.limit(for: "/console/command")) {
+        case .success(let read): body = read
+        case .failure(let refusal): return refusal.response
+        }
         let value: JSONValue
         do {
-            let body = try await request.collectBody(upTo: 256 * 1024)
             value = try JSONValue.parse(Array(body.readableBytesView))
         } catch {
-            return ConsoleResponse.error(.badRequest, code: "bad_json", "the body must be a JSON command object (at most 256 KiB): \(error)")
+            return ConsoleResponse.error(.badRequest, code: "bad_json", "the body must be a JSON command object: \(error)")
         }
         let items: [JSONValue]
         if case .array(let list) = value { items = list } else { items = [value] }
@@ -66,9 +72,12 @@ struct ConsoleRoutes: Sendable {
         switch answer {
         case .ok: status = .ok
         case .refused: status = .conflict
+        case .failed(let rejection) where rejection.code == CommandService.storageFull: status = APIResponders.status(of: answer.execLine)
         case .failed: status = .serviceUnavailable
         }
-        return ConsoleResponse.json(status, answer.execLine)
+        var response = ConsoleResponse.json(status, answer.execLine)
+        if answer.rejection?.code == CommandService.notActive { response.headers[.retryAfter] = APIResponders.retryAfterSeconds }
+        return response
     }
 }
 

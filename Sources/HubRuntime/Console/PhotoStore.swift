@@ -2,11 +2,14 @@ import Crypto
 import Foundation
 import HubDomain
 import HubLog
+import HTTPTypes
 import Hummingbird
 
 /// Animals' photos: uploaded by the console (`POST /console/photo`, the image as the raw body),
 /// kept as files under `<data dir>/photos/`, named by their content's SHA-256 so the admission's
-/// `photo` field (the file's name) also vouches for the image. Served at `/console/photos/<name>`.
+/// `photo` field (the file's name) also vouches for the image. Only a well-formed image of the kind
+/// its `Content-Type` says is taken (``PhotoFormat``). Served at `/console/photos/<name>` with
+/// `nosniff` and a sandboxing policy.
 struct PhotoStore: Sendable {
     let directory: String
     /// The largest photo taken.
@@ -44,6 +47,9 @@ struct PhotoStore: Sendable {
         guard bytes.starts(with: kind.magic) else {
             return ConsoleResponse.error(.badRequest, code: "bad_photo", "the body is not a \(kind.type) image (it does not start as one)")
         }
+        if let problem = PhotoFormat.problem(bytes, type: kind.type) {
+            return ConsoleResponse.error(.badRequest, code: "bad_photo", "the body is not a \(kind.type) image: \(problem); nothing was stored")
+        }
         let name = SHA256.hash(data: bytes).prefix(16).map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "." + kind.ext
         do {
             try DurableFile.write(bytes, to: directory + "/" + name, directory: directory, mode: 0o600)
@@ -53,11 +59,21 @@ struct PhotoStore: Sendable {
         return ConsoleResponse.json(.ok, .object([("status", "ok"), ("photo", .string(name)), ("bytes", .number(Double(bytes.count)))]))
     }
 
+    /// 413; the connection closes after it, so the rest of a large body is not waited for.
     func tooLarge(_ length: Int?) -> Response {
         let size = length.map { " is \(ConsoleFormat.number(Double($0) / 1_048_576, decimals: 1)) MiB:" } ?? " is larger than that:"
-        return ConsoleResponse.error(.contentTooLarge, code: "photo_too_large",
-                                     "a photo may be at most \(Self.maxBytes / 1_048_576) MiB; this one\(size) nothing was stored (make it smaller and try again)")
+        var response = ConsoleResponse.error(.contentTooLarge, code: "photo_too_large",
+                                             "a photo may be at most \(Self.maxBytes / 1_048_576) MiB; this one\(size) nothing was stored (make it smaller and try again)")
+        response.headers[.connection] = "close"
+        return response
     }
+
+    /// A photo is shown as an image and nothing else: never sniffed as another type, and opened on
+    /// its own it runs nothing (a sandbox with no script, no plugin, no origin).
+    static let servedHeaders: HTTPFields = [
+        .contentSecurityPolicy: "default-src 'none'; img-src 'self'; sandbox",
+        .xContentTypeOptions: "nosniff",
+    ]
 
     /// Whether `name` is one this store makes (no path can be smuggled in).
     static func isValidName(_ name: String) -> Bool {
@@ -71,7 +87,8 @@ struct PhotoStore: Sendable {
               let kind = Self.kinds.first(where: { name.hasSuffix("." + $0.ext) }) else {
             return ConsoleResponse.text(.notFound, "no photo \(name)\n")
         }
-        return Response(status: .ok, headers: [.contentType: kind.type, .cacheControl: "private, max-age=86400"],
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        var headers: HTTPFields = [.contentType: kind.type, .cacheControl: "private, max-age=86400"]
+        headers.append(contentsOf: Self.servedHeaders)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -13,20 +13,21 @@ struct APIResponders: Sendable {
     /// through them, so an id in a path is checked exactly as one in a topic.
     let topics: MQTTTopics
 
-    /// The largest body read; anything from ``MQTTCommands/maxPayloadBytes`` up is refused by the parser.
-    static let maxBodyBytes = 1_048_576
     static let eventsLimit = 1000
 
     func respond(_ route: APIRoute, _ request: Request, context: HubRequestContext) async throws -> Response {
-        let id = context.parameters.get("id")
+        let id: String?
+        switch Self.pathId(context.parameters.get("id")) {
+        case .success(let decoded): id = decoded
+        case .failure(let refusal): return refusal.response
+        }
         switch route.target {
         case .topic(let template):
+            if let refusal = BodyLimits.unsupportedType(request, accepted: route.mediaTypes) { return refusal }
             let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: Self.maxBodyBytes)
-            } catch {
-                return Self.response(MQTTResponse.error("payload of more than \(Self.maxBodyBytes) bytes exceeds \(MQTTCommands.maxPayloadBytes)"),
-                                     status: .contentTooLarge)
+            switch await BodyLimits.collect(request, limit: MQTTCommands.maxPayloadBytes) {
+            case .success(let read): body = read
+            case .failure(let refusal): return refusal.response
             }
             return Self.response(await answer(topic: template, id: id, payload: Array(buffer: body), actor: context.actor))
         case .query(let name):
@@ -45,8 +46,26 @@ struct APIResponders: Sendable {
         }
     }
 
+    /// The `{id}` of a path, percent-decoded (`living%20room` is `living room`), so that what is
+    /// said about it names the id, never a `%`: it is then checked as the same id in a topic or a
+    /// request is.
+    static func pathId(_ raw: String?) -> Result<String?, BodyLimits.Refusal> {
+        guard let raw else { return .success(nil) }
+        guard let decoded = raw.removingPercentEncoding else {
+            return .failure(BodyLimits.Refusal(response: response(MQTTResponse.error(
+                "the id in the path, \"\(MQTTTopics.shown(raw))\", is not valid percent-encoding", code: "invalid_id"))))
+        }
+        return .success(decoded)
+    }
+
     /// Parses `payload` as a message on `<base>/<template>` would be, and answers it.
     func answer(topic template: String, id: String?, payload: [UInt8], actor: String) async -> JSONValue {
+        if let id, id.contains("/") {
+            // A decoded `/` would make another topic of the path: refused as a topic level would be.
+            let kind = template.split(separator: "/").first.map(String.init) ?? "an"
+            return MQTTResponse.error("\(kind) id \"\(MQTTTopics.shown(id))\" contains the character '/': ids are 1 to \(Identifier.maxLength) "
+                                      + "characters of A-Z, a-z, 0-9, _ and -")
+        }
         let route = topics.route(topic: topics.base + "/" + template.replacingOccurrences(of: "{id}", with: id ?? ""))
         if route == .ignored {
             return (MQTTResponse.error("id \"\(MQTTTopics.shown(id ?? ""))\" is not valid: ids are 1 to \(Identifier.maxLength) "
@@ -93,13 +112,21 @@ struct APIResponders: Sendable {
         return Self.response(MQTTResponse.ok(.array(lines)))
     }
 
-    /// The answer as the body, with the status its outcome calls for.
+    /// The answer as the body, with the status its outcome calls for (and `Retry-After` when
+    /// the hub is not the active one: the active answers a retry).
     static func response(_ answer: JSONValue, status: HTTPResponse.Status? = nil) -> Response {
-        ObservabilityResponders.json(status ?? Self.status(of: answer), answer)
+        var response = ObservabilityResponders.json(status ?? Self.status(of: answer), answer)
+        if answer["code"] == .string(CommandService.notActive) { response.headers[.retryAfter] = retryAfterSeconds }
+        return response
     }
 
+    /// When to send again a command refused with `not_active`: about the time a standby takes to
+    /// take over an expired lease.
+    static let retryAfterSeconds = "3"
+
     /// 200 for `ok`; for an error, by its code: none (a malformed request) 400, an unknown subject
-    /// 404, a state that forbids it 409, a full disk 507, the hub's own failure 500, else 400.
+    /// 404, a state that forbids it 409, a full disk 507, not the active hub 503, the hub's own
+    /// failure 500, else 400.
     static func status(of answer: JSONValue) -> HTTPResponse.Status {
         guard answer["status"] != "ok" else { return .ok }
         guard case .string(let code)? = answer["code"] else { return .badRequest }
@@ -110,6 +137,11 @@ struct APIResponders: Sendable {
              "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
             return .conflict
         case "storage_full": return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
+        case CommandService.notActive: return .serviceUnavailable
+        case "too_large": return .contentTooLarge
+        case "unsupported_media_type": return .unsupportedMediaType
+        case "method_not_allowed": return .methodNotAllowed
+        case "unknown_host": return HTTPResponse.Status(code: 421, reasonPhrase: "Misdirected Request")
         case "internal": return .internalServerError
         case "unauthorized": return .unauthorized
         case "cross_site", "csrf": return .forbidden

@@ -19,6 +19,16 @@ struct APIRoute: Sendable, Equatable {
     /// Hummingbird's form (`/api/device/{id}/switch`), which is OpenAPI's form too.
     var path: String
     var target: Target
+
+    /// The body's `Content-Type`s the route reads (any other is refused with 415): JSON, and plain
+    /// text where the topic takes a bare word (`ON`); none for a GET.
+    var mediaTypes: [String] {
+        switch target {
+        case .topic(let topic) where topic.hasSuffix("/switch/set"): return ["application/json", "text/plain"]
+        case .topic: return ["application/json"]
+        case .query, .events: return []
+        }
+    }
 }
 
 /// The JSON API: every request and command of the MQTT surface (docs/mqtt.md), with the same

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -12,17 +13,26 @@ final class HTTPService: Service, Sendable {
     private let bound: BoundPort
 
     /// - Parameters:
-    ///   - settings: where to listen.
+    ///   - settings: where to listen, the deadlines (``ConnectionDeadlines``) and the connection limit.
     ///   - router: what to serve (``HubRoutes``).
+    ///   - metrics: where a cut connection is counted.
     ///   - logger: the hub's logger; hummingbird's own lines are kept to warnings unless it is at `trace`.
-    init(settings: HTTPSettings, router: Router<HubRequestContext>, logger: Logger) {
+    init(settings: HTTPSettings, router: Router<HubRequestContext>, metrics: HubMetrics, logger: Logger) {
         self.settings = settings
         var quieter = logger
         if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .warning) }
         let bound = BoundPort()
         self.bound = bound
-        app = Application(router: router,
-                          configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+        let cut: @Sendable (String) -> Void = { reason in metrics.httpConnectionCut(reason: reason) }
+        // Hummingbird's decoder limits stay (80 KiB of headers); its idle timeout is left off,
+        // ConnectionDeadlines keeps both waits and counts what it cuts.
+        let channel = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionDeadlines(idle: settings.idleTimeout, body: settings.bodyTimeout, cut: cut)])
+        // Past the limit the listener stops accepting (new connections wait in the backlog) until one closes.
+        let limit = MaximumAvailableConnections(settings.maxConnections, logger: quieter)
+        app = Application(router: router, server: .http1(configuration: channel),
+                          configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil,
+                                                                  availableConnectionsDelegate: limit),
                           onServerRunning: { channel in
                               let port = channel.localAddress?.port ?? settings.port
                               bound.state.withLock { $0.port = port }

@@ -9,6 +9,17 @@ public struct HTTPSettings: Sendable, Equatable {
     public var host: String
     /// 0 picks a free port (tests); ``HubService/httpPort()`` says which.
     public var port: Int
+    /// Names a request's `Host` may carry besides the ones always accepted (``HostCheck``):
+    /// `http.allowed_hosts`, such as `["hub.home.arpa"]`. Lowercase, without a port.
+    public var allowedHosts: [String] = []
+    /// A connection that sends no complete request head for this long is closed (an idle
+    /// keep-alive connection, or one sending its head a byte at a time): `http.idle_timeout_seconds`.
+    public var idleTimeout: Duration = .seconds(30)
+    /// A request's body must arrive in full within this long of its head: `http.body_timeout_seconds`.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// Connections served at once; more wait in the listen backlog until one closes:
+    /// `http.max_connections`.
+    public var maxConnections = 256
 
     public init(host: String, port: Int) {
         self.host = host

@@ -27,11 +27,21 @@ struct HubRoutes: Sendable {
     var console = ConsoleFeed()
     /// The household's time zone, in which the console shows and reads times.
     var time = LocalTime.system
+    /// Where the listener is bound and the names it answers to (``HostCheck``).
+    var http = HTTPSettings.standard
 
     func router() -> Router<HubRequestContext> {
-        let router = Router(context: HubRequestContext.self)
-        // First: a middleware applies to the routes added after it (and to every 404).
+        // A GET route answers HEAD too (the same status and headers, no body).
+        let router = Router(context: HubRequestContext.self, options: .autoGenerateHeadEndpoints)
+        let table = RouteTable()
+        // First: a middleware applies to the routes added after it (and to every 404). In order:
+        // every response's headers; foreign Host names refused; who may ask; 405 for a wrong
+        // method; a declared body larger than the route takes refused before it is read.
+        router.add(middleware: SecurityHeaders())
+        router.add(middleware: HostCheck(settings: http))
         router.add(middleware: HTTPAccess(requireCredential: requireCredential, tokens: tokens, sessions: sessions))
+        router.add(middleware: MethodCheck(table: table))
+        router.add(middleware: BodyLimits())
         let login = LoginResponders(tokens: tokens, sessions: sessions)
         router.get("login") { request, _ in login.form(request) }
         router.post("login") { request, _ in try await login.login(request) }
@@ -41,6 +51,7 @@ struct HubRoutes: Sendable {
         router.get("readyz") { _, _ in await observability.ready() }
         APIRoutes.register(on: router, APIResponders(hub: hub, requests: requests, topics: topics))
         ConsoleRoutes(routes: self).add(to: router)
+        table.fill(from: router)
         return router
     }
 }

@@ -24,6 +24,7 @@ public final class HubMetrics: Sendable {
     private let devices = LabelledMetrics<Gauge>()
     private let bridgeObservations = LabelledMetrics<CoreMetrics.Counter>()
     private let bridgeFacts = LabelledMetrics<CoreMetrics.Counter>()
+    private let httpCuts = LabelledMetrics<CoreMetrics.Counter>()
     /// Made at the first sign of a broker connection, so a hub without MQTT exports none.
     private let mqttMetrics = LabelledMetrics<MQTTMetrics>()
     private var mqtt: MQTTMetrics { mqttMetrics.get("") { MQTTMetrics(factory: factory) } }
@@ -93,6 +94,16 @@ public final class HubMetrics: Sendable {
     func bridgeFact(bridge: String, kind: String) {
         bridgeFacts.get(bridge + "\u{0}" + kind) {
             CoreMetrics.Counter(label: MetricCatalog.Name.bridgeFacts, dimensions: [("bridge", bridge), ("fact", kind)], factory: factory)
+        }.increment()
+    }
+
+    // MARK: HTTP
+
+    /// The HTTP listener closed a connection that took too long (``ConnectionDeadlines``):
+    /// `idle` (no complete request head in time) or `body`.
+    func httpConnectionCut(reason: String) {
+        httpCuts.get(reason) {
+            CoreMetrics.Counter(label: MetricCatalog.Name.httpConnectionsCut, dimensions: [("reason", reason)], factory: factory)
         }.increment()
     }
 

@@ -18,6 +18,7 @@ public enum MetricCatalog {
         public static let bridgeFacts = "hub_bridge_facts_total"
         public static let snapshotAge = "hub_snapshot_age_seconds"
         public static let eventsSinceSnapshot = "hub_events_since_snapshot"
+        public static let httpConnectionsCut = "hub_http_connections_cut_total"
     }
 
     public struct Entry: Sendable {
@@ -48,6 +49,8 @@ public enum MetricCatalog {
               help: "Facts a bridge reported (sighted, present, unseen), before the log's own filtering."),
         Entry(name: Name.snapshotAge, type: "gauge", labels: [], help: "Seconds since the newest read-model snapshot was written."),
         Entry(name: Name.eventsSinceSnapshot, type: "gauge", labels: [], help: "Events in the log after the newest snapshot."),
+        Entry(name: Name.httpConnectionsCut, type: "counter", labels: ["reason"],
+              help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body."),
     ]
 
     /// Durations the hub measures are mostly milliseconds: finer buckets than the Prometheus
