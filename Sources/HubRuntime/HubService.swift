@@ -155,8 +155,9 @@ public final class HubService: Sendable {
                                        requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
                                        topics: surface?.topics ?? MQTTTopics(base: options.config.mqtt.baseTopic,
                                                                              discoveryPrefix: options.config.mqtt.discoveryPrefix),
-                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console, http: settings,
-                                       time: options.config.timeZone.flatMap(TimeZone.init(identifier:)).map(LocalTime.init(zone:)) ?? .system)
+                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console,
+                                       time: options.config.timeZone.flatMap(TimeZone.init(identifier:)).map(LocalTime.init(zone:)) ?? .system,
+                                       http: settings)
                 http = HTTPService(settings: settings, router: routes.router(), metrics: hub.metrics, logger: logger)
                 services.append(http!)
             }
