@@ -45,6 +45,12 @@ public actor MQTTSurface {
     private nonisolated let answeredCount = Counter()
     /// Answers handed to the broker connection since start (one per command message).
     public nonisolated var answered: Int { answeredCount.value }
+    private nonisolated let unansweredCount = Counter()
+    /// Command messages neither run nor answered because this hub's lease was not confirmed (it was
+    /// paused or cut off: the active hub answers the client's re-send).
+    public nonisolated var unanswered: Int { unansweredCount.value }
+    /// Said once per lapse of the lease: commands go unanswered.
+    private nonisolated let saidUnanswered = Atomic<Bool>(false)
     /// The QoS 1 window: commands received (and so acknowledged to the broker) but not yet durable.
     public nonisolated let commandWindow = CommandWindow()
     /// Retained messages published again after every (re)connect, beside `online` (`<base>/status/active`).
@@ -87,7 +93,7 @@ public actor MQTTSurface {
     /// before then wait in the client's queue.
     public static func connect(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay? = nil,
                                settings: HubConfig.MQTT, checkpointPath: String, lease: LeaseStanding? = nil,
-                               logger: Logger) async throws -> MQTTSurface {
+                               keepSession: Bool = false, logger: Logger) async throws -> MQTTSurface {
         let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
         var options = MQTTOptions(clientId: settings.clientId)
         options.host = settings.host
@@ -101,7 +107,9 @@ public actor MQTTSurface {
             options.tls = MQTTOptions.TLSOptions(caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
         }
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
-        if lease != nil { await discardSession(options, logger: logger) }
+        // A hot standby's session may hold commands another instance answered; the only writer's (a
+        // lease under a derived name, `keepSession`) holds those sent while it restarted.
+        if lease != nil && !keepSession { await discardSession(options, logger: logger) }
         let client = try MQTTClient(options: options)
         let surface = MQTTSurface(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
                                   topics: topics, checkpointPath: checkpointPath, lease: lease, logger: logger)
@@ -449,12 +457,33 @@ public actor MQTTSurface {
 
     nonisolated func handle(_ work: Work) async {
         let taken = ContinuousClock.now
+        if lease?.mayAct == false {
+            unanswered(work, taken: taken)
+            return
+        }
         let answer = await answer(work.parsed)
         // A command's answer comes after its append is durable (the log's group commit has synced):
         // from here on a crash cannot lose it.
         let durable = ContinuousClock.now
+        if lease != nil, answer["code"] == .string(CommandService.notActive) {
+            unanswered(work, taken: taken) // the lease lapsed while it ran: nothing was recorded
+            return
+        }
+        saidUnanswered.store(false, ordering: .relaxed)
         respond(answer, to: work.message, route: work.route)
         commandWindow.finished(work, taken: taken, durable: durable, answered: ContinuousClock.now)
+    }
+
+    /// A hub whose lease is not confirmed (paused or cut off past it: another instance may be
+    /// active) neither runs nor answers the commands its broker session delivers: an answer
+    /// (`not_active`) could contradict the active's answer to the same command. The client's
+    /// re-send with the same `command_id` is answered by the active hub (docs/mqtt.md).
+    nonisolated func unanswered(_ work: Work, taken: ContinuousClock.Instant) {
+        unansweredCount.add()
+        if !saidUnanswered.exchange(true, ordering: .relaxed) {
+            logger.warning("mqtt: this instance's lease is not confirmed (paused or cut off): commands are neither run nor answered; the active hub answers their re-sends")
+        }
+        commandWindow.finished(work, taken: taken, durable: taken, answered: taken)
     }
 
     /// Answered by the transport-neutral ``Requests`` (the HTTP API answers through it too).

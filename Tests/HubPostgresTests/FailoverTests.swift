@@ -107,6 +107,11 @@ import Testing
         // Sent while a is paused: b answers it, and a finds it in its socket when it resumes.
         #expect(try await client.rename("p-5") != nil)
         ok.append("p-5")
+        // Switched through b while a is paused: b sends each to the plug; a's session collects the
+        // commands, and a's log follower will see b's events when it resumes.
+        for i in 1...6 { try client.client.publish("hub/device/plug/switch/set", Array((i % 2 == 1 ? "ON" : "OFF").utf8), qos: 1) }
+        #expect(await client.waitForCount("cmnd/plug/POWER", ["ON", "OFF"], 6, after: paused, timeout: 10), "b did not switch the plug: \(pair.b.stderr)")
+        let sentByB = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused)
 
         // The broker gives up on the paused a and publishes its will over b's `online`; b answers it.
         let will = try #require(await client.waitFor("hub/status", "offline", after: answered, timeout: 20),
@@ -121,8 +126,14 @@ import Testing
         #expect(await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
         #expect(pair.a.process.isRunning, "the old active exited instead of becoming a standby: \(pair.a.stderr)")
         #expect(pair.a.stderr.contains("stepping down"), "\(pair.a.stderr)")
+        // A hub that lost its lease sends nothing to a device and gives no answer contradicting the
+        // active's: no not_active after b's ok, no POWER command to the plug beyond b's.
         let fenced = client.answers("p-5").filter { $0.contains("not_active") }
-        print("failover (SIGSTOP): the resumed active answered p-5 with not_active \(fenced.count) time(s), then became a standby again")
+        #expect(fenced.isEmpty, "the resumed active answered p-5, answered ok by b, with not_active: \(fenced)")
+        try await Task.sleep(for: .milliseconds(500))
+        let sentAfter = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused)
+        #expect(sentAfter == sentByB, "the resumed active sent the plug \(sentAfter - sentByB) command(s) after it lost its lease: \(pair.a.stderr)")
+        print("failover (SIGSTOP): the resumed active answered \(fenced.count) command(s) with not_active and sent the plug \(sentAfter - sentByB) command(s), then became a standby again")
         try Self.expectOnceEach(ok, url: pg.url!, dataDirectory: pg.dataDirectory + "/b")
         // The hub stays online, and b is still the one announced: a said nothing when it reconnected.
         try await Task.sleep(for: .milliseconds(500))
@@ -198,5 +209,70 @@ import Testing
             hub.signal(SIGTERM)
             #expect(await hub.waitExit(timeout: 15) == 0, "\(hub.name): \(hub.stderr)")
         }
+    }
+
+    /// A standby answers a load balancer's health checks on its HTTP address: `/healthz` 200,
+    /// `/readyz` 503 naming the active instance, the API 503 `not_active`; once it took over, the
+    /// same address serves the API and says ready.
+    @Test func aStandbyAnswersHealthChecksAndTheAPISaysNotActive() async throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        let broker = try await TestBroker.startAsync()
+        defer { broker.stop() }
+        let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port, http: true)
+        defer { pair.end() }
+        let (portA, portB) = (pair.httpPorts["a"]!, pair.httpPorts["b"]!)
+        #expect(await httpGet(port: portA, path: "/readyz")?.status == 200, "\(pair.a.stderr)")
+        let health = await httpGet(port: portB, path: "/healthz")
+        #expect(health?.status == 200, "the standby's /healthz: \(String(describing: health)) \(pair.b.stderr)")
+        let ready = await httpGet(port: portB, path: "/readyz")
+        #expect(ready?.status == 503, "\(String(describing: ready))")
+        #expect(ready?.body.contains(#""standby":"instance a is active""#) == true, "\(String(describing: ready))")
+        let api = await httpGet(port: portB, path: "/api/devices")
+        #expect(api?.status == 503 && api?.body.contains(#""code":"not_active""#) == true, "\(String(describing: api))")
+
+        pair.a.signal(SIGTERM) // releases the lease: b takes over at once
+        #expect(await pair.a.waitExit(timeout: 15) == 0, "\(pair.a.stderr)")
+        let deadline = Date().addingTimeInterval(15)
+        var readyAfter = await httpGet(port: portB, path: "/readyz")
+        while readyAfter?.status != 200, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            readyAfter = await httpGet(port: portB, path: "/readyz")
+        }
+        #expect(readyAfter?.status == 200, "b never said ready after taking over: \(String(describing: readyAfter)) \(pair.b.stderr)")
+        let devices = await httpGet(port: portB, path: "/api/devices")
+        #expect(devices?.status == 200 && devices?.body.contains("lamp") == true, "\(String(describing: devices))")
+        pair.b.signal(SIGTERM)
+        #expect(await pair.b.waitExit(timeout: 15) == 0, "\(pair.b.stderr)")
+    }
+
+    /// Two `hub run` on one PostgreSQL log, neither given `--instance`: the first holds the lease
+    /// under a name derived from its machine and data directory; the second refuses to start,
+    /// naming it, and writes nothing.
+    @Test func aSecondHubWithoutAnInstanceNameRefusesToWriteTheLog() async throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        func launch(_ name: String) throws -> HubProcess {
+            let dir = pg.dataDirectory + "/" + name
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            return try HubProcess(hub: hub, name: name, arguments: ["run", "--data-dir", dir, "--log", pg.url!, "--no-mqtt", "--no-http"],
+                                  errPath: pg.dataDirectory + "/\(name).stderr")
+        }
+        let first = try launch("first")
+        defer { first.end() }
+        #expect(await first.waitFor("Ctrl-C stops"), "\(first.stderr)")
+        let second = try launch("second")
+        defer { second.end() }
+        let status = await second.waitExit(timeout: 20)
+        #expect(status != nil && status != 0, "a second hub without --instance ran beside the first: \(second.stderr)")
+        #expect(second.stderr.contains("another hub writes this log: instance"), "\(second.stderr)")
+        #expect(!second.stderr.contains("Ctrl-C stops"), "\(second.stderr)")
+        #expect(first.process.isRunning, "\(first.stderr)")
+        first.signal(SIGTERM)
+        #expect(await first.waitExit(timeout: 15) == 0, "\(first.stderr)")
+        // Stopped gracefully, the first released its lease: a hub without --instance starts at once.
+        let third = try launch("third")
+        defer { third.end() }
+        #expect(await third.waitFor("Ctrl-C stops", timeout: 20), "\(third.stderr)")
+        third.signal(SIGTERM)
+        #expect(await third.waitExit(timeout: 15) == 0, "\(third.stderr)")
     }
 }

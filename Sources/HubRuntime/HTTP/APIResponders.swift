@@ -99,7 +99,8 @@ struct APIResponders: Sendable {
     }
 
     /// 200 for `ok`; for an error, by its code: none (a malformed request) 400, an unknown subject
-    /// 404, a state that forbids it 409, a full disk 507, the hub's own failure 500, else 400.
+    /// 404, a state that forbids it 409, a full disk 507, a hub that is not the active one 503, the
+    /// hub's own failure 500, else 400.
     static func status(of answer: JSONValue) -> HTTPResponse.Status {
         guard answer["status"] != "ok" else { return .ok }
         guard case .string(let code)? = answer["code"] else { return .badRequest }
@@ -110,6 +111,7 @@ struct APIResponders: Sendable {
              "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
             return .conflict
         case "storage_full": return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
+        case "not_active": return .serviceUnavailable
         case "internal": return .internalServerError
         case "unauthorized": return .unauthorized
         case "cross_site", "csrf": return .forbidden
