@@ -50,6 +50,8 @@ public actor DriverHost: Service {
     /// Commands not sent to their device because the lease was not confirmed (said once per lapse).
     var fencedCommands = 0
     var saidFenced = false
+    /// Set once the registered devices' drivers were started at start-up (``sync()``).
+    var synced = false
     /// Work for `run()`'s task group: device workers, the confirmation watcher, discovery.
     nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
     nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
@@ -128,6 +130,7 @@ public actor DriverHost: Service {
         for device in devices where !device.removed && running[device.id] == nil {
             await start(device)
         }
+        synced = true
     }
 
     private func stopDriver(_ id: String) async {
@@ -223,6 +226,9 @@ public actor DriverHost: Service {
 
     /// Reacts to one committed event.
     public func handle(_ event: HubEvent) async {
+        // At start-up a command may be logged before the drivers were started: start them first,
+        // so it reaches its device instead of failing with "no running driver".
+        if !synced { await sync() }
         switch event {
         case .deviceRegistered, .deviceRemoved:
             await sync()
