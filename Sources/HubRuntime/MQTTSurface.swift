@@ -36,6 +36,13 @@ public actor MQTTSurface {
     nonisolated let announceRequest: AsyncStream<Void>.Continuation
     let announceRequests: AsyncStream<Void>
     var wasDisconnected = false
+    /// When the current connection was made (nil while disconnected).
+    var connectedAt: ContinuousClock.Instant?
+    /// Connections in a row that the broker dropped within ``briefConnection`` of accepting them.
+    var briefDrops = 0
+    /// A connection dropped sooner than this after CONNACK counts as brief (a session taken over,
+    /// a broker dropping the hub after a refused publish).
+    static let briefConnection: Duration = .seconds(5)
     /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
     /// commands in arrival order, many entities at once.
     static let laneCount = 32
@@ -194,6 +201,7 @@ public actor MQTTSurface {
         for await event in client.connectionEvents {
             switch event {
             case .connected(let sessionPresent):
+                connectedAt = .now
                 if wasDisconnected {
                     hub.metrics.mqttReconnected()
                     logger.notice("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
@@ -209,10 +217,43 @@ public actor MQTTSurface {
                 }
             case .disconnected(let reason):
                 wasDisconnected = true
-                logger.warning("mqtt: disconnected (\(reason)); reconnecting")
+                disconnected(reason)
             case .failed(let reason):
                 throw HubError.failed("mqtt: \(reason)")
             }
+        }
+    }
+
+    /// Names what a disconnect means and backs off when the broker keeps dropping the hub right
+    /// after accepting it: the shortest reconnect delay doubles (1 s to 30 s) with each brief
+    /// connection in a row, and is reset once a connection lasts.
+    func disconnected(_ reason: String) {
+        let brief = connectedAt.map { ContinuousClock.now - $0 < Self.briefConnection } ?? false
+        connectedAt = nil
+        let settings = client.options.reconnectDelay
+        if brief {
+            briefDrops += 1
+        } else if briefDrops > 0 {
+            briefDrops = 0
+            client.setReconnectDelay(settings)
+        }
+        let wait = briefDrops == 0 ? settings.min : min(settings.max, settings.min * (1 << min(briefDrops, 5)))
+        if briefDrops > 0 { client.setReconnectDelay(MQTTOptions.ReconnectDelay(min: wait, max: settings.max, exponential: settings.exponential)) }
+        let id = client.options.clientId
+        if reason.contains("Session taken over") {
+            logger.error("""
+                mqtt: the broker gave this hub's session to another client with the same client id "\(id)" (MQTT reason 0x8E, session taken over): \
+                two hubs, or a hub and another program, use one client id; give each its own (--mqtt-client-id; hubs sharing a PostgreSQL log: \
+                --instance). Backing off: \(wait) between reconnects
+                """)
+        } else if briefDrops >= 3 {
+            logger.error("""
+                mqtt: the broker dropped the connection \(briefDrops) times in a row within \(Self.briefConnection) of accepting it (\(reason)): \
+                another client with this hub's client id "\(id)" may be taking its session, or the broker drops the hub after refusing one of \
+                its publishes (mosquitto before 2.0.22 with max_queued_messages 0: set a large number); see the broker's log. Backing off: \(wait) between reconnects
+                """)
+        } else {
+            logger.warning("mqtt: disconnected (\(reason)); reconnecting")
         }
     }
 
