@@ -3,12 +3,41 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// Thin POSIX wrappers that turn failures into `EventLogError.io` naming the path and operation.
+///
+/// Every change the log makes to its files goes through here, so a test can record them
+/// (``recorder``): the power-loss test replays the crash states a power cut could leave.
 package enum FileIO {
+    /// One change to a file, as ``recorder`` is told of it (after it succeeded).
+    package enum Operation: Sendable, Equatable {
+        /// `open(2)` with these flags (`O_CREAT`, `O_TRUNC` matter).
+        case open(path: String, flags: Int32)
+        /// Bytes written at `offset`, or at the file's position (nil: sequential writes from 0
+        /// after the open, as the log's fresh files are written).
+        case write(path: String, offset: Int?, bytes: [UInt8])
+        /// Zeros written over a range (preallocation).
+        case zeros(path: String, range: Range<Int>)
+        case truncate(path: String, length: Int)
+        /// `fdatasync`/`fsync` of the file: what was written before is durable.
+        case sync(path: String)
+        case syncDirectory(path: String)
+        case rename(from: String, to: String)
+        case remove(path: String)
+    }
+
+    /// Told of every change, in order (tests only; nil otherwise: the log pays one lock per change).
+    package static let recorder = Mutex<(@Sendable (Operation) -> Void)?>(nil)
+
+    static func record(_ operation: @autoclosure () -> Operation) {
+        if let recorder = recorder.withLock({ $0 }) { recorder(operation()) }
+    }
+
     package static func openFile(_ path: String, flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
         let fd = open(path, flags | O_CLOEXEC, mode)
         guard fd >= 0 else { throw spaceFailure(path: path, operation: "open", errno: errno) }
+        if flags & (O_CREAT | O_TRUNC) != 0 { record(.open(path: path, flags: flags)) }
         return fd
     }
 
@@ -64,6 +93,11 @@ package enum FileIO {
     /// Writes all of `bytes` at the file's position, or at `offset` (pwrite; the file grows if the
     /// range ends past its end).
     package static func writeAll(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int? = nil) throws {
+        try writeAllUnrecorded(fd: fd, path: path, bytes, at: offset)
+        record(.write(path: path, offset: offset, bytes: Array(bytes)))
+    }
+
+    private static func writeAllUnrecorded(fd: Int32, path: String, _ bytes: UnsafeRawBufferPointer, at offset: Int?) throws {
         var done = 0
         while done < bytes.count {
             let start = bytes.baseAddress! + done, count = bytes.count - done
@@ -85,9 +119,10 @@ package enum FileIO {
         var offset = range.lowerBound
         while offset < range.upperBound {
             let n = min(zeros.count, range.upperBound - offset)
-            try writeAll(fd: fd, path: path, UnsafeRawBufferPointer(rebasing: zeros[0..<n]), at: offset)
+            try writeAllUnrecorded(fd: fd, path: path, UnsafeRawBufferPointer(rebasing: zeros[0..<n]), at: offset)
             offset += n
         }
+        record(.zeros(path: path, range: range))
     }
 
     package static func dataSync(fd: Int32, path: String) throws {
@@ -97,18 +132,21 @@ package enum FileIO {
         let rc = fsync(fd)
         #endif
         guard rc == 0 else { throw EventLogError.io(path: path, operation: "fdatasync", errno: errno) }
+        record(.sync(path: path))
     }
 
     package static func syncDirectory(_ path: String) throws {
         let fd = try openFile(path, flags: O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw EventLogError.io(path: path, operation: "fsync", errno: errno) }
+        record(.syncDirectory(path: path))
     }
 
     package static func truncate(fd: Int32, path: String, to length: Int) throws {
         guard ftruncate(fd, off_t(length)) == 0 else {
             throw EventLogError.io(path: path, operation: "ftruncate", errno: errno)
         }
+        record(.truncate(path: path, length: length))
     }
 
     package static func makeDirectory(_ path: String, mode: mode_t = 0o755) throws {
@@ -159,10 +197,11 @@ package enum FileIO {
         let rc = Darwin.rename(from, to)
         #endif
         guard rc == 0 else { throw EventLogError.io(path: to, operation: "rename", errno: errno) }
+        record(.rename(from: from, to: to))
     }
 
     package static func remove(_ path: String) {
-        unlink(path)
+        if unlink(path) == 0 { record(.remove(path: path)) }
     }
 
     /// Writes a file atomically: temp file, fsync, rename, fsync the directory. When any step fails
@@ -174,6 +213,7 @@ package enum FileIO {
         do {
             try bytes.withUnsafeBytes { try writeAll(fd: fd, path: temp, $0) }
             guard fsync(fd) == 0 else { throw EventLogError.io(path: temp, operation: "fsync", errno: errno) }
+            record(.sync(path: temp))
             close(fd)
         } catch {
             close(fd)

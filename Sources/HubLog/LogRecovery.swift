@@ -274,9 +274,11 @@ enum LogRecovery {
     enum Tail: Equatable {
         /// A write cut short by a crash, with nothing sound after it, at the end of the newest
         /// segment: a frame that ends before its declared length (the file ends, or its last bytes
-        /// and everything after are zeros), or a frame with a 512-byte block of zeros in it (a block
-        /// of the write that never reached the disk, or that the write never got to). Never an
-        /// acknowledged record; opening cuts it into quarantine.
+        /// and everything after are zeros), a frame with a 512-byte block of zeros in it (a block
+        /// of the write that never reached the disk, or that the write never got to), or a frame
+        /// whose start, up to the next 512-byte boundary (at least its length field), is zeros (the
+        /// write's first block never reached the disk while later ones did). Never an acknowledged
+        /// record; opening cuts it into quarantine.
         case torn(offset: Int, reason: String)
         /// Damage: a complete frame that fails its checks, anything bad before the newest segment's
         /// end, or a bad spot with sound records after it. Opening refuses; nothing is changed.

@@ -119,8 +119,10 @@ final class SegmentCursor {
 
     /// Why the frame at `offset` (which failed its checks) reads as a write that did not finish, or
     /// nil when it reads as damage: its last 8 bytes and everything after them are zeros (the file's
-    /// data ends before the frame does), or it overlaps an aligned block of zeros (a block of the
-    /// write never reached the disk). Without a sound header only the header itself is looked at.
+    /// data ends before the frame does), it overlaps an aligned block of zeros (a block of the
+    /// write never reached the disk), or its start is zeros up to the next block boundary (the
+    /// write's first block never reached the disk while later ones did). Without a sound header only
+    /// the header itself is looked at.
     func unwrittenPart(ofFrameAt offset: Int) throws -> String? {
         var header = [UInt8](repeating: 0, count: RecordFormat.frameHeaderSize)
         let n = try header.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: offset) }
@@ -134,6 +136,17 @@ final class SegmentCursor {
             }
         }
         let block = Self.blockSize
+        // The write's first block never reached the disk while later ones did (a disk may write a
+        // request's blocks in any order): that block kept only the records before the frame, and the
+        // frame's start up to the block's end is zeros. A real frame never starts with a zero length.
+        let boundary = (offset / block + 1) * block
+        if boundary - offset >= 4 {
+            var start = [UInt8](repeating: 0, count: boundary - offset)
+            let read = try start.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: offset) }
+            if read == start.count, start.allSatisfy({ $0 == 0 }) {
+                return "the record's first \(read) bytes, up to the \(block)-byte block boundary at offset \(boundary), are zeros (the write's first block never reached the disk)"
+            }
+        }
         let fileSize = try FileIO.size(fd: fd, path: path)
         let first = offset / block * block, last = min((end + block - 1) / block * block, fileSize)
         guard last > first else { return nil }

@@ -66,7 +66,11 @@ extension PostgresEventStore {
 
     /// Who holds the lease now, or nil when it was never held.
     public func leaseHolder() async throws -> PostgresLease? {
-        let query: PostgresQuery = "SELECT holder, token, extract(epoch FROM expires_at - now())::float8 FROM hub_lease WHERE id = 1"
+        // A released (or never held) lease expires at -infinity, which cannot be subtracted from.
+        let query: PostgresQuery = """
+            SELECT holder, token, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - now())::float8 END \
+            FROM hub_lease WHERE id = 1
+            """
         do {
             let rows = try await reader.query(query, logger: logger).get()
             guard let row = rows.first else { return nil }

@@ -18,6 +18,9 @@ public struct CommandService: Sendable {
     let catalog: DriverCatalog
     let confirmTimeout: Duration
     let logger: Logger
+    /// With a hot standby (or a derived lease): whether this hub may still act as the active one.
+    /// While it may not, every command is answered `not_active` before it is decided.
+    let lease: LeaseStanding?
     private let unrecordedCount = Counter()
 
     /// - Parameters:
@@ -26,11 +29,14 @@ public struct CommandService: Sendable {
     ///   - confirmTimeout: how long a multi-device command waits for each member's confirmation;
     ///     zero (as in `hub exec`, where no driver runs) answers at once with `pending` members.
     ///   - logger: where failures to record a command are reported.
-    public init(hub: Hub, catalog: DriverCatalog, confirmTimeout: Duration, logger: Logger) {
+    ///   - lease: the active hub's lease (nil: the only hub, no lease): while it is not confirmed
+    ///     (``LeaseStanding/mayAct``), commands are answered `not_active` and nothing is appended.
+    public init(hub: Hub, catalog: DriverCatalog, confirmTimeout: Duration, logger: Logger, lease: LeaseStanding? = nil) {
         self.hub = hub
         self.catalog = catalog
         self.confirmTimeout = confirmTimeout
         self.logger = logger
+        self.lease = lease
     }
 
     /// Commands the log could not record since start (each was logged at error level).
@@ -58,6 +64,7 @@ public struct CommandService: Sendable {
     }
 
     private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async -> CommandAnswer {
+        if let lease, !lease.mayAct { return .failed(Self.leaseUnconfirmed) }
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
         do {
             if HouseholdControl.isMultiDevice(command) {
@@ -88,6 +95,12 @@ public struct CommandService: Sendable {
 
     /// The code of a command refused because this hub lost its lease to another instance (hot standby).
     public static let notActive = "not_active"
+
+    /// A command taken while this hub's lease is not confirmed (it was paused or cut off longer
+    /// than the lease allows): not decided, not recorded.
+    static let leaseUnconfirmed = Rejection(code: notActive, message: "this hub's lease is not confirmed (it was paused or cut off): "
+                                            + "the command was not recorded and changed nothing; send it again (the same command_id is safe): "
+                                            + "the active hub answers it")
 
     /// The code of a command refused because the disk holding the log is full.
     public static let storageFull = "storage_full"

@@ -45,6 +45,13 @@ public actor DriverHost: Service {
     let options: DriverHostOptions
     let relay: MQTTRelay?
     let logger: Logger
+    /// The active hub's lease (nil: the only hub): no command reaches a device unless it may act.
+    let lease: LeaseStanding?
+    /// Commands not sent to their device because the lease was not confirmed (said once per lapse).
+    var fencedCommands = 0
+    var saidFenced = false
+    /// Set once the registered devices' drivers were started at start-up (``sync()``).
+    var synced = false
     /// Work for `run()`'s task group: device workers, the confirmation watcher, discovery.
     nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
     nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
@@ -80,8 +87,10 @@ public actor DriverHost: Service {
     var writeOwed: Set<String> = []
     var readings: ReadingFilter
 
-    public init(commands: CommandService, options: DriverHostOptions = DriverHostOptions(), relay: MQTTRelay? = nil, logger: Logger) {
+    public init(commands: CommandService, options: DriverHostOptions = DriverHostOptions(), relay: MQTTRelay? = nil,
+                lease: LeaseStanding? = nil, logger: Logger) {
         self.hub = commands.hub
+        self.lease = lease
         self.commands = commands
         self.catalog = commands.catalog
         self.relay = relay
@@ -121,6 +130,7 @@ public actor DriverHost: Service {
         for device in devices where !device.removed && running[device.id] == nil {
             await start(device)
         }
+        synced = true
     }
 
     private func stopDriver(_ id: String) async {
@@ -186,6 +196,18 @@ public actor DriverHost: Service {
 
     /// Carries out one queued command (on the device's worker task).
     private func perform(_ command: DriverCommand, device: String, driver: any Driver, driverName: String) async {
+        // Checked at the moment of sending, on the monotonic clock: a hub paused (or cut off) past
+        // its lease finds it unconfirmed as soon as it runs again, and sends nothing to the device
+        // (the active hub does); the command's confirmation fails in the log, or it was the new active's.
+        if let lease, !lease.mayAct {
+            fencedCommands += 1
+            if !saidFenced {
+                saidFenced = true
+                logger.warning("drivers: this instance's lease is not confirmed (paused or cut off): no command is sent to any device")
+            }
+            return
+        }
+        saidFenced = false
         let started = ContinuousClock.now
         do {
             try await driver.execute(command)
@@ -204,6 +226,9 @@ public actor DriverHost: Service {
 
     /// Reacts to one committed event.
     public func handle(_ event: HubEvent) async {
+        // At start-up a command may be logged before the drivers were started: start them first,
+        // so it reaches its device instead of failing with "no running driver".
+        if !synced { await sync() }
         switch event {
         case .deviceRegistered, .deviceRemoved:
             await sync()

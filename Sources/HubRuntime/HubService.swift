@@ -98,24 +98,35 @@ public final class HubService: Sendable {
         let open = { try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics) }
         let hub: Hub
         let active: ActiveLease?
+        // While a standby, /healthz and /readyz answer on the hub's HTTP address (the API says not_active).
+        var standbyListener: StandbyListener? = nil
         if let lease = options.lease {
-            let opened = try await Standby.untilActive(open: open, settings: lease, retryFirstOpen: options.retryOpeningLog,
-                                                       logger: logger, stop: options.stopStandby)
-            (hub, active) = (opened.0, opened.1)
+            let status = StandbyStatus("instance \(lease.instance) is connecting to the log")
+            standbyListener = options.http.map { StandbyListener(settings: $0, instance: lease.instance, status: status, logger: logger) }
+            do {
+                let opened = try await Standby.untilActive(open: open, settings: lease, retryFirstOpen: options.retryOpeningLog,
+                                                           logger: logger, status: status, stop: options.stopStandby)
+                (hub, active) = (opened.0, opened.1)
+            } catch {
+                await standbyListener?.stop()
+                throw error
+            }
         } else {
             (hub, active) = (try open(), nil)
         }
         for line in hub.openingNotes { logger.info("\(line)") }
         do {
             var options = options
-            if let lease = options.lease {
+            if let lease = options.lease, !lease.derived {
                 options.config.mqtt.clientId += "-" + lease.instance // two clients with one id knock each other off
             }
             let catalog = DriverCatalog(options.factories)
+            // Fenced by the lease's standing: nothing is decided, sent to a device or answered once it is not confirmed.
             let commands = CommandService(hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
-                                          logger: logger)
+                                          logger: logger, lease: active?.standing)
             let relay = MQTTRelay(logger: logger)
-            let drivers = DriverHost(commands: commands, options: options.config.driverHostOptions, relay: relay, logger: logger)
+            let drivers = DriverHost(commands: commands, options: options.config.driverHostOptions, relay: relay,
+                                     lease: active?.standing, logger: logger)
             try await Self.registerConfiguredDevices(commands: commands, options: options, logger: logger)
             let bridgeSettings = options.config.beacons.map { settings in
                 options.bridgeFactories.filter { $0.name == "beacons" }.map { (factory: $0, settingsJSON: settings) }
@@ -126,7 +137,8 @@ public final class HubService: Sendable {
                 surface = try await MQTTSurface.connect(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
                                                         settings: options.config.mqtt,
                                                         checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint",
-                                                        lease: active?.standing, logger: logger)
+                                                        lease: active?.standing, keepSession: options.lease?.derived == true,
+                                                        logger: logger)
             }
             let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
             // Follow the log from here, before the drivers start, so what they report at start-up is published too.
@@ -172,6 +184,8 @@ public final class HubService: Sendable {
             // Started after the group installed its signal handlers and after every other service.
             let (started, startedSink) = AsyncStream<Void>.makeStream()
             services.append(StartNotice(sink: startedSink))
+            await standbyListener?.stop() // the address is the active hub's listener's from here
+            standbyListener = nil
             group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: services.map {
                     .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
@@ -190,6 +204,7 @@ public final class HubService: Sendable {
             self.started = started
             self.startedSink = startedSink
         } catch {
+            await standbyListener?.stop()
             // Nothing runs: give the log back (snapshot, lock released) before saying why.
             do { try await hub.close() } catch let closing {
                 logger.error("the log could not be closed after a failed start", metadata: ["error": "\(closing)"])

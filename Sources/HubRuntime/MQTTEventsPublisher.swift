@@ -11,6 +11,12 @@ import Synchronization
 ///
 /// Up to `window` events are in flight at once. Waiting for each PUBACK before sending the next
 /// would cap the stream at one event per broker round trip, below what the log takes in under load.
+///
+/// A publish the broker refuses (an ACL, a queue limit) or that fails stops the window: the first
+/// unacknowledged event is then sent alone, after 0.5 s, doubling to 30 s while the broker keeps
+/// refusing it (each refusal counted in `hub_mqtt_events_refused_total`), and the window opens again
+/// once it is taken. A broker that refuses the feed gets one publish per back-off step, not the
+/// whole backlog again and again.
 final class MQTTEventsPublisher: Service {
     let hub: Hub
     let client: MQTTClient
@@ -86,18 +92,87 @@ final class MQTTEventsPublisher: Service {
                 await settle()
                 break
             }
-            // A refused or failed publish: everything after the acknowledged prefix goes out again.
+            hub.metrics.mqttEventRefused()
             // Said once, and again every minute while it lasts: a stalled feed is not hidden.
-            let problem = "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); retrying"
+            let problem = "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); "
+                + "retrying that event alone with back-off (0.5 s doubling to 30 s)"
             if lastProblem?.text != problem || ContinuousClock.now - (lastProblem?.at ?? .now) > .seconds(60) {
                 logger.error("\(problem)")
                 lastProblem = (problem, ContinuousClock.now)
             }
-            try? await Task.sleep(for: .milliseconds(500))
+            await retryAlone()
         }
         saves.continuation.finish()
         await saver.value // one writer at a time
         saveCheckpoint()
+    }
+
+    /// The first wait before a refused event is sent again, and the longest.
+    static let firstRetry: Duration = .milliseconds(500)
+    static let longestRetry: Duration = .seconds(30)
+
+    /// After a refusal: sends the first unacknowledged event alone, after ``firstRetry``, doubling
+    /// the wait up to ``longestRetry`` each time the broker refuses it again. Returns once the broker
+    /// took it (the windowed feed goes on from the next one), or when cancelled.
+    private func retryAlone() async {
+        var delay = Self.firstRetry
+        var refusals = 1
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: delay) } catch { return }
+            let sequence = acknowledged + 1
+            var found: EventRecord?
+            do {
+                try hub.store.read(from: sequence, through: sequence) { found = $0; return false }
+            } catch {
+                logger.warning("mqtt: the event feed cannot read event \(sequence) to send it again", metadata: ["error": "\(error)"])
+            }
+            guard let record = found else { return } // let the feed itself say what is wrong
+            while !client.isConnected {
+                do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout {
+                } catch { return }
+            }
+            switch await publishAlone(record) {
+            case .success:
+                acknowledge(sequence)
+                if refusals > 1 { logger.notice("mqtt: the broker took event \(sequence) after \(refusals) refusals; the event feed goes on") }
+                return
+            case .failure(let error):
+                if Task.isCancelled { return }
+                refusals += 1
+                hub.metrics.mqttEventRefused()
+                delay = min(delay * 2, Self.longestRetry)
+                if refusals == 3 || refusals % 10 == 0 {
+                    logger.warning("mqtt: the broker refused event \(sequence) \(refusals) times in a row (\(error)); next try in \(delay)")
+                }
+            }
+        }
+    }
+
+    /// Publishes one event and waits for what became of it (or for cancellation: a stopping feed
+    /// does not wait for a broker that never answers).
+    private func publishAlone(_ record: EventRecord) async -> Result<Void, any Error> {
+        let topic = topics.event(stream: record.stream, type: record.type)
+        let payload = Array(EventLines.render(record).utf8)
+        let waiter = Mutex<CheckedContinuation<Result<Void, any Error>, Never>?>(nil)
+        @Sendable func finish(_ result: Result<Void, any Error>) {
+            waiter.withLock { w in
+                defer { w = nil }
+                return w
+            }?.resume(returning: result)
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, any Error>, Never>) in
+                waiter.withLock { $0 = continuation }
+                if Task.isCancelled { finish(.failure(CancellationError())); return }
+                do {
+                    try client.publish(topic, payload, qos: 1) { result in finish(result) }
+                } catch {
+                    finish(.failure(error))
+                }
+            }
+        } onCancel: {
+            finish(.failure(CancellationError()))
+        }
     }
 
     /// Publishes from `first` on until cancelled or until the broker refuses (or fails) one event;

@@ -36,6 +36,13 @@ public actor MQTTSurface {
     nonisolated let announceRequest: AsyncStream<Void>.Continuation
     let announceRequests: AsyncStream<Void>
     var wasDisconnected = false
+    /// When the current connection was made (nil while disconnected).
+    var connectedAt: ContinuousClock.Instant?
+    /// Connections in a row that the broker dropped within ``briefConnection`` of accepting them.
+    var briefDrops = 0
+    /// A connection dropped sooner than this after CONNACK counts as brief (a session taken over,
+    /// a broker dropping the hub after a refused publish).
+    static let briefConnection: Duration = .seconds(5)
     /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
     /// commands in arrival order, many entities at once.
     static let laneCount = 32
@@ -45,6 +52,12 @@ public actor MQTTSurface {
     private nonisolated let answeredCount = Counter()
     /// Answers handed to the broker connection since start (one per command message).
     public nonisolated var answered: Int { answeredCount.value }
+    private nonisolated let unansweredCount = Counter()
+    /// Command messages neither run nor answered because this hub's lease was not confirmed (it was
+    /// paused or cut off: the active hub answers the client's re-send).
+    public nonisolated var unanswered: Int { unansweredCount.value }
+    /// Said once per lapse of the lease: commands go unanswered.
+    private nonisolated let saidUnanswered = Atomic<Bool>(false)
     /// The QoS 1 window: commands received (and so acknowledged to the broker) but not yet durable.
     public nonisolated let commandWindow = CommandWindow()
     /// Retained messages published again after every (re)connect, beside `online` (`<base>/status/active`).
@@ -87,7 +100,7 @@ public actor MQTTSurface {
     /// before then wait in the client's queue.
     public static func connect(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay? = nil,
                                settings: HubConfig.MQTT, checkpointPath: String, lease: LeaseStanding? = nil,
-                               logger: Logger) async throws -> MQTTSurface {
+                               keepSession: Bool = false, logger: Logger) async throws -> MQTTSurface {
         let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
         var options = MQTTOptions(clientId: settings.clientId)
         options.host = settings.host
@@ -101,7 +114,9 @@ public actor MQTTSurface {
             options.tls = MQTTOptions.TLSOptions(caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
         }
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
-        if lease != nil { await discardSession(options, logger: logger) }
+        // A hot standby's session may hold commands another instance answered; the only writer's (a
+        // lease under a derived name, `keepSession`) holds those sent while it restarted.
+        if lease != nil && !keepSession { await discardSession(options, logger: logger) }
         let client = try MQTTClient(options: options)
         let surface = MQTTSurface(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
                                   topics: topics, checkpointPath: checkpointPath, lease: lease, logger: logger)
@@ -186,6 +201,7 @@ public actor MQTTSurface {
         for await event in client.connectionEvents {
             switch event {
             case .connected(let sessionPresent):
+                connectedAt = .now
                 if wasDisconnected {
                     hub.metrics.mqttReconnected()
                     logger.notice("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
@@ -201,10 +217,43 @@ public actor MQTTSurface {
                 }
             case .disconnected(let reason):
                 wasDisconnected = true
-                logger.warning("mqtt: disconnected (\(reason)); reconnecting")
+                disconnected(reason)
             case .failed(let reason):
                 throw HubError.failed("mqtt: \(reason)")
             }
+        }
+    }
+
+    /// Names what a disconnect means and backs off when the broker keeps dropping the hub right
+    /// after accepting it: the shortest reconnect delay doubles (1 s to 30 s) with each brief
+    /// connection in a row, and is reset once a connection lasts.
+    func disconnected(_ reason: String) {
+        let brief = connectedAt.map { ContinuousClock.now - $0 < Self.briefConnection } ?? false
+        connectedAt = nil
+        let settings = client.options.reconnectDelay
+        if brief {
+            briefDrops += 1
+        } else if briefDrops > 0 {
+            briefDrops = 0
+            client.setReconnectDelay(settings)
+        }
+        let wait = briefDrops == 0 ? settings.min : min(settings.max, settings.min * (1 << min(briefDrops, 5)))
+        if briefDrops > 0 { client.setReconnectDelay(MQTTOptions.ReconnectDelay(min: wait, max: settings.max, exponential: settings.exponential)) }
+        let id = client.options.clientId
+        if reason.contains("Session taken over") {
+            logger.error("""
+                mqtt: the broker gave this hub's session to another client with the same client id "\(id)" (MQTT reason 0x8E, session taken over): \
+                two hubs, or a hub and another program, use one client id; give each its own (--mqtt-client-id; hubs sharing a PostgreSQL log: \
+                --instance). Backing off: \(wait) between reconnects
+                """)
+        } else if briefDrops >= 3 {
+            logger.error("""
+                mqtt: the broker dropped the connection \(briefDrops) times in a row within \(Self.briefConnection) of accepting it (\(reason)): \
+                another client with this hub's client id "\(id)" may be taking its session, or the broker drops the hub after refusing one of \
+                its publishes (mosquitto before 2.0.22 with max_queued_messages 0: set a large number); see the broker's log. Backing off: \(wait) between reconnects
+                """)
+        } else {
+            logger.warning("mqtt: disconnected (\(reason)); reconnecting")
         }
     }
 
@@ -449,12 +498,33 @@ public actor MQTTSurface {
 
     nonisolated func handle(_ work: Work) async {
         let taken = ContinuousClock.now
+        if lease?.mayAct == false {
+            unanswered(work, taken: taken)
+            return
+        }
         let answer = await answer(work.parsed)
         // A command's answer comes after its append is durable (the log's group commit has synced):
         // from here on a crash cannot lose it.
         let durable = ContinuousClock.now
+        if lease != nil, answer["code"] == .string(CommandService.notActive) {
+            unanswered(work, taken: taken) // the lease lapsed while it ran: nothing was recorded
+            return
+        }
+        saidUnanswered.store(false, ordering: .relaxed)
         respond(answer, to: work.message, route: work.route)
         commandWindow.finished(work, taken: taken, durable: durable, answered: ContinuousClock.now)
+    }
+
+    /// A hub whose lease is not confirmed (paused or cut off past it: another instance may be
+    /// active) neither runs nor answers the commands its broker session delivers: an answer
+    /// (`not_active`) could contradict the active's answer to the same command. The client's
+    /// re-send with the same `command_id` is answered by the active hub (docs/mqtt.md).
+    nonisolated func unanswered(_ work: Work, taken: ContinuousClock.Instant) {
+        unansweredCount.add()
+        if !saidUnanswered.exchange(true, ordering: .relaxed) {
+            logger.warning("mqtt: this instance's lease is not confirmed (paused or cut off): commands are neither run nor answered; the active hub answers their re-sends")
+        }
+        commandWindow.finished(work, taken: taken, durable: taken, answered: taken)
     }
 
     /// Answered by the transport-neutral ``Requests`` (the HTTP API answers through it too).

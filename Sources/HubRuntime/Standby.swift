@@ -17,9 +17,37 @@ public struct LeaseSettings: Sendable {
     /// How often a standby tries to take it and catches its read models up.
     public var pollEvery: Duration = .milliseconds(200)
 
+    /// The name was derived (``derived(dataDirectory:host:ttl:)``), not given with `--instance`:
+    /// the hub is meant to be the log's only writer. It refuses to start while another instance holds
+    /// the lease, and its MQTT client id stays the configured one.
+    public var derived = false
+
     public init(instance: String, ttl: Duration = .seconds(3)) {
         self.instance = instance
         self.ttl = ttl
+    }
+
+    /// The lease of a hub on a PostgreSQL log started without `--instance`: it still takes part in
+    /// the lease, under a name made of the machine's host name and its data directory
+    /// (`pi-kitchen-3f09a2c1`), so a second hub on the same log cannot write it too.
+    ///
+    /// - Parameters:
+    ///   - dataDirectory: this hub's data directory (as given; made absolute here).
+    ///   - host: the machine's name (`ProcessInfo.hostName` by default).
+    public static func derived(dataDirectory: String, host: String = ProcessInfo.processInfo.hostName,
+                               ttl: Duration = .seconds(3)) -> LeaseSettings {
+        let path = URL(fileURLWithPath: dataDirectory).standardizedFileURL.path
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325 // FNV-1a: stable across runs and builds, unlike Hasher
+        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let allowed = host.split(separator: ".").first.map { String($0) } ?? ""
+        var name = String(allowed.unicodeScalars.map { scalar -> Character in
+            let ok = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_"
+            return ok ? Character(scalar) : "-"
+        }.prefix(40))
+        if name.isEmpty { name = "hub" }
+        var settings = LeaseSettings(instance: name + "-" + String(hash >> 32, radix: 16), ttl: ttl)
+        settings.derived = true
+        return settings
     }
 
     /// Names a hub instance may have: they become part of an MQTT client id and topic.
@@ -63,6 +91,16 @@ public final class LeaseStanding: Sendable {
     func renewed(startedAt start: ContinuousClock.Instant) { renewedAt.withLock { $0 = max($0, start) } }
 
     var isCurrent: Bool { renewedAt.withLock { ContinuousClock.now < $0 + ttl } }
+
+    /// How much sooner than ``isCurrent`` the hub stops acting: the lease's database expiry runs from
+    /// the moment the database saw the renewal, a little after it began here, so the margin only
+    /// covers the two clocks' drift and the time between this check and the act it allows.
+    var margin: Duration { ttl / 6 }
+
+    /// Whether the hub may still act as the active one: hand a command to a device, take a command,
+    /// answer one. Read on the monotonic clock at the moment of acting, so a process that was paused
+    /// (SIGSTOP, a frozen VM) finds it false the instant it runs again, before anything is sent.
+    public var mayAct: Bool { renewedAt.withLock { ContinuousClock.now < $0 + ttl - margin } }
 }
 
 /// Thrown when the hub is asked to stop (SIGINT/SIGTERM) while it is a standby.
@@ -110,11 +148,13 @@ enum Standby {
     ///     URL or password is said at once); true after stepping down: retried like a lost connection.
     ///   - stop: Asked between tries: true ends the wait with ``StandbyStopped``.
     /// - Returns: The hub and its lease, already fenced into the store: every append from now on checks it.
+    ///   - status: What the standby's HTTP listener says on `/readyz` (kept current here).
     static func untilActive(open: () throws -> Hub, settings: LeaseSettings, retryFirstOpen: Bool, logger: Logger,
-                            stop: @Sendable () -> Bool) async throws -> (Hub, ActiveLease) {
+                            status: StandbyStatus? = nil, stop: @Sendable () -> Bool) async throws -> (Hub, ActiveLease) {
         var hub: Hub? = retryFirstOpen ? nil : try open()
         var said = false
         var failures = 0
+        var tries = 0
         while true {
             if stop() {
                 if let hub { _ = try? await hub.close() }
@@ -125,12 +165,17 @@ enum Standby {
                     hub = try open()
                     if failures > 0 { logger.notice("standby: instance \(settings.instance) is connected to the log again") }
                 }
-                if let lease = try await attempt(hub!, settings: settings, logger: logger, said: &said) { return (hub!, lease) }
+                if tries == 0, settings.derived, !retryFirstOpen { try await refuseSecondWriter(hub!, settings: settings) }
+                if let lease = try await attempt(hub!, settings: settings, logger: logger, said: &said,
+                                                 status: tries % 5 == 0 ? status : nil) { return (hub!, lease) }
+                tries += 1
                 failures = 0
                 try await Task.sleep(for: settings.pollEvery)
             } catch let error where !(error is CancellationError || error is HubError) {
                 let delay = Duration.milliseconds(min(5000, 250 << min(failures, 5)))
                 failures += 1
+                tries = 0
+                status?.set("instance \(settings.instance) cannot follow the log (\(error))")
                 logger.warning("standby: instance \(settings.instance) cannot follow the log (\(error)); trying again in \(delay)")
                 // Closed aside: a hub whose connection broke must not hold the retries up.
                 if let broken = hub { Task { _ = try? await broken.close() } }
@@ -141,8 +186,23 @@ enum Standby {
         }
     }
 
+    /// A hub without `--instance` is meant to be the log's only writer: when another instance holds
+    /// the lease, it does not wait as a standby but refuses to start, naming the writer. Its own name
+    /// holding it is this hub's previous run (killed, restarted): it waits for that lease to lapse.
+    private static func refuseSecondWriter(_ hub: Hub, settings: LeaseSettings) async throws {
+        guard let store = hub.store as? PostgresEventStore, let holder = try await store.leaseHolder(),
+              holder.holder != settings.instance, holder.secondsLeft > 0 else { return }
+        _ = try? await hub.close()
+        throw HubError.usage("""
+            another hub writes this log: instance \(holder.holder) holds its lease (token \(holder.token)); a second writer is refused. \
+            To run a hot standby beside it, give each hub its own --instance (docs/operations.md)
+            """)
+    }
+
     /// One try: the lease when it is free, otherwise nil after catching the read models up.
-    private static func attempt(_ hub: Hub, settings: LeaseSettings, logger: Logger, said: inout Bool) async throws -> ActiveLease? {
+    /// - Parameter status: Set to who is active (read from the database) when given.
+    private static func attempt(_ hub: Hub, settings: LeaseSettings, logger: Logger, said: inout Bool,
+                                status: StandbyStatus?) async throws -> ActiveLease? {
         guard let store = hub.store as? PostgresEventStore else {
             throw HubError.usage("--instance \(settings.instance): a hot standby shares the active hub's log in PostgreSQL (--log postgres://...); this log is \(type(of: hub.store))")
         }
@@ -156,9 +216,14 @@ enum Standby {
             standing.renewed(startedAt: asked)
             return ActiveLease(instance: settings.instance, token: token, since: Date(), store: store, standing: standing)
         }
-        if !said, let holder = try await store.leaseHolder() {
-            logger.notice("standby: instance \(settings.instance) follows the log; instance \(holder.holder) is active (token \(holder.token)); taking over when its lease lapses")
-            said = true
+        if !said || status != nil {
+            let holder = try await store.leaseHolder()
+            if !said, let holder {
+                logger.notice("standby: instance \(settings.instance) follows the log; instance \(holder.holder) is active (token \(holder.token)); taking over when its lease lapses")
+                said = true
+            }
+            status?.set(holder.map { $0.secondsLeft > 0 ? "instance \($0.holder) is active" : "no instance is active (the lease of \($0.holder) lapsed)" }
+                        ?? "no instance is active")
         }
         try await hub.catchUp()
         return nil

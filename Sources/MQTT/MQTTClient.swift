@@ -79,6 +79,22 @@ public final class MQTTClient: Sendable {
         }
     }
 
+    /// Sets how long the network loop waits before reconnecting, from its next disconnect on
+    /// (libmosquitto counts its back-off from the last successful connect, so a connection that
+    /// dies right after each CONNACK is retried at the shortest delay unless the caller widens it).
+    public func setReconnectDelay(_ delay: MQTTOptions.ReconnectDelay) {
+        handle.withLock { h in
+            guard let mosq = h.mosq else { return }
+            let (minSeconds, maxSeconds) = Self.seconds(delay)
+            _ = mosquitto_reconnect_delay_set(mosq, minSeconds, maxSeconds, delay.exponential)
+        }
+    }
+
+    static func seconds(_ delay: MQTTOptions.ReconnectDelay) -> (UInt32, UInt32) {
+        let minSeconds = max(1, UInt32(delay.min.secondsDouble.rounded(.up)))
+        return (minSeconds, max(minSeconds, UInt32(min(delay.max.secondsDouble.rounded(.up), 86_400))))
+    }
+
     private static func configure(_ mosq: OpaquePointer, options: MQTTOptions, core: MQTTClientCore) throws {
         func check(_ rc: Int32, _ what: String, kind: MQTTError.Kind = .invalidArgument) throws {
             if rc != 0 {
@@ -118,8 +134,7 @@ public final class MQTTClient: Sendable {
             }
         }
         let delay = options.reconnectDelay
-        let minSeconds = max(1, UInt32(delay.min.secondsDouble.rounded(.up)))
-        let maxSeconds = max(minSeconds, UInt32(min(delay.max.secondsDouble.rounded(.up), 86_400)))
+        let (minSeconds, maxSeconds) = seconds(delay)
         try check(mosquitto_reconnect_delay_set(mosq, minSeconds, maxSeconds, delay.exponential), "reconnect delay")
 
         if options.protocolVersion == .v5 && !options.cleanSession {

@@ -111,7 +111,7 @@ struct RunCommand: AsyncParsableCommand {
                 Console.note("hub: error: \(fatal.reason); stopped")
                 throw ExitCode(3)
             }
-            Console.note("hub: instance \(options.config.instance ?? "-") stepped down (\(reason)); following the log as a standby again")
+            Console.note("hub: instance \(options.lease?.instance ?? "-") stepped down (\(reason)); following the log as a standby again")
             // The group's signal handlers are gone with it: keep SIGINT/SIGTERM for the next one.
             EarlySignals.catch(Self.signals)
             options.retryOpeningLog = true
@@ -132,7 +132,10 @@ struct RunCommand: AsyncParsableCommand {
         options.metrics = HubMetrics(factory: MetricsSystem.factory)
         options.metricsRegistry = registry
         options.http = config.http
-        options.lease = config.lease
+        // On PostgreSQL a hub always holds the lease: without --instance under a name derived from
+        // this machine and data directory, so a second hub on the same log cannot write it too.
+        options.lease = config.lease ?? (options.paths.logURL == nil ? nil
+            : LeaseSettings.derived(dataDirectory: data.dataDir, ttl: .milliseconds(Int64(config.leaseSeconds * 1000))))
         options.stopStandby = { EarlySignals.pending }
         options.memoryTrim = .seconds(30)
         var simulators: Demo? = nil
@@ -166,7 +169,7 @@ struct RunCommand: AsyncParsableCommand {
                                                   signals: options.retryOpeningLog ? [] : Self.signals)
             } catch is StandbyStopped {
                 await demoSimulators?.stop()
-                Console.note("hub: stopped while standby (instance \(options.config.instance ?? "-"))")
+                Console.note("hub: stopped while standby (instance \(options.lease?.instance ?? "-"))")
                 throw ExitCode.success
             } catch {
                 await demoSimulators?.stop()

@@ -78,20 +78,27 @@ struct HubPair {
     let a: HubProcess
     let b: HubProcess
     let directory: String
+    /// Each hub's HTTP port (`a`, `b`) when started with `http`.
+    var httpPorts: [String: Int] = [:]
 
-    /// - Parameter keepAlive: The hubs' MQTT keep-alive in seconds (the broker drops a silent client
-    ///   after 1.5 times it, and publishes its will).
-    static func start(hub: String, root: String, url: String, brokerPort: Int, keepAlive: Int = 30) async throws -> HubPair {
+    /// - Parameters:
+    ///   - keepAlive: The hubs' MQTT keep-alive in seconds (the broker drops a silent client after
+    ///     1.5 times it, and publishes its will).
+    ///   - http: Give each hub an HTTP listener on a port of its own (``httpPorts``).
+    static func start(hub: String, root: String, url: String, brokerPort: Int, keepAlive: Int = 30, http: Bool = false) async throws -> HubPair {
         let config = root + "/hub.json"
-        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"}],"beacons":false,"mqtt":{"keepalive":\#(keepAlive)}}"#
+        // The Tasmota plug has no device behind it: what the hubs send it is seen on cmnd/plug/#.
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"},{"id":"plug","driver":"tasmota","name":"Plug","config":{"topic":"plug"}}],"beacons":false,"mqtt":{"keepalive":\#(keepAlive)}}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
+        var ports: [String: Int] = [:]
+        if http { for name in ["a", "b"] { ports[name] = try TestBroker.freePort() } }
         func launch(_ name: String) throws -> HubProcess {
             let dir = root + "/" + name
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             return try HubProcess(hub: hub, name: name, arguments: [
-                "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name, "--no-http",
+                "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name,
                 "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(brokerPort)",
-            ], errPath: root + "/\(name).stderr")
+            ] + (ports[name].map { ["--http", "127.0.0.1:\($0)"] } ?? ["--no-http"]), errPath: root + "/\(name).stderr")
         }
         let a = try launch("a")
         guard await a.waitFor("Ctrl-C stops") else {
@@ -103,7 +110,7 @@ struct HubPair {
             a.end(); b.end()
             throw BrokerHarnessError("hub b did not wait as a standby: \(b.stderr)")
         }
-        return HubPair(a: a, b: b, directory: root)
+        return HubPair(a: a, b: b, directory: root, httpPorts: ports)
     }
 
     func end() {
@@ -133,7 +140,8 @@ final class CommandClient: Sendable {
                 received.messages.withLock { $0.append((message.topic, text, Date())) }
             }
         }
-        for filter in ["hub/response/#", "hub/status", "hub/status/active"] { try client.subscribe(filter, qos: 1) }
+        // cmnd/plug/#: what the hubs send the Tasmota plug of ``HubPair``.
+        for filter in ["hub/response/#", "hub/status", "hub/status/active", "cmnd/plug/#"] { try client.subscribe(filter, qos: 1) }
         try client.start()
         try await client.waitUntilConnected(timeout: .seconds(5))
     }
@@ -159,6 +167,22 @@ final class CommandClient: Sendable {
         return nil
     }
 
+    /// How many messages saying one of `texts` arrived on `topic` after `date`.
+    func count(_ topic: String, _ texts: Set<String>, after date: Date) -> Int {
+        received.messages.withLock { $0.filter { $0.topic == topic && texts.contains($0.text) && $0.at > date }.count }
+    }
+
+    /// Waits until at least `times` messages saying one of `texts` arrived on `topic` after `date`
+    /// (false: not within `timeout`).
+    func waitForCount(_ topic: String, _ texts: Set<String>, _ times: Int, after date: Date, timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if count(topic, texts, after: date) >= times { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
     /// The last message on `topic`.
     func last(_ topic: String) -> String? { received.messages.withLock { $0.last { $0.topic == topic }?.text } }
 
@@ -179,4 +203,34 @@ final class CommandClient: Sendable {
         }
         return nil
     }
+}
+
+/// A plain HTTP/1.1 GET to 127.0.0.1 (what a load balancer's health check does): the status and
+/// body, or nil when the connection is refused.
+func httpGet(port: Int, path: String) async -> (status: Int, body: String)? {
+    await Task.detached { () -> (status: Int, body: String)? in
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
+        guard send(fd, request, request.count, 0) == request.count else { return nil }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let head = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        return (status, String(text[head.upperBound...]))
+    }.value
 }

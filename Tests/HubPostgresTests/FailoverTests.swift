@@ -121,7 +121,9 @@ import Testing
         #expect(await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
         #expect(pair.a.process.isRunning, "the old active exited instead of becoming a standby: \(pair.a.stderr)")
         #expect(pair.a.stderr.contains("stepping down"), "\(pair.a.stderr)")
+        // No answer of a's contradicts b's ok.
         let fenced = client.answers("p-5").filter { $0.contains("not_active") }
+        #expect(fenced.isEmpty, "the resumed active answered p-5, answered ok by b, with not_active: \(fenced)")
         print("failover (SIGSTOP): the resumed active answered p-5 with not_active \(fenced.count) time(s), then became a standby again")
         try Self.expectOnceEach(ok, url: pg.url!, dataDirectory: pg.dataDirectory + "/b")
         // The hub stays online, and b is still the one announced: a said nothing when it reconnected.
@@ -144,6 +146,45 @@ import Testing
         await client.stop()
         pair.a.signal(SIGTERM)
         #expect(await pair.a.waitExit(timeout: 15) == 0, "\(pair.a.stderr)")
+    }
+
+    /// The active is paused past its lease but not past the broker's keep-alive, so its broker
+    /// connection and its database connections still stand when it resumes: its session holds the
+    /// commands sent meanwhile, and its log follower finds the events b appended. Resumed, it sends
+    /// nothing to the plug (b did) and answers none of those commands (b did), then steps down.
+    @Test func aResumedActiveThatLostItsLeaseSendsNothingToADeviceAndAnswersNothing() async throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        let broker = try await TestBroker.startAsync()
+        defer { broker.stop() }
+        let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port)
+        defer { pair.end() }
+        let client = try await CommandClient(port: broker.port)
+        #expect(try await client.rename("q-1") != nil)
+        let paused = Date()
+        pair.a.signal(SIGSTOP)
+        let answered = try #require(try await client.rename("q-2"), "the standby never took over: \(pair.b.stderr)")
+        // Sent while a is paused, each once: b answers and carries them out; a's session keeps them.
+        for i in 3...6 { try client.client.publish("hub/request/device/rename", Array(#"{"id":"lamp","name":"Lamp q-\#(i)","command_id":"q-\#(i)","transaction":"q-\#(i)"}"#.utf8), qos: 1) }
+        for i in 1...6 { try client.client.publish("hub/device/plug/switch/set", Array((i % 2 == 1 ? "ON" : "OFF").utf8), qos: 1) }
+        #expect(await client.waitForCount("cmnd/plug/POWER", ["ON", "OFF"], 6, after: answered, timeout: 10), "b did not switch the plug: \(pair.b.stderr)")
+        for i in 3...6 {
+            let deadline = Date().addingTimeInterval(10)
+            while client.answers("q-\(i)").isEmpty, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(client.answers("q-\(i)").count == 1, "q-\(i): \(client.answers("q-\(i)"))")
+        }
+        let sentByB = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused)
+        let resumed = Date()
+        pair.a.signal(SIGCONT)
+        #expect(await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
+        try await Task.sleep(for: .milliseconds(500))
+        let sentByA = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused) - sentByB
+        let extra = (3...6).flatMap { client.answers("q-\($0)").dropFirst() }
+        print("failover (SIGSTOP, resumed within the keep-alive): the resumed active sent the plug \(sentByA) command(s) and "
+              + "answered \(extra.count) command(s) b had answered, \(String(format: "%.2f", Date().timeIntervalSince(resumed))) s after SIGCONT")
+        #expect(sentByA == 0, "the resumed active sent the plug \(sentByA) command(s) after it lost its lease: \(pair.a.stderr)")
+        #expect(extra.isEmpty, "the resumed active answered commands b had answered: \(extra)")
+        #expect(pair.a.stderr.contains("stepping down"), "\(pair.a.stderr)")
+        await client.stop()
     }
 
     /// The database restarts under both hubs: the active loses its connection and steps down, the
@@ -198,5 +239,70 @@ import Testing
             hub.signal(SIGTERM)
             #expect(await hub.waitExit(timeout: 15) == 0, "\(hub.name): \(hub.stderr)")
         }
+    }
+
+    /// A standby answers a load balancer's health checks on its HTTP address: `/healthz` 200,
+    /// `/readyz` 503 naming the active instance, the API 503 `not_active`; once it took over, the
+    /// same address serves the API and says ready.
+    @Test func aStandbyAnswersHealthChecksAndTheAPISaysNotActive() async throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        let broker = try await TestBroker.startAsync()
+        defer { broker.stop() }
+        let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port, http: true)
+        defer { pair.end() }
+        let (portA, portB) = (pair.httpPorts["a"]!, pair.httpPorts["b"]!)
+        #expect(await httpGet(port: portA, path: "/readyz")?.status == 200, "\(pair.a.stderr)")
+        let health = await httpGet(port: portB, path: "/healthz")
+        #expect(health?.status == 200, "the standby's /healthz: \(String(describing: health)) \(pair.b.stderr)")
+        let ready = await httpGet(port: portB, path: "/readyz")
+        #expect(ready?.status == 503, "\(String(describing: ready))")
+        #expect(ready?.body.contains(#""standby":"instance a is active""#) == true, "\(String(describing: ready))")
+        let api = await httpGet(port: portB, path: "/api/devices")
+        #expect(api?.status == 503 && api?.body.contains(#""code":"not_active""#) == true, "\(String(describing: api))")
+
+        pair.a.signal(SIGTERM) // releases the lease: b takes over at once
+        #expect(await pair.a.waitExit(timeout: 15) == 0, "\(pair.a.stderr)")
+        let deadline = Date().addingTimeInterval(15)
+        var readyAfter = await httpGet(port: portB, path: "/readyz")
+        while readyAfter?.status != 200, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            readyAfter = await httpGet(port: portB, path: "/readyz")
+        }
+        #expect(readyAfter?.status == 200, "b never said ready after taking over: \(String(describing: readyAfter)) \(pair.b.stderr)")
+        let devices = await httpGet(port: portB, path: "/api/devices")
+        #expect(devices?.status == 200 && devices?.body.contains("lamp") == true, "\(String(describing: devices))")
+        pair.b.signal(SIGTERM)
+        #expect(await pair.b.waitExit(timeout: 15) == 0, "\(pair.b.stderr)")
+    }
+
+    /// Two `hub run` on one PostgreSQL log, neither given `--instance`: the first holds the lease
+    /// under a name derived from its machine and data directory; the second refuses to start,
+    /// naming it, and writes nothing.
+    @Test func aSecondHubWithoutAnInstanceNameRefusesToWriteTheLog() async throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        func launch(_ name: String) throws -> HubProcess {
+            let dir = pg.dataDirectory + "/" + name
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            return try HubProcess(hub: hub, name: name, arguments: ["run", "--data-dir", dir, "--log", pg.url!, "--no-mqtt", "--no-http"],
+                                  errPath: pg.dataDirectory + "/\(name).stderr")
+        }
+        let first = try launch("first")
+        defer { first.end() }
+        #expect(await first.waitFor("Ctrl-C stops"), "\(first.stderr)")
+        let second = try launch("second")
+        defer { second.end() }
+        let status = await second.waitExit(timeout: 20)
+        #expect(status != nil && status != 0, "a second hub without --instance ran beside the first: \(second.stderr)")
+        #expect(second.stderr.contains("another hub writes this log: instance"), "\(second.stderr)")
+        #expect(!second.stderr.contains("Ctrl-C stops"), "\(second.stderr)")
+        #expect(first.process.isRunning, "\(first.stderr)")
+        first.signal(SIGTERM)
+        #expect(await first.waitExit(timeout: 15) == 0, "\(first.stderr)")
+        // Stopped gracefully, the first released its lease: a hub without --instance starts at once.
+        let third = try launch("third")
+        defer { third.end() }
+        #expect(await third.waitFor("Ctrl-C stops", timeout: 20), "\(third.stderr)")
+        third.signal(SIGTERM)
+        #expect(await third.waitExit(timeout: 15) == 0, "\(third.stderr)")
     }
 }

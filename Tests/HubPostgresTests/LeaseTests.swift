@@ -40,8 +40,10 @@ import Testing
         #expect(b.commandResult("c-2") == nil && b.commandResult("c-3") == nil)
         #expect(try await Self.append(b, "c-4").firstSequence == 2, "nothing of a's fenced appends took a sequence")
 
-        // A release hands it over at once.
+        // A release hands it over at once; the released lease reads as lapsed (its expiry is -infinity).
         try await b.releaseLease(holder: "b", token: tokenB)
+        let released = try await a.leaseHolder()
+        #expect(released?.holder == "b" && released.map { $0.secondsLeft < 0 } == true, "\(String(describing: released))")
         #expect(try await a.acquireLease(holder: "a", ttl: .seconds(30)) == tokenB + 1)
         await a.close()
         await b.close()

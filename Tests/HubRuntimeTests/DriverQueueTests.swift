@@ -83,4 +83,31 @@ import Testing
         await host.stopAll()
         try await hub.close()
     }
+
+    /// At start-up the log follower may hand a switch command over before the drivers' own start
+    /// (`run()`) has started them: the command waits for its driver and reaches the device, instead
+    /// of failing with "the device has no running driver" (and a spurious `SwitchFailed`).
+    @Test func aCommandHandedOverBeforeTheDriversStartedReachesItsDevice() async throws {
+        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        _ = try await hub.execute(.registerDevice(id: "a", driver: "slow", name: "a", config: "{}", hardwareId: nil), actor: "test", now: t0)
+        _ = try await hub.execute(.switchDevice(id: "a", target: .on), actor: "test", now: t0 + 1)
+        let factory = SlowFactory(recorders: ["a": Recorder()])
+        let commands = CommandService(hub: hub, catalog: DriverCatalog([factory]), confirmTimeout: .seconds(30), logger: .discarding)
+        let host = DriverHost(commands: commands, options: DriverHostOptions(confirmTimeout: .seconds(30)), logger: .discarding)
+        // The follower's hand-over comes first; the host's run() (its start-up sync) after it.
+        await host.handle(.switchRequested(SwitchRequested(device: "a", state: .on)))
+        let running = Task { try await host.run() }
+        for _ in 0..<500 where factory.seen("a").isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(factory.seen("a") == [true])
+        var failed: [String] = []
+        try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
+            if record.type == "SwitchFailed" { failed.append(String(decoding: record.payload, as: UTF8.self)) }
+            return true
+        }
+        #expect(failed.isEmpty, "spurious SwitchFailed: \(failed)")
+        running.cancel()
+        _ = await running.result
+        await host.stopAll()
+        try await hub.close()
+    }
 }

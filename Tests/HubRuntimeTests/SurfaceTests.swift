@@ -315,6 +315,67 @@ import Testing
         broker.stop()
     }
 
+    /// A broker that keeps refusing the event feed gets the refused event alone, after 0.5 s,
+    /// doubling: a few publishes in four seconds, not the whole backlog again every half second.
+    @Test func aRefusedEventIsRetriedAloneWithExponentialBackOff() async throws {
+        let acl = "user hub\ntopic readwrite hub/status/#\ntopic readwrite hub/device/#\ntopic readwrite hub/request/#\n"
+            + "topic readwrite hub/response/#\ntopic readwrite homeassistant/#\ntopic read hub/events/#\n"
+        let broker = try TestBroker.start(secured: true, users: [("hub", "hub-pw")], acl: acl)
+        defer { broker.stop() }
+        let notes = Mutex<[String]>([])
+        let service = try await SurfaceFixture.startService(
+            port: broker.port, dataDirectory: temporaryDirectory(),
+            devices: [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")],
+            username: "hub", password: "hub-pw", note: { line in notes.withLock { $0.append(line) } })
+        // A backlog the broker will refuse: 300 readings.
+        for i in 0..<300 {
+            _ = try await service.hub.execute(.recordReading(subject: .device("lamp"), quantity: .power, value: Double(i), measuredAt: currentMicros()),
+                                              actor: "test", now: currentMicros())
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !notes.withLock({ $0.contains { $0.contains("event feed stopped") } }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(300)) // the first window's refusals and the state publishes settle
+        let client = service.surface!.client
+        let before = client.traffic.published
+        try await Task.sleep(for: .seconds(4))
+        let sent = client.traffic.published - before
+        // Tries after 0.5, 1.5 and 3.5 s: three or four publishes (against about 8 x 256 before).
+        #expect(sent <= 8, "\(sent) publishes in 4 s to a broker refusing the event feed")
+        #expect(service.surface!.eventsAcknowledged == 0)
+        let said = notes.withLock { $0 }
+        #expect(said.contains { $0.contains("retrying that event alone with back-off") }, "\(said)")
+        #expect(said.contains { $0.contains("refused event 1 3 times in a row") }, "\(said)")
+        try await service.stop()
+    }
+
+    /// Another client takes the hub's session (it uses the hub's client id) and takes it back at
+    /// each reconnect: the hub names the clash, and backs off instead of taking the session back
+    /// every second.
+    @Test func aSessionTakenOverByAClientWithTheSameIdIsNamedAndBackedOff() async throws {
+        let broker = try TestBroker.start()
+        defer { broker.stop() }
+        let notes = Mutex<[String]>([])
+        let service = try await SurfaceFixture.startService(port: broker.port, dataDirectory: temporaryDirectory(),
+                                                            note: { line in notes.withLock { $0.append(line) } })
+        let id = service.surface!.client.options.clientId
+        let rogue = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: id, cleanSession: true))
+        try rogue.start()
+        try await Task.sleep(for: .seconds(16))
+        let said = notes.withLock { $0 }
+        // mosquitto 2.0.11 closes the taken-over connection without DISCONNECT 0x8E: the hub names
+        // the clash from connections dropped right after CONNACK.
+        #expect(said.contains { ($0.contains("session taken over") || $0.contains("may be taking its session")) && $0.contains(#""\#(id)""#) },
+                "\(said)")
+        // Without back-off the two take the session from each other every second or two (about 8
+        // reconnects of the hub in 16 s); with it, after 1, 2, 4 and 8 s.
+        let reconnects = said.filter { $0.contains("mqtt: reconnected") }.count
+        #expect(reconnects <= 5, "the hub reconnected \(reconnects) times in 16 s: \(said.filter { $0.contains("mqtt:") })")
+        await rogue.stop()
+        try await service.stop()
+    }
+
     @Test func wrongCredentialsAreAClearErrorNotAHang() async throws {
         let broker = try TestBroker.start(secured: true, users: [("hub", "right-password")],
                                           acl: "user hub\ntopic readwrite hub/#\ntopic readwrite homeassistant/#\n")

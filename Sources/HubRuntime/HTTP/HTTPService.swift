@@ -17,7 +17,9 @@ final class HTTPService: Service, Sendable {
     ///   - router: what to serve (``HubRoutes``).
     ///   - metrics: where a cut connection is counted.
     ///   - logger: the hub's logger; hummingbird's own lines are kept to warnings unless it is at `trace`.
-    init(settings: HTTPSettings, router: Router<HubRequestContext>, metrics: HubMetrics, logger: Logger) {
+    ///   - serving: what the listener serves, for its start-up line.
+    init(settings: HTTPSettings, router: Router<HubRequestContext>, metrics: HubMetrics, logger: Logger,
+         serving: String = "the console, the API, /metrics, /healthz and /readyz") {
         self.settings = settings
         var quieter = logger
         if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .warning) }
@@ -38,7 +40,7 @@ final class HTTPService: Service, Sendable {
                               bound.state.withLock { $0.port = port }
                               let address = HTTPSettings(host: settings.host, port: port)
                               let access = address.isLoopback ? "this machine only, no credential" : "a token or /login required"
-                              logger.info("http: serving the console, the API, /metrics, /healthz and /readyz on http://\(address.description)/ (\(access))")
+                              logger.info("http: serving \(serving) on http://\(address.description)/ (\(access))")
                           },
                           logger: quieter)
     }

@@ -114,6 +114,11 @@ public final class HubMetrics: Sendable {
         mqtt.reconnects.increment()
     }
 
+    /// The broker refused (or failed) one publish of the event feed.
+    func mqttEventRefused() {
+        mqtt.eventsRefused.increment()
+    }
+
     // MARK: Read at scrape time
 
     /// What is cheaper to read when scraped than to track: device availability per driver, the
@@ -146,6 +151,7 @@ final class MQTTMetrics: Sendable {
     let reconnects: CoreMetrics.Counter
     let received: CoreMetrics.Counter
     let published: CoreMetrics.Counter
+    let eventsRefused: CoreMetrics.Counter
     /// The client's counts at the last scrape, so the counters move by the difference.
     private let last = Mutex<MQTTTraffic>(MQTTTraffic(received: 0, published: 0))
 
@@ -155,6 +161,7 @@ final class MQTTMetrics: Sendable {
         reconnects = CoreMetrics.Counter(label: Name.mqttReconnects, factory: factory)
         received = CoreMetrics.Counter(label: Name.mqttReceived, factory: factory)
         published = CoreMetrics.Counter(label: Name.mqttPublished, factory: factory)
+        eventsRefused = CoreMetrics.Counter(label: Name.mqttEventsRefused, factory: factory)
     }
 
     func update(connected isConnected: Bool, traffic: MQTTTraffic) {

@@ -12,6 +12,7 @@ public enum MetricCatalog {
         public static let mqttReconnects = "hub_mqtt_reconnects_total"
         public static let mqttReceived = "hub_mqtt_messages_received_total"
         public static let mqttPublished = "hub_mqtt_messages_published_total"
+        public static let mqttEventsRefused = "hub_mqtt_events_refused_total"
         public static let driverCommandDuration = "hub_driver_command_duration_seconds"
         public static let devices = "hub_devices"
         public static let bridgeObservations = "hub_bridge_observations_total"
@@ -40,6 +41,8 @@ public enum MetricCatalog {
         Entry(name: Name.mqttReconnects, type: "counter", labels: [], help: "Times the broker connection came back after a loss."),
         Entry(name: Name.mqttReceived, type: "counter", labels: [], help: "MQTT messages the hub's client received."),
         Entry(name: Name.mqttPublished, type: "counter", labels: [], help: "MQTT messages the hub's client published."),
+        Entry(name: Name.mqttEventsRefused, type: "counter", labels: [],
+              help: "Event feed publishes the broker refused or that failed (each retried alone, with back-off)."),
         Entry(name: Name.driverCommandDuration, type: "histogram", labels: ["driver", "outcome"],
               help: "Time a driver took to carry out (send) one command to its device, by driver and outcome (sent, failed)."),
         Entry(name: Name.devices, type: "gauge", labels: ["driver", "availability"],
