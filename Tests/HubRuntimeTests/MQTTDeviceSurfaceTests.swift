@@ -139,6 +139,62 @@ import VirtualDriver
         try await f.stop()
     }
 
+    /// A collar heard before its animal is admitted (a clinic's reception) is placed at admission,
+    /// without waiting for it to change rooms: ESPresense messages as a room node publishes them,
+    /// one admission with the id the bridge lists (the Discovered page's "Admit an animal with it"),
+    /// one typed as the console's form suggests (`uuid/major/minor`).
+    @Test func aCollarHeardBeforeAdmissionIsPlacedAtAdmission() async throws {
+        let broker = try TestBroker.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        // `present` at most once a minute: only the admission can place the animal within the test.
+        #expect(await f.service.bridges.start(BeaconBridgeFactory(), settingsJSON: #"{"present_every_seconds":60}"#) == nil)
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        // Two collars at reception: tom's (major = minor = 0) and rex's (major 1, minor 2).
+        let collars = ["iBeacon:2ce4b189-115e-45f6-b44e-509352269977-0-0", "iBeacon:1de4b189-115e-45f6-b44e-509352269977-1-2"]
+        let node = Task {
+            while !Task.isCancelled {
+                for id in collars {
+                    try? w.publish("espresense/devices/\(id)/reception", #"{"mac":"67518126293a","id":"\#(id)","rssi@1m":-65,"rssi":-70.5,"distance":1.2}"#)
+                }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        defer { node.cancel() }
+        // Heard, and nobody wears them yet.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var unknown = ""
+        while !(unknown.contains("-1-2") && unknown.contains("2ce4b189")) && ContinuousClock.now < deadline {
+            let before = w.messages("hub/response/beacons/unknown").count
+            try w.publish("hub/request/beacons/unknown", "")
+            unknown = try await w.waitFor("hub/response/beacons/unknown", skip: before)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(unknown.contains(#""beacon":"2ce4b189115e45f6b44e509352269977","room":"reception""#), "\(unknown)")
+        #expect(unknown.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2","room":"reception""#), "\(unknown)")
+
+        // Admitted with the id the bridge lists.
+        try w.publish("hub/animal/admit", #"{"id":"tom","name":"Tom","species":"cat","weight_kg":4.2,"beacon":"2ce4b189115e45f6b44e509352269977"}"#)
+        try await w.waitFor("hub/response/animal/admit") { $0.contains(#""status":"ok""#) }
+        let tom = try await w.waitFor("hub/events/animal/tom/AnimalSighted", timeout: .seconds(5))
+        #expect(tom.contains(#""room":"reception""#) && tom.contains(#""actor":"bridge:beacons""#), "\(tom)")
+        try await w.waitFor("hub/animal/tom/state") { $0.contains(#""room":"reception""#) && $0.contains(#""present":true"#) }
+
+        // Admitted with the id typed as the admission form suggests.
+        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1DE4B189-115E-45F6-B44E-509352269977/1/2"}"#)
+        let admitted = try await w.waitFor("hub/response/animal/admit", skip: 1)
+        #expect(admitted.contains(#""status":"ok""#) && admitted.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2""#), "\(admitted)")
+        let rex = try await w.waitFor("hub/events/animal/rex/AnimalSighted", timeout: .seconds(5))
+        #expect(rex.contains(#""room":"reception""#), "\(rex)")
+
+        // Neither is listed as unknown any more.
+        let before = w.messages("hub/response/beacons/unknown").count
+        try w.publish("hub/request/beacons/unknown", "")
+        #expect(try await w.waitFor("hub/response/beacons/unknown", skip: before).contains(#""data":[]"#))
+        node.cancel()
+        try await f.stop()
+    }
+
     /// Issue 12: a query whose MQTT 5 response topic is a command topic (the hub's own, or a device's)
     /// is refused with an error on its own response topic; nothing is published there, nothing runs.
     @Test func responseTopicsWhereCommandsAreReadAreRefused() async throws {
