@@ -4,6 +4,8 @@ import BrokerHarness
 import DriverAPI
 import Foundation
 import HubDomain
+import PowerPlug
+import PowerPlugSimulator
 import Shelly
 import ShellySimulator
 import Tasmota
@@ -136,6 +138,69 @@ import VirtualDriver
         // Owner data stays off the broker, sealed in the event.
         #expect(w.received.withLock { $0.filter { $0.topic != "hub/animal/admit" }.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("\"Ana\"") } })
         await sim.stop()
+        try await f.stop()
+    }
+
+    /// Home Assistant's view, read as it reads it (the retained config topics, by a client that
+    /// subscribes afterwards): the seed's TCP plug, which has no meter, gets a switch and no power or
+    /// energy sensor (those an older hub left retained are cleared); a Tasmota plug gets power,
+    /// energy, voltage and current; a scene is a `scene` entity whose command the hub carries out.
+    @Test func discoveryOffersWhatTheDriverReportsAndScenesToPress() async throws {
+        let broker = try TestBroker.start()
+        // What an older hub announced for the TCP plug: sensors that stay "unknown" for ever.
+        let older = try await Watcher(port: broker.port, filters: [])
+        for q in ["power", "energy"] {
+            try older.publish("homeassistant/sensor/hub/pump_\(q)/config", #"{"name":"\#(q)","unique_id":"hub_pump_\#(q)","state_topic":"hub/device/pump/\#(q)"}"#, retain: true)
+        }
+        let plug = PowerPlugSimulator(options: PowerPlugSimulator.Options(port: 0, stateFile: temporaryDirectory() + "/plug.state",
+                                                                          statusInterval: .milliseconds(300), checkInterval: .seconds(60)))
+        let port = try await plug.start()
+        let tasmota = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3, loadWatts: 60))
+        try await tasmota.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [
+            HubConfig.Device(id: "pump", driver: "powerplug", name: "Pump", config: #"{"host":"127.0.0.1","port":\#(port)}"#),
+            HubConfig.Device(id: "lamp7", driver: "tasmota", name: "Lamp 7", config: #"{"topic":"plug7"}"#),
+        ], factories: Self.factories + [PowerPlugDriverFactory()])
+        let w = f.watcher
+        try await w.waitFor("hub/device/pump/availability") { $0 == "online" }
+        try await w.waitFor("hub/device/lamp7/voltage", timeout: .seconds(10)) { (Double($0) ?? 0) > 100 }
+        try await w.waitFor("hub/device/lamp7/current") { Double($0) != nil }
+        for q in ["power", "energy"] { try await w.waitFor("homeassistant/sensor/hub/pump_\(q)/config") { $0.isEmpty } }
+
+        // A scene, and what Home Assistant now holds.
+        try w.publish("hub/request/scene/define", #"{"id":"evening","name":"Evening","states":{"lamp7":"ON","pump":"OFF"}}"#)
+        try await w.waitFor("hub/response/scene/define") { $0.contains(#""status":"ok""#) }
+        try await w.waitFor("homeassistant/scene/hub/scene_evening/config")
+        let ha = try await Watcher(port: broker.port, filters: ["homeassistant/#"])
+        try ha.publish("homeassistant/marker", "after the retained ones")
+        try await ha.waitFor("homeassistant/marker")
+        let configs = ha.received.withLock { $0.filter { $0.retain && !$0.payload.isEmpty }.map(\.topic) }
+        let pump = configs.filter { $0.contains("/pump_") }.sorted()
+        #expect(pump == ["homeassistant/switch/hub/pump_switch/config"], "\(configs)")
+        let lamp = configs.filter { $0.contains("/lamp7_") }.sorted()
+        #expect(lamp == ["homeassistant/sensor/hub/lamp7_current/config", "homeassistant/sensor/hub/lamp7_energy/config",
+                         "homeassistant/sensor/hub/lamp7_power/config", "homeassistant/sensor/hub/lamp7_voltage/config",
+                         "homeassistant/switch/hub/lamp7_switch/config"], "\(configs)")
+        let voltage = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/sensor/hub/lamp7_voltage/config").utf8))
+        #expect(voltage["device_class"] == "voltage" && voltage["unit_of_measurement"] == "V" && voltage["state_class"] == "measurement")
+        #expect(voltage["state_topic"] == "hub/device/lamp7/voltage", "\(voltage)")
+        let current = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/sensor/hub/lamp7_current/config").utf8))
+        #expect(current["device_class"] == "current" && current["unit_of_measurement"] == "A" && current["state_topic"] == "hub/device/lamp7/current")
+
+        // Pressing the scene in Home Assistant: its payload on its command topic.
+        let scene = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/scene/hub/scene_evening/config").utf8))
+        #expect(scene["name"] == .null && scene["device"]?["name"] == "Evening", "\(scene)")
+        let command = try #require(scene["command_topic"]?.stringValue), payload = try #require(scene["payload_on"]?.stringValue)
+        try ha.publish(command, payload)
+        try await w.waitFor("hub/device/lamp7/switch") { $0 == "ON" }
+        #expect(tasmota.relayOn.last == true)
+        // Removed: its entity goes.
+        try w.publish("hub/request/scene/remove", #"{"id":"evening"}"#)
+        try await w.waitFor("homeassistant/scene/hub/scene_evening/config") { $0.isEmpty }
+        await ha.stop()
+        await older.stop()
+        await tasmota.stop()
+        await plug.stop()
         try await f.stop()
     }
 
