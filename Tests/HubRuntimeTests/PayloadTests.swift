@@ -142,6 +142,22 @@ private enum P {
         #expect(p.command == .switchDevice(id: "lamp", target: .on))
     }
 
+    /// One rule for the spaces around a word, whether it is the payload, a JSON string or a JSON
+    /// field: ignored ("on " was taken as plain text and refused inside JSON).
+    @Test func oneRuleForSpacesAroundAWord() throws {
+        for payload in ["on ", "\"on \"", #"{"state":"on "}"#, #"{"state":" ON\t"}"#, #"{"state":"on\r\n"}"#] {
+            #expect(try P.parse(.switchSet("lamp"), payload).commands == [.switchDevice(id: "lamp", target: .on)], "\(payload)")
+        }
+        #expect(try P.parse(.request("switch"), #"{"device":"lamp","state":"off "}"#).commands == [.switchDevice(id: "lamp", target: .off)])
+        #expect(try P.parse(.request("command"), #"{"command":"switch","id":"lamp","state":" toggle"}"#).commands
+                == [.switchDevice(id: "lamp", target: .toggle)])
+        #expect(try P.parse(.request("scene/define"), #"{"id":"eve","states":{"lamp":"ON "}}"#).commands
+                == [.defineScene(id: "eve", name: "", targets: [DeviceTarget(device: "lamp", state: .on)])])
+        // Spaces inside a word are not around it.
+        #expect(P.error(.switchSet("lamp"), #"{"state":"o n"}"#) != nil)
+        #expect(P.error(.switchSet("lamp"), "o n") != nil)
+    }
+
     @Test func switchJSON() throws {
         let p = try P.parse(.switchSet("lamp"), #"{"state":"off","id":"c-1"}"#)
         #expect(p.commands == [.switchDevice(id: "lamp", target: .off)])
