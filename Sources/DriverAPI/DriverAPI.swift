@@ -101,16 +101,22 @@ public struct DriverCapabilities: Sendable, Equatable {
     /// MQTT-native devices: the topic filters this driver may subscribe and publish to (e.g.
     /// `["cmnd/plug1/#", "stat/plug1/#", "tele/plug1/#"]`); the context's `mqtt` handle is scoped to them.
     public var mqttScope: [String]
+    /// The quantities the driver reports for this device (`.reading`): the hub offers Home
+    /// Assistant a sensor for each (and for any other quantity the device has reported), and no
+    /// sensor for a quantity the device cannot measure. Empty for a switch without a meter.
+    public var readings: Set<Quantity>
 
     /// Capabilities.
     /// - Parameters:
     ///   - storesActivations: Whether the device runs its own activations.
     ///   - activationSlots: How many it can hold (when it stores them).
     ///   - mqttScope: The MQTT filters the driver may use; empty for drivers that do not speak MQTT.
-    public init(storesActivations: Bool = false, activationSlots: Int = 0, mqttScope: [String] = []) {
+    ///   - readings: The quantities the driver reports; empty when it reports none.
+    public init(storesActivations: Bool = false, activationSlots: Int = 0, mqttScope: [String] = [], readings: Set<Quantity> = []) {
         self.storesActivations = storesActivations
         self.activationSlots = activationSlots
         self.mqttScope = mqttScope
+        self.readings = readings
     }
 
     /// A switch and nothing more: the hub runs the activations, no MQTT.

@@ -5,12 +5,18 @@
 /// |---|---|
 /// | ESPresense `iBeacon:<uuid>-<major>-<minor>` (any case, uuid with or without dashes) | `<uuid>` when major = minor = 0, else `<uuid>-<major>-<minor>` |
 /// | a uuid, 32 hex digits with or without the 8-4-4-4-12 dashes, optionally `-<major>-<minor>` | the same |
+/// | `<uuid>/<major>/<minor>` (as the admission form suggests) | the same as `<uuid>-<major>-<minor>` |
 /// | a MAC, `60:87:57:4C:9B:C2`, `60-87-57-4c-9b-c2` or `6087574c9bc2` | `6087574c9bc2` |
 /// | any other id (ESPresense `apple:1006:10-12`, a configured `beacon_ids` value) | lowercased |
 ///
 /// `<uuid>` is 32 lowercase hex digits without dashes; major and minor are 0 to 65535.
 public enum BeaconId {
     public static let maxLength = 128
+
+    /// The forms a collar id may be given in, for messages that refuse one.
+    public static let acceptedForms = "accepted: a uuid (32 hex digits, dashes optional), <uuid>/<major>/<minor> or "
+        + "<uuid>-<major>-<minor>, ESPresense's iBeacon:<uuid>-<major>-<minor>, a MAC (60:87:57:4C:9B:C2), "
+        + "or the id the bridge lists in request/beacons/unknown"
 
     /// Why a beacon id was refused: says which form was meant and what it should look like.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -22,8 +28,13 @@ public enum BeaconId {
     ///
     /// - Throws: `Problem` for an empty id, one with spaces or control characters inside, one
     ///   longer than ``maxLength``, and for near misses of the forms above (an `iBeacon:` id that
-    ///   does not parse, a uuid with the wrong number of digits, a MAC without six groups).
+    ///   does not parse, a uuid with the wrong number of digits, a MAC without six groups, a `/`
+    ///   form that is not `<uuid>/<major>/<minor>`); each names the forms accepted (``acceptedForms``).
     public static func canonical(_ raw: String) throws(Problem) -> String {
+        do { return try identity(of: raw) } catch { throw Problem(reason: error.reason + "; " + acceptedForms) }
+    }
+
+    private static func identity(of raw: String) throws(Problem) -> String {
         let s = trimmed(raw).lowercased()
         guard !s.isEmpty else { throw Problem(reason: "is empty") }
         guard s.utf8.count <= maxLength else { throw Problem(reason: "is longer than \(maxLength) bytes") }
@@ -41,6 +52,17 @@ public enum BeaconId {
             }
             guard let major = number(parts[parts.count - 2]), let minor = number(parts[parts.count - 1]) else {
                 throw Problem(reason: "has a major or minor that is not 0 to 65535 (iBeacon:<uuid>-<major>-<minor>; \(example))")
+            }
+            return identity(uuid: uuid, major: major, minor: minor)
+        }
+        if s.contains("/") {
+            // The admission form's `uuid/major/minor`: no bridge reports an id with a slash.
+            let parts = s.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 3, let uuid = uuid(parts[0].split(separator: "-", omittingEmptySubsequences: false)[...]) else {
+                throw Problem(reason: "is not <uuid>/<major>/<minor> with a 32-hex-digit uuid (\(example))")
+            }
+            guard let major = number(parts[1]), let minor = number(parts[2]) else {
+                throw Problem(reason: "has a major or minor that is not 0 to 65535 (<uuid>/<major>/<minor>; \(example))")
             }
             return identity(uuid: uuid, major: major, minor: minor)
         }

@@ -54,6 +54,7 @@ public struct SceneRecord: Sendable, Equatable, Codable {
     public var id: String
     public var name: String
     public var targets: [DeviceTarget]
+    public init(id: String, name: String, targets: [DeviceTarget]) { self.id = id; self.name = name; self.targets = targets }
 }
 
 /// The groups and scenes that exist now.

@@ -10,6 +10,11 @@ import ServiceLifecycle
 /// ("still in the kitchen at 18:03") is kept in memory for the animal's state, not logged. Beacons
 /// bound to no admitted animal are counted and listed (`request/beacons/unknown`), never logged.
 ///
+/// A collar heard before its animal is admitted (the clinic's reception) is placed at admission:
+/// the admission's event (``handle(_:at:)``) finds it among the beacons heard now and logs the room
+/// it is heard in as `AnimalSighted`. A `present` fact whose room is not the animal's logged room
+/// (a sighting missed) is logged as a sighting too.
+///
 /// As a service it starts its bridges and stops them at shutdown. A bridge that cannot start is
 /// reported and left out: a bridge must not stop the hub.
 public actor BridgeHost: Service {
@@ -33,6 +38,10 @@ public actor BridgeHost: Service {
         public var room: String
         public var lastSeen: Int64
         public var reports: Int
+        /// Heard now: no `unseen` since it was last heard.
+        public var heard: Bool = true
+        /// The bridge that heard it last.
+        public var bridge: String = ""
     }
 
     public init(commands: CommandService, relay: MQTTRelay?, bridges: [(factory: any BridgeFactory, settingsJSON: String)] = [],
@@ -84,9 +93,10 @@ public actor BridgeHost: Service {
     func sighted(_ bridge: String, beacon: String, room: String, at: Int64) async {
         hub.metrics.bridgeFact(bridge: bridge, kind: "sighted")
         guard let animal = await animal(wearing: beacon) else {
-            noteUnknown(beacon, room: room, at: at)
+            noteUnknown(beacon, room: room, at: at, bridge: bridge)
             return
         }
+        unknown[BeaconId.key(beacon)] = nil
         presence[animal] = (room, at)
         await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)")
         presenceSink.yield(animal)
@@ -95,12 +105,14 @@ public actor BridgeHost: Service {
     func present(_ bridge: String, beacon: String, room: String, at: Int64) async {
         hub.metrics.bridgeFact(bridge: bridge, kind: "present")
         guard let animal = await animal(wearing: beacon) else {
-            noteUnknown(beacon, room: room, at: at)
+            noteUnknown(beacon, room: room, at: at, bridge: bridge)
             return
         }
+        unknown[BeaconId.key(beacon)] = nil
         presence[animal] = (room, at)
-        // Heard again after an "unseen": that is a fact again.
-        if await hub.animal(animal)?.unseenSince != nil {
+        // Heard again after an "unseen", or in a room the log does not have for it (never placed,
+        // or a sighting missed): that is a fact again.
+        if let record = await hub.animal(animal), record.unseenSince != nil || record.lastRoom != room {
             await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)")
         }
         presenceSink.yield(animal)
@@ -108,13 +120,30 @@ public actor BridgeHost: Service {
 
     func unseen(_ bridge: String, beacon: String, lastRoom: String, lastSeen: Int64) async {
         hub.metrics.bridgeFact(bridge: bridge, kind: "unseen")
-        guard let animal = await animal(wearing: beacon) else { return }
+        guard let animal = await animal(wearing: beacon) else {
+            unknown[BeaconId.key(beacon)]?.heard = false
+            return
+        }
         await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)")
         presenceSink.yield(animal)
     }
 
-    func noteUnknown(_ beacon: String, room: String, at: Int64) {
-        let key = beacon.lowercased()
+    /// Reacts to one committed event: an animal admitted with a collar heard now is placed in the
+    /// room it is heard in (`AnimalSighted` at the later of when it was last heard and `time`, the
+    /// admission's record time), without waiting for the collar to change rooms.
+    public func handle(_ event: HubEvent, at time: Int64) async {
+        guard case .animalAdmitted(let admission) = event else { return }
+        let key = BeaconId.key(admission.beacon)
+        guard let heard = unknown[key], heard.heard, await hub.animal(wearing: key) == admission.animal else { return }
+        unknown[key] = nil
+        presence[admission.animal] = (heard.room, heard.lastSeen)
+        await commands.execute(.sightAnimal(id: admission.animal, room: heard.room, beacon: key, at: max(heard.lastSeen, time)),
+                               actor: "bridge:\(heard.bridge)")
+        presenceSink.yield(admission.animal)
+    }
+
+    func noteUnknown(_ beacon: String, room: String, at: Int64, bridge: String) {
+        let key = BeaconId.key(beacon)
         if unknown[key] == nil, unknown.count >= Self.maxUnknown,
            let oldest = unknown.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key {
             unknown[oldest] = nil
@@ -122,6 +151,8 @@ public actor BridgeHost: Service {
         unknown[key, default: UnknownBeacon(room: room, lastSeen: at, reports: 0)].reports += 1
         unknown[key]?.room = room
         unknown[key]?.lastSeen = at
+        unknown[key]?.heard = true
+        unknown[key]?.bridge = bridge
     }
 
     /// For `request/beacons/unknown`.

@@ -110,7 +110,7 @@ public enum CommandJSON {
             }
             var targets: [DeviceTarget] = []
             for (device, v) in pairs {
-                guard case .string(let s) = v, let state = SwitchState(name: s.lowercased()) else {
+                guard case .string(let s) = v, let state = SwitchState(name: MQTTCommands.word(s)) else {
                     throw Failure(field: "states.\(device)", reason: "must be ON or OFF")
                 }
                 targets.append(DeviceTarget(device: device, state: state))
@@ -239,7 +239,7 @@ public enum CommandJSON {
         /// `ON`, `OFF` or `TOGGLE`, any case.
         func switchTarget(_ key: String) throws -> SwitchTarget {
             let state = try string(key)
-            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+            guard let target = SwitchTarget(rawValue: MQTTCommands.word(state)) else {
                 throw Failure(field: key, reason: "must be ON, OFF or TOGGLE, not \"\(state)\"")
             }
             return target
@@ -269,7 +269,7 @@ public enum CommandJSON {
         }
         func switchState(_ key: String) throws -> SwitchState {
             let s = try string(key)
-            guard let state = SwitchState(name: s.lowercased()) else { throw Failure(field: key, reason: "must be ON or OFF, not \"\(s)\"") }
+            guard let state = SwitchState(name: MQTTCommands.word(s)) else { throw Failure(field: key, reason: "must be ON or OFF, not \"\(s)\"") }
             return state
         }
         /// An ISO-8601 string or a number of Unix seconds; returned in seconds or microseconds.

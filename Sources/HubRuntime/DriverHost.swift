@@ -273,6 +273,12 @@ public actor DriverHost: Service {
     /// How much later than its deadline an unconfirmed command may be failed.
     static let confirmationSlack: Duration = .milliseconds(20)
 
+    /// The quantities the device's running driver reports (`DriverCapabilities.readings`); nil
+    /// while no driver runs for it (not started yet, or none this hub has).
+    public func readings(of device: String) -> Set<Quantity>? {
+        running[device]?.capabilities.readings
+    }
+
     /// Whether the device's running driver keeps and runs activations itself.
     public func storesActivations(_ device: String) -> Bool {
         running[device]?.capabilities.storesActivations == true

@@ -3,7 +3,9 @@ import HubDomain
 /// Home Assistant MQTT discovery configs (pure).
 ///
 /// Topics: `<prefix>/<component>/<node_id>/<object_id>/config`, with `node_id` the base topic reduced to
-/// `[a-zA-Z0-9_-]` and `object_id` `<deviceId>_switch|_power|_energy` or `<animalId>_room|_heart_rate|_temperature`.
+/// `[a-zA-Z0-9_-]` and `object_id` `<deviceId>_switch|_power|_energy|_voltage|_current`,
+/// `<animalId>_room|_heart_rate|_temperature`, `group_<id>` or `scene_<id>`. A device gets a sensor
+/// only for the quantities its driver reports (`DriverCapabilities.readings`) or it has reported.
 /// Topics depend only on ids; unique ids and device identifiers come from hardware identity (a device's
 /// `hardware_id`, an animal's beacon), never from display names, so renames keep the entities.
 /// An empty retained payload on a config topic removes the entity (`deviceRemovals`, `animalRemovals`).
@@ -34,8 +36,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return nodeId + "_" + record.id
     }
 
-    /// A switch, a power sensor and an energy sensor; none for a removed device.
-    public func deviceConfigs(_ record: DeviceRecord) -> [(topic: String, payload: JSONValue)] {
+    /// The quantities a device may get a sensor for, in the order their configs are published.
+    public static let meterQuantities: [Quantity] = [.power, .energy, .voltage, .current]
+
+    /// A switch, and a sensor for each quantity in `readings` the device can have a sensor for
+    /// (power, energy, voltage, current; see ``meterQuantities``); none for a removed device.
+    public func deviceConfigs(_ record: DeviceRecord, readings: Set<Quantity>) -> [(topic: String, payload: JSONValue)] {
         guard !record.removed else { return [] }
         let id = record.id
         let identity = identity(record)
@@ -60,36 +66,49 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             ("payload_on", "ON"),
             ("payload_off", "OFF"),
         ] + availability + [device, origin])
-        let power: JSONValue = .object([
-            ("name", "Power"),
-            ("unique_id", .string(identity + "_power")),
-            ("state_topic", .string(topics.devicePower(id))),
-            ("device_class", "power"),
-            ("state_class", "measurement"),
-            ("unit_of_measurement", "W"),
-        ] + availability + [device, origin])
-        let energy: JSONValue = .object([
-            ("name", "Energy"),
-            ("unique_id", .string(identity + "_energy")),
-            ("state_topic", .string(topics.deviceEnergy(id))),
-            ("device_class", "energy"),
-            ("state_class", "total_increasing"),
-            ("unit_of_measurement", "kWh"),
-        ] + availability + [device, origin])
-        return [
-            (configTopic(component: "switch", objectId: id + "_switch"), switchConfig),
-            (configTopic(component: "sensor", objectId: id + "_power"), power),
-            (configTopic(component: "sensor", objectId: id + "_energy"), energy),
-        ]
+        var configs = [(configTopic(component: "switch", objectId: id + "_switch"), switchConfig)]
+        for quantity in Self.meterQuantities where readings.contains(quantity) {
+            guard let sensor = Self.sensor(quantity) else { continue }
+            let config: JSONValue = .object([
+                ("name", .string(sensor.name)),
+                ("unique_id", .string(identity + "_" + quantity.rawValue)),
+                ("state_topic", .string(topics.devicePlain(id, quantity))),
+                ("device_class", .string(sensor.deviceClass)),
+                ("state_class", .string(sensor.stateClass)),
+                ("unit_of_measurement", .string(sensor.unit)),
+            ] + availability + [device, origin])
+            configs.append((sensorConfigTopic(id, quantity), config))
+        }
+        return configs
+    }
+
+    /// How Home Assistant is told of a device's sensor for `quantity` (nil: no sensor for it).
+    static func sensor(_ quantity: Quantity) -> (name: String, deviceClass: String, stateClass: String, unit: String)? {
+        switch quantity {
+        case .power: return ("Power", "power", "measurement", "W")
+        case .energy: return ("Energy", "energy", "total_increasing", "kWh")
+        case .voltage: return ("Voltage", "voltage", "measurement", "V")
+        case .current: return ("Current", "current", "measurement", "A")
+        case .temperature, .heartRate: return nil
+        }
+    }
+
+    /// The config topic of a device's sensor for `quantity`: `<prefix>/sensor/<node>/<id>_<quantity>/config`.
+    public func sensorConfigTopic(_ id: String, _ quantity: Quantity) -> String {
+        configTopic(component: "sensor", objectId: id + "_" + quantity.rawValue)
+    }
+
+    /// The config topics of the sensors a device is not offered (to clear with an empty retained
+    /// payload: a sensor an older hub announced, or one the driver no longer reports).
+    public func sensorRemovals(id: String, offered readings: Set<Quantity>) -> [String] {
+        Self.meterQuantities.filter { !readings.contains($0) }.map { sensorConfigTopic(id, $0) }
     }
 
     /// The config topics to clear (empty retained payload) when a device goes away.
     public func deviceRemovals(_ record: DeviceRecord) -> [String] { deviceRemovals(id: record.id) }
 
     public func deviceRemovals(id: String) -> [String] {
-        [configTopic(component: "switch", objectId: id + "_switch"),
-         configTopic(component: "sensor", objectId: id + "_power"),
-         configTopic(component: "sensor", objectId: id + "_energy")]
+        [configTopic(component: "switch", objectId: id + "_switch")] + Self.meterQuantities.map { sensorConfigTopic(id, $0) }
     }
 
     // MARK: Animals
@@ -177,5 +196,34 @@ extension HomeAssistantDiscovery {
 
     public func groupConfigTopic(_ id: String) -> String {
         configTopic(component: "switch", objectId: "group_" + id)
+    }
+}
+
+// MARK: Scenes
+
+extension HomeAssistantDiscovery {
+    /// A scene is a Home Assistant `scene` entity: activating it publishes `{"id":"<scene>"}` on
+    /// `<base>/request/scene/apply`, the request that applies it (answered on `<base>/response/scene/apply`).
+    public func sceneConfig(_ scene: SceneRecord) -> (topic: String, payload: JSONValue) {
+        let identity = nodeId + "_scene_" + scene.id
+        let config: JSONValue = .object([
+            ("name", .null),
+            ("unique_id", .string(identity)),
+            ("command_topic", .string(topics.request("scene/apply"))),
+            ("payload_on", .string(JSONValue.object([("id", .string(scene.id))]).serialized())),
+            ("availability_topic", .string(topics.status)),
+            ("device", .object([
+                ("identifiers", .array([.string(identity)])),
+                ("name", .string(scene.name)),
+                ("model", .string("scene of \(scene.targets.count) devices")),
+                ("manufacturer", .string(Self.manufacturer)),
+            ])),
+            ("origin", .object([("name", .string(Self.manufacturer))])),
+        ])
+        return (sceneConfigTopic(scene.id), config)
+    }
+
+    public func sceneConfigTopic(_ id: String) -> String {
+        configTopic(component: "scene", objectId: "scene_" + id)
     }
 }

@@ -145,7 +145,7 @@ public final class HubService: Sendable {
             let console = ConsoleFeed()
             let stepDown = active.map { StepDown(instance: $0.instance, surface: surface, logger: logger) }
             let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
-                                          console: console, stepDown: stepDown)
+                                          bridges: bridges, console: console, stepDown: stepDown)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             if let active, let lease = options.lease, let stepDown {
                 // Stops after everything that appends, so it releases the lease last (before the log closes).
@@ -372,15 +372,17 @@ struct ShutdownNotice: Service {
     }
 }
 
-/// Hands every newly committed event to the read models, the drivers and the scheduler, and marks
-/// what the surface must re-publish. A log that cannot be followed stops the hub (drivers and state
-/// would go stale).
+/// Hands every newly committed event to the read models, the drivers, the scheduler and the
+/// bridges, and marks what the surface must re-publish. A log that cannot be followed stops the
+/// hub (drivers and state would go stale).
 struct HubLogFollower: Service {
     let hub: Hub
     let from: UInt64
     let surface: MQTTSurface?
     let drivers: DriverHost
     let scheduler: Scheduler
+    /// Places an animal admitted with a collar the bridges hear now.
+    var bridges: BridgeHost? = nil
     /// The console's live updates (ended when the follower stops, so open pages let the listener stop).
     var console: ConsoleFeed? = nil
     /// With a hot standby: a log that cannot be followed (the database connection was lost) makes
@@ -400,6 +402,7 @@ struct HubLogFollower: Service {
                                                            payload: record.payload) else { continue } // counted by the read models as skipped
                     await drivers.handle(event)
                     await scheduler.handle(event)
+                    await bridges?.handle(event, at: record.timestamp)
                 }
             }
         } catch is CancellationError {

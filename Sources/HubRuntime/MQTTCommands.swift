@@ -278,18 +278,18 @@ public enum MQTTCommands {
             let (state, commandId) = try fields(echo) { () throws -> (String, String?) in
                 (try f.string("state"), try f.optionalString("command_id") ?? f.optionalString("id"))
             }
-            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+            guard let target = SwitchTarget(rawValue: word(state)) else {
                 throw MQTTCommandError("\"state\": must be ON, OFF or TOGGLE, not \"\(MQTTTopics.shown(state))\"", echo: echo)
             }
             return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)
         case UInt8(ascii: "\""):
             // A JSON string: "ON".
-            guard case .string(let s)? = try? JSONValue.parse(payload), let target = SwitchTarget(rawValue: trimmed(s).lowercased()) else {
+            guard case .string(let s)? = try? JSONValue.parse(payload), let target = SwitchTarget(rawValue: word(s)) else {
                 throw MQTTCommandError("expected \(switchForms), not \(quoted(text))")
             }
             return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: nil)
         default:
-            guard let target = SwitchTarget(rawValue: text.lowercased()) else {
+            guard let target = SwitchTarget(rawValue: word(text)) else {
                 throw MQTTCommandError("expected \(switchForms), not \(quoted(text))")
             }
             return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: nil)
@@ -300,6 +300,11 @@ public enum MQTTCommands {
     static func quoted(_ text: String) -> String {
         JSONValue.string(MQTTTopics.shown(text)).serialized()
     }
+
+    /// The one rule for a word in a payload (`ON`, `OFF`, `TOGGLE`), whether it is the whole
+    /// payload, a JSON string or a JSON field's value: any case, and spaces, tabs and line breaks
+    /// around it ignored (`"on "` is `on` in all three).
+    static func word(_ s: String) -> String { trimmed(s).lowercased() }
 
     static func trimmed(_ s: String) -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
@@ -397,7 +402,7 @@ public enum MQTTCommands {
             let (device, state, commandId) = try fields(echo) { () throws -> (String, String, String?) in
                 (try f.string("device"), try f.string("state"), try f.optionalString("command_id"))
             }
-            guard let target = SwitchTarget(rawValue: state.lowercased()) else {
+            guard let target = SwitchTarget(rawValue: word(state)) else {
                 throw MQTTCommandError("\"state\": must be ON, OFF or TOGGLE, not \"\(MQTTTopics.shown(state))\"", echo: echo)
             }
             return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)

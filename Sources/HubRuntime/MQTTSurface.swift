@@ -25,9 +25,12 @@ public actor MQTTSurface {
     let discovery: HomeAssistantDiscovery
     nonisolated let events: MQTTEventsPublisher
     nonisolated let logger: Logger
-    /// Device id -> the name its discovery config was published with (re-announced on rename).
-    var announcedDevices: [String: String] = [:]
+    /// Device id -> the name and sensors its discovery configs were published with (re-announced
+    /// on a rename, or when the sensors offered change).
+    var announcedDevices: [String: (name: String, sensors: OfferedSensors)] = [:]
     var announcedAnimals: Set<String> = []
+    /// Scenes announced to Home Assistant.
+    var announcedScenes: Set<String> = []
     /// Streams whose state must be re-published; filled from any task, drained by `publishStates`.
     private nonisolated let dirty = Mutex<Set<StreamKey>>([])
     nonisolated let wake: AsyncStream<Void>.Continuation
@@ -305,13 +308,14 @@ public actor MQTTSurface {
             if device.removed {
                 for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
             } else {
-                announce(device)
+                announce(device, sensors: await offeredSensors(device))
             }
             publishDevice(Hub.DeviceView(state, device))
         }
         for group in state.household.groups.values {
             publishGroup(group, StatePayloads.group(group, devices: state.devices), announce: true)
         }
+        for scene in state.household.scenes.values { announce(scene) }
         for animal in state.animals.byId.values {
             if animal.isAdmitted {
                 announce(animal)
@@ -336,9 +340,48 @@ public actor MQTTSurface {
         }
     }
 
-    func announce(_ device: DeviceRecord) {
-        for (topic, payload) in discovery.deviceConfigs(device) { publish(topic, payload) }
-        announcedDevices[device.id] = device.name
+    /// The sensors a device is offered.
+    struct OfferedSensors: Equatable {
+        /// The quantities its running driver reports, and any it has reported (a reading in the log).
+        var readings: Set<Quantity>
+        /// Whether a driver runs for it (its readings are known): only then are the others cleared.
+        var complete: Bool
+    }
+
+    func offeredSensors(_ device: DeviceRecord) async -> OfferedSensors {
+        let reported = Set(HomeAssistantDiscovery.meterQuantities.filter { device.lastReading($0) != nil })
+        guard let declared = await drivers.readings(of: device.id) else { return OfferedSensors(readings: reported, complete: false) }
+        return OfferedSensors(readings: declared.union(reported), complete: true)
+    }
+
+    /// Publishes the device's switch and its offered sensors; once its driver runs, clears the
+    /// config of every sensor not offered (one an older hub announced for a device without a meter).
+    func announce(_ device: DeviceRecord, sensors: OfferedSensors) {
+        for (topic, payload) in discovery.deviceConfigs(device, readings: sensors.readings) { publish(topic, payload) }
+        if sensors.complete {
+            for topic in discovery.sensorRemovals(id: device.id, offered: sensors.readings) { publishOrLog(topic, []) }
+        }
+        announcedDevices[device.id] = (device.name, sensors)
+    }
+
+    func announce(_ scene: SceneRecord) {
+        let (topic, payload) = discovery.sceneConfig(scene)
+        publish(topic, payload)
+        announcedScenes.insert(scene.id)
+    }
+
+    /// Announces the scenes that were defined or redefined, and clears those removed.
+    func publishScenes(changed ids: Set<String>) async {
+        guard !ids.isEmpty else { return }
+        let scenes = await hub.state.household.scenes
+        for id in ids.sorted() {
+            if let scene = scenes[id] {
+                announce(scene)
+            } else {
+                publishOrLog(discovery.sceneConfigTopic(id), [])
+                announcedScenes.remove(id)
+            }
+        }
     }
 
     func announce(_ animal: AnimalRecord) {
@@ -369,13 +412,16 @@ public actor MQTTSurface {
             let (devices, animals) = await hub.views(devices: deviceIds, animals: animalIds)
             let groupIds = Set(streams.compactMap(\.groupId))
             if !groupIds.isEmpty || !deviceIds.isEmpty { await publishGroups(changed: groupIds, devices: Set(deviceIds)) }
+            await publishScenes(changed: Set(streams.compactMap(\.sceneId)))
             for view in devices {
                 let device = view.record
                 if device.removed {
                     for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
                     announcedDevices[device.id] = nil
-                } else if announcedDevices[device.id] != device.name {
-                    announce(device)
+                } else {
+                    let sensors = await offeredSensors(device)
+                    let announced = announcedDevices[device.id]
+                    if announced?.name != device.name || announced?.sensors != sensors { announce(device, sensors: sensors) }
                 }
                 publishDevice(view)
             }

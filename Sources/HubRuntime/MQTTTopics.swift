@@ -9,7 +9,8 @@ import HubDomain
 /// - `<base>/status/active`: JSON (retained): the active instance, with a hot standby
 /// - `<base>/status/storage`: JSON (retained): `ok`, or `full` with the file and since when
 /// - `<base>/device/<id>/state`: JSON (retained); plain `.../switch` (ON/OFF), `.../power` (W),
-///   `.../energy` (kWh), `.../availability` (online/offline), all retained
+///   `.../energy` (kWh), `.../voltage` (V), `.../current` (A), `.../availability` (online/offline),
+///   all retained
 /// - `<base>/animal/<id>/state`: JSON (retained)
 /// - `<base>/events/<stream>/<type>`: every appended event (not retained)
 /// - `<base>/response/...`: the answer to each command (see `response(forTopic:)`)
@@ -54,6 +55,13 @@ public struct MQTTTopics: Sendable, Equatable {
     public func deviceEnergy(_ id: String) -> String { device(id, "energy") }
     /// Plain `online` / `offline`.
     public func deviceAvailability(_ id: String) -> String { device(id, "availability") }
+    /// Plain number, V.
+    public func deviceVoltage(_ id: String) -> String { device(id, "voltage") }
+    /// Plain number, A.
+    public func deviceCurrent(_ id: String) -> String { device(id, "current") }
+    /// The plain topic of a device's `quantity`: `power`, `energy` (kWh), `voltage`, `current`
+    /// (`<base>/device/<id>/<quantity>`).
+    public func devicePlain(_ id: String, _ quantity: Quantity) -> String { device(id, quantity.rawValue) }
     public func animalState(_ id: String) -> String { base + "/animal/" + id + "/state" }
     /// JSON (retained): members, how many are on.
     public func groupState(_ id: String) -> String { base + "/group/" + id + "/state" }

@@ -151,13 +151,36 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     /// Says whether the next start will use the history files or rebuild them (changes nothing).
+    /// Beside a running hub, files it has not synced yet are its to sync, not a fault.
     func checkHistoryFiles(_ store: any EventStore) throws {
-        let directory = try data.paths().history
+        let paths = try data.paths()
+        let directory = paths.history
         guard let found = HistoryFiles.inspect(directory: directory) else { return }
         if let reason = try HistoryFiles.distrust(found.mark, hasSeries: found.series > 0, store: store) {
+            if found.mark == nil, paths.logURL == nil, Self.heldByRunningHub(paths.log + "/LOCK") == true {
+                print("history files: \(found.series) series, being written by the hub running on this log; "
+                      + "it syncs them with its next snapshot and when it stops (nothing to do)")
+                return
+            }
             print("note: the history files in \(directory) are rebuilt from the log at the next start: \(reason)")
         } else if let mark = found.mark {
             print("history files: \(found.series) series, synced at sequence \(mark.sequence) of this log")
+        }
+    }
+
+    /// Whether a process holds the writer's lock on the segment log (`flock` on `<log>/LOCK`), read
+    /// from `/proc/locks` without taking the lock (which would stop a hub starting that instant);
+    /// nil when that cannot be told.
+    static func heldByRunningHub(_ lockPath: String) -> Bool? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: lockPath),
+              let inode = (attributes[.systemFileNumber] as? NSNumber)?.uint64Value,
+              let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        // `1: FLOCK  ADVISORY  WRITE 4242 00:2f:1234567 0 EOF`: the file is major:minor:inode.
+        return locks.split(separator: "\n").contains { line in
+            line.contains("FLOCK") && line.split(separator: " ").contains { field in
+                let parts = field.split(separator: ":")
+                return parts.count == 3 && UInt64(parts[2]) == inode
+            }
         }
     }
 

@@ -21,6 +21,10 @@ import Testing
         (" 1DE4B189-115E-45F6-B44E-509352269977 ", uuid),
         ("1de4b189-115e-45f6-b44e-509352269977-0-0", uuid),
         ("1de4b189115e45f6b44e509352269977-7-65535", uuid + "-7-65535"),
+        // uuid/major/minor, as the console's admission form suggests
+        ("1de4b189115e45f6b44e509352269977/0/0", uuid),
+        ("1DE4B189-115E-45F6-B44E-509352269977/1/2", uuid + "-1-2"),
+        ("1de4b189115e45f6b44e509352269977/7/65535", uuid + "-7-65535"),
         // MACs: OpenMQTTGateway / Theengs `id`, ESPresense (older firmware) `id`
         ("60:87:57:4C:9B:C2", "6087574c9bc2"),
         ("6087574C9BC2", "6087574c9bc2"),
@@ -60,6 +64,10 @@ import Testing
         ("1de4b189-115e-45f6-b44e-509352269977-1", "32 hex digits"),
         ("60:87:57:4C:9B", "six two-digit hex groups"),
         ("collar 7", "space"),
+        ("1de4b189115e45f6b44e509352269977/1", "<uuid>/<major>/<minor>"),
+        ("1de4b189115e45f6b44e509352269977/1/70000", "0 to 65535"),
+        ("1de4b189115e45f6b44e50935226997/1/2", "<uuid>/<major>/<minor>"),
+        ("collar/7", "<uuid>/<major>/<minor>"),
     ]
 
     @Test(arguments: refused) func nearMissesAreRefused(given: String, says: String) {
@@ -72,6 +80,10 @@ import Testing
         #expect(rejection.message.contains("rex"), "\(rejection.message)")
         #expect(rejection.message.contains("1de4b189115e45f6b44e509352269977") || rejection.message.contains("6087574c9bc2"),
                 "the message shows the canonical form: \(rejection.message)")
+        // ... and every form accepted.
+        for form in ["a uuid (32 hex digits", "<uuid>/<major>/<minor>", "iBeacon:<uuid>-<major>-<minor>", "a MAC", "request/beacons/unknown"] {
+            #expect(rejection.message.contains(form), "\(given): \(rejection.message)")
+        }
     }
 
     /// An admission logged before beacon ids were made canonical is indexed under the bridge's identity.

@@ -4,6 +4,8 @@ import BrokerHarness
 import DriverAPI
 import Foundation
 import HubDomain
+import PowerPlug
+import PowerPlugSimulator
 import Shelly
 import ShellySimulator
 import Tasmota
@@ -136,6 +138,125 @@ import VirtualDriver
         // Owner data stays off the broker, sealed in the event.
         #expect(w.received.withLock { $0.filter { $0.topic != "hub/animal/admit" }.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("\"Ana\"") } })
         await sim.stop()
+        try await f.stop()
+    }
+
+    /// Home Assistant's view, read as it reads it (the retained config topics, by a client that
+    /// subscribes afterwards): the seed's TCP plug, which has no meter, gets a switch and no power or
+    /// energy sensor (those an older hub left retained are cleared); a Tasmota plug gets power,
+    /// energy, voltage and current; a scene is a `scene` entity whose command the hub carries out.
+    @Test func discoveryOffersWhatTheDriverReportsAndScenesToPress() async throws {
+        let broker = try TestBroker.start()
+        // What an older hub announced for the TCP plug: sensors that stay "unknown" for ever.
+        let older = try await Watcher(port: broker.port, filters: [])
+        for q in ["power", "energy"] {
+            try older.publish("homeassistant/sensor/hub/pump_\(q)/config", #"{"name":"\#(q)","unique_id":"hub_pump_\#(q)","state_topic":"hub/device/pump/\#(q)"}"#, retain: true)
+        }
+        let plug = PowerPlugSimulator(options: PowerPlugSimulator.Options(port: 0, stateFile: temporaryDirectory() + "/plug.state",
+                                                                          statusInterval: .milliseconds(300), checkInterval: .seconds(60)))
+        let port = try await plug.start()
+        let tasmota = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3, loadWatts: 60))
+        try await tasmota.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [
+            HubConfig.Device(id: "pump", driver: "powerplug", name: "Pump", config: #"{"host":"127.0.0.1","port":\#(port)}"#),
+            HubConfig.Device(id: "lamp7", driver: "tasmota", name: "Lamp 7", config: #"{"topic":"plug7"}"#),
+        ], factories: Self.factories + [PowerPlugDriverFactory()])
+        let w = f.watcher
+        try await w.waitFor("hub/device/pump/availability") { $0 == "online" }
+        try await w.waitFor("hub/device/lamp7/voltage", timeout: .seconds(10)) { (Double($0) ?? 0) > 100 }
+        try await w.waitFor("hub/device/lamp7/current") { Double($0) != nil }
+        for q in ["power", "energy"] { try await w.waitFor("homeassistant/sensor/hub/pump_\(q)/config") { $0.isEmpty } }
+
+        // A scene, and what Home Assistant now holds.
+        try w.publish("hub/request/scene/define", #"{"id":"evening","name":"Evening","states":{"lamp7":"ON","pump":"OFF"}}"#)
+        try await w.waitFor("hub/response/scene/define") { $0.contains(#""status":"ok""#) }
+        try await w.waitFor("homeassistant/scene/hub/scene_evening/config")
+        let ha = try await Watcher(port: broker.port, filters: ["homeassistant/#"])
+        try ha.publish("homeassistant/marker", "after the retained ones")
+        try await ha.waitFor("homeassistant/marker")
+        let configs = ha.received.withLock { $0.filter { $0.retain && !$0.payload.isEmpty }.map(\.topic) }
+        let pump = configs.filter { $0.contains("/pump_") }.sorted()
+        #expect(pump == ["homeassistant/switch/hub/pump_switch/config"], "\(configs)")
+        let lamp = configs.filter { $0.contains("/lamp7_") }.sorted()
+        #expect(lamp == ["homeassistant/sensor/hub/lamp7_current/config", "homeassistant/sensor/hub/lamp7_energy/config",
+                         "homeassistant/sensor/hub/lamp7_power/config", "homeassistant/sensor/hub/lamp7_voltage/config",
+                         "homeassistant/switch/hub/lamp7_switch/config"], "\(configs)")
+        let voltage = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/sensor/hub/lamp7_voltage/config").utf8))
+        #expect(voltage["device_class"] == "voltage" && voltage["unit_of_measurement"] == "V" && voltage["state_class"] == "measurement")
+        #expect(voltage["state_topic"] == "hub/device/lamp7/voltage", "\(voltage)")
+        let current = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/sensor/hub/lamp7_current/config").utf8))
+        #expect(current["device_class"] == "current" && current["unit_of_measurement"] == "A" && current["state_topic"] == "hub/device/lamp7/current")
+
+        // Pressing the scene in Home Assistant: its payload on its command topic.
+        let scene = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/scene/hub/scene_evening/config").utf8))
+        #expect(scene["name"] == .null && scene["device"]?["name"] == "Evening", "\(scene)")
+        let command = try #require(scene["command_topic"]?.stringValue), payload = try #require(scene["payload_on"]?.stringValue)
+        try ha.publish(command, payload)
+        try await w.waitFor("hub/device/lamp7/switch") { $0 == "ON" }
+        #expect(tasmota.relayOn.last == true)
+        // Removed: its entity goes.
+        try w.publish("hub/request/scene/remove", #"{"id":"evening"}"#)
+        try await w.waitFor("homeassistant/scene/hub/scene_evening/config") { $0.isEmpty }
+        await ha.stop()
+        await older.stop()
+        await tasmota.stop()
+        await plug.stop()
+        try await f.stop()
+    }
+
+    /// A collar heard before its animal is admitted (a clinic's reception) is placed at admission,
+    /// without waiting for it to change rooms: ESPresense messages as a room node publishes them,
+    /// one admission with the id the bridge lists (the Discovered page's "Admit an animal with it"),
+    /// one typed as the console's form suggests (`uuid/major/minor`).
+    @Test func aCollarHeardBeforeAdmissionIsPlacedAtAdmission() async throws {
+        let broker = try TestBroker.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        // `present` at most once a minute: only the admission can place the animal within the test.
+        #expect(await f.service.bridges.start(BeaconBridgeFactory(), settingsJSON: #"{"present_every_seconds":60}"#) == nil)
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        // Two collars at reception: tom's (major = minor = 0) and rex's (major 1, minor 2).
+        let collars = ["iBeacon:2ce4b189-115e-45f6-b44e-509352269977-0-0", "iBeacon:1de4b189-115e-45f6-b44e-509352269977-1-2"]
+        let node = Task {
+            while !Task.isCancelled {
+                for id in collars {
+                    try? w.publish("espresense/devices/\(id)/reception", #"{"mac":"67518126293a","id":"\#(id)","rssi@1m":-65,"rssi":-70.5,"distance":1.2}"#)
+                }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        defer { node.cancel() }
+        // Heard, and nobody wears them yet.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var unknown = ""
+        while !(unknown.contains("-1-2") && unknown.contains("2ce4b189")) && ContinuousClock.now < deadline {
+            let before = w.messages("hub/response/beacons/unknown").count
+            try w.publish("hub/request/beacons/unknown", "")
+            unknown = try await w.waitFor("hub/response/beacons/unknown", skip: before)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(unknown.contains(#""beacon":"2ce4b189115e45f6b44e509352269977","room":"reception""#), "\(unknown)")
+        #expect(unknown.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2","room":"reception""#), "\(unknown)")
+
+        // Admitted with the id the bridge lists.
+        try w.publish("hub/animal/admit", #"{"id":"tom","name":"Tom","species":"cat","weight_kg":4.2,"beacon":"2ce4b189115e45f6b44e509352269977"}"#)
+        try await w.waitFor("hub/response/animal/admit") { $0.contains(#""status":"ok""#) }
+        let tom = try await w.waitFor("hub/events/animal/tom/AnimalSighted", timeout: .seconds(5))
+        #expect(tom.contains(#""room":"reception""#) && tom.contains(#""actor":"bridge:beacons""#), "\(tom)")
+        try await w.waitFor("hub/animal/tom/state") { $0.contains(#""room":"reception""#) && $0.contains(#""present":true"#) }
+
+        // Admitted with the id typed as the admission form suggests.
+        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1DE4B189-115E-45F6-B44E-509352269977/1/2"}"#)
+        let admitted = try await w.waitFor("hub/response/animal/admit", skip: 1)
+        #expect(admitted.contains(#""status":"ok""#) && admitted.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2""#), "\(admitted)")
+        let rex = try await w.waitFor("hub/events/animal/rex/AnimalSighted", timeout: .seconds(5))
+        #expect(rex.contains(#""room":"reception""#), "\(rex)")
+
+        // Neither is listed as unknown any more.
+        let before = w.messages("hub/response/beacons/unknown").count
+        try w.publish("hub/request/beacons/unknown", "")
+        #expect(try await w.waitFor("hub/response/beacons/unknown", skip: before).contains(#""data":[]"#))
+        node.cancel()
         try await f.stop()
     }
 

@@ -142,6 +142,22 @@ private enum P {
         #expect(p.command == .switchDevice(id: "lamp", target: .on))
     }
 
+    /// One rule for the spaces around a word, whether it is the payload, a JSON string or a JSON
+    /// field: ignored ("on " was taken as plain text and refused inside JSON).
+    @Test func oneRuleForSpacesAroundAWord() throws {
+        for payload in ["on ", "\"on \"", #"{"state":"on "}"#, #"{"state":" ON\t"}"#, #"{"state":"on\r\n"}"#] {
+            #expect(try P.parse(.switchSet("lamp"), payload).commands == [.switchDevice(id: "lamp", target: .on)], "\(payload)")
+        }
+        #expect(try P.parse(.request("switch"), #"{"device":"lamp","state":"off "}"#).commands == [.switchDevice(id: "lamp", target: .off)])
+        #expect(try P.parse(.request("command"), #"{"command":"switch","id":"lamp","state":" toggle"}"#).commands
+                == [.switchDevice(id: "lamp", target: .toggle)])
+        #expect(try P.parse(.request("scene/define"), #"{"id":"eve","states":{"lamp":"ON "}}"#).commands
+                == [.defineScene(id: "eve", name: "", targets: [DeviceTarget(device: "lamp", state: .on)])])
+        // Spaces inside a word are not around it.
+        #expect(P.error(.switchSet("lamp"), #"{"state":"o n"}"#) != nil)
+        #expect(P.error(.switchSet("lamp"), "o n") != nil)
+    }
+
     @Test func switchJSON() throws {
         let p = try P.parse(.switchSet("lamp"), #"{"state":"off","id":"c-1"}"#)
         #expect(p.commands == [.switchDevice(id: "lamp", target: .off)])
@@ -458,8 +474,9 @@ private enum P {
         let w = P.world()
         let t = MQTTTopics()
         let lamp = StatePayloads.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t)
-        #expect(lamp.map(\.topic) == ["hub/device/lamp/switch", "hub/device/lamp/power", "hub/device/lamp/energy", "hub/device/lamp/availability"])
-        #expect(lamp.map(\.payload) == ["ON", "60.5", "0.235", "online"])
+        #expect(lamp.map(\.topic) == ["hub/device/lamp/switch", "hub/device/lamp/power", "hub/device/lamp/energy", "hub/device/lamp/voltage",
+                                      "hub/device/lamp/current", "hub/device/lamp/availability"])
+        #expect(lamp.map(\.payload) == ["ON", "60.5", "0.235", "230", "0.263", "online"])
         #expect(StatePayloads.devicePlain(w.state.devices["fresh"]!, energy: nil, topics: t).isEmpty)
         let gone = StatePayloads.devicePlain(w.state.devices["gone"]!, energy: nil, topics: t)
         #expect(gone.map(\.topic) == ["hub/device/gone/availability"] && gone.map(\.payload) == ["offline"])
@@ -498,7 +515,7 @@ private enum P {
 
     @Test func deviceEntities() throws {
         let w = P.world()
-        let configs = ha.deviceConfigs(w.state.devices["lamp"]!)
+        let configs = ha.deviceConfigs(w.state.devices["lamp"]!, readings: [.power, .energy])
         #expect(configs.map(\.topic) == ["homeassistant/switch/hub/lamp_switch/config", "homeassistant/sensor/hub/lamp_power/config",
                                          "homeassistant/sensor/hub/lamp_energy/config"])
         let (sw, power, energy) = (configs[0].payload, configs[1].payload, configs[2].payload)
@@ -522,14 +539,14 @@ private enum P {
         #expect(t.route(topic: sw["command_topic"]!.stringValue!) == .switchSet("lamp"))
         #expect(StatePayloads.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t).map(\.topic)
             == [sw["state_topic"]!.stringValue!, power["state_topic"]!.stringValue!, energy["state_topic"]!.stringValue!,
-                t.deviceAvailability("lamp")])
+                t.deviceVoltage("lamp"), t.deviceCurrent("lamp"), t.deviceAvailability("lamp")])
     }
 
     @Test func uniqueIdsSurviveRenames() {
         var w = P.world()
-        let before = ha.deviceConfigs(w.state.devices["lamp"]!)
+        let before = ha.deviceConfigs(w.state.devices["lamp"]!, readings: [.power, .energy])
         w.apply(.deviceRenamed(DeviceRenamed(device: "lamp", name: "Reading lamp")), at: P.t0 + 10)
-        let after = ha.deviceConfigs(w.state.devices["lamp"]!)
+        let after = ha.deviceConfigs(w.state.devices["lamp"]!, readings: [.power, .energy])
         #expect(before.map(\.topic) == after.map(\.topic))
         #expect(before.map { $0.payload["unique_id"] } == after.map { $0.payload["unique_id"] })
         #expect(before[0].payload["device"]?["identifiers"] == after[0].payload["device"]?["identifiers"])
@@ -538,12 +555,12 @@ private enum P {
 
     @Test func identityWithoutHardwareId() {
         let w = P.world()
-        let configs = ha.deviceConfigs(w.state.devices["fresh"]!)
+        let configs = ha.deviceConfigs(w.state.devices["fresh"]!, readings: [.power, .energy])
         #expect(configs.map { $0.payload["unique_id"] } == ["hub_fresh_switch", "hub_fresh_power", "hub_fresh_energy"])
         #expect(configs[0].payload["device"]?["identifiers"] == ["hub_fresh"])
         let custom = HomeAssistantDiscovery(topics: MQTTTopics(base: "site 1/hub", discoveryPrefix: "ha"))
         #expect(custom.nodeId == "site_1_hub")
-        let c = custom.deviceConfigs(w.state.devices["fresh"]!)
+        let c = custom.deviceConfigs(w.state.devices["fresh"]!, readings: [.power, .energy])
         #expect(c[0].topic == "ha/switch/site_1_hub/fresh_switch/config")
         #expect(c[0].payload["unique_id"] == "site_1_hub_fresh_switch")
         #expect(c[0].payload["command_topic"] == "site 1/hub/device/fresh/switch/set")
@@ -551,12 +568,51 @@ private enum P {
 
     @Test func removedDevices() {
         let w = P.world()
-        #expect(ha.deviceConfigs(w.state.devices["gone"]!).isEmpty)
+        #expect(ha.deviceConfigs(w.state.devices["gone"]!, readings: [.power, .energy]).isEmpty)
         #expect(ha.deviceRemovals(w.state.devices["gone"]!) == ["homeassistant/switch/hub/gone_switch/config",
                                                                 "homeassistant/sensor/hub/gone_power/config",
-                                                                "homeassistant/sensor/hub/gone_energy/config"])
-        // Removals clear exactly what configs published.
-        #expect(ha.deviceRemovals(id: "lamp") == ha.deviceConfigs(w.state.devices["lamp"]!).map(\.topic))
+                                                                "homeassistant/sensor/hub/gone_energy/config",
+                                                                "homeassistant/sensor/hub/gone_voltage/config",
+                                                                "homeassistant/sensor/hub/gone_current/config"])
+        // Removals clear exactly what configs published with every sensor.
+        #expect(ha.deviceRemovals(id: "lamp") == ha.deviceConfigs(w.state.devices["lamp"]!, readings: Set(Quantity.allCases)).map(\.topic))
+    }
+
+    /// Sensors only for the quantities the driver reports: none for a plug without a meter (its
+    /// stale ones cleared), voltage and current for one that measures them.
+    @Test func sensorsFollowTheReadingsOffered() throws {
+        let w = P.world()
+        let lamp = w.state.devices["lamp"]!
+        #expect(ha.deviceConfigs(lamp, readings: []).map(\.topic) == ["homeassistant/switch/hub/lamp_switch/config"])
+        #expect(ha.sensorRemovals(id: "lamp", offered: []) == ["homeassistant/sensor/hub/lamp_power/config", "homeassistant/sensor/hub/lamp_energy/config",
+                                                             "homeassistant/sensor/hub/lamp_voltage/config", "homeassistant/sensor/hub/lamp_current/config"])
+        // Only meters get sensors (a device's temperature or heart rate is not one).
+        let all = ha.deviceConfigs(lamp, readings: Set(Quantity.allCases))
+        #expect(all.map(\.topic) == ["homeassistant/switch/hub/lamp_switch/config", "homeassistant/sensor/hub/lamp_power/config",
+                                     "homeassistant/sensor/hub/lamp_energy/config", "homeassistant/sensor/hub/lamp_voltage/config",
+                                     "homeassistant/sensor/hub/lamp_current/config"])
+        #expect(ha.sensorRemovals(id: "lamp", offered: Set(Quantity.allCases)).isEmpty)
+        let (voltage, current) = (all[3].payload, all[4].payload)
+        #expect(voltage["device_class"] == "voltage" && voltage["unit_of_measurement"] == "V" && voltage["state_class"] == "measurement")
+        #expect(voltage["state_topic"] == "hub/device/lamp/voltage" && voltage["unique_id"] == "AA:BB:CC_voltage" && voltage["name"] == "Voltage")
+        #expect(current["device_class"] == "current" && current["unit_of_measurement"] == "A" && current["state_class"] == "measurement")
+        #expect(current["state_topic"] == "hub/device/lamp/current" && current["unique_id"] == "AA:BB:CC_current")
+        // The state topics the sensors name are published, with the state JSON's rounding.
+        let plain = StatePayloads.devicePlain(lamp, energy: w.state.energy["lamp"], topics: MQTTTopics())
+        #expect(plain.first { $0.topic == "hub/device/lamp/voltage" }?.payload == "230")
+        #expect(plain.first { $0.topic == "hub/device/lamp/current" }?.payload == "0.263")
+    }
+
+    /// A scene is a `scene` entity whose press is the request that applies it.
+    @Test func sceneEntity() throws {
+        let scene = SceneRecord(id: "evening", name: "Evening", targets: [DeviceTarget(device: "lamp", state: .on)])
+        let (topic, config) = ha.sceneConfig(scene)
+        #expect(topic == "homeassistant/scene/hub/scene_evening/config" && topic == ha.sceneConfigTopic("evening"))
+        #expect(config["command_topic"] == "hub/request/scene/apply" && config["payload_on"] == #"{"id":"evening"}"#)
+        #expect(config["unique_id"] == "hub_scene_evening" && config["availability_topic"] == "hub/status")
+        #expect(config["device"]?["name"] == "Evening" && config["name"] == .null)
+        let t = MQTTTopics()
+        #expect(t.route(topic: config["command_topic"]!.stringValue!) == .request("scene/apply"))
     }
 
     @Test func animalEntities() {

@@ -23,7 +23,11 @@ import Testing
         try await late.waitFor("hub/device/lamp/switch") { $0 == "ON" }
         #expect(late.messages("hub/device/lamp/switch").first?.retain == true)
         await late.stop()
-        // Home Assistant discovery is published, retained, with the HA conventions.
+        // Home Assistant discovery is published, retained, with the HA conventions: a sensor for
+        // each quantity the device reports (this virtual lamp, once readings are recorded for it).
+        try w.publish("hub/request/command", #"{"command":"record_reading","device":"lamp","quantity":"power","value":12}"#)
+        try w.publish("hub/request/command", #"{"command":"record_reading","device":"lamp","quantity":"energy","value":3}"#)
+        try await w.waitFor("homeassistant/sensor/hub/lamp_energy/config") { !$0.isEmpty }
         let discovery = try await Watcher(port: f.broker.port, filters: ["homeassistant/#"])
         let energy = try await discovery.waitFor("homeassistant/sensor/hub/lamp_energy/config")
         #expect(energy.contains(#""device_class":"energy""#) && energy.contains(#""state_class":"total_increasing""#) && energy.contains(#""unit_of_measurement":"kWh""#))

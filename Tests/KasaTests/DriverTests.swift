@@ -17,7 +17,7 @@ import Testing
         #expect(throws: DriverError.self) { try make(#"{"host":"10.0.0.5","port":70000}"#) }
         #expect(throws: DriverError.self) { try make(#"{"host":"10.0.0.5","retries":-1}"#) }
         let driver = try make(#"{"host":"10.0.0.5"}"#)
-        #expect(driver.capabilities == .switchOnly)
+        #expect(driver.capabilities == DriverCapabilities(readings: [.power, .voltage, .current, .energy]))  // the HS110's meter
     }
 
     @Test func switchesWithReadBackAndReportsReadings() async throws {

@@ -14,7 +14,7 @@ import Testing
         let sim = simulator()
         let port = try await sim.start()
         let driver = try makeDriver(port: port)
-        #expect(driver.capabilities == DriverCapabilities(storesActivations: true, activationSlots: 10))
+        #expect(driver.capabilities == DriverCapabilities(storesActivations: true, activationSlots: 10))  // and no meter: no readings
         let context = CollectingContext()
         try await driver.start(context: context)
         let reason = try await context.waitAvailability(true)

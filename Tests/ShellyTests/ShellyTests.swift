@@ -141,6 +141,9 @@ struct ShellyFactoryTests {
         #expect(try make(#"{"id":"shellyplus1pm-441793ab3fb4"}"#).capabilities.mqttScope
                 == ["shellyplus1pm-441793ab3fb4/#", "hub-shelly/shellyplus1pm-441793ab3fb4/#"])
         #expect(try make(#"{"id":"shelly1pmg3-34b7dac0e13c","gen":3,"channel":0}"#).capabilities.mqttScope.count == 2)
+        // What each generation reports: Gen1 power and energy, Gen2 also voltage and current.
+        #expect(try make(#"{"id":"shellyplug-s-7AB1C2","gen":1}"#).capabilities.readings == [.power, .energy])
+        #expect(try make(#"{"id":"shellyplus1pm-441793ab3fb4"}"#).capabilities.readings == [.power, .energy, .voltage, .current])
         #expect(throws: DriverError.self) { try make(#"{"id":"x","colour":"red"}"#) }
         #expect(throws: DriverError.self) { try make(#"{"gen":1}"#) }
         #expect(throws: DriverError.self) { try make(#"{"id":"x","gen":7}"#) }

@@ -18,6 +18,7 @@ struct TasmotaSettingsTests {
         #expect(driver.topics.acceptedPowerNames == ["POWER", "POWER1"])
         #expect(driver.energyChannel == 0)
         #expect(!driver.capabilities.storesActivations)
+        #expect(driver.capabilities.readings == [.power, .energy, .voltage, .current])
     }
 
     @Test func multiRelayAndCustomFullTopic() throws {

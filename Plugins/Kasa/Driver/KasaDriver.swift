@@ -40,6 +40,10 @@ public struct KasaDriverFactory: DriverFactory {
 /// Between polls a plug keeps no task: the next poll waits on an event-loop timer and runs in a
 /// short task of its own (a thousand plugs keep no thousand sleeping tasks).
 public final class KasaDriver: Driver {
+    /// The HS110's meter: power, voltage, current and its energy counter (read when the plug's
+    /// sysinfo has the `ENE` feature).
+    public var capabilities: DriverCapabilities { DriverCapabilities(readings: [.power, .voltage, .current, .energy]) }
+
     private struct State: Sendable {
         var started = false
         var stopped = false

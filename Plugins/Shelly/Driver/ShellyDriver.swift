@@ -66,7 +66,11 @@ public final class ShellyDriver: Driver {
         self.config = config
     }
 
-    public var capabilities: DriverCapabilities { DriverCapabilities(mqttScope: config.scope) }
+    /// Gen2 (`switch:<n>` status): power, voltage, current and energy; Gen1: power and energy.
+    public var capabilities: DriverCapabilities {
+        DriverCapabilities(mqttScope: config.scope,
+                           readings: config.generation == .gen2 ? [.power, .voltage, .current, .energy] : [.power, .energy])
+    }
 
     /// Gen2: the status as merged so far (full statuses with the notifications laid over them).
     var mergedStatus: ShellySwitchStatus { state.withLock { $0.status } }

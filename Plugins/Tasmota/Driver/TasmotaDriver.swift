@@ -43,7 +43,10 @@ public final class TasmotaDriver: Driver {
         self.confirmationTimeout = confirmationTimeout
     }
 
-    public var capabilities: DriverCapabilities { DriverCapabilities(mqttScope: topics.scope) }
+    /// The energy monitor's `ENERGY` values: power, voltage, current and the `Total` counter.
+    public var capabilities: DriverCapabilities {
+        DriverCapabilities(mqttScope: topics.scope, readings: [.power, .voltage, .current, .energy])
+    }
 
     /// Payloads on the device's topics that could not be read (malformed JSON, garbage, absurd values).
     public var ignoredPayloads: Int { state.withLock { $0.ignored } }

@@ -88,16 +88,24 @@ struct DevicesPage {
         """
     }
 
-    /// The device's live fields (also on the device's own page).
+    /// The device's live fields (also on the device's own page); voltage and current for a device
+    /// that has reported them.
     static func fields(_ d: DeviceRecord, lifetimeWh: Double?) -> HTML {
         let availability = StatePayloads.availability(d)
+        var meter = ""
+        if let v = d.lastReadings.voltage {
+            meter += "<dt>Voltage</dt><dd data-field=\"voltage\">\(ConsoleFormat.number(v.value, decimals: 1)) V</dd>"
+        }
+        if let a = d.lastReadings.current {
+            meter += "<dt>Current</dt><dd data-field=\"current\">\(ConsoleFormat.number(a.value, decimals: 3)) A</dd>"
+        }
         return """
         <dl>
         <dt>Mode</dt><dd data-field="mode">\(d.mode.name)</dd>
         <dt>Pending</dt><dd class="pending" data-field="pending">\(ConsoleFormat.pending(d.pending))</dd>
         <dt>Availability</dt><dd><span data-field="availability" class="\(availability == "offline" ? "offline" : "")">\(availability)</span> <span class="muted" data-field="reason">\(d.availabilityReason)</span></dd>
         <dt>Power</dt><dd data-field="power">\(ConsoleFormat.power(d.lastReadings.power))</dd>
-        <dt>Energy</dt><dd data-field="energy">\(ConsoleFormat.kWh(lifetimeWh))</dd>
+        <dt>Energy</dt><dd data-field="energy">\(ConsoleFormat.kWh(lifetimeWh))</dd>\(meter)
         <dt>Driver</dt><dd class="muted">\(d.driver) · <code>\(d.id)</code></dd>
         </dl>
         <p class="offline" data-field="failure">\(ConsoleFormat.failure(d.lastFailure))</p>
