@@ -91,7 +91,8 @@ struct ConsoleFormsInBrowserTests {
     }
 
     /// A household's set-up: add a device, rename it, give it activations (add, edit, change to
-    /// daily, delete), define, edit, use and remove a group and a scene, remove the device.
+    /// daily, delete), define, edit, use and remove a group and a scene, remove the device; then
+    /// all off, and the audit's timeline filtered by stream and a picked time, and the chain verified.
     @Test func aHouseholdAddsRenamesSchedulesGroupsAndRemovesDevices() async throws {
         try await withConsole(zone: "Europe/Berlin") { page, base, _ in
             try await page.goto(base + "/")
@@ -193,6 +194,27 @@ struct ConsoleFormsInBrowserTests {
             #expect(try await page.text("main")?.contains("This device was removed") == true)
             // Every time the pages showed was in the household's zone, and they say which.
             #expect(try await page.text(".zone-note") == "Times are in Europe/Berlin.")
+
+            // All off, confirmed: the lamp that was on goes off.
+            try await page.goto(base + "/")
+            try await page.mouseClick(#"[data-device="lamp"] button[data-action="on"]"#)
+            try await page.waitFor(Self.isOn("lamp"), timeout: .seconds(5))
+            try await page.mouseClick("button[data-action=all-off]")
+            #expect(page.dialogs.last == "Switch every device off?")
+            try await page.waitFor("!(\(Self.isOn("lamp"))) && !(\(Self.isOn("fan")))", timeout: .seconds(5))
+            #expect(try await Self.event(page, "MultiSwitchRequested")["actor"]?.stringValue == "http:local")
+
+            // The audit: the lamp's events since a day picked in local time, then the chain verified.
+            try await page.goto(base + "/audit")
+            try await page.type(#"form[action="/audit"] [name=stream]"#, "device/lamp")
+            try await page.pick(#"form[action="/audit"] [name=from]"#, "2020-01-01T00:00")
+            try await page.mouseClick(#"form[action="/audit"] button[type=submit]"#)
+            try await page.waitFor("location.search.includes('stream=device%2Flamp') && document.readyState === 'complete'", timeout: .seconds(10))
+            let streams = try await page.evaluate("[...document.querySelectorAll('main table tbody tr')].map(r => r.children[2].textContent)")
+            let shown = streams.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(!shown.isEmpty && shown.allSatisfy { $0 == "device/lamp" }, "the filtered timeline shows \(shown)")
+            try await page.mouseClick("a[href=\"/audit?verify=1\"]")
+            try await page.waitFor("document.body.textContent.includes('Log sound: all')", timeout: .seconds(10))
         }
     }
 

@@ -69,8 +69,12 @@ final class TestClock: Sendable {
 }
 
 /// Makes a Kasa driver through the factory, with test timings.
+/// `extra` (`,"timeout":10`) adds settings or replaces the test timings (a key is given once: the
+/// settings reader refuses a key given twice).
 func makeDriver(port: Int, host: String = "127.0.0.1", extra: String = "") throws -> any Driver {
-    let settings = #"{"host":"\#(host)","port":\#(port),"poll_interval":0.2,"timeout":2,"retries":1,"retry_backoff":0.05,"max_backoff":0.4\#(extra)}"#
+    let timings = [("poll_interval", "0.2"), ("timeout", "2"), ("retries", "1"), ("retry_backoff", "0.05"), ("max_backoff", "0.4")]
+        .filter { !extra.contains("\"\($0.0)\":") }.map { ",\"\($0.0)\":\($0.1)" }.joined()
+    let settings = #"{"host":"\#(host)","port":\#(port)\#(timings)\#(extra)}"#
     return try KasaDriverFactory().make(configuration: DriverConfiguration(deviceId: "plug1", driver: "kasa", settingsJSON: settings))
 }
 
