@@ -13,7 +13,7 @@ struct ConsoleFormsInBrowserTests {
     /// A clinic's day: admit a patient with every field of the seed's admission and a photo,
     /// record vitals (the button, then Enter), erase the owner's data, discharge.
     @Test func aClinicAdmitsRecordsVitalsErasesOwnerDataAndDischarges() async throws {
-        try await withConsole(zone: "Europe/Berlin") { page, base, shots in
+        try await withConsole(zone: "Europe/Berlin") { page, base, shots, _ in
             try await page.goto(base + "/animals")
             let photo = try Self.pngFile()
             let admission: [(String, String)] = [
@@ -94,7 +94,7 @@ struct ConsoleFormsInBrowserTests {
     /// daily, delete), define, edit, use and remove a group and a scene, remove the device; then
     /// all off, and the audit's timeline filtered by stream and a picked time, and the chain verified.
     @Test func aHouseholdAddsRenamesSchedulesGroupsAndRemovesDevices() async throws {
-        try await withConsole(zone: "Europe/Berlin") { page, base, _ in
+        try await withConsole(zone: "Europe/Berlin") { page, base, _, _ in
             try await page.goto(base + "/")
             // Add a device.
             try await page.type("#add-device-form [name=id]", "heater")
@@ -218,11 +218,43 @@ struct ConsoleFormsInBrowserTests {
         }
     }
 
+    /// A Tasmota plug announces itself on the broker (`hub sim tasmota`, Tasmota's own discovery
+    /// message); the Discovered page lists it, and one click on `Adopt` registers it.
+    @Test func aPlugAnnouncedOnTheBrokerIsAdoptedWithOneClick() async throws {
+        try await withConsole(zone: "UTC") { page, base, _, brokerPort in
+            guard let hubPath = builtExecutable("hub") else { throw BrowserError("the hub executable was not built") }
+            let sim = try spawn {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: hubPath)
+                p.arguments = ["sim", "tasmota", "--port", "\(brokerPort)", "--topic", "plug7", "--tele-period", "0.5"]
+                p.standardOutput = FileHandle.nullDevice
+                p.standardError = FileHandle.nullDevice
+                return p
+            }
+            defer { sim.terminate(); sim.waitUntilExit() }
+            // A person reloads the page until the plug shows up.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while true {
+                try await page.goto(base + "/discovered")
+                if try await page.evaluate("document.querySelector('[data-discovered] button') !== null") == true { break }
+                guard ContinuousClock.now < deadline else { throw BrowserError("the simulated Tasmota was never listed under Discovered") }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            try await Self.submitting(page) { try await page.mouseClick("[data-discovered] button") }
+            let registered = try await Self.event(page, "DeviceRegistered")
+            #expect(registered["data"]?["driver"]?.stringValue == "tasmota", "\(registered)")
+            let id = String((registered["stream"]?.stringValue ?? "").dropFirst("device/".count))
+            try await page.goto(base + "/")
+            try await page.waitFor(#"document.querySelector('[data-device="\#(id)"]') !== null"#, timeout: .seconds(5))
+        }
+    }
+
     // MARK: Helpers
 
     /// A hub (`lamp` and `fan`, virtual) with its console in `zone`, a browser page, the console's
-    /// base URL and where screenshots go (docs/screenshots with HUB_WRITE_SCREENSHOTS=1).
-    func withConsole(zone: String, _ body: (Page, String, String) async throws -> Void) async throws {
+    /// base URL, where screenshots go (docs/screenshots with HUB_WRITE_SCREENSHOTS=1) and the
+    /// broker's port.
+    func withConsole(zone: String, _ body: (Page, String, String, Int) async throws -> Void) async throws {
         let broker = try await TestBroker.startAsync()
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -240,7 +272,7 @@ struct ConsoleFormsInBrowserTests {
         let browser = try await Browser.launch(width: 1280, height: 900)
         do {
             let page = try await browser.newPage()
-            try await body(page, "http://127.0.0.1:\(port)", shots)
+            try await body(page, "http://127.0.0.1:\(port)", shots, broker.port)
             #expect(!page.log.contains { $0.hasPrefix("uncaught") }, "the page threw: \(page.log)")
         } catch {
             await browser.close()
