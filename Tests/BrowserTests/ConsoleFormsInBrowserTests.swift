@@ -215,6 +215,12 @@ struct ConsoleFormsInBrowserTests {
             #expect(!shown.isEmpty && shown.allSatisfy { $0 == "device/lamp" }, "the filtered timeline shows \(shown)")
             try await page.mouseClick("a[href=\"/audit?verify=1\"]")
             try await page.waitFor("document.body.textContent.includes('Log sound: all')", timeout: .seconds(10))
+            // The household as it was at event 2 (lamp and fan registered from the configuration, nothing else yet).
+            try await page.type(#"form[action="/audit#as-of"] [name=asof]"#, "2")
+            try await page.press("Enter")
+            try await page.waitFor("location.search.includes('asof=2') && document.readyState === 'complete'", timeout: .seconds(10))
+            let asOf = try await page.text("#as-of ~ div pre") ?? ""
+            #expect(asOf.contains("lamp") && !asOf.contains("heater"), "as of 2: \(asOf.prefix(400))")
         }
     }
 

@@ -80,6 +80,10 @@ struct ConsoleInBrowserTests {
 
             try await page.goto("http://127.0.0.1:\(port)/devices/demo-kettle")
             try await page.waitFor("document.querySelectorAll('svg').length > 0", timeout: .seconds(5))
+            // The Kasa plug's meter reports voltage and current: shown as rows, not as markup text.
+            #expect(try await page.evaluate(#"document.querySelector('[data-field="voltage"]')?.textContent.endsWith(' V') === true"#) == true)
+            #expect(try await page.evaluate(#"document.querySelector('[data-field="current"]')?.textContent.endsWith(' A') === true"#) == true)
+            #expect(try await page.text("main")?.contains("<dt>") == false)
             try await page.screenshot(to: shots + "/device.png")
 
             try await page.goto("http://127.0.0.1:\(port)/animals")

@@ -15,10 +15,17 @@ struct AuditPage {
             if !from.isEmpty, Self.time(from) == nil { return "from: \"\(from)\" is not a time (2026-11-22T18:00) or date (2026-11-22)" }
             if !to.isEmpty, Self.time(to) == nil { return "to: \"\(to)\" is not a time (2026-11-22T18:00) or date (2026-11-22)" }
             if !before.isEmpty, UInt64(before) == nil { return "before: \"\(before)\" is not a sequence number" }
-            if !asOf.isEmpty, (try? LogBound(parsing: asOf)) == nil {
-                return "as of: \"\(asOf)\" is neither a sequence number nor an ISO-8601 time"
+            if !asOf.isEmpty, asOfBound == nil {
+                return "as of: \"\(asOf)\" is neither a sequence number nor a time (2026-11-22T18:00)"
             }
             return nil
+        }
+
+        /// The replay's bound: a sequence number, an ISO-8601 time with its offset, or a time as a
+        /// person types it, in the household's zone (``LocalTime/current``).
+        var asOfBound: LogBound? {
+            if let bound = try? LogBound(parsing: asOf) { return bound }
+            return LocalTime.current.micros(picked: asOf).flatMap { try? LogBound(parsing: ISO8601.format(micros: $0)) }
         }
 
         /// An ISO-8601 time with its offset, or a picker's local time or a date in the household's
@@ -77,7 +84,7 @@ struct AuditPage {
         \(timelineHTML)
         <h2 id="as-of">Read models as of a point</h2>
         <form class="inline" method="get" action="/audit#as-of">
-        <label>Sequence or ISO-8601 time<input name="asof" value="\(filter.asOf)" placeholder="\(lastSequence)"></label>
+        <label>Sequence, or a time (\(LocalTime.current.name))<input name="asof" value="\(filter.asOf)" placeholder="\(lastSequence) or 2026-11-22T18:00"></label>
         <button type="submit">Replay</button></form>
         \(asOf.map { "<div class=\"scroll\"><pre class=\"mono\">\($0)</pre></div>" as HTML } ?? .empty)
         """)

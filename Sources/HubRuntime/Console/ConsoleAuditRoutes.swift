@@ -42,7 +42,7 @@ extension ConsoleRoutes {
             }
         }
         var asOf: String? = nil
-        if problem == nil, !filter.asOf.isEmpty, let bound = try? LogBound(parsing: filter.asOf) {
+        if problem == nil, !filter.asOf.isEmpty, let bound = filter.asOfBound {
             do {
                 asOf = try await Self.offloaded {
                     var state = HubState()

@@ -92,12 +92,12 @@ struct DevicesPage {
     /// that has reported them.
     static func fields(_ d: DeviceRecord, lifetimeWh: Double?) -> HTML {
         let availability = StatePayloads.availability(d)
-        var meter = ""
+        var meter: [HTML] = []
         if let v = d.lastReadings.voltage {
-            meter += "<dt>Voltage</dt><dd data-field=\"voltage\">\(ConsoleFormat.number(v.value, decimals: 1)) V</dd>"
+            meter.append("<dt>Voltage</dt><dd data-field=\"voltage\">\(ConsoleFormat.number(v.value, decimals: 1)) V</dd>")
         }
         if let a = d.lastReadings.current {
-            meter += "<dt>Current</dt><dd data-field=\"current\">\(ConsoleFormat.number(a.value, decimals: 3)) A</dd>"
+            meter.append("<dt>Current</dt><dd data-field=\"current\">\(ConsoleFormat.number(a.value, decimals: 3)) A</dd>")
         }
         return """
         <dl>
