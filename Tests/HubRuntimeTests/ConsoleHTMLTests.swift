@@ -63,6 +63,21 @@ struct ConsoleHTMLTests {
         #expect(SVGChart.axisRange(min: 1808, max: 1808, includeZero: true) == (0, 2000))
     }
 
+    @Test func thePowerSummaryIsWeightedByTheTimeEachValueHeld() {
+        let minute: Int64 = 60_000_000
+        // 0 W held 1 minute, 1800 W held 3 minutes (two buckets, one carried in with no reading),
+        // and a reading just taken at the clock (nothing held yet): (0 + 3 x 1800) / 4 = 1350 W.
+        let buckets = [HistoryBucket(start: 0, count: 1, min: 0, max: 0, sum: 0, last: 0, weighted: 0, covered: minute),
+                       HistoryBucket(start: minute, count: 1, min: 1800, max: 1800, sum: 1800, last: 1800,
+                                     weighted: 1800 * Double(minute), covered: minute),
+                       HistoryBucket(start: 2 * minute, count: 0, min: 1800, max: 1800, sum: 0, last: 1800,
+                                     weighted: 2 * 1800 * Double(minute), covered: 2 * minute),
+                       HistoryBucket(start: 4 * minute, count: 1, min: 5, max: 5, sum: 5, last: 5, weighted: 0, covered: 0)]
+        let charts = DeviceCharts(power: [], minutes: buckets, energyDays: [], from: 0, to: 5 * minute)
+        #expect(charts.meanPower == 1350)
+        #expect(DeviceCharts(power: [], minutes: [], energyDays: [], from: 0, to: minute).meanPower == nil)
+    }
+
     @Test func aHeldValueIsDrawnAsASteps() throws {
         let minute: Int64 = 60_000_000
         let points = [SVGChart.Band(start: 0, min: 0, mean: 0, max: 0), SVGChart.Band(start: minute, min: 1800, mean: 1800, max: 1800)]

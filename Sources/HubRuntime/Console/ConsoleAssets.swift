@@ -190,7 +190,6 @@ enum ConsoleAssets {
         var form = e.target.closest("form[data-command]");
         if (!form) return;
         e.preventDefault();
-        if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
         var submit = form.querySelector("[type=submit]");
         if (submit) submit.disabled = true;
         try {

@@ -33,16 +33,11 @@ struct DeviceCharts: Sendable {
         return DeviceCharts(power: power, minutes: buckets, energyDays: energyDays, from: from, to: now)
     }
 
-    /// The mean power over the part of the last 24 h that has a value, weighted by time (each
-    /// minute bucket's time integral over the time it covers; a bucket from before the
-    /// weighting, with no covered time, counts as a sample mean over a minute).
+    /// The mean power over the part of the last 24 h that has a value, weighted by time: the
+    /// minute buckets' time integrals over the time they cover (the history's own rule).
     var meanPower: Double? {
-        var weighted = 0.0, covered = 0.0
-        for b in minutes {
-            if b.covered > 0 { weighted += b.weighted; covered += Double(b.covered) }
-            else if b.count > 0 { weighted += b.mean * 60e6; covered += 60e6 }
-        }
-        return covered > 0 ? weighted / covered : nil
+        let covered = minutes.reduce(Int64(0)) { $0 + $1.covered }
+        return covered > 0 ? minutes.reduce(0.0) { $0 + $1.weighted } / Double(covered) : nil
     }
 
     var html: HTML {

@@ -76,9 +76,6 @@ struct LocalTime: Sendable {
         return long ? "\(two(p.month))-\(two(p.day))" : "\(two(p.hour)):\(two(p.minute))"
     }
 
-    /// The start of the local day holding `micros` (for a day's bars and tick marks).
-    func dayKey(_ micros: Int64) -> String { date(parts(micros)) }
-
     private func date(_ p: (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)) -> String {
         "\(p.year)-\(two(p.month))-\(two(p.day))"
     }
