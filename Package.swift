@@ -93,14 +93,32 @@ let package = Package(
         .target(name: "BrowserHarness", dependencies: ["HubJSON"], path: "Tests/BrowserHarness"),
         // Test-only helper for MQTT-native drivers and bridges: a DriverMQTT over a real broker, recording contexts.
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
-        // Command handling, projections, replay, import/export.
-        .target(name: "HubRuntime", dependencies: [
-            "HubDomain", "HubLog", "HubPostgres", "DriverAPI", "MQTT",
+        // The history read model's files: fixed-size slots of time-weighted buckets beside the log.
+        .target(name: "HubHistory", dependencies: ["HubDomain", "HubLog"]),
+        // The engine: the `Hub` actor (log, read models, commands), the command service, household
+        // control, the driver and bridge hosts, the scheduler, metrics and the transport-neutral
+        // request grammar. No HTTP server, no broker client.
+        .target(name: "HubEngine", dependencies: [
+            "HubDomain", "HubLog", "HubHistory", "DriverAPI",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+        // The MQTT surface: topics, commands and answers over the broker, the event feed, Home
+        // Assistant discovery, and the broker connection shared with MQTT-native drivers.
+        .target(name: "HubMQTT", dependencies: [
+            "HubEngine", "HubDomain", "HubLog", "DriverAPI", "MQTT",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // The HTTP surface: the JSON API and the console, on Hummingbird.
+        .target(name: "HubHTTP", dependencies: [
+            "HubEngine", "HubDomain", "HubLog", "DriverAPI",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -109,11 +127,21 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ]),
+        // The app: composes the engine and its surfaces into one service group; configuration, the
+        // log's backend (segment files or PostgreSQL), the hot standby, log transfer and signals.
+        .target(name: "HubApp", dependencies: [
+            "HubEngine", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "DriverAPI", "MQTT",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
         // What the command-line tools share: one-line messages, the error convention, unbuffered output.
         .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The product: the hub, its log tools, and the simulators behind `hub sim` and the demo.
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver",
+            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver",
             "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
             "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -125,7 +153,7 @@ let package = Package(
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
         .executableTarget(name: "hub-bench", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubPostgres", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubPostgres", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -133,9 +161,9 @@ let package = Package(
         .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
-        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),
+        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "MQTT", "BrokerHarness", "DiskHarness",
             "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
             .product(name: "Logging", package: "swift-log"),
@@ -145,7 +173,7 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubRuntime", "HubDomain", "PostgresHarness", "BrokerHarness", "MQTT"]),
+        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "PostgresHarness", "BrokerHarness", "MQTT"]),
         // The console as a person uses it: a real hub process, a real broker, a real Chromium.
         .testTarget(name: "BrowserTests", dependencies: ["BrowserHarness", "BrokerHarness", "HubJSON"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),

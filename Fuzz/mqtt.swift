@@ -1,5 +1,5 @@
 // libFuzzer entry for the MQTT command surface: topic routing (MQTTTopics.route) and the payload
-// parser (MQTTCommands.parse, with CommandJSON behind it) — what any broker client can send
+// parser (RequestParser.parse, with CommandJSON behind it) — what any broker client can send
 // (built by scripts/fuzz, not by SwiftPM). Byte 0 picks a command topic (or, for the last choices,
 // the fuzzer's own topic text up to the first newline); the rest is the message. Must never trap.
 
@@ -7,7 +7,7 @@ private let topics = MQTTTopics()
 private let fixedTopics: [String] = [
     "hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/group/g1/switch/set",
     "hub/animal/admit", "hub/animal/rex/discharge", "hub/animal/rex/vitals",
-] + MQTTCommands.requestNames.map { "hub/request/\($0)" }
+] + RequestParser.requestNames.map { "hub/request/\($0)" }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -23,7 +23,7 @@ public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         topic = String(decoding: payload[..<cut], as: UTF8.self)
         payload = cut < payload.count ? Array(payload[(cut + 1)...]) : []
     }
-    let route = topics.route(topic: topic)
-    _ = try? MQTTCommands.parse(route: route, message: payload, now: 1_700_000_000_000_000)
+    guard let request = topics.route(topic: topic).request else { return 0 }
+    _ = try? RequestParser.parse(route: request, message: payload, now: 1_700_000_000_000_000)
     return 0
 }

@@ -3,7 +3,11 @@ import BeaconSimulator
 import BrokerHarness
 import CLISupport
 import Foundation
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import MQTT
 import Synchronization
 

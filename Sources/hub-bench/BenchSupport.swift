@@ -1,5 +1,9 @@
 import Foundation
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Logging
 import MQTT
 import Synchronization

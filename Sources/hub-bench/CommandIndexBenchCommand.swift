@@ -2,7 +2,11 @@ import ArgumentParser
 import CLISupport
 import Foundation
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// `hub-bench command-index`: the command-id index at a large number of commands. Appends N
 /// commands, each with its own id (batched, one group commit per batch), to a fresh `SegmentStore`

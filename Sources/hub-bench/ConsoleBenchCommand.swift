@@ -3,7 +3,11 @@ import CLISupport
 import Foundation
 import HubDomain
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Logging
 import VirtualDriver
 

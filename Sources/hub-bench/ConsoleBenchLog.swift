@@ -1,7 +1,11 @@
 import Foundation
 import HubDomain
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// The console benchmark's log, written straight into the store in large batches: `devices`
 /// virtual devices registered (`dev-0` ...), then `days` of one-minute power readings for `dev-0`

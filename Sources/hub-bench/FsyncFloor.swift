@@ -1,7 +1,11 @@
 import Foundation
 import Glibc
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Synchronization
 
 /// The disk's floor for one durable append, measured beside the logs in the same run: a 64-byte

@@ -2,7 +2,11 @@ import ArgumentParser
 import CLISupport
 import Foundation
 import HubDomain
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// `hub-bench history`: the history read model under a year of one-minute power readings for 500
 /// devices (262,800,000 readings), folded straight into the model as `ReadingRecorded` events (the

@@ -1,7 +1,11 @@
 import ArgumentParser
 import CLISupport
 import Foundation
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// `hub-bench`: the benchmarks and crash tools, kept out of the product binary (as swift-nio keeps
 /// NIOPerformanceTester and NIOCrashTester apart). The benchmarks that run the hub as a separate

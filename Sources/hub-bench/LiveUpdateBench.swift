@@ -1,6 +1,10 @@
 import Foundation
 import HubDomain
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -5,7 +5,11 @@ import HubBench
 import HubDomain
 import HubLog
 import HubPostgres
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Synchronization
 
 struct LogBench: AsyncParsableCommand {

@@ -3,7 +3,11 @@ import BrokerHarness
 import DriverAPI
 import CLISupport
 import Foundation
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Kasa
 import KasaSimulator
 import MQTT

@@ -1,5 +1,9 @@
 import Foundation
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 // Helpers for the benchmarks that run the hub and simulators as separate processes.
 

@@ -3,7 +3,11 @@ import BrokerHarness
 import CLISupport
 import Foundation
 import HubDomain
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Logging
 import MQTT
 import VirtualDriver

@@ -3,7 +3,11 @@ import CLISupport
 import Foundation
 import HubDomain
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// `hub-bench startup`: the hub's start-up with a fresh snapshot, at a log of N events. Writes N
 /// real domain events (the log benchmark's workload, `--per-append` events per command), starts

@@ -1,7 +1,11 @@
 import CLISupport
 import Foundation
 import HubDomain
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import BeaconSimulator
 import Kasa
 import KasaSimulator

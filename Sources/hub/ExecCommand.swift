@@ -2,7 +2,11 @@ import ArgumentParser
 import CLISupport
 import Foundation
 import HubDomain
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 struct ExecCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

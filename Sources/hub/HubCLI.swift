@@ -1,7 +1,11 @@
 import ArgumentParser
 import CLISupport
 import Foundation
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Logging
 
 @main

@@ -3,7 +3,11 @@ import CLISupport
 import Foundation
 import HubDomain
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// Opens the log read-only (beside a running hub, without repairing anything).
 func openLogReadOnly(_ data: DataOptions) throws -> any EventStore {

@@ -1,6 +1,10 @@
 import CLISupport
 import HubDomain
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 
 /// `hub replay --history SUBJECT:QUANTITY:BUCKET [--from T] [--to T]`: one history query answered
 /// from the read models as replayed to the bound, with the same checks and codes as

@@ -2,7 +2,11 @@ import Foundation
 import HubBench
 import HubDomain
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Testing
 
 /// The SQLite peer is a second backend written against the protocol alone (its `readViews`,

@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import HubLog
 import HubPostgres
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import PostgresHarness
 
 /// The two backends every contract test runs against.

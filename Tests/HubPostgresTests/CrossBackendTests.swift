@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import PostgresHarness
 import Testing
 

@@ -1,6 +1,10 @@
 import Foundation
 import HubLog
-import HubRuntime
+import HubEngine
+import HubHistory
+import HubMQTT
+import HubHTTP
+import HubApp
 import Synchronization
 import Testing
 

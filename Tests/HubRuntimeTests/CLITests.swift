@@ -1,7 +1,11 @@
 import BrokerHarness
 import Foundation
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The `hub` executable as a user runs it.
 @Suite struct CLITests {

@@ -5,7 +5,11 @@ import HubLog
 import Logging
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Every entry point runs commands through the one `CommandService`: the same checks, the same
 /// fan-out, the same answer.

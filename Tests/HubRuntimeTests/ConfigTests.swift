@@ -1,6 +1,10 @@
 import HubDomain
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 @Suite struct ConfigTests {
     func parse(_ text: String) throws -> HubConfig {

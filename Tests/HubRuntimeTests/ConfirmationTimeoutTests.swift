@@ -3,7 +3,11 @@ import HubDomain
 import HubLog
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// A switch command its device does not confirm within the confirmation timeout is recorded as
 /// failed, counted from that command (not from an earlier one it replaced).

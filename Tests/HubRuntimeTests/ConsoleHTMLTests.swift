@@ -2,7 +2,11 @@ import Foundation
 import DriverAPI
 import HubDomain
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The console's HTML builder: interpolated text is escaped in text and in attributes, markup
 /// composed from `HTML` values is kept.

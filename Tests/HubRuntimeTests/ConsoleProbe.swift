@@ -7,14 +7,14 @@ import Glibc
 /// server-sent event stream read as it arrives.
 extension HTTPProbe {
     static func post(port: Int, path: String, contentType: String = "application/json", body: [UInt8]) async throws -> Reply {
-        try await Task.detached {
+        try await onOwnThread {
             let fd = try connected(port: port)
             defer { close(fd) }
             let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: \(contentType)\r\n"
                 + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
             try sendAll(fd, Array(head.utf8) + body)
             return try parse(try readToEnd(fd))
-        }.value
+        }
     }
 
     static func post(port: Int, path: String, json: String) async throws -> Reply {
@@ -86,7 +86,7 @@ final class EventStreamProbe: @unchecked Sendable {
             guard ContinuousClock.now < deadline else {
                 throw HTTPProbe.Failure(description: "\"\(needle)\" did not arrive within \(timeout); received:\n\(received)")
             }
-            let chunk = try await Task.detached { [fd] in try Self.readSome(fd) }.value
+            let chunk = try await onOwnThread { [fd] in try Self.readSome(fd) }
             received += chunk
         }
         return received

@@ -5,7 +5,11 @@ import HubLog
 import Logging
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The console served by a real hub (real listener, real TCP requests, a real broker where MQTT is
 /// the point): every page renders with a household like the demo's, text is escaped, actions go

@@ -3,7 +3,11 @@ import Foundation
 import HubLog
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// A child process (`hub-bench crash-writer`) appends as fast as it can and prints each acknowledged append; it is killed
 /// with SIGKILL at random moments. After every kill, every acknowledged event must be in the log

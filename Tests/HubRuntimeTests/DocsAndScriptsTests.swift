@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// What a new user copies from the README and docs, and the scripts they run, checked against the
 /// hub as it is.
@@ -117,7 +121,7 @@ import Testing
         let names = section.split(separator: "\n").filter { $0.hasPrefix("| `") }.map { line in
             String(line.dropFirst(3).prefix { $0 != "`" })
         }
-        #expect(names.sorted() == MQTTCommands.requestNames.sorted(), "\(names)")
+        #expect(names.sorted() == RequestParser.requestNames.sorted(), "\(names)")
     }
 
     /// `scripts/run` with `HUB_BIN` runs that prebuilt hub without Swift (a `swift` that fails is

@@ -2,7 +2,11 @@ import DriverAPI
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// A driver cannot report a quantity outside `Quantity` (that does not compile); this test shows
 /// every case it can report arrives in the log.

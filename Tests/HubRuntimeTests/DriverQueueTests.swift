@@ -3,7 +3,11 @@ import HubDomain
 import HubLog
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Each device's commands reach its driver in order, one at a time, through a worker that exists
 /// only while commands wait (issue 16: no idle task per device).

@@ -2,7 +2,11 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Replay's fold (borrowed record views, event types and actors looked up once) gives the state of
 /// decoding and applying each event, wherever it starts and stops.

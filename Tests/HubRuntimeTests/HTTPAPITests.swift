@@ -5,7 +5,11 @@ import HubDomain
 import Hummingbird
 import HummingbirdTesting
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The JSON API: the MQTT surface's requests and commands, parsed and answered by the same code,
 /// with a status that says the outcome.

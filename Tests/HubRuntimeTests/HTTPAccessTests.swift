@@ -7,7 +7,11 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Who may use the HTTP listener (``HTTPAccess``): loopback free, a token or a session cookie
 /// otherwise, cross-site requests refused, and the actor recorded on the log.

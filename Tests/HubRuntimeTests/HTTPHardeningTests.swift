@@ -9,7 +9,11 @@ import VirtualDriver
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The browser-facing server made safe, over real sockets against a running hub: foreign `Host`
 /// names refused before any route runs (DNS rebinding), the security headers on every answer,
@@ -246,13 +250,13 @@ import Glibc
     @Test func aDeclaredLengthOverTheLimitIsRefusedAtOnce() async throws {
         let hub = try await ServedHub.start()
         let started = ContinuousClock.now
-        let reply = try await Task.detached {
+        let reply = try await onOwnThread {
             let fd = try HTTPProbe.connected(port: hub.port)
             defer { close(fd) }
             try HTTPProbe.sendAll(fd, Array(("POST /console/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                              + "Content-Length: 99999999999\r\n\r\n{").utf8))
             return try HTTPProbe.parse(try HTTPProbe.readToEnd(fd))
-        }.value
+        }
         #expect(reply.status == 413 && reply.body.contains("this one is 99999999999 bytes"), "\(reply)")
         #expect(ContinuousClock.now - started < .seconds(5), "answered and closed without waiting for the body")
         try await hub.service.stop()
@@ -288,7 +292,7 @@ import Glibc
     /// A command the log refused because another instance holds the lease: 503, Retry-After, and
     /// the sentence naming the active one.
     @Test func notActiveIsATemporary503() {
-        let answer = MQTTResponse.error("not the active hub: instance b holds the lease now; send it again", code: CommandService.notActive)
+        let answer = AnswerJSON.error("not the active hub: instance b holds the lease now; send it again", code: CommandService.notActive)
         let response = APIResponders.response(answer)
         #expect(response.status == .serviceUnavailable)
         #expect(response.headers[.retryAfter] == APIResponders.retryAfterSeconds)
@@ -324,7 +328,7 @@ import Glibc
             $0.bodyTimeout = .seconds(1)
         }
         let port = hub.port
-        let (idle, slowHead, slowBody) = try await Task.detached {
+        let (idle, slowHead, slowBody) = try await onOwnThread {
             let idleFd = try HTTPProbe.connected(port: port)
             defer { close(idleFd) }
             let idle = Self.untilClosed(idleFd)
@@ -337,7 +341,7 @@ import Glibc
             try HTTPProbe.sendAll(bodyFd, Array("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{".utf8))
             let slowBody = Self.untilClosed(bodyFd, sending: Array(#""command":"switch","id":"lamp","#.utf8), every: .milliseconds(200))
             return (idle, slowHead, slowBody)
-        }.value
+        }
         #expect(idle.0 < .seconds(4) && idle.1.isEmpty, "an idle connection is closed after about 1 s: \(idle.0)")
         #expect(slowHead.0 < .seconds(4) && slowHead.1.isEmpty, "a head sent byte by byte is cut: \(slowHead.0)")
         #expect(slowBody.0 < .seconds(4), "a body sent slowly is cut: \(slowBody.0)")
@@ -362,14 +366,19 @@ import Glibc
             let fd = try HTTPProbe.connected(port: port)
             open.append(fd)
             try HTTPProbe.sendAll(fd, Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            #expect(poll(&poller, 1, 5000) == 1, "connection \(open.count) is served")
+            let ready = try await onOwnThread { () -> Int32 in
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                return poll(&poller, 1, 5000)
+            }
+            #expect(ready == 1, "connection \(open.count) is served")
         }
         let answered = Mutex(false)
-        let third = Task.detached {
-            let reply = try HTTPProbe.blockingGet(port: port, path: "/healthz")
-            answered.withLock { $0 = true }
-            return reply
+        let third = Task {
+            try await onOwnThread {
+                let reply = try HTTPProbe.blockingGet(port: port, path: "/healthz")
+                answered.withLock { $0 = true }
+                return reply
+            }
         }
         try await Task.sleep(for: .milliseconds(800))
         #expect(!answered.withLock { $0 }, "a third connection is not served while two are open")

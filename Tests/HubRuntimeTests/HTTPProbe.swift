@@ -18,12 +18,12 @@ struct HTTPProbe {
     }
 
     static func get(port: Int, path: String) async throws -> Reply {
-        try await Task.detached { try blockingGet(port: port, path: path) }.value
+        try await onOwnThread { try blockingGet(port: port, path: path) }
     }
 
     /// Any method, with extra header lines (`Authorization: Bearer ...`) and a body.
     static func request(port: Int, method: String, path: String, headers: [String] = [], body: String = "") async throws -> Reply {
-        try await Task.detached { try blockingGet(port: port, path: path, method: method, headers: headers, body: body) }.value
+        try await onOwnThread { try blockingGet(port: port, path: path, method: method, headers: headers, body: body) }
     }
 
     static func blockingGet(port: Int, path: String, method: String = "GET", headers: [String] = [], body: String = "") throws -> Reply {
@@ -90,5 +90,13 @@ enum PromTool {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         return (process.terminationStatus, text)
+    }
+}
+
+/// Runs blocking socket I/O on a thread of its own, never on the cooperative pool: on a 2-core
+/// machine two tests blocked in `recv` there would starve the in-process server they wait for.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }

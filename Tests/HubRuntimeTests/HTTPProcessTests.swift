@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// `hub run` off loopback as a person runs it: the admin token printed once on the first start,
 /// the API closed without it and open with it, and `hub token` to list and rotate.

@@ -6,7 +6,11 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// A real hub (log, drivers, command path; no MQTT) and the HTTP routes it serves, driven through
 /// HummingbirdTesting's router client.
@@ -20,11 +24,12 @@ struct RouteFixture {
     ///   - surface: an MQTT surface to share the answers with (default: none).
     static func start(requireCredential: Bool, service: HubService? = nil, dataDirectory: String = temporaryDirectory()) async throws -> RouteFixture {
         let service = if let service { service } else { try await startService(dataDirectory: dataDirectory) }
-        let routes = HubRoutes(hub: service.hub, commands: service.commands, surface: service.surface, dataDirectory: dataDirectory,
-                               observability: ObservabilityResponders(hub: service.hub, surface: service.surface, registry: nil, readiness: Readiness([])),
+        let routes = HubRoutes(hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges,
+                               link: service.surface, dataDirectory: dataDirectory,
+                               observability: ObservabilityResponders(hub: service.hub, link: service.surface, registry: nil, readiness: Readiness([])),
                                requests: service.surface?.requests
                                    ?? Requests(hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges),
-                               topics: service.surface?.topics ?? MQTTTopics(),
+                               base: service.surface?.topics.base ?? MQTTTopics().base,
                                requireCredential: requireCredential, tokens: AccessTokens(dataDirectory: dataDirectory))
         return RouteFixture(service: service, routes: routes, dataDirectory: dataDirectory)
     }

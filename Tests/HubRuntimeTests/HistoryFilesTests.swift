@@ -4,7 +4,11 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The running hub's history on disk (`HistoryFiles`) answers as the in-memory model does, after a
 /// reopen and after a crash, and is rebuilt from the log when it cannot be trusted.

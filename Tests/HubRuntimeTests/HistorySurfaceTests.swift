@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 private let minute: Int64 = 60_000_000
 private let hour: Int64 = 60 * minute

@@ -5,7 +5,11 @@ import HubDomain
 import PowerPlug
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Groups, scenes, "all off" and hub-run activations through a real mosquitto.
 @Suite(.serialized) struct HouseholdSurfaceTests {

@@ -2,7 +2,11 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 @Suite struct HubTests {
     @Test func commandsBecomeEventsAndRejectionsAreRecorded() async throws {

@@ -12,7 +12,11 @@ import Tasmota
 import TasmotaSimulator
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// MQTT-native devices and beacon bridges through the hub's own broker connection.
 @Suite(.serialized) struct MQTTDeviceSurfaceTests {

@@ -1,5 +1,9 @@
 import HubDomain
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 import Testing
 
 @Suite struct MQTTTopicsTests {
@@ -45,12 +49,12 @@ import Testing
         #expect(c.route(topic: "site1/hubx/request/devices") == .ignored)
         #expect(c.route(topic: "site1/hub/request/devices") == .request("devices"))
         #expect(c.route(topic: "site1/hub/request/a//b/") == .request("a//b/"))
-        if case .invalid = c.route(topic: "site1/hub/request/") {} else { Issue.record("a request without a name must be invalid") }
-        if case .invalid = c.route(topic: "site1/hub/request") {} else { Issue.record("a request without a name must be invalid") }
+        if case .command(.invalid) = c.route(topic: "site1/hub/request/") {} else { Issue.record("a request without a name must be invalid") }
+        if case .command(.invalid) = c.route(topic: "site1/hub/request") {} else { Issue.record("a request without a name must be invalid") }
         #expect(c.route(topic: "ha/status/x") == .ignored)
         #expect(c.route(topic: "ha/statu") == .ignored)
         #expect(c.route(topic: "hax/status") == .ignored)
-        if case .invalid = c.route(topic: "site1/hub/device/lämp/switch/set") {} else { Issue.record("a non-ASCII id must be invalid") }
+        if case .command(.invalid) = c.route(topic: "site1/hub/device/lämp/switch/set") {} else { Issue.record("a non-ASCII id must be invalid") }
         #expect(c.route(topic: "site1/hub/request/grüße/x") == .request("grüße/x"))
         #expect(c.isStatus("site1/hub/status"))
         #expect(!c.isStatus("site1/hub/status/active"))
@@ -67,7 +71,7 @@ import Testing
     @Test func routesGroupSwitches() {
         #expect(t.route(topic: "hub/group/living/switch/set") == .groupSwitchSet("living"))
         #expect(t.response(for: .groupSwitchSet("living")) == "hub/response/group/living/switch/set")
-        if case .invalid = t.route(topic: "hub/group/a b/switch/set") {} else { Issue.record("a bad group id must be invalid") }
+        if case .command(.invalid) = t.route(topic: "hub/group/a b/switch/set") {} else { Issue.record("a bad group id must be invalid") }
         #expect(t.route(topic: "hub/group/living/switch") == .ignored)
     }
 
@@ -86,7 +90,7 @@ import Testing
 
     @Test func invalidIds() {
         func reason(_ topic: String) -> String? {
-            if case .invalid(let r) = t.route(topic: topic) { return r }
+            if case .command(.invalid(let r)) = t.route(topic: topic) { return r }
             return nil
         }
         let plus = reason("hub/device/a+b/switch/set")

@@ -1,6 +1,10 @@
 import Foundation
 import HubDomain
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 import Testing
 
 /// What the hub holds in memory is bounded by the household, never by how many events or messages

@@ -4,7 +4,11 @@ import Logging
 import Prometheus
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// `--http` / `http.listen`, `--log-level` / `log_level`, and what the log level lets through.
 struct ObservabilitySettingsTests {

@@ -8,7 +8,11 @@ import Prometheus
 import Synchronization
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// `/metrics`, `/healthz` and `/readyz` of a real hub (real broker, real TCP requests), and the
 /// scrape checked by Prometheus's own parser.

@@ -1,7 +1,11 @@
 import Foundation
 import HubDomain
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// docs/openapi.json describes exactly the routes the server registers: the API's, sign-in and the
 /// observability endpoints (the console's pages are not API and are left out).
@@ -59,7 +63,7 @@ import Testing
                 #expect(schema["additionalProperties"] == .bool(false), "\(path): \(schema.serialized().prefix(80))")
                 let keys = Set(schema["properties"]?.objectValue?.map(\.0) ?? [])
                 let topic: String? = if case .topic(let t) = route.target, t.hasPrefix("request/") { String(t.dropFirst("request/".count)) } else { nil }
-                if let topic, let known = MQTTCommands.requestKeys[topic] {
+                if let topic, let known = RequestParser.requestKeys[topic] {
                     #expect(keys == Set(known), "\(path): \(keys.sorted()) against \(known.sorted())")
                 }
                 bodies += 1
@@ -72,6 +76,6 @@ import Testing
 
     @Test func everyMQTTRequestHasItsRoute() {
         let paths = Set(APIRoutes.all.map(\.path))
-        for name in MQTTCommands.requestNames { #expect(paths.contains("/api/request/" + name), "\(name)") }
+        for name in RequestParser.requestNames { #expect(paths.contains("/api/request/" + name), "\(name)") }
     }
 }

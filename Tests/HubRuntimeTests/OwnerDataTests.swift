@@ -2,7 +2,11 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Owner contact data is logged sealed and erased by deleting its key: the log is never rewritten.
 @Suite struct OwnerDataTests {
@@ -67,7 +71,7 @@ import Testing
         let back = try await hub.execute(.sightAnimal(id: "rex", room: "ward 2", beacon: "b-rex", at: 4_000), actor: "bridge", now: currentMicros())
         if case .accepted(let e, _, _) = back { #expect(e.count == 1) }
         #expect(await hub.state.animals["rex"]?.unseenSince == nil)
-        let json = StatePayloads.animal(await hub.state.animals["rex"]!, live: (room: "ward 2", at: 9_000))
+        let json = StateJSON.animal(await hub.state.animals["rex"]!, live: (room: "ward 2", at: 9_000))
         #expect(json["present"] == .bool(true))
         #expect(json["last_seen"] == .string(ISO8601.format(micros: 9_000)))
         try await hub.close()

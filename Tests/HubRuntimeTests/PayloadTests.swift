@@ -1,23 +1,27 @@
 import HubDomain
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 import Testing
 
 /// MQTT command payloads, state payloads and Home Assistant discovery (all pure).
 private enum P {
     static let now: Int64 = 1_795_000_000_000_000 // 2026-11-18T...
 
-    static func parse(_ route: MQTTRoute, _ text: String) throws(MQTTCommandError) -> MQTTCommands.ParsedCommand {
-        try MQTTCommands.parse(route: route, message: Array(text.utf8), now: now)
+    static func parse(_ route: RequestRoute, _ text: String) throws(RequestError) -> RequestParser.ParsedCommand {
+        try RequestParser.parse(route: route, message: Array(text.utf8), now: now)
     }
 
     /// The error message for `bytes` on `route`, or nil when it parsed.
-    static func error(_ route: MQTTRoute, _ bytes: [UInt8]) -> String? {
-        do { _ = try MQTTCommands.parse(route: route, message: bytes, now: now); return nil } catch { return error.message }
+    static func error(_ route: RequestRoute, _ bytes: [UInt8]) -> String? {
+        do { _ = try RequestParser.parse(route: route, message: bytes, now: now); return nil } catch { return error.message }
     }
 
-    static func error(_ route: MQTTRoute, _ text: String) -> String? { error(route, Array(text.utf8)) }
+    static func error(_ route: RequestRoute, _ text: String) -> String? { error(route, Array(text.utf8)) }
 
-    static func fullError(_ route: MQTTRoute, _ text: String) -> MQTTCommandError? {
+    static func fullError(_ route: RequestRoute, _ text: String) -> RequestError? {
         do { _ = try parse(route, text); return nil } catch { return error }
     }
 
@@ -69,10 +73,10 @@ private enum P {
 @Suite struct MQTTCommandPayloadTests {
     // MARK: Malformed input, every route
 
-    static let routes: [MQTTRoute] = [.switchSet("lamp"), .activationsSet("lamp"), .animalAdmit, .animalDischarge("rex"),
+    static let routes: [RequestRoute] = [.switchSet("lamp"), .activationsSet("lamp"), .animalAdmit, .animalDischarge("rex"),
                                       .animalVitals("rex"), .request("device/add"), .request("device/get"), .request("command")]
 
-    @Test(arguments: routes) func emptyPayload(route: MQTTRoute) {
+    @Test(arguments: routes) func emptyPayload(route: RequestRoute) {
         #expect(P.error(route, []) == "empty payload")
     }
 
@@ -85,25 +89,25 @@ private enum P {
         }
     }()
 
-    @Test(arguments: routes) func megabyteOfGarbage(route: MQTTRoute) {
+    @Test(arguments: routes) func megabyteOfGarbage(route: RequestRoute) {
         #expect(P.error(route, Self.garbage) == "payload of 1048576 bytes exceeds 65536")
         #expect(P.error(route, [UInt8](repeating: UInt8(ascii: "{"), count: 65_537)) == "payload of 65537 bytes exceeds 65536")
     }
 
-    @Test(arguments: routes) func invalidUTF8(route: MQTTRoute) {
+    @Test(arguments: routes) func invalidUTF8(route: RequestRoute) {
         #expect(P.error(route, [0x4F, 0x4E, 0xFF]) == "payload is not valid UTF-8 (byte 2)")
         #expect(P.error(route, Array("{\"state\":\"".utf8) + [0xC3]) == "payload is not valid UTF-8 (byte 11)")
     }
 
     @Test func utf8Validator() {
-        #expect(MQTTCommands.firstInvalidUTF8(Array("plain ascii, é, €, 𝄞".utf8)) == nil)
-        #expect(MQTTCommands.firstInvalidUTF8([0xC0, 0x80]) == 0)          // overlong NUL
-        #expect(MQTTCommands.firstInvalidUTF8([0xE0, 0x80, 0x80]) == 1)    // overlong
-        #expect(MQTTCommands.firstInvalidUTF8([0xED, 0xA0, 0x80]) == 1)    // surrogate
-        #expect(MQTTCommands.firstInvalidUTF8([0xF4, 0x90, 0x80, 0x80]) == 1) // above U+10FFFF
-        #expect(MQTTCommands.firstInvalidUTF8([0x41, 0xE2, 0x82]) == 3)    // truncated
-        #expect(MQTTCommands.firstInvalidUTF8([0x41, 0x80]) == 1)          // stray continuation
-        #expect(MQTTCommands.firstInvalidUTF8([0xF5, 0x80]) == 0)
+        #expect(RequestParser.firstInvalidUTF8(Array("plain ascii, é, €, 𝄞".utf8)) == nil)
+        #expect(RequestParser.firstInvalidUTF8([0xC0, 0x80]) == 0)          // overlong NUL
+        #expect(RequestParser.firstInvalidUTF8([0xE0, 0x80, 0x80]) == 1)    // overlong
+        #expect(RequestParser.firstInvalidUTF8([0xED, 0xA0, 0x80]) == 1)    // surrogate
+        #expect(RequestParser.firstInvalidUTF8([0xF4, 0x90, 0x80, 0x80]) == 1) // above U+10FFFF
+        #expect(RequestParser.firstInvalidUTF8([0x41, 0xE2, 0x82]) == 3)    // truncated
+        #expect(RequestParser.firstInvalidUTF8([0x41, 0x80]) == 1)          // stray continuation
+        #expect(RequestParser.firstInvalidUTF8([0xF5, 0x80]) == 0)
     }
 
     @Test func jsonErrorsCarryTheParserMessage() {
@@ -123,8 +127,6 @@ private enum P {
     }
 
     @Test func notCommandTopics() {
-        #expect(P.error(.ignored, "ON") == "not a command topic")
-        #expect(P.error(.homeAssistantStatus, "online") == "not a command topic")
         let e = P.fullError(.invalid("device id \"a+b\" contains the wildcard character '+'"), #"{"state":"ON","id":"c-1"}"#)
         #expect(e?.message == "device id \"a+b\" contains the wildcard character '+'")
         #expect(e?.echo.id == "c-1")
@@ -138,7 +140,7 @@ private enum P {
         #expect(try P.parse(.switchSet("lamp"), "Toggle").commands == [.switchDevice(id: "lamp", target: .toggle)])
         #expect(try P.parse(.switchSet("lamp"), "\"ON\"").commands == [.switchDevice(id: "lamp", target: .on)])
         let p = try P.parse(.switchSet("lamp"), "on")
-        #expect(p.commandId == nil && p.echo == MQTTCommands.Echo() && p.query == nil && p.commandIds == [nil])
+        #expect(p.commandId == nil && p.echo == RequestParser.Echo() && p.query == nil && p.commandIds == [nil])
         #expect(p.command == .switchDevice(id: "lamp", target: .on))
     }
 
@@ -327,7 +329,7 @@ private enum P {
             Issue.record("accepted")
         } catch {
             #expect(error.code == "bad_range")
-            #expect(MQTTResponse.error(error)["code"] == "bad_range")
+            #expect(AnswerJSON.error(error)["code"] == "bad_range")
         }
         #expect(P.error(.request("history"), #"{"subject":"device/lamp","quantity":42,"from":"a","to":"b","bucket":"1h"}"#)
             == "\"quantity\": must be a string")
@@ -343,7 +345,7 @@ private enum P {
     // MARK: Keys and sizes, every route (issue 12)
 
     /// A payload every route accepts, with every key it takes. Covers every request name.
-    static let everyKey: [(route: MQTTRoute, payload: String)] = [
+    static let everyKey: [(route: RequestRoute, payload: String)] = [
         (.request("device/add"), #"{"id":"v","driver":"virtual","name":"V","config":{},"hardware_id":"h","command_id":"c","transaction":1}"#),
         (.request("device/rename"), #"{"id":"lamp","name":"L","command_id":"c","transaction":1}"#),
         (.request("device/remove"), #"{"id":"lamp","command_id":"c","transaction":1}"#),
@@ -380,8 +382,8 @@ private enum P {
 
     @Test func everyRequestNameIsCovered() {
         let covered = Set(Self.everyKey.compactMap { entry -> String? in if case .request(let name) = entry.route { name } else { nil } })
-        #expect(covered == Set(MQTTCommands.requestNames))
-        #expect(Set(MQTTCommands.requestKeys.keys) == Set(MQTTCommands.requestNames).subtracting(["command"]))
+        #expect(covered == Set(RequestParser.requestNames))
+        #expect(Set(RequestParser.requestKeys.keys) == Set(RequestParser.requestNames).subtracting(["command"]))
     }
 
     @Test func everyKeyTheRouteTakesIsAccepted() {
@@ -418,7 +420,7 @@ private enum P {
 
     /// Every byte counts toward the 64 KiB limit, whitespace too, for every route.
     @Test func whitespaceCountsTowardTheLimit() throws {
-        let routes = MQTTCommands.requestNames.map { MQTTRoute.request($0) } + [.switchSet("lamp"), .groupSwitchSet("g"), .activationsSet("lamp"),
+        let routes = RequestParser.requestNames.map { RequestRoute.request($0) } + [.switchSet("lamp"), .groupSwitchSet("g"), .activationsSet("lamp"),
                                                                                  .animalAdmit, .animalDischarge("rex"), .animalVitals("rex")]
         for route in routes {
             #expect(P.error(route, [UInt8](repeating: 0x20, count: 1_048_576)) == "payload of 1048576 bytes exceeds 65536", "\(route)")
@@ -432,11 +434,11 @@ private enum P {
     // MARK: Responses
 
     @Test func responses() {
-        #expect(MQTTResponse.ok(["count": 2], echo: MQTTCommands.Echo(id: "c-1")).serialized() == #"{"status":"ok","data":{"count":2},"id":"c-1"}"#)
-        #expect(MQTTResponse.ok().serialized() == #"{"status":"ok","data":null,"id":null}"#)
-        #expect(MQTTResponse.error("no device \"x\" is registered", code: "unknown_device", echo: MQTTCommands.Echo(id: 5, transaction: "t")).serialized()
+        #expect(AnswerJSON.ok(["count": 2], echo: RequestParser.Echo(id: "c-1")).serialized() == #"{"status":"ok","data":{"count":2},"id":"c-1"}"#)
+        #expect(AnswerJSON.ok().serialized() == #"{"status":"ok","data":null,"id":null}"#)
+        #expect(AnswerJSON.error("no device \"x\" is registered", code: "unknown_device", echo: RequestParser.Echo(id: 5, transaction: "t")).serialized()
             == #"{"status":"error","error":"no device \"x\" is registered","code":"unknown_device","id":5,"transaction":"t"}"#)
-        #expect(MQTTResponse.error(MQTTCommandError("empty payload")).serialized() == #"{"status":"error","error":"empty payload","id":null}"#)
+        #expect(AnswerJSON.error(RequestError("empty payload")).serialized() == #"{"status":"error","error":"empty payload","id":null}"#)
     }
 }
 
@@ -444,7 +446,7 @@ private enum P {
     @Test func fullDevice() {
         let w = P.world()
         let lamp = w.state.devices["lamp"]!
-        let json = StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-18")
+        let json = StateJSON.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-18")
         #expect(json.serialized() == """
             {"id":"lamp","name":"Lamp","driver":"powerplug","switch":"ON","mode":"manual",\
             "pending":{"state":"OFF","since":"2026-11-18T11:06:43.000000Z","command_id":"c-9"},\
@@ -454,49 +456,49 @@ private enum P {
             "activations":[{"name":"evening","start":"2026-11-23T18:00:00.000000Z","length":30,"period":1440,"repeat":null}],\
             "activations_diverged":null,"activation_conflicts":[],"removed":false}
             """)
-        #expect(StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-19")["energy_today"] == 0)
-        #expect(StatePayloads.device(Hub.DeviceView(w.state, lamp), dayKey: nil)["energy_today"] == .null)
+        #expect(StateJSON.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-19")["energy_today"] == 0)
+        #expect(StateJSON.device(Hub.DeviceView(w.state, lamp), dayKey: nil)["energy_today"] == .null)
     }
 
     @Test func freshAndRemovedDevices() {
         let w = P.world()
-        let fresh = StatePayloads.device(Hub.DeviceView(w.state, w.state.devices["fresh"]!), dayKey: "2026-11-18")
+        let fresh = StateJSON.device(Hub.DeviceView(w.state, w.state.devices["fresh"]!), dayKey: "2026-11-18")
         #expect(fresh.serialized() == """
             {"id":"fresh","name":"Fresh","driver":"virtual","switch":null,"mode":"automatic","pending":null,"last_failure":null,\
             "availability":"unknown","availability_reason":"","power":null,"voltage":null,"current":null,"energy":null,\
             "energy_today":null,"activations":[],"activations_diverged":null,"activation_conflicts":[],"removed":false}
             """)
-        let gone = StatePayloads.device(Hub.DeviceView(w.state, w.state.devices["gone"]!), dayKey: nil)
+        let gone = StateJSON.device(Hub.DeviceView(w.state, w.state.devices["gone"]!), dayKey: nil)
         #expect(gone["removed"] == true)
     }
 
     @Test func plainSubtopics() {
         let w = P.world()
         let t = MQTTTopics()
-        let lamp = StatePayloads.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t)
+        let lamp = StateJSON.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t)
         #expect(lamp.map(\.topic) == ["hub/device/lamp/switch", "hub/device/lamp/power", "hub/device/lamp/energy", "hub/device/lamp/voltage",
                                       "hub/device/lamp/current", "hub/device/lamp/availability"])
         #expect(lamp.map(\.payload) == ["ON", "60.5", "0.235", "230", "0.263", "online"])
-        #expect(StatePayloads.devicePlain(w.state.devices["fresh"]!, energy: nil, topics: t).isEmpty)
-        let gone = StatePayloads.devicePlain(w.state.devices["gone"]!, energy: nil, topics: t)
+        #expect(StateJSON.devicePlain(w.state.devices["fresh"]!, energy: nil, topics: t).isEmpty)
+        let gone = StateJSON.devicePlain(w.state.devices["gone"]!, energy: nil, topics: t)
         #expect(gone.map(\.topic) == ["hub/device/gone/availability"] && gone.map(\.payload) == ["offline"])
-        #expect(StatePayloads.deviceTopics("lamp", topics: t) == ["hub/device/lamp/state", "hub/device/lamp/switch", "hub/device/lamp/power",
+        #expect(StateJSON.deviceTopics("lamp", topics: t) == ["hub/device/lamp/state", "hub/device/lamp/switch", "hub/device/lamp/power",
                                                                  "hub/device/lamp/energy", "hub/device/lamp/availability"])
     }
 
     @Test func rounding() {
-        #expect(StatePayloads.kWh(1234.5678) == 1.235)
-        #expect(StatePayloads.kWh(1000) == 1)
-        #expect(StatePayloads.kWh(0.0004) == 0)
-        #expect(StatePayloads.kWh(-0.0004).serialized() == "0")
-        #expect(StatePayloads.rounded(60.25, 1) == 60.3)
-        #expect(StatePayloads.rounded(.nan, 1) == .null)
-        #expect(StatePayloads.rounded(1e20, 3) == .number(1e20))
+        #expect(StateJSON.kWh(1234.5678) == 1.235)
+        #expect(StateJSON.kWh(1000) == 1)
+        #expect(StateJSON.kWh(0.0004) == 0)
+        #expect(StateJSON.kWh(-0.0004).serialized() == "0")
+        #expect(StateJSON.rounded(60.25, 1) == 60.3)
+        #expect(StateJSON.rounded(.nan, 1) == .null)
+        #expect(StateJSON.rounded(1e20, 3) == .number(1e20))
     }
 
     @Test func animalWithoutPersonalData() {
         let w = P.world()
-        let rex = StatePayloads.animal(w.state.animals["rex"]!)
+        let rex = StateJSON.animal(w.state.animals["rex"]!)
         #expect(rex.serialized() == """
             {"id":"rex","name":"Rex","species":"dog","status":"admitted","room":"ward-2","last_seen":"2026-11-18T11:07:40.000000Z",\
             "present":true,"beacon":"1de4b189115e45f6b44e5093522699a1","heart_rate":88,"temperature":38.6,\
@@ -504,7 +506,7 @@ private enum P {
             """)
         let text = rex.serialized()
         #expect(!text.contains("Ana") && !text.contains("5555") && !text.contains("Rua") && !text.contains("owner"))
-        let tom = StatePayloads.animal(w.state.animals["tom"]!)
+        let tom = StateJSON.animal(w.state.animals["tom"]!)
         #expect(tom["status"] == "discharged" && tom["room"] == .null && tom["last_seen"] == .null && tom["heart_rate"] == .null)
         #expect(tom["discharged_at"] == "2026-11-18T12:06:40.000000Z")
     }
@@ -537,7 +539,7 @@ private enum P {
         // The state and command topics the configs name are the ones the hub publishes and routes.
         let t = MQTTTopics()
         #expect(t.route(topic: sw["command_topic"]!.stringValue!) == .switchSet("lamp"))
-        #expect(StatePayloads.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t).map(\.topic)
+        #expect(StateJSON.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t).map(\.topic)
             == [sw["state_topic"]!.stringValue!, power["state_topic"]!.stringValue!, energy["state_topic"]!.stringValue!,
                 t.deviceVoltage("lamp"), t.deviceCurrent("lamp"), t.deviceAvailability("lamp")])
     }
@@ -598,7 +600,7 @@ private enum P {
         #expect(current["device_class"] == "current" && current["unit_of_measurement"] == "A" && current["state_class"] == "measurement")
         #expect(current["state_topic"] == "hub/device/lamp/current" && current["unique_id"] == "AA:BB:CC_current")
         // The state topics the sensors name are published, with the state JSON's rounding.
-        let plain = StatePayloads.devicePlain(lamp, energy: w.state.energy["lamp"], topics: MQTTTopics())
+        let plain = StateJSON.devicePlain(lamp, energy: w.state.energy["lamp"], topics: MQTTTopics())
         #expect(plain.first { $0.topic == "hub/device/lamp/voltage" }?.payload == "230")
         #expect(plain.first { $0.topic == "hub/device/lamp/current" }?.payload == "0.263")
     }
@@ -636,7 +638,7 @@ private enum P {
         #expect(temp["value_template"] == "{{ value_json.temperature }}" && temp["device_class"] == "temperature"
             && temp["unit_of_measurement"] == "°C" && temp["state_class"] == "measurement")
         // The templates read keys the state payload has.
-        let state = StatePayloads.animal(w.state.animals["rex"]!)
+        let state = StateJSON.animal(w.state.animals["rex"]!)
         #expect(state["room"] != nil && state["heart_rate"] != nil && state["temperature"] != nil)
     }
 

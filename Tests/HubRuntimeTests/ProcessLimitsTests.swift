@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The `hub` executable under a supervisor's signals and with files larger than its memory should hold.
 @Suite struct ProcessLimitsTests {

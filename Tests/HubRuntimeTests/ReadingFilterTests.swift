@@ -1,6 +1,10 @@
 import HubDomain
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 @Suite struct ReadingFilterTests {
     let t0: Int64 = 1_795_370_400_000_000 // 2026-11-22T18:00:00Z

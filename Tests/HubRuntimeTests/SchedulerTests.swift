@@ -4,7 +4,11 @@ import HubLog
 import Synchronization
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// A clock the test sets by hand; the scheduler's sleeps return at once (it re-reads the time).
 final class HandClock: ScheduleClock {

@@ -2,7 +2,11 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// Snapshots are a shortcut the log must vouch for: one that the log does not agree with is set
 /// aside (kept, never used) and the read models come from the log.

@@ -6,7 +6,11 @@ import HubDomain
 import HubLog
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The hub on a disk that fills up (a small tmpfs taken by ballast), through a real mosquitto: it
 /// stays up, answers every command `storage_full` (fan-out, admissions and device adds included),

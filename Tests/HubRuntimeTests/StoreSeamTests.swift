@@ -2,7 +2,11 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The hub, replay, export, import and verify see the log only as `any EventStore`.
 @Suite struct StoreSeamTests {

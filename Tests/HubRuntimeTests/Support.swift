@@ -2,7 +2,11 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import Logging
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 extension Logger {
     /// For tests that read nothing of the hub's diagnostics.

@@ -7,7 +7,11 @@ import Logging
 import MQTT
 import Synchronization
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// A test MQTT client that records everything it receives.
 final class MessageLog: Sendable {

@@ -4,7 +4,11 @@ import HubDomain
 import MQTT
 import Synchronization
 import Testing
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The MQTT surface against a real mosquitto on a free loopback port.
 @Suite(.serialized) struct SurfaceTests {

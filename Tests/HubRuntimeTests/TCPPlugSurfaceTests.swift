@@ -8,7 +8,11 @@ import PowerPlug
 import PowerPlugSimulator
 import Testing
 import VirtualDriver
-@testable import HubRuntime
+@testable import HubEngine
+@testable import HubHistory
+@testable import HubMQTT
+@testable import HubHTTP
+@testable import HubApp
 
 /// The TCP plug drivers with their simulators over real loopback TCP, through the hub and a real
 /// mosquitto: what a home-automation user sees on the MQTT surface.

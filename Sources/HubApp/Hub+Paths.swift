@@ -1,0 +1,18 @@
+import HubDomain
+import HubEngine
+import HubLog
+
+extension Hub {
+    /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
+    /// and starts the hub on it.
+    ///
+    /// - Parameter metrics: where appends and the log's data syncs are measured (unless
+    ///   `logOptions` already has a sync observer).
+    public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
+                logOptions: SegmentStoreOptions = SegmentStoreOptions(), metrics: HubMetrics = .disabled) throws {
+        var logOptions = logOptions
+        if logOptions.syncObserver == nil, metrics !== HubMetrics.disabled { logOptions.syncObserver = metrics.syncObserver }
+        try self.init(store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery,
+                      metrics: metrics)
+    }
+}

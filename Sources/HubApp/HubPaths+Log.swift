@@ -1,0 +1,32 @@
+import HubHTTP
+import HubMQTT
+import Foundation
+import HubEngine
+import HubLog
+import HubPostgres
+
+extension HubPaths {
+    /// The event log named for messages: the segment log's directory, or the PostgreSQL URL with
+    /// its password masked.
+    public var logDescription: String {
+        guard let logURL else { return log }
+        return (try? PostgresLocation(url: logURL).description) ?? PostgresLocation.masked(logURL)
+    }
+
+    /// Opens the event log: the PostgreSQL log at ``logURL`` when set (with the `PG*` environment
+    /// variables filling what the URL leaves out), else the embedded segment store at ``log``: the
+    /// one place that picks the backend.
+    ///
+    /// - Parameters:
+    ///   - readOnly: Open without the writer's lock and without repairing anything (beside a running hub).
+    ///   - options: The segment store's settings.
+    /// - Returns: The opened store.
+    /// - Throws: `EventLogError` when the log cannot be opened (locked, corrupt, missing when
+    ///   read-only, a URL that does not parse, a server that cannot be reached).
+    public func openEventStore(readOnly: Bool = false, options: SegmentStoreOptions = SegmentStoreOptions()) throws -> any EventStore {
+        if let logURL {
+            return try PostgresEventStore(location: PostgresLocation(url: logURL), readOnly: readOnly)
+        }
+        return try SegmentStore(directory: log, options: options, readOnly: readOnly)
+    }
+}

@@ -1,0 +1,240 @@
+import DriverAPI
+import HubDomain
+import HubLog
+import Logging
+import Synchronization
+
+/// The one command path. Every entry point hands its commands here: the MQTT surface, `hub exec`,
+/// the scheduler, the drivers' and bridges' observations, and the HTTP console to come. So every
+/// command gets the same checks (a known driver, a repeat the device can hold), the same fan-out
+/// (a group, a scene or "all off" switches each member and waits for its outcome) and one answer
+/// type, `CommandAnswer`, that each transport renders.
+///
+/// A command the log cannot take (a full disk, a stopped writer) is never dropped silently: the
+/// answer says so (`storage_full` for a full disk, `internal` otherwise), the failure is logged
+/// with its cause and counted (`unrecorded`).
+public struct CommandService: Sendable {
+    public let hub: Hub
+    package let catalog: DriverCatalog
+    let confirmTimeout: Duration
+    let logger: Logger
+    /// With a hot standby (or a derived lease): whether this hub may still act as the active one.
+    /// While it may not, every command is answered `not_active` before it is decided.
+    let lease: LeaseStanding?
+    private let unrecordedCount = Counter()
+
+    /// - Parameters:
+    ///   - hub: the log and read models the commands are decided against.
+    ///   - catalog: the drivers this hub has (for `unknown_driver` and what a device can hold).
+    ///   - confirmTimeout: how long a multi-device command waits for each member's confirmation;
+    ///     zero (as in `hub exec`, where no driver runs) answers at once with `pending` members.
+    ///   - logger: where failures to record a command are reported.
+    ///   - lease: the active hub's lease (nil: the only hub, no lease): while it is not confirmed
+    ///     (``LeaseStanding/mayAct``), commands are answered `not_active` and nothing is appended.
+    public init(hub: Hub, catalog: DriverCatalog, confirmTimeout: Duration, logger: Logger, lease: LeaseStanding? = nil) {
+        self.hub = hub
+        self.catalog = catalog
+        self.confirmTimeout = confirmTimeout
+        self.logger = logger
+        self.lease = lease
+    }
+
+    /// Commands the log could not record since start (each was logged at error level).
+    public var unrecorded: Int { unrecordedCount.value }
+
+    /// Checks, decides, appends and (for multi-device commands) fans out one command.
+    ///
+    /// - Parameters:
+    ///   - command: what to do.
+    ///   - commandId: the idempotency key: a retried id returns the original outcome, appending nothing.
+    ///   - actor: who is acting (`mqtt`, `cli`, `driver:kasa`, `scheduler`...), recorded on the events.
+    ///   - now: the events' time, µs since the epoch.
+    /// - Returns: the answer; never throws (a failure to record is an answer too).
+    @discardableResult
+    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros()) async -> CommandAnswer {
+        let answer = await answer(command, commandId: commandId, actor: actor, now: now)
+        hub.metrics.answered(answer)
+        if logger.logLevel <= .debug {
+            logger.debug("command", metadata: [
+                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")",
+            ])
+        }
+        return answer
+    }
+
+    private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async -> CommandAnswer {
+        if let lease, !lease.mayAct { return .failed(Self.leaseUnconfirmed) }
+        if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
+        do {
+            if HouseholdControl.isMultiDevice(command) {
+                return try await HouseholdControl(hub: hub, confirmTimeout: confirmTimeout).run(command, commandId: commandId, actor: actor)
+            }
+            switch try await hub.execute(command, commandId: commandId, actor: actor, now: now) {
+            case let .accepted(events, result, duplicate):
+                return .ok(.object([
+                    ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
+                    ("duplicate", .bool(duplicate)),
+                    ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) })),
+                ] + (await activationConflicts(after: command))))
+            case let .rejected(rejection, result, duplicate):
+                return .refused(rejection, seq: result?.lastSequence, duplicate: duplicate)
+            }
+        } catch {
+            unrecordedCount.add()
+            let rejection = Self.notRecorded(error)
+            // A full disk is said once by the storage watch (and on `<base>/status/storage`), not
+            // once per refused command.
+            logger.log(level: rejection.code == Self.storageFull ? .debug : .error, "a command could not be recorded", metadata: [
+                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                "command_id": "\(commandId ?? "-")", "error": "\(error)",
+            ])
+            return .failed(rejection)
+        }
+    }
+
+    /// The code of a command refused because this hub lost its lease to another instance (hot standby).
+    public static let notActive = "not_active"
+
+    /// A command taken while this hub's lease is not confirmed (it was paused or cut off longer
+    /// than the lease allows): not decided, not recorded.
+    static let leaseUnconfirmed = Rejection(code: notActive, message: "this hub's lease is not confirmed (it was paused or cut off): "
+                                            + "the command was not recorded and changed nothing; send it again (the same command_id is safe): "
+                                            + "the active hub answers it")
+
+    /// The code of a command refused because the disk holding the log is full.
+    public static let storageFull = "storage_full"
+
+    /// The answer to a command the log could not take: `storage_full` when the disk is full (the
+    /// hub goes on; the same command succeeds once space is freed), `internal` otherwise.
+    static func notRecorded(_ error: Error) -> Rejection {
+        if case EventLogError.storageFull = error {
+            return Rejection(code: storageFull, message: "\(error): the command was not recorded and changed nothing; "
+                             + "free space on that disk and send it again (the same command_id is safe)")
+        }
+        if case EventLogError.fenced = error {
+            return Rejection(code: notActive, message: "\(error): the command was not recorded and changed nothing; "
+                             + "send it again (the same command_id is safe): the active hub answers it")
+        }
+        return Rejection(code: "internal", message: "the hub could not record the command: \(error)")
+    }
+
+    /// Several commands from one message, in order (a vitals message gives two readings); stops at
+    /// the first that is not accepted. One command answers with its own data, several with a list.
+    public func execute(_ commands: [(command: HubCommand, commandId: String?)], actor: String) async -> CommandAnswer {
+        var results: [JSONValue] = []
+        for (command, commandId) in commands {
+            let answer = await execute(command, commandId: commandId, actor: actor)
+            guard case .ok(let data) = answer else { return answer }
+            results.append(data)
+        }
+        return .ok(results.count == 1 ? results[0] : .array(results))
+    }
+
+    /// The rules that depend on the drivers rather than on the log (refused before anything is appended).
+    func precheck(_ command: HubCommand) async -> Rejection? {
+        switch command {
+        case .registerDevice(_, let driver, _, _, _) where !catalog.names.contains(driver):
+            return Rejection(code: "unknown_driver", message: "no driver named \"\(driver)\"; known: \(catalog.names.joined(separator: ", "))")
+        case let .setActivation(device, _, _, _, _, _, daily) where daily != nil:
+            guard let record = await hub.device(device),
+                  catalog.storesActivations(driver: record.driver, deviceId: device, settingsJSON: record.config) else { return nil }
+            return Rejection(code: "activation_repeat_unsupported",
+                             message: "device \"\(device)\" runs its activations itself and cannot hold a daily repeat at a local time; "
+                                 + "use a period (1440 minutes for daily)")
+        default:
+            return nil
+        }
+    }
+
+    /// For an activation added or updated: the device's activations it now overlaps (empty: none).
+    func activationConflicts(after command: HubCommand) async -> [(String, JSONValue)] {
+        guard case let .setActivation(device, op, name, _, _, _, _) = command, op != .remove else { return [] }
+        let list = await hub.activations(of: device)
+        guard let candidate = list.first(where: { $0.name == name }) else { return [] }
+        let others = list.filter { $0.name != name }
+        return [("conflicts", StateJSON.conflicts(ScheduleMath.conflicts(of: candidate, with: others, from: currentMicros() / 1_000_000)))]
+    }
+}
+
+/// The answer to one command, whatever the entry point; each transport renders it (`mqttAnswer`,
+/// `execLine`).
+public enum CommandAnswer: Sendable, Equatable {
+    /// Accepted: the answer's data (`seq`, `duplicate`, `events`, and `conflicts` for activations;
+    /// `seq`, `origin`, `devices`, `confirmed`, `total` for a multi-device command).
+    case ok(JSONValue)
+    /// Refused with a stable code. `seq` is the recorded `CommandRejected` event, nil when the
+    /// command was refused before the log (`unknown_driver`, `activation_repeat_unsupported`).
+    case refused(Rejection, seq: UInt64?, duplicate: Bool)
+    /// Not recorded: the log could not take it. Nothing changed; the same command id may be retried.
+    case failed(Rejection)
+
+    public var isOK: Bool { if case .ok = self { return true } else { return false } }
+
+    /// `ok`, `refused` or `failed`: the `outcome` label of `hub_commands_total`.
+    public var outcomeName: String {
+        switch self {
+        case .ok: return "ok"
+        case .refused: return "refused"
+        case .failed: return "failed"
+        }
+    }
+
+    /// The rejection of a refused or failed command.
+    public var rejection: Rejection? {
+        switch self {
+        case .ok: return nil
+        case .refused(let r, _, _), .failed(let r): return r
+        }
+    }
+
+    /// The MQTT answer: `{"status":"ok","data":...}` or `{"status":"error","error":...,"code":...}`, with the echo.
+    public func mqttAnswer(echo: RequestParser.Echo) -> JSONValue {
+        switch self {
+        case .ok(let data): return AnswerJSON.ok(data, echo: echo)
+        case .refused(let r, _, _), .failed(let r): return AnswerJSON.error(r.message, code: r.code, echo: echo)
+        }
+    }
+
+    /// The line `hub exec` prints: the status, then the data's fields (or the rejection).
+    public var execLine: JSONValue {
+        switch self {
+        case .ok(.object(let fields)): return .object([("status", "ok")] + fields)
+        case .ok(let data): return .object([("status", "ok"), ("data", data)])
+        case let .refused(r, seq, duplicate):
+            return .object([("status", "error"), ("code", .string(r.code)), ("error", .string(r.message)),
+                            ("duplicate", .bool(duplicate)), ("seq", seq.map { .number(Double($0)) } ?? .null)])
+        case .failed(let r):
+            return .object([("status", "error"), ("code", .string(r.code)), ("error", .string(r.message))])
+        }
+    }
+}
+
+/// The drivers a hub links: their names, and what a device's driver can do.
+public struct DriverCatalog: Sendable {
+    public let factories: [String: any DriverFactory]
+
+    public init(_ factories: [any DriverFactory]) {
+        self.factories = Dictionary(factories.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The drivers' names, sorted.
+    public var names: [String] { factories.keys.sorted() }
+
+    /// Whether a device with this driver and these settings keeps and runs activations itself.
+    /// Asked of a driver made for the purpose and never started (making one has no side effects).
+    public func storesActivations(driver: String, deviceId: String, settingsJSON: String) -> Bool {
+        guard let factory = factories[driver],
+              let made = try? factory.make(configuration: DriverConfiguration(deviceId: deviceId, driver: driver, settingsJSON: settingsJSON))
+        else { return false }
+        return made.capabilities.storesActivations
+    }
+}
+
+/// A counter that any task may bump.
+package final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    package init() {}
+    package func add(_ n: Int = 1) { count.add(n, ordering: .relaxed) }
+    package var value: Int { count.load(ordering: .relaxed) }
+}

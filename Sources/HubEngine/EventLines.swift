@@ -1,0 +1,92 @@
+import HubDomain
+import HubLog
+
+/// The JSON form of one logged event: one line of `hub events` / `hub export`, and the payload the
+/// MQTT surface publishes. Keys, in order: seq, stream, version, type, schema, time, actor,
+/// command_id, data (and hash, in exports).
+public enum EventLines {
+    public static func json(_ record: EventRecord, event: HubEvent?, hash: String? = nil) -> JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("seq", .number(Double(record.sequence))),
+            ("stream", .string(record.stream)),
+            ("version", .number(Double(record.streamVersion))),
+            ("type", .string(record.type)),
+            ("schema", .number(Double(record.schemaVersion))),
+            ("time", .string(ISO8601.format(micros: record.timestamp))),
+            ("actor", .string(record.causation.actor)),
+            ("command_id", record.causation.commandId.map { .string($0) } ?? .null),
+            ("data", event?.jsonBody() ?? .null),
+        ]
+        if event == nil { fields.append(("error", .string("payload not readable by this hub version"))) }
+        if let hash { fields.append(("hash", .string(hash))) }
+        return .object(fields)
+    }
+
+    public static func render(_ record: EventRecord, hash: String? = nil) -> String {
+        json(record, event: try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
+                                                 payload: record.payload), hash: hash).serialized()
+    }
+
+    /// One parsed line: the record it describes (payload re-encoded), the event, and the hash if present.
+    public struct Parsed {
+        public var record: EventRecord
+        public var event: HubEvent
+        public var hash: String?
+    }
+
+    public struct LineError: Error, CustomStringConvertible {
+        public var line: Int
+        public var reason: String
+        public var description: String { "line \(line): \(reason)" }
+
+        package init(line: Int, reason: String) {
+            self.line = line
+            self.reason = reason
+        }
+    }
+
+    public static func parse(_ text: String, line: Int) throws -> Parsed {
+        let value: JSONValue
+        do { value = try JSONValue.parse(text) } catch { throw LineError(line: line, reason: "not JSON: \(error)") }
+        func field(_ key: String) throws -> JSONValue {
+            guard let v = value[key] else { throw LineError(line: line, reason: "missing \"\(key)\"") }
+            return v
+        }
+        func integer(_ key: String) throws -> UInt64 {
+            guard let d = try field(key).doubleValue, d >= 0, d <= 9_007_199_254_740_992, d.rounded() == d else {
+                throw LineError(line: line, reason: "\"\(key)\" must be a non-negative integer")
+            }
+            return UInt64(d)
+        }
+        func string(_ key: String) throws -> String {
+            guard let s = try field(key).stringValue else { throw LineError(line: line, reason: "\"\(key)\" must be a string") }
+            return s
+        }
+        let type = try string("type")
+        let schema = try integer("schema")
+        guard schema <= UInt64(UInt16.max) else { throw LineError(line: line, reason: "\"schema\" out of range") }
+        let timeText = try string("time")
+        guard let time = ISO8601.parse(timeText) else { throw LineError(line: line, reason: "\"time\" is not an ISO-8601 time: \(timeText)") }
+        let commandId: String?
+        switch try field("command_id") {
+        case .null: commandId = nil
+        case .string(let s): commandId = s
+        default: throw LineError(line: line, reason: "\"command_id\" must be a string or null")
+        }
+        let event: HubEvent
+        do {
+            event = try HubEvent.fromJSON(type: type, schemaVersion: UInt16(schema), body: try field("data"))
+        } catch {
+            throw LineError(line: line, reason: "\"data\" does not fit \(type): \(error)")
+        }
+        let stream = try string("stream")
+        guard stream == event.stream else {
+            throw LineError(line: line, reason: "stream \(stream) does not match the event's subject (\(event.stream))")
+        }
+        let record = EventRecord(sequence: try integer("seq"), stream: stream, streamVersion: try integer("version"),
+                                 type: type, schemaVersion: UInt16(schema), timestamp: time,
+                                 causation: Causation(commandId: commandId, actor: try string("actor")),
+                                 payload: event.encodePayload(schemaVersion: UInt16(schema)))
+        return Parsed(record: record, event: event, hash: value["hash"]?.stringValue)
+    }
+}

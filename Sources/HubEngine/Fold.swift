@@ -1,0 +1,76 @@
+import HubHistory
+import Foundation
+import HubDomain
+import HubLog
+
+extension Hub {
+    /// Decodes and folds records `state.lastSequence + 1 ... through` (optionally stopping at a bound).
+    /// Events this hub version cannot read are skipped and counted, never guessed at.
+    ///
+    /// - Returns: How many events could not be read.
+    @discardableResult
+    public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
+        try fold(store: store, into: &state, history: nil, through: through, until: bound)
+    }
+
+    /// Folds into `state` and the history files together, each from where it stands (the files may
+    /// stand before or after the snapshot the state came from).
+    static func fold(store: any EventStore, into state: inout HubState, history: HistoryFiles?, through: UInt64,
+                     until bound: LogBound? = nil) throws -> Int {
+        var reader = FoldReader()
+        let from = min(state.lastSequence, history?.foldedThrough ?? state.lastSequence) + 1
+        try store.readViews(from: from, through: through) { view in
+            if let bound, !bound.admits(sequence: view.sequence, timestamp: view.timestamp) { return false }
+            let toState = view.sequence > state.lastSequence
+            let toHistory = history.map { view.sequence > $0.foldedThrough } ?? false
+            // Bound once, not kept as an optional and bound again: an event is a large enum, and
+            // each binding of a kept value copies it.
+            guard let (event, context) = reader.decode(view) else {
+                if toState { state.skip(sequence: view.sequence) }
+                if toHistory { history?.skip(sequence: view.sequence) }
+                return true
+            }
+            if toState { state.apply(event, context: context) }
+            if toHistory { history?.apply(event, context: context) }
+            return true
+        }
+        return reader.unreadable
+    }
+}
+
+/// Decodes record views into events, reusing the strings of the few types and actors a log has.
+struct FoldReader {
+    private var types = EventTypeCache()
+    private var actors = StringCache()
+    private(set) var unreadable = 0
+
+    /// The event and its context; nil (counted) for an event this hub version cannot read.
+    mutating func decode(_ view: RecordView) -> (HubEvent, EventContext)? {
+        let type = types.type(for: view.typeBytes)
+        do {
+            let event = try HubEvent.decode(type: type.name, as: type.known, schemaVersion: view.schemaVersion, payload: view.payload)
+            return (event, EventContext(sequence: view.sequence, timestamp: view.timestamp,
+                                        actor: actors.string(for: view.actorBytes), commandId: view.commandId))
+        } catch {
+            unreadable += 1
+            return nil
+        }
+    }
+}
+
+/// An event type's name and what it names, looked up once per distinct name in the log.
+struct EventTypeCache {
+    private var entries: [(bytes: [UInt8], name: String, known: EventType?)] = []
+
+    mutating func type(for bytes: UnsafeRawBufferPointer) -> (name: String, known: EventType?) {
+        for entry in entries where entry.bytes.count == bytes.count {
+            if bytes.isEmpty || entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+                return (entry.name, entry.known)
+            }
+        }
+        let name = String(decoding: bytes, as: UTF8.self)
+        let known = EventType(rawValue: name)
+        if entries.count < 64 { entries.append((Array(bytes), name, known)) }
+        return (name, known)
+    }
+}

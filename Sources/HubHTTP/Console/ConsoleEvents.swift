@@ -1,0 +1,78 @@
+import HubEngine
+import HubDomain
+import Hummingbird
+
+/// `GET /console/events`: server-sent events for one open page, from ``ConsoleFeed``.
+///
+/// - `event: device` with the device's state object (the same JSON as `<base>/device/<id>/state`)
+///   whenever an event on its stream is committed;
+/// - `event: change` with `{"seq","stream","type"}` for every other stream;
+/// - `event: reload` when the page fell too far behind (its buffer overflowed) or the hub stops:
+///   the page reloads itself and the stream ends.
+///
+/// Changes that arrive together are coalesced: a device changed five times is sent once, as it is now.
+struct ConsoleEventStream: Sendable {
+    let hub: Hub
+    let feed: ConsoleFeed
+    /// A comment line is sent this often, so a closed connection is noticed without waiting for an event.
+    var keepAlive: Duration = .seconds(15)
+
+    func response() -> Response {
+        guard let subscribed = feed.subscribe() else {
+            return ConsoleResponse.text(.serviceUnavailable, "the hub is stopping\n")
+        }
+        let (id, subscription) = subscribed
+        let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
+        return Response(status: .ok, headers: headers, body: ResponseBody { [self] writer in
+            let pinger = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: keepAlive)
+                    subscription.poke()
+                }
+            }
+            defer {
+                pinger.cancel()
+                feed.unsubscribe(id)
+            }
+            try await writer.write(ByteBuffer(string: "retry: 2000\n: live updates from the hub's log\n\n"))
+            for await _ in subscription.wakes {
+                let (changes, overflowed, finished) = subscription.take()
+                if overflowed || finished {
+                    try await writer.write(ByteBuffer(string: Self.frame("reload", overflowed ? "behind" : "stopping")))
+                    break
+                }
+                if changes.isEmpty {
+                    try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                } else {
+                    try await writer.write(ByteBuffer(string: await frames(for: changes)))
+                }
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    /// The frames for a batch of changes: one per changed device (as it is now), one per other change.
+    func frames(for changes: [ConsoleChange]) async -> String {
+        var devices: [String] = [], seen: Set<String> = []
+        var out = ""
+        for change in changes {
+            if let key = StreamKey(stream: change.stream), let device = key.deviceId {
+                if seen.insert(device).inserted { devices.append(device) }
+            } else {
+                out += Self.frame("change", JSONValue.object([("seq", .number(Double(change.sequence))),
+                                                              ("stream", .string(change.stream)), ("type", .string(change.type))]).serialized())
+            }
+        }
+        if !devices.isEmpty {
+            let now = currentMicros()
+            let views = await hub.views(devices: devices, animals: []).devices
+            for view in views {
+                out += Self.frame("device", StateJSON.device(view, dayKey: Civil.dayKey(dayNumber: Civil.dayNumber(micros: now))).serialized())
+            }
+        }
+        return out
+    }
+
+    /// One server-sent event; `data` must be one line (JSON is).
+    static func frame(_ event: String, _ data: String) -> String { "event: \(event)\ndata: \(data)\n\n" }
+}
