@@ -10,7 +10,7 @@ private func reading(_ subject: Subject, _ quantity: Quantity, _ value: Double, 
 
 /// "Latest" is the reading measured latest; one measured before it (logged late) goes to the history only.
 @Suite struct LatestByMeasurementTests {
-    /// The case: 92 bpm measured 10 minutes ago, then 83 bpm measured an hour ago, shows 92.
+    /// The case: 92 bpm measured 10 minutes ago, then 83 bpm measured an hour ago, shows 92.
     @Test func anAnimalsVitalsShowTheLastMeasuredNotTheLastReceived() throws {
         var s = HubState()
         run(.admitAnimal(admission("rex")), &s, at: t0 - 2 * hour)

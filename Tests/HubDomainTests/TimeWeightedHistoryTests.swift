@@ -29,7 +29,7 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
 /// going offline), over the part of the bucket that had a value; buckets covered only by a value
 /// carried in from before are answered with count 0.
 @Suite struct TimeWeightedMeanTests {
-    /// The heater: 0 W at :00, 1800 W at :01, 0 W at :59. 58 minutes of 1800 W in the hour: 1,740 W, not 600.
+    /// A heater: 0 W at :00, 1800 W at :01, 0 W at :59. 58 minutes of 1800 W in the hour: 1,740 W, not 600.
     @Test func aHeaterOnFor58MinutesOfTheHourMeans1740W() throws {
         let s = folded([(0, 0), (minute, 1800), (59 * minute, 0)], clock: hour + 5 * minute)
         let h = try buckets(s, .hour)
@@ -46,7 +46,7 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
         #expect(m.map(\.count) == [1, 1] + Array(repeating: 0, count: 57) + [1])
     }
 
-    /// The kettle, logged once on change at a steady 1,808 W: 1,808 W, not 904.
+    /// A kettle, logged once on change at a steady 1,808 W: 1,808 W, not 904.
     @Test func aKettleSteadyAt1808WLoggedOnceMeans1808W() throws {
         let s = folded([(-30 * second, 0), (0, 1808)], clock: 2 * hour)
         let h = try buckets(s, .hour)

@@ -10,7 +10,7 @@ import Testing
 @testable import HubApp
 
 /// Each device's commands reach its driver in order, one at a time, through a worker that exists
-/// only while commands wait (issue 16: no idle task per device).
+/// only while commands wait (no idle task per device).
 @Suite struct DriverQueueTests {
     /// What one device's driver was given, and whether two commands ever ran at once.
     final class Recorder: Sendable {

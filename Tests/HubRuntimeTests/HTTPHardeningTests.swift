@@ -58,7 +58,7 @@ import Glibc
 
     // MARK: DNS rebinding
 
-    /// The request: a page of another site whose name now points at 127.0.0.1 asks the hub
+    /// A DNS-rebinding request: a page of another site whose name now points at 127.0.0.1 asks the hub
     /// to erase an owner's data, and reads an animal's page. Both are refused before any route
     /// runs; nothing is recorded; the same requests with the hub's own names work.
     @Test func theRebindingRequestChangesNothing() async throws {

@@ -56,7 +56,7 @@ import VirtualDriver
         let requestsBefore = w.messages("hub/events/device/lamp/SwitchRequested").count
         try w.publish("hub/group/living/switch/set", #"{"state":"ON","id":"g-1"}"#)
         _ = try await w.waitFor("hub/response/group/living/switch/set", skip: 1)
-        try await Task.sleep(for: .milliseconds(300))
+        try await f.eventFeedCaughtUp()
         #expect(w.messages("hub/events/device/lamp/SwitchRequested").count == requestsBefore)
 
         // A scene, then everything off.

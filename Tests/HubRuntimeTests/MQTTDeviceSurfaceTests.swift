@@ -264,7 +264,7 @@ import VirtualDriver
         try await f.stop()
     }
 
-    /// Issue 12: a query whose MQTT 5 response topic is a command topic (the hub's own, or a device's)
+    /// A query whose MQTT 5 response topic is a command topic (the hub's own, or a device's)
     /// is refused with an error on its own response topic; nothing is published there, nothing runs.
     @Test func responseTopicsWhereCommandsAreReadAreRefused() async throws {
         let (sim, f) = try await hubWithTasmotaPlug7()

@@ -155,7 +155,7 @@ import Testing
         #expect(answer == "hub/response/error", "\(answer?.utf8.count ?? 0) bytes")
     }
 
-    /// MQTT 5 response topics: the hub answers only where nobody reads commands (issue 12).
+    /// MQTT 5 response topics: the hub answers only where nobody reads commands.
     @Test func responseTopicsTheHubAnswersOn() {
         let scopes = ["cmnd/plug7/#", "stat/plug7/#", "shellyplus1pm-abc/#", "+/online", "espresense/devices/#"]
         let accepted = ["app/replies/42", "client/inbox", "hub/response/device/get", "hub/response", "hubx/request/all-off",

@@ -8,7 +8,7 @@ import HubDomain
 import Testing
 
 /// What the hub holds in memory is bounded by the household, never by how many events or messages
-/// went by (issue 17).
+/// went by.
 @Suite struct MemoryBoundTests {
     /// At a household's pace (one event at a time, each acknowledged before the next) the event
     /// feed's window is never full; it used to keep every acknowledged event's task until 4096 of

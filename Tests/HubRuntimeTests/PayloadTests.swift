@@ -342,7 +342,7 @@ private enum P {
         #expect(P.error(.request("device/explode"), "")?.hasPrefix("unknown request \"device/explode\"") == true)
     }
 
-    // MARK: Keys and sizes, every route (issue 12)
+    // MARK: Keys and sizes, every route
 
     /// A payload every route accepts, with every key it takes. Covers every request name.
     static let everyKey: [(route: RequestRoute, payload: String)] = [
@@ -400,7 +400,7 @@ private enum P {
             #expect(e?.message.hasPrefix("\"colour\": is not a known field (known: ") == true, "\(route): \(e?.message ?? "parsed")")
             #expect(e?.echo.transaction == (payload.contains("transaction") ? JSONValue?.some(1) : JSONValue?.none), "\(route)")
         }
-        // The ones from the issue, word for word.
+        // Two of them, word for word.
         #expect(P.error(.request("all-off"), #"{"status":"ok","data":[1]}"#)
             == "\"status\": is not a known field (known: command_id, id, transaction)")
         #expect(P.error(.request("devices"), #"{"command_id":"x"}"#) == "\"command_id\": is not a known field (known: id, transaction)")

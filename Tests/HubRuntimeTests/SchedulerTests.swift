@@ -13,10 +13,29 @@ import VirtualDriver
 /// A clock the test sets by hand; the scheduler's sleeps return at once (it re-reads the time).
 final class HandClock: ScheduleClock {
     private let micros: Mutex<Int64>
+    /// How many times the scheduler's loop has gone to sleep.
+    private let sleeps = Atomic<Int>(0)
     init(_ seconds: Int64) { micros = Mutex(seconds * 1_000_000) }
     func now() -> Int64 { micros.withLock { $0 } }
     func set(_ seconds: Int64) { micros.withLock { $0 = seconds * 1_000_000 } }
-    func sleep(micros: Int64) async { try? await Task.sleep(for: .milliseconds(5)) }
+    func sleep(micros: Int64) async {
+        sleeps.add(1, ordering: .sequentiallyConsistent)
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+
+    /// Returns once the scheduler's loop has made a whole turn since the call: it read the time as
+    /// it is now and did what that time asks (its switch requests appended) before sleeping again.
+    func turned(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let wanted = sleeps.load(ordering: .sequentiallyConsistent) + 2
+        let deadline = ContinuousClock.now + .seconds(5)
+        while sleeps.load(ordering: .sequentiallyConsistent) < wanted {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the scheduler's loop did not turn within 5 s", sourceLocation: sourceLocation)
+                return
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
 }
 
 /// The hub's scheduler with a hand-set clock and virtual switches (which confirm at once), no broker.
@@ -64,8 +83,9 @@ final class HandClock: ScheduleClock {
         let clock = HandClock(t0 - 60)
         let s = try await service(clock)
         try await add(s, "once", start: t0, length: 10)
-        try await Task.sleep(for: .milliseconds(100))
+        try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState != .on)
+        #expect(try scheduledSwitches(s).isEmpty)
         clock.set(t0)
         try await waitFor("on at the window's start", s) { $0.switchState == .on && $0.lastSwitchCause == .schedule }
         clock.set(t0 + 10 * 60)
@@ -82,17 +102,18 @@ final class HandClock: ScheduleClock {
         clock.set(t0 + 60)                     // inside the first window
         try await waitFor("on", s) { $0.switchState == .on }
         clock.set(t0 - 3600)                   // NTP steps the clock back an hour...
-        try await Task.sleep(for: .milliseconds(200))
+        try await clock.turned()
         clock.set(t0 + 120)                    // ...and forward again, still inside the same window
-        try await Task.sleep(for: .milliseconds(200))
+        try await clock.turned()
         #expect(try scheduledSwitches(s).count == 1)
         clock.set(t0 + 3600 + 4 * 60)          // a jump past the first window's end into the second: it stays on
-        try await Task.sleep(for: .milliseconds(200))
+        try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .on)
+        #expect(try scheduledSwitches(s).count == 1)
         clock.set(t0 + 3600 + 5 * 60)          // the second window ends: off, once
         try await waitFor("off after the second window", s) { $0.switchState == .off }
         clock.set(t0 + 3600 + 2 * 60)          // back again into the second window: its edges are used up
-        try await Task.sleep(for: .milliseconds(200))
+        try await clock.turned()
         let ids = try scheduledSwitches(s).compactMap(\.1)
         #expect(ids == ["schedule:lamp:hourly:\(t0):on", "schedule:lamp:hourly:\(t0 + 3600):off",
                         "schedule:lamp:hourly:\(t0 + 3600):on"])
@@ -109,7 +130,7 @@ final class HandClock: ScheduleClock {
         // Down for twenty minutes, still inside the window: nothing doubled on restart.
         clock.set(t0 + 20 * 60)
         s = try await service(clock, dir: dir)
-        try await Task.sleep(for: .milliseconds(300))
+        try await clock.turned()
         #expect(try scheduledSwitches(s).count == 1)
         clock.set(t0 + 61 * 60)
         try await waitFor("off after the restart", s) { $0.switchState == .off }
@@ -142,8 +163,12 @@ final class HandClock: ScheduleClock {
         let clock = HandClock(t0 + 2 * 3600) // long after the 10-minute one-shot
         let s = try await service(clock)
         try await add(s, "missed", start: t0, length: 10)
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try scheduledSwitches(s).isEmpty)
+        try await clock.turned()
+        // A window open now, added after it: the scheduler takes their events in order, so once
+        // this one has switched the lamp on, the missed one was seen, and asked for nothing.
+        try await add(s, "now", start: t0 + 2 * 3600 - 60, length: 10)
+        try await waitFor("on for the window open now", s) { $0.switchState == .on && $0.lastSwitchCause == .schedule }
+        #expect(try scheduledSwitches(s).compactMap(\.1) == ["schedule:lamp:now:\(t0 + 2 * 3600 - 60):on"])
         try await s.stop()
     }
 
@@ -154,8 +179,9 @@ final class HandClock: ScheduleClock {
         _ = try await s.hub.execute(.switchDevice(id: "lamp", target: .on), actor: "user", now: currentMicros())
         try await waitFor("manual on", s) { $0.switchState == .on && $0.mode == .manual }
         clock.set(t0 + 11 * 60) // the window ended: in manual mode nothing is switched off
-        try await Task.sleep(for: .milliseconds(300))
+        try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .on)
+        #expect(try scheduledSwitches(s).isEmpty)
         _ = try await s.hub.execute(.switchDevice(id: "lamp", target: .off), actor: "user", now: currentMicros())
         try await waitFor("automatic", s) { $0.mode == .automatic && $0.switchState == .off }
         clock.set(t0 + 60 * 60) // the next window runs again
@@ -175,8 +201,9 @@ final class HandClock: ScheduleClock {
         clock.set(ISO8601.parse("2026-10-24T17:30:00Z")! / 1_000_000)
         try await waitFor("off", s) { $0.switchState == .off }
         clock.set(ISO8601.parse("2026-10-25T17:00:00Z")! / 1_000_000) // 17:00 local now: not yet
-        try await Task.sleep(for: .milliseconds(300))
+        try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .off)
+        #expect(try scheduledSwitches(s).count == 2)
         clock.set(ISO8601.parse("2026-10-25T18:00:00Z")! / 1_000_000)
         try await waitFor("on at 18:00 winter time", s) { $0.switchState == .on }
         try await s.stop()

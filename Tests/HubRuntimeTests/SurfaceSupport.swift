@@ -113,3 +113,25 @@ struct SurfaceFixture {
         broker.stop()
     }
 }
+
+/// Waits until `condition` holds, checking every 10 ms; throws, naming `what`, after `timeout`.
+func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    if try await condition() { return }
+    throw HubError.failed("timed out after \(timeout) waiting for \(what)")
+}
+
+extension SurfaceFixture {
+    /// Returns once the event feed has carried to the watcher every event logged before the call:
+    /// it logs a refusal of its own (a switch of a device that does not exist) and waits for that
+    /// event, which the feed publishes after every event before it, in log order.
+    func eventFeedCaughtUp() async throws {
+        let marker = "caught-up-" + UUID().uuidString.prefix(8).lowercased()
+        _ = try await service.hub.execute(.switchDevice(id: marker, target: .on), actor: "test", now: currentMicros())
+        try await watcher.waitFor("hub/events/hub/CommandRejected") { $0.contains(marker) }
+    }
+}

@@ -27,15 +27,6 @@ import VirtualDriver
         #expect(answer.contains("\"status\":\"ok\""), "\(answer)")
     }
 
-    func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if await condition() { return }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        throw HubError.failed("timed out waiting for \(what)")
-    }
-
     func plugSimulator(port: Int = 0, stateFile: String) -> PowerPlugSimulator {
         PowerPlugSimulator(options: PowerPlugSimulator.Options(port: port, stateFile: stateFile, statusInterval: .milliseconds(300),
                                                                checkInterval: .seconds(60)))
@@ -78,8 +69,10 @@ import VirtualDriver
         let diverged = try await w.waitFor("hub/events/device/pump/ActivationsDiverged")
         #expect(diverged.contains(#""found":[{"name":"rogue""#) && diverged.contains(#""resolution":"restore""#))
         try await waitUntil("the plug to be restored") { sim.activations.map(\.name) == ["night"] }
-        try await Task.sleep(for: .seconds(2)) // two more read-backs: in line, nothing more recorded
-        #expect(w.messages("hub/events/device/pump/ActivationsDiverged").count == 1)
+        let reads = sim.listRequests
+        try await waitUntil("two more read-backs") { sim.listRequests >= reads + 2 }
+        try await f.eventFeedCaughtUp()
+        #expect(w.messages("hub/events/device/pump/ActivationsDiverged").count == 1) // in line: nothing more recorded
 
         // The plug restarts (its activations survive on its "SD card"); the hub sees it go and come back.
         await sim.stop()
@@ -91,7 +84,8 @@ import VirtualDriver
         #expect(sim.activations.map(\.name) == ["night"])
         try w.publish("hub/device/pump/switch/set", "ON")
         try await waitUntil("the restarted plug to switch on") { sim.status.on }
-        try await Task.sleep(for: .milliseconds(1500))
+        try await waitUntil("two read-backs of the restarted plug") { sim.listRequests >= 2 }
+        try await f.eventFeedCaughtUp()
         #expect(w.messages("hub/events/device/pump/ActivationsDiverged").count == 1)
 
         await sim.stop()
@@ -135,7 +129,7 @@ import VirtualDriver
         sim.resetEnergyCounter()
         let reset = try await w.waitFor("hub/events/device/kettle/EnergyCounterReset")
         #expect(reset.contains(#""actor":"driver:kasa""#))
-        try await Task.sleep(for: .seconds(1))
+        try await w.waitFor("hub/device/kettle/energy", skip: w.messages("hub/device/kettle/energy").count) // a total after the reset
         let totals = w.messages("hub/device/kettle/energy").compactMap { Double(w.text($0)) }
         #expect(totals == totals.sorted(), "\(totals)")
         let account = await f.service.hub.state.energy["kettle"]
@@ -232,7 +226,7 @@ extension TCPPlugSurfaceTests {
         #expect(toggled.contains(#""state":"off""#))
         try w.publish("hub/device/pump/switch/set", "ON")
         try await w.waitFor("hub/events/device/pump/SwitchToggled") { $0.contains(#""state":"on","cause":"command""#) }
-        try await Task.sleep(for: .milliseconds(500))
+        try await f.eventFeedCaughtUp()
         #expect(w.messages("hub/events/device/pump/SwitchFailed").isEmpty)
         await sim.stop()
         try await f.stop()

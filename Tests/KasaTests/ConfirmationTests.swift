@@ -25,7 +25,7 @@ import Testing
         // The read-back still reaches the plug, and says nothing new.
         try await eventually { sim.recentMethods.last == "system.get_sysinfo" }
         #expect(sim.recentMethods.suffix(2) == ["system.set_relay_state", "system.get_sysinfo"])
-        try await Task.sleep(nanoseconds: 100_000_000)
+        try await eventually { (driver as? KasaDriver)?.tasksHeld == 0 } // the read-back's answer taken in
         #expect(await context.switches.map(\.on) == [false, true])
         await driver.stop()
         await sim.stop()

@@ -41,6 +41,7 @@ public final class PowerPlugSimulator: Sendable {
     private struct Shared {
         var device: PlugDeviceState
         var connectionCount = 0
+        var listRequests = 0
         var active: (any Channel)?
         var waiting: [any Channel] = []
         var server: (any Channel)?
@@ -87,6 +88,9 @@ public final class PowerPlugSimulator: Sendable {
 
     /// Sessions accepted so far (including ones still waiting for their turn).
     public var connectionCount: Int { shared.withLock { $0.connectionCount } }
+
+    /// How many times the plug was asked for its activations ('A') so far.
+    public var listRequests: Int { shared.withLock { $0.listRequests } }
 
     /// Replaces the stored list "from elsewhere" (the phone app, an SD card swap) and saves it.
     /// At most `slots` are kept.
@@ -232,6 +236,7 @@ public final class PowerPlugSimulator: Sendable {
     func handle(_ command: PlugCommand) -> [PlugMessage] {
         let now = clock()
         return shared.withLock { s in
+            if command == .list { s.listRequests += 1 }
             let outcome = s.device.apply(command, now: now)
             if outcome.changed { save(s.device) }
             return outcome.replies

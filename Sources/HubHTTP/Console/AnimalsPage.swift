@@ -93,6 +93,9 @@ struct AnimalPage {
 
     var page: ConsolePage {
         let a = animal.admission
+        let ranges = VitalsRange.allCases.map { r -> HTML in
+            r == range ? "<a aria-current=\"page\" href=\"?range=\(r.rawValue)\">\(r.title)</a>" as HTML : "<a href=\"?range=\(r.rawValue)\">\(r.title)</a>"
+        }
         let photo: HTML = a.photo.map { PhotoStore.isValidName($0) ? "<img class=\"photo\" alt=\"Photo of \($0)\" src=\"/console/photos/\($0)\">" as HTML : .empty } ?? .empty
         return ConsolePage(title: a.name, section: .animals, live: ["animal/" + animal.id], body: """
         <div class="grid">
@@ -115,9 +118,7 @@ struct AnimalPage {
         </div>
         <h2>Vital signs</h2>
         \(animal.isAdmitted ? vitalsForm : HTML.empty)
-        <p class="ranges">\(VitalsRange.allCases.map { r -> HTML in
-            r == range ? "<a aria-current=\"page\" href=\"?range=\(r.rawValue)\">\(r.title)</a>" as HTML : "<a href=\"?range=\(r.rawValue)\">\(r.title)</a>"
-        })</p>
+        <p class="ranges">\(ranges)</p>
         <h3>Heart rate, \(range.title)</h3>
         \(SVGChart.band(heartRate, from: from, to: to, unit: "bpm", label: "heart rate", style: Self.vitalsStyle(decimals: 0)))
         <h3>Temperature, \(range.title)</h3>
