@@ -2,8 +2,53 @@
 public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: String
     public var message: String
-    public init(code: String, message: String) { self.code = code; self.message = message }
+    /// What kind of refusal it is; each surface derives its own answer from it (an HTTP status).
+    public var kind: RejectionKind
+    /// - Parameter kind: nil takes the kind the code has (``RejectionKind/init(code:)``).
+    public init(code: String, message: String, kind: RejectionKind? = nil) {
+        self.code = code
+        self.message = message
+        self.kind = kind ?? RejectionKind(code: code)
+    }
     public var description: String { "\(code): \(message)" }
+}
+
+/// What kind of refusal a rejection is, whatever its code. The codes stay the stable contract
+/// clients read; the kind is what a surface needs to answer in its own terms (HTTP: 400, 404, 409,
+/// 503, 507, 500).
+public enum RejectionKind: String, Sendable, CaseIterable {
+    /// The request itself is wrong: a field, a value, a form. Sending it again changes nothing.
+    case invalid
+    /// It names something that does not exist.
+    case notFound
+    /// The hub's state forbids it now: the thing exists already, was removed, is in use or full.
+    case conflict
+    /// The hub cannot carry it out now and the same request may succeed later: this hub is not the
+    /// active one, or its log cannot be reached.
+    case unavailable
+    /// The disk holding the log is full.
+    case storage
+    /// The hub's own failure.
+    case `internal`
+
+    /// The kind of each code the hub answers with; a code not listed is `invalid`.
+    public init(code: String) {
+        switch code {
+        case "unknown_device", "unknown_animal", "unknown_activation", "unknown_subject", "unknown_group", "unknown_scene":
+            self = .notFound
+        case "device_exists", "device_removed", "activation_exists", "activation_repeat_conflict", "activation_slots_full",
+             "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
+            self = .conflict
+        case "not_active", "log_unavailable":
+            self = .unavailable
+        case "storage_full":
+            self = .storage
+        case "internal":
+            self = .internal
+        default:
+            self = .invalid
+        }
+    }
 }
 
 extension Rejection {

@@ -157,7 +157,7 @@ public struct CommandService: Sendable {
     }
 }
 
-/// The answer to one command, whatever the entry point; each transport renders it (`mqttAnswer`,
+/// The answer to one command, whatever the entry point; each transport renders it (`answer(echo:)`,
 /// `execLine`).
 public enum CommandAnswer: Sendable, Equatable {
     /// Accepted: the answer's data (`seq`, `duplicate`, `events`, and `conflicts` for activations;
@@ -188,11 +188,12 @@ public enum CommandAnswer: Sendable, Equatable {
         }
     }
 
-    /// The MQTT answer: `{"status":"ok","data":...}` or `{"status":"error","error":...,"code":...}`, with the echo.
-    public func mqttAnswer(echo: RequestParser.Echo) -> JSONValue {
+    /// The answer every surface sends: `{"status":"ok","data":...}` or
+    /// `{"status":"error","error":...,"code":...}`, with the echo, and the refusal's kind.
+    public func answer(echo: RequestParser.Echo) -> Answer {
         switch self {
-        case .ok(let data): return AnswerJSON.ok(data, echo: echo)
-        case .refused(let r, _, _), .failed(let r): return AnswerJSON.error(r.message, code: r.code, echo: echo)
+        case .ok(let data): return .ok(data, echo: echo)
+        case .refused(let r, _, _), .failed(let r): return .refused(r, echo: echo)
         }
     }
 

@@ -16,6 +16,10 @@ public struct RequestError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     public var description: String { message }
+
+    /// What kind of refusal it is: `invalid`, unless a well-formed request named what does not
+    /// exist (`unknown_subject`) or the like (``RejectionKind/init(code:)``).
+    public var kind: RejectionKind { code.map(RejectionKind.init(code:)) ?? .invalid }
 }
 
 /// Request payloads -> `HubCommand`s or read-model queries, for a ``RequestRoute``: the one grammar

@@ -25,19 +25,19 @@ public struct Requests: Sendable {
     ///   - parsed: what ``RequestParser/parse(route:message:now:)`` read.
     ///   - actor: who is acting (`mqtt`, `http:admin`, ...), recorded on every event the commands cause.
     /// - Returns: the answer, with the request's `id` and `transaction` echoed.
-    public func answer(_ parsed: RequestParser.ParsedCommand, actor: String) async -> JSONValue {
+    public func answer(_ parsed: RequestParser.ParsedCommand, actor: String) async -> Answer {
         if case .history(let query)? = parsed.query {
             do {
-                return AnswerJSON.ok(HistoryJSON.data(try await hub.history(query)), echo: parsed.echo)
+                return .ok(HistoryJSON.data(try await hub.history(query)), echo: parsed.echo)
             } catch {
-                return AnswerJSON.error(error.message, code: error.code, echo: parsed.echo)
+                return .refused(error.message, code: error.code, kind: RejectionKind(code: error.code), echo: parsed.echo)
             }
         }
-        if let query = parsed.query { return AnswerJSON.ok(await answer(query), echo: parsed.echo) }
+        if let query = parsed.query { return .ok(await answer(query), echo: parsed.echo) }
         let commands = parsed.commands.enumerated().map { index, command in
             (command: command, commandId: index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId)
         }
-        return await self.commands.execute(commands, actor: actor).mqttAnswer(echo: parsed.echo)
+        return await self.commands.execute(commands, actor: actor).answer(echo: parsed.echo)
     }
 
     /// The `data` of a query's answer, from the read models (`null` for an unknown device or animal).

@@ -577,7 +577,7 @@ public actor MQTTSurface {
 
     /// Answered by the transport-neutral ``Requests`` (the HTTP API answers through it too).
     nonisolated func answer(_ parsed: RequestParser.ParsedCommand) async -> JSONValue {
-        await requests.answer(parsed, actor: "mqtt")
+        await requests.answer(parsed, actor: "mqtt").body
     }
 
     /// Why the message's MQTT 5 response topic must not be answered on; nil when it has none or may be.

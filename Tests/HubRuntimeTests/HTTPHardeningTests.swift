@@ -292,10 +292,29 @@ import Glibc
     /// A command the log refused because another instance holds the lease: 503, Retry-After, and
     /// the sentence naming the active one.
     @Test func notActiveIsATemporary503() {
-        let answer = AnswerJSON.error("not the active hub: instance b holds the lease now; send it again", code: CommandService.notActive)
-        let response = APIResponders.response(answer)
+        let rejection = Rejection(code: CommandService.notActive, message: "not the active hub: instance b holds the lease now; send it again")
+        let response = APIResponders.response(.refused(rejection))
         #expect(response.status == .serviceUnavailable)
         #expect(response.headers[.retryAfter] == APIResponders.retryAfterSeconds)
+    }
+
+    /// The status comes from the refusal's kind, and the kind from the code: one table, in the
+    /// domain, that every surface reads.
+    @Test func theStatusFollowsTheRefusalsKind() {
+        let cases: [(code: String, kind: RejectionKind, status: Int)] = [
+            ("invalid_name", .invalid, 400), ("unknown_device", .notFound, 404), ("unknown_subject", .notFound, 404),
+            ("device_exists", .conflict, 409), ("manual_mode", .conflict, 409), ("not_active", .unavailable, 503),
+            ("storage_full", .storage, 507), ("internal", .internal, 500),
+        ]
+        for (code, kind, status) in cases {
+            let rejection = Rejection(code: code, message: "m")
+            #expect(rejection.kind == kind, "\(code)")
+            let response = APIResponders.response(.refused(rejection))
+            #expect(response.status.code == status, "\(code)")
+            #expect((response.headers[.retryAfter] != nil) == (kind == .unavailable), "\(code)")
+        }
+        #expect(APIResponders.response(.ok()).status == .ok)
+        #expect(APIResponders.response(.refused(RequestError("bad"))).status == .badRequest)
     }
 
     // MARK: Deadlines and the connection limit

@@ -62,7 +62,7 @@ import Testing
                 }
                 #expect(schema["additionalProperties"] == .bool(false), "\(path): \(schema.serialized().prefix(80))")
                 let keys = Set(schema["properties"]?.objectValue?.map(\.0) ?? [])
-                let topic: String? = if case .topic(let t) = route.target, t.hasPrefix("request/") { String(t.dropFirst("request/".count)) } else { nil }
+                let topic: String? = if case .request(let t) = route.target, t.hasPrefix("request/") { String(t.dropFirst("request/".count)) } else { nil }
                 if let topic, let known = RequestParser.requestKeys[topic] {
                     #expect(keys == Set(known), "\(path): \(keys.sorted()) against \(known.sorted())")
                 }

@@ -69,15 +69,10 @@ struct ConsoleRoutes: Sendable {
         let answer = parsed.count == 1
             ? await routes.commands.execute(parsed[0].command, commandId: parsed[0].commandId, actor: actor)
             : await routes.commands.execute(parsed, actor: actor)
-        let status: HTTPResponse.Status
-        switch answer {
-        case .ok: status = .ok
-        case .refused: status = .conflict
-        case .failed(let rejection) where rejection.code == CommandService.storageFull: status = APIResponders.status(of: answer.execLine)
-        case .failed: status = .serviceUnavailable
-        }
-        var response = ConsoleResponse.json(status, answer.execLine)
-        if answer.rejection?.code == CommandService.notActive { response.headers[.retryAfter] = APIResponders.retryAfterSeconds }
+        // The status by the refusal's kind, as the API answers (a refused switch is 409, an unknown
+        // device 404, a full disk 507, not the active hub 503).
+        var response = ConsoleResponse.json(APIResponders.status(of: answer.rejection?.kind), answer.execLine)
+        if answer.rejection?.kind == .unavailable { response.headers[.retryAfter] = APIResponders.retryAfterSeconds }
         return response
     }
 }

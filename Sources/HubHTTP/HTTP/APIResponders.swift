@@ -3,10 +3,11 @@ import HubDomain
 import HubLog
 import Hummingbird
 
-/// Answers the JSON API (``APIRoutes``). Nothing here decides anything: a request is parsed as
-/// the MQTT surface parses the same payload (``RequestParser/parse(route:message:now:)``, strict
-/// keys, 64 KiB), answered by ``Requests`` (the one command path, actor from ``HTTPAccess``), and
-/// sent with the MQTT answer as its body and a status that says the outcome (``status(of:)``).
+/// Answers the JSON API (``APIRoutes``). Nothing here decides anything: a path is mapped to the
+/// engine's ``RequestRoute`` and its payload parsed by ``RequestParser`` (strict keys, 64 KiB), as
+/// the MQTT surface parses the same payload; ``Requests`` answers it (the one command path, actor
+/// from ``HTTPAccess``), and the answer's body is sent with the status its kind calls for
+/// (``status(of:)``).
 struct APIResponders: Sendable {
     let hub: Hub
     let requests: Requests
@@ -24,23 +25,23 @@ struct APIResponders: Sendable {
         case .failure(let refusal): return refusal.response
         }
         switch route.target {
-        case .topic(let template):
+        case .request(let template):
             if let refusal = BodyLimits.unsupportedType(request, accepted: route.mediaTypes) { return refusal }
             let body: ByteBuffer
             switch await BodyLimits.collect(request, limit: RequestParser.maxPayloadBytes) {
             case .success(let read): body = read
             case .failure(let refusal): return refusal.response
             }
-            return Self.response(await answer(topic: template, id: id, payload: Array(buffer: body), actor: context.actor))
+            return Self.response(await answer(path: template, id: id, payload: Array(buffer: body), actor: context.actor))
         case .query(let name):
             var fields: [(String, JSONValue)] = request.uri.queryParameters.map { (String($0.key), .string(String($0.value))) }
             if let id { fields.insert(("id", .string(id)), at: 0) }
             let payload = fields.isEmpty ? [] : Array(JSONValue.object(fields).serialized().utf8)
-            let result = await answer(topic: "request/" + name, id: nil, payload: payload, actor: context.actor)
-            if let id, result["status"] == "ok", result["data"] == .null {
+            let result = await answer(path: "request/" + name, id: nil, payload: payload, actor: context.actor)
+            if let id, result.refusal == nil, result.body["data"] == .null {
                 // `request/device/get` answers `data: null` for an unknown id; a GET of its URL is a 404.
                 let kind = name == "device/get" ? "device" : "animal"
-                return Self.response(AnswerJSON.error("no \(kind) \"\(Shown.text(id))\"", code: "unknown_\(kind)"))
+                return Self.response(.refused("no \(kind) \"\(Shown.text(id))\"", code: "unknown_\(kind)", kind: .notFound))
             }
             return Self.response(result)
         case .events:
@@ -54,30 +55,31 @@ struct APIResponders: Sendable {
     static func pathId(_ raw: String?) -> Result<String?, BodyLimits.Refusal> {
         guard let raw else { return .success(nil) }
         guard let decoded = raw.removingPercentEncoding else {
-            return .failure(BodyLimits.Refusal(response: response(AnswerJSON.error(
-                "the id in the path, \"\(Shown.text(raw))\", is not valid percent-encoding", code: "invalid_id"))))
+            return .failure(BodyLimits.Refusal(response: response(.refused(
+                "the id in the path, \"\(Shown.text(raw))\", is not valid percent-encoding", code: "invalid_id", kind: .invalid))))
         }
         return .success(decoded)
     }
 
-    /// Parses `payload` as a message on `<base>/<template>` would be, and answers it.
-    func answer(topic template: String, id: String?, payload: [UInt8], actor: String) async -> JSONValue {
+    /// Parses `payload` as a request on the path `template` (`device/{id}/switch/set`, `{id}`
+    /// filled), as a message on the topic `<base>/<path>` is, and answers it.
+    func answer(path template: String, id: String?, payload: [UInt8], actor: String) async -> Answer {
         if let id, id.contains("/") {
             // A decoded `/` would make another topic of the path: refused as a topic level would be.
             let kind = template.split(separator: "/").first.map(String.init) ?? "an"
-            return AnswerJSON.error("\(kind) id \"\(Shown.text(id))\" contains the character '/': ids are 1 to \(Identifier.maxLength) "
-                                      + "characters of A-Z, a-z, 0-9, _ and -")
+            return .refused("\(kind) id \"\(Shown.text(id))\" contains the character '/': ids are 1 to \(Identifier.maxLength) "
+                            + "characters of A-Z, a-z, 0-9, _ and -", code: nil, kind: .invalid)
         }
         let path = template.replacingOccurrences(of: "{id}", with: id ?? "")
         guard let route = RequestRoute(path: Substring(path), named: base + "/" + path, base: base) else {
-            return (AnswerJSON.error("id \"\(Shown.text(id ?? ""))\" is not valid: ids are 1 to \(Identifier.maxLength) "
-                                                  + "characters of A-Z, a-z, 0-9, _ and -"))
+            return .refused("id \"\(Shown.text(id ?? ""))\" is not valid: ids are 1 to \(Identifier.maxLength) "
+                            + "characters of A-Z, a-z, 0-9, _ and -", code: nil, kind: .invalid)
         }
         do {
             let parsed = try RequestParser.parse(route: route, message: payload, now: currentMicros())
             return await requests.answer(parsed, actor: actor)
         } catch {
-            return AnswerJSON.error(error)
+            return .refused(error)
         }
     }
 
@@ -88,20 +90,20 @@ struct APIResponders: Sendable {
         for (key, value) in request.uri.queryParameters {
             switch key {
             case "after":
-                guard let n = UInt64(value) else { return Self.response(AnswerJSON.error("after: expected a sequence number (0 or more), not \"\(value)\"")) }
+                guard let n = UInt64(value) else { return Self.response(.refused("after: expected a sequence number (0 or more), not \"\(value)\"", code: nil, kind: .invalid)) }
                 after = n
             case "limit":
                 guard let n = Int(value), (1...Self.eventsLimit).contains(n) else {
-                    return Self.response(AnswerJSON.error("limit: expected a number from 1 to \(Self.eventsLimit), not \"\(value)\""))
+                    return Self.response(.refused("limit: expected a number from 1 to \(Self.eventsLimit), not \"\(value)\"", code: nil, kind: .invalid))
                 }
                 limit = n
             default:
-                return Self.response(AnswerJSON.error("unknown parameter \"\(Shown.text(key))\"; known: after, limit"))
+                return Self.response(.refused("unknown parameter \"\(Shown.text(key))\"; known: after, limit", code: nil, kind: .invalid))
             }
         }
         var lines: [JSONValue] = []
         let last = hub.store.lastSequence
-        guard after < last else { return Self.response(AnswerJSON.ok(.array([]))) }
+        guard after < last else { return Self.response(.ok(.array([]))) }
         do {
             try hub.store.read(from: after + 1, through: min(last, after + UInt64(limit))) { record in
                 lines.append(EventLines.json(record, event: try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
@@ -109,45 +111,34 @@ struct APIResponders: Sendable {
                 return true
             }
         } catch {
-            return Self.response(AnswerJSON.error("the log could not be read: \(error)", code: "internal"))
+            return Self.response(.refused("the log could not be read: \(error)", code: "internal", kind: .internal))
         }
-        return Self.response(AnswerJSON.ok(.array(lines)))
+        return Self.response(.ok(.array(lines)))
     }
 
-    /// The answer as the body, with the status its outcome calls for (and `Retry-After` when
-    /// the hub is not the active one: the active answers a retry).
-    static func response(_ answer: JSONValue, status: HTTPResponse.Status? = nil) -> Response {
-        var response = ObservabilityResponders.json(status ?? Self.status(of: answer), answer)
-        if answer["code"] == .string(CommandService.notActive) { response.headers[.retryAfter] = retryAfterSeconds }
+    /// The answer as the body, with the status its kind calls for (and `Retry-After` when the hub
+    /// cannot take it now: the active hub, or this one once its log is back, answers a retry).
+    static func response(_ answer: Answer) -> Response {
+        var response = ObservabilityResponders.json(status(of: answer.refusal), answer.body)
+        if answer.refusal == .unavailable { response.headers[.retryAfter] = retryAfterSeconds }
         return response
     }
 
-    /// When to send again a command refused with `not_active`: about the time a standby takes to
-    /// take over an expired lease.
+    /// When to send again a command refused as unavailable (`not_active`): about the time a
+    /// standby takes to take over an expired lease.
     static let retryAfterSeconds = "3"
 
-    /// 200 for `ok`; for an error, by its code: none (a malformed request) 400, an unknown subject
-    /// 404, a state that forbids it 409, a full disk 507, not the active hub 503, the hub's own
-    /// failure 500, else 400.
-    static func status(of answer: JSONValue) -> HTTPResponse.Status {
-        guard answer["status"] != "ok" else { return .ok }
-        guard case .string(let code)? = answer["code"] else { return .badRequest }
-        switch code {
-        case "unknown_device", "unknown_animal", "unknown_activation", "unknown_subject", "unknown_group", "unknown_scene":
-            return .notFound
-        case "device_exists", "device_removed", "activation_exists", "activation_repeat_conflict", "activation_slots_full",
-             "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
-            return .conflict
-        case "storage_full": return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
-        case CommandService.notActive: return .serviceUnavailable
-        case "too_large": return .contentTooLarge
-        case "unsupported_media_type": return .unsupportedMediaType
-        case "method_not_allowed": return .methodNotAllowed
-        case "unknown_host": return HTTPResponse.Status(code: 421, reasonPhrase: "Misdirected Request")
-        case "internal": return .internalServerError
-        case "unauthorized": return .unauthorized
-        case "cross_site", "csrf": return .forbidden
-        default: return .badRequest
+    /// 200 when it succeeded; for a refusal, by its kind: invalid 400, not found 404, conflict 409,
+    /// unavailable 503, storage 507, the hub's own failure 500.
+    static func status(of refusal: RejectionKind?) -> HTTPResponse.Status {
+        switch refusal {
+        case nil: return .ok
+        case .invalid?: return .badRequest
+        case .notFound?: return .notFound
+        case .conflict?: return .conflict
+        case .unavailable?: return .serviceUnavailable
+        case .storage?: return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
+        case .internal?: return .internalServerError
         }
     }
 }

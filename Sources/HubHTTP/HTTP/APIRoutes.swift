@@ -6,9 +6,10 @@ import Hummingbird
 struct APIRoute: Sendable, Equatable {
     /// Where the request's body (or query) goes.
     enum Target: Sendable, Equatable {
-        /// The MQTT topic under the base that takes the same payload, `{id}` filled from the path
-        /// (`device/{id}/switch/set`): the body is parsed exactly as a message on it.
-        case topic(String)
+        /// The request path (``RequestRoute``) that takes the same payload, `{id}` filled from the
+        /// URL's path (`device/{id}/switch/set`): the body is parsed exactly as a message on the
+        /// MQTT topic `<base>/<path>` is.
+        case request(String)
         /// A read-only request (`request/<name>`) whose payload is the query string as a JSON object
         /// of strings, plus `{"id": ...}` from the path when it has one.
         case query(String)
@@ -22,11 +23,11 @@ struct APIRoute: Sendable, Equatable {
     var target: Target
 
     /// The body's `Content-Type`s the route reads (any other is refused with 415): JSON, and plain
-    /// text where the topic takes a bare word (`ON`); none for a GET.
+    /// text where the request takes a bare word (`ON`); none for a GET.
     var mediaTypes: [String] {
         switch target {
-        case .topic(let topic) where topic.hasSuffix("/switch/set"): return ["application/json", "text/plain"]
-        case .topic: return ["application/json"]
+        case .request(let path) where path.hasSuffix("/switch/set"): return ["application/json", "text/plain"]
+        case .request: return ["application/json"]
         case .query, .events: return []
         }
     }
@@ -38,13 +39,13 @@ struct APIRoute: Sendable, Equatable {
 enum APIRoutes {
     static let all: [APIRoute] = {
         var routes: [APIRoute] = [
-            APIRoute(method: .post, path: "/api/command", target: .topic("request/command")),
-            APIRoute(method: .post, path: "/api/device/{id}/switch", target: .topic("device/{id}/switch/set")),
-            APIRoute(method: .post, path: "/api/device/{id}/activations", target: .topic("device/{id}/activations/set")),
-            APIRoute(method: .post, path: "/api/group/{id}/switch", target: .topic("group/{id}/switch/set")),
-            APIRoute(method: .post, path: "/api/animal/admit", target: .topic("animal/admit")),
-            APIRoute(method: .post, path: "/api/animal/{id}/discharge", target: .topic("animal/{id}/discharge")),
-            APIRoute(method: .post, path: "/api/animal/{id}/vitals", target: .topic("animal/{id}/vitals")),
+            APIRoute(method: .post, path: "/api/command", target: .request("request/command")),
+            APIRoute(method: .post, path: "/api/device/{id}/switch", target: .request("device/{id}/switch/set")),
+            APIRoute(method: .post, path: "/api/device/{id}/activations", target: .request("device/{id}/activations/set")),
+            APIRoute(method: .post, path: "/api/group/{id}/switch", target: .request("group/{id}/switch/set")),
+            APIRoute(method: .post, path: "/api/animal/admit", target: .request("animal/admit")),
+            APIRoute(method: .post, path: "/api/animal/{id}/discharge", target: .request("animal/{id}/discharge")),
+            APIRoute(method: .post, path: "/api/animal/{id}/vitals", target: .request("animal/{id}/vitals")),
             APIRoute(method: .get, path: "/api/devices", target: .query("devices")),
             APIRoute(method: .get, path: "/api/devices/{id}", target: .query("device/get")),
             APIRoute(method: .get, path: "/api/animals", target: .query("animals")),
@@ -58,7 +59,7 @@ enum APIRoutes {
         ]
         // Every `<base>/request/<name>` topic, with the same payload.
         for name in RequestParser.requestNames {
-            routes.append(APIRoute(method: .post, path: "/api/request/" + name, target: .topic("request/" + name)))
+            routes.append(APIRoute(method: .post, path: "/api/request/" + name, target: .request("request/" + name)))
         }
         return routes
     }()
