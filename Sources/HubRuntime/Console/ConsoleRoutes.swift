@@ -76,7 +76,7 @@ struct ConsoleRoutes: Sendable {
         case .failed: status = .serviceUnavailable
         }
         var response = ConsoleResponse.json(status, answer.execLine)
-        if answer.rejection?.code == CommandService.notActive { response.headers[.retryAfter] = APIResponders.retryAfterSeconds }
+        if let code = answer.rejection?.code, let after = APIResponders.retryAfter(code: code) { response.headers[.retryAfter] = after }
         return response
     }
 }

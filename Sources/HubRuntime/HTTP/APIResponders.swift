@@ -113,10 +113,10 @@ struct APIResponders: Sendable {
     }
 
     /// The answer as the body, with the status its outcome calls for (and `Retry-After` when
-    /// the hub is not the active one: the active answers a retry).
+    /// the hub is not the active one, or its log's database cannot be reached: a retry is answered).
     static func response(_ answer: JSONValue, status: HTTPResponse.Status? = nil) -> Response {
         var response = ObservabilityResponders.json(status ?? Self.status(of: answer), answer)
-        if answer["code"] == .string(CommandService.notActive) { response.headers[.retryAfter] = retryAfterSeconds }
+        if case .string(let code)? = answer["code"], let after = retryAfter(code: code) { response.headers[.retryAfter] = after }
         return response
     }
 
@@ -124,8 +124,22 @@ struct APIResponders: Sendable {
     /// take over an expired lease.
     static let retryAfterSeconds = "3"
 
+    /// When to send again a command refused with `log_unavailable`: the hub connects to its
+    /// database again at most a second after it is back.
+    static let logRetryAfterSeconds = "1"
+
+    /// The `Retry-After` of an answer with this code, or nil when a retry would not help.
+    static func retryAfter(code: String) -> String? {
+        switch code {
+        case CommandService.notActive: return retryAfterSeconds
+        case CommandService.logUnavailable: return logRetryAfterSeconds
+        default: return nil
+        }
+    }
+
     /// 200 for `ok`; for an error, by its code: none (a malformed request) 400, an unknown subject
-    /// 404, a state that forbids it 409, a full disk 507, not the active hub 503, the hub's own
+    /// 404, a state that forbids it 409, a full disk 507, not the active hub or the log's database
+    /// out of reach 503, the hub's own
     /// failure 500, else 400.
     static func status(of answer: JSONValue) -> HTTPResponse.Status {
         guard answer["status"] != "ok" else { return .ok }
@@ -137,7 +151,7 @@ struct APIResponders: Sendable {
              "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
             return .conflict
         case "storage_full": return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
-        case CommandService.notActive: return .serviceUnavailable
+        case CommandService.notActive, CommandService.logUnavailable: return .serviceUnavailable
         case "too_large": return .contentTooLarge
         case "unsupported_media_type": return .unsupportedMediaType
         case "method_not_allowed": return .methodNotAllowed
