@@ -38,6 +38,9 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     public let readOnly: Bool
     let group: MultiThreadedEventLoopGroup
     let logger: Logger
+    /// The longest a statement on the command path (an append, a lookup, a lease statement) waits
+    /// for PostgreSQL's answer before the connection is taken as lost (see `withinDeadline`).
+    public let statementDeadline: TimeAmount
     let state: Mutex<StoreState>
     /// The three connections in use, replaced together after a lost one (see ``reconnect()``).
     let connections: Mutex<Connections>
@@ -123,9 +126,13 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     ///   - readOnly: Appends are refused; the tables must exist.
     ///   - logger: Where postgres-nio's own diagnostics go (by default nowhere: they must never reach
     ///     the standard output `hub events` and `hub export -` write to).
+    ///   - statementDeadline: See ``statementDeadline``.
     /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause.
-    public init(location: PostgresLocation, readOnly: Bool = false, logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+    public init(location: PostgresLocation, readOnly: Bool = false,
+                logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
+                statementDeadline: TimeAmount = .seconds(30)) throws {
         self.location = location
+        self.statementDeadline = statementDeadline
         self.readOnly = readOnly
         self.logger = logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -334,7 +341,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     func ask(_ query: PostgresQuery, _ what: String) async throws -> PostgresQueryResult {
         try failIfConnectionLost()
         do {
-            return try await reader.query(query, logger: logger).get()
+            return try await withinDeadline(reader.query(query, logger: logger), what)
         } catch {
             throw Self.failure(error, location, what)
         }

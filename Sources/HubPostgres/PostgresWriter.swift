@@ -73,7 +73,7 @@ extension PostgresEventStore {
     private func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
         try failIfConnectionLost()
         state.withLock { $0.statements += 1 }
-        return try await writer.query(query, logger: logger).get()
+        return try await withinDeadline(writer.query(query, logger: logger), "a statement of the writer")
     }
 
     /// How often a batch is decided again because another writer appended in between, before it fails.

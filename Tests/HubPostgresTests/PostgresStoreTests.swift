@@ -72,6 +72,32 @@ import Testing
         await store.close()
     }
 
+    /// A server that neither answers nor closes the connection (stopped with SIGSTOP) does not hold
+    /// a lookup or an append forever: past the statement deadline it fails with `unreachable`, and
+    /// once the server runs again the store has connected again by itself.
+    @Test func aServerThatDoesNotAnswerFailsAStatementAtItsDeadline() async throws {
+        guard PostgresServer.binaries() != nil else { return }
+        let server = try PostgresServer.start() // its own: this test stops it
+        defer { server.stop() }
+        let url = try server.createDatabase()
+        let store = try PostgresEventStore(location: PostgresLocation(url: url), statementDeadline: .seconds(2))
+        _ = try await store.append(request("s", [event(0)], commandId: "c-1"))
+        let postmaster = try server.pids()
+        for pid in postmaster { kill(pid, SIGSTOP) }
+        let started = ContinuousClock.now
+        await #expect { try await store.commandResult("c-1") } throws: { error in
+            guard case .unreachable(let reason)? = error as? EventLogError else { return false }
+            return reason.contains("no answer from PostgreSQL within 2")
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(2) && waited < .seconds(10), "\(waited)")
+        await #expect(throws: EventLogError.self) { try await store.append(request("s", [event(1)], commandId: "c-2")) }
+        for pid in postmaster { kill(pid, SIGCONT) }
+        #expect(await waitUntil(timeout: 20) { store.writerFault == nil }, "\(store.writerFault ?? "")")
+        #expect(try await store.commandResult("c-1")?.lastSequence == 1)
+        await store.close()
+    }
+
     @Test func theLocationComesFromTheURLThenThePGVariables() throws {
         let env = ["PGHOST": "db.example", "PGPORT": "6432", "PGUSER": "ops", "PGPASSWORD": "pw-env", "PGDATABASE": "hubs"]
         let full = try PostgresLocation(url: "postgres://hub:s%40cret@127.0.0.1:5433/log", environment: env)
