@@ -397,7 +397,7 @@ struct HubLogFollower: Service {
             try await cancelWhenGracefulShutdown { [self] in
                 for try await record in hub.store.subscribe(from: from) {
                     // The read models first, so drivers and the surface see this event's effect.
-                    try await hub.catchUp()
+                    try await catchUp()
                     if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
                     console?.publish(ConsoleChange(sequence: record.sequence, stream: record.stream, type: record.type))
                     guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
@@ -411,6 +411,20 @@ struct HubLogFollower: Service {
         } catch {
             stepDown?.record("the log cannot be followed: \(error)")
             throw HubError.failed("event log: \(error)")
+        }
+    }
+}
+
+extension HubLogFollower {
+    /// The read models caught up to the record just followed; while the log's database cannot be
+    /// reached for a moment (it restarts: the store connects again), asked again every 0.1 s.
+    func catchUp() async throws {
+        while true {
+            do {
+                return try await hub.catchUpWithoutBlocking()
+            } catch EventLogError.unreachable {
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
     }
 }

@@ -57,7 +57,10 @@ public enum LogTransfer {
         }
         let store = try paths.openEventStore()
         do {
+            // On PostgreSQL, a hub holding the lease refuses the import; otherwise it holds the lease while it writes.
+            let lease = try await ToolLease.take(store, for: "hub import")
             let count = try await write(path, into: store, expecting: checked)
+            try await lease?.release()
             await store.close()
             return count
         } catch {

@@ -72,6 +72,8 @@ public struct ActiveLease: Sendable {
     let store: PostgresEventStore
     /// Whether the lease is still known to be held, by this process's own monotonic clock.
     let standing: LeaseStanding
+    /// The hub the lease lets act (caught up again when a sole writer takes its lease back).
+    let hub: Hub
 
     /// The retained `<base>/status/active` payload: `{"instance":"b","since":"…","token":7}`.
     var announcement: [UInt8] {
@@ -188,9 +190,9 @@ enum Standby {
             store.fence(holder: settings.instance, token: token)
             try await hub.catchUp() // everything the former active committed
             logger.notice("active: instance \(settings.instance) holds the lease (token \(token)); starting drivers, scheduler and commands")
-            let standing = LeaseStanding(ttl: settings.ttl)
+            let standing = LeaseStanding(ttl: settings.ttl, token: token, soleWriter: settings.derived)
             standing.renewed(startedAt: asked)
-            return ActiveLease(instance: settings.instance, token: token, since: Date(), store: store, standing: standing)
+            return ActiveLease(instance: settings.instance, token: token, since: Date(), store: store, standing: standing, hub: hub)
         }
         if !said || status != nil {
             let holder = try await store.leaseHolder()
@@ -224,7 +226,7 @@ struct LeaseKeeper: Service {
         }
         if Task.isShuttingDownGracefully || Task.isCancelled, stepDown.reason == nil {
             do {
-                try await lease.store.releaseLease(holder: lease.instance, token: lease.token)
+                try await lease.store.releaseLease(holder: lease.instance, token: lease.standing.token.withLock { $0 })
                 logger.info("lease released: a standby may take over at once")
             } catch {
                 logger.warning("the lease could not be released (a standby takes over when it lapses)", metadata: ["error": "\(error)"])
@@ -233,27 +235,57 @@ struct LeaseKeeper: Service {
     }
 
     private func keep() async throws {
+        var unreachable = false
         while true {
-            try await Task.sleep(for: settings.renewEvery)
+            // While the database is out, a sole writer asks again sooner (it is back within 0.25 s of the store).
+            try await Task.sleep(for: unreachable ? .milliseconds(250) : settings.renewEvery)
             let held: Bool
             let started = ContinuousClock.now
+            let token = lease.standing.token.withLock { $0 }
             do {
-                held = try await lease.store.renewLease(holder: lease.instance, token: lease.token, ttl: settings.ttl)
+                held = try await lease.store.renewLease(holder: lease.instance, token: token, ttl: settings.ttl)
             } catch is CancellationError {
                 throw CancellationError()
+            } catch EventLogError.unreachable(let reason) where lease.standing.soleWriter {
+                if !unreachable {
+                    logger.error("the log's database cannot be reached (\(reason)): commands are answered log_unavailable until it is back")
+                }
+                unreachable = true
+                continue
             } catch {
                 throw stepDown("the lease cannot be renewed: \(error)")
+            }
+            if !held, lease.standing.soleWriter, try await takeBack(after: token) {
+                unreachable = false
+                continue
             }
             if !held {
                 let holder = try? await lease.store.leaseHolder()
                 let now = holder.map { "instance \($0.holder) holds it (token \($0.token))" } ?? "it lapsed"
                 let another = holder.map { $0.holder != lease.instance && $0.secondsLeft > 0 } ?? false
-                throw stepDown("lost the lease (token \(lease.token)): \(now)", anotherIsActive: another)
+                throw stepDown("lost the lease (token \(token)): \(now)", anotherIsActive: another)
             }
+            if unreachable { logger.notice("the log's database is back: commands are carried out again") }
+            unreachable = false
             lease.standing.renewed(startedAt: started)
             // Reconnected to the broker while the lease was unconfirmed: announce now that it is.
             if let surface, surface.takeSkippedAnnouncement() { await surface.announce() }
         }
+    }
+
+    /// A sole writer whose lease lapsed while the database was out takes it again (no other
+    /// instance can hold it): fences its appends with the new token, catches its read models up and
+    /// acts again. False when another instance holds it (the caller steps down).
+    private func takeBack(after token: UInt64) async throws -> Bool {
+        let started = ContinuousClock.now
+        guard let fresh = try await lease.store.acquireLease(holder: lease.instance, ttl: settings.ttl) else { return false }
+        lease.store.fence(holder: lease.instance, token: fresh)
+        lease.standing.token.withLock { $0 = fresh }
+        try await lease.hub.catchUpWithoutBlocking()
+        lease.standing.renewed(startedAt: started)
+        logger.notice("the log's database is back: instance \(lease.instance) holds the lease again (token \(fresh), was \(token)); commands are carried out again")
+        if let surface, surface.takeSkippedAnnouncement() { await surface.announce() }
+        return true
     }
 
     /// Steps down; `hub/status` says `offline` unless another instance is active (see ``StepDown``).

@@ -64,7 +64,7 @@ public struct CommandService: Sendable {
     }
 
     private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async -> CommandAnswer {
-        if let lease, !lease.mayAct { return .failed(Self.leaseUnconfirmed) }
+        if let lease, !lease.mayAct { return .failed(lease.soleWriter ? Self.logUnavailableLease : Self.leaseUnconfirmed) }
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
         do {
             if HouseholdControl.isMultiDevice(command) {
@@ -82,10 +82,11 @@ public struct CommandService: Sendable {
             }
         } catch {
             unrecordedCount.add()
-            let rejection = Self.notRecorded(error)
-            // A full disk is said once by the storage watch (and on `<base>/status/storage`), not
-            // once per refused command.
-            logger.log(level: rejection.code == Self.storageFull ? .debug : .error, "a command could not be recorded", metadata: [
+            let rejection = Self.notRecorded(error, soleWriter: lease?.soleWriter == true)
+            // A full disk is said once by the storage watch (and on `<base>/status/storage`), an
+            // unreachable database once by the lease keeper, not once per refused command.
+            let quiet = rejection.code == Self.storageFull || rejection.code == Self.logUnavailable
+            logger.log(level: quiet ? .debug : .error, "a command could not be recorded", metadata: [
                 "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
                 "command_id": "\(commandId ?? "-")", "error": "\(error)",
             ])
@@ -105,13 +106,30 @@ public struct CommandService: Sendable {
     /// The code of a command refused because the disk holding the log is full.
     public static let storageFull = "storage_full"
 
+    /// The code of a command not carried out because the log's database cannot be reached for now
+    /// (it restarts, the network to it failed). Retryable: the same `command_id` is carried out once.
+    public static let logUnavailable = "log_unavailable"
+
+    /// A command taken by the log's only writer while its lease is not confirmed (the database
+    /// cannot be reached, or the hub was paused): no other hub can be active, so it says so.
+    static let logUnavailableLease = Rejection(code: logUnavailable, message: "the event log's database cannot be reached "
+                                               + "(this hub's lease on it is not confirmed): the command was not recorded and changed nothing; "
+                                               + "send it again with the same command_id (it is carried out once)")
+
     /// The answer to a command the log could not take: `storage_full` when the disk is full (the
-    /// hub goes on; the same command succeeds once space is freed), `internal` otherwise.
-    static func notRecorded(_ error: Error) -> Rejection {
+    /// hub goes on; the same command succeeds once space is freed), `log_unavailable` when the log's
+    /// database cannot be reached (or, for the log's only writer, its lease lapsed meanwhile),
+    /// `not_active` when another instance holds the lease, `internal` otherwise.
+    static func notRecorded(_ error: Error, soleWriter: Bool = false) -> Rejection {
         if case EventLogError.storageFull = error {
             return Rejection(code: storageFull, message: "\(error): the command was not recorded and changed nothing; "
                              + "free space on that disk and send it again (the same command_id is safe)")
         }
+        if case EventLogError.unreachable = error {
+            return Rejection(code: logUnavailable, message: "\(error): the command was not carried out; "
+                             + "send it again with the same command_id (it is carried out once)")
+        }
+        if soleWriter, case EventLogError.fenced = error { return logUnavailableLease }
         if case EventLogError.fenced = error {
             return Rejection(code: notActive, message: "\(error): the command was not recorded and changed nothing; "
                              + "send it again (the same command_id is safe): the active hub answers it")

@@ -153,28 +153,28 @@ public actor Hub {
         let keys = Self.serializationKeys(command)
         for key in keys { await acquire(key) }
         defer { for key in keys { release(key) } }
-        try catchUp()
-        if let commandId, let original = store.commandResult(commandId) {
-            return try outcome(ofEarlier: original)
+        try await catchUpWithoutBlocking()
+        if let commandId, let original = try await store.commandResult(commandId) {
+            return try await outcome(ofEarlier: original)
         }
         for _ in 0..<8 {
             switch decide(command, state: state, now: now, limits: limits) {
             case .accepted(let events):
                 guard !events.isEmpty else { return .accepted(events: [], result: nil, duplicate: false) }
                 let stream = events[0].stream
-                let expected: ExpectedVersion = store.streamVersion(stream).map { .exact($0) } ?? .noStream
+                let expected: ExpectedVersion = try await store.streamVersion(stream).map { .exact($0) } ?? .noStream
                 do {
                     let result = try await append(events, stream: stream, expected: expected, commandId: commandId, actor: actor, now: now)
-                    if result.duplicate { return try outcome(ofEarlier: result) }
+                    if result.duplicate { return try await outcome(ofEarlier: result) }
                     return .accepted(events: events, result: result, duplicate: false)
                 } catch EventLogError.wrongExpectedVersion {
-                    try catchUp() // another command got there first: decide again on the newer state
+                    try await catchUpWithoutBlocking() // another command got there first: decide again on the newer state
                     continue
                 }
             case .rejected(let rejection):
                 let event = rejectionEvent(for: command, rejection: rejection, commandId: commandId)
                 let result = try await append([event], stream: event.stream, expected: .any, commandId: commandId, actor: actor, now: now)
-                if result.duplicate { return try outcome(ofEarlier: result) }
+                if result.duplicate { return try await outcome(ofEarlier: result) }
                 return .rejected(rejection, result: result, duplicate: false)
             }
         }
@@ -232,16 +232,14 @@ public actor Hub {
         let result = try await store.append(AppendRequest(stream: stream, expected: expected,
                                                           causation: Causation(commandId: commandId, actor: actor), events: proposed))
         if !result.duplicate { metrics.appended(events: proposed.count, duration: ContinuousClock.now - started) }
-        try catchUp()
+        try await catchUpWithoutBlocking()
         return result
     }
 
     /// Rebuilds the outcome of an already-logged command from its events.
-    private func outcome(ofEarlier result: AppendResult) throws -> CommandOutcome {
-        var events: [HubEvent] = []
-        try store.read(from: result.firstSequence, through: result.lastSequence) { record in
-            events.append(try HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload))
-            return true
+    private func outcome(ofEarlier result: AppendResult) async throws -> CommandOutcome {
+        let events = try await store.records(from: result.firstSequence, through: result.lastSequence).map { record in
+            try HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
         }
         if events.count == 1, case .commandRejected(let r) = events[0] {
             return .rejected(Rejection(code: r.code, message: r.message), result: result, duplicate: true)
@@ -317,18 +315,34 @@ public actor Hub {
         let last = store.lastSequence
         guard last > state.lastSequence else { return }
         try store.read(from: state.lastSequence + 1, through: last) { record in
-            let context = EventContext(sequence: record.sequence, timestamp: record.timestamp,
-                                       actor: record.causation.actor, commandId: record.causation.commandId)
-            if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
-                state.apply(event, context: context)
-                history.apply(event, context: context)
-            } else {
-                state.skip(sequence: record.sequence)
-                history.skip(sequence: record.sequence)
-            }
+            fold(record)
             return true
         }
         if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+    }
+
+    /// ``catchUp()`` on the command path: the records are read with ``EventStore/records(from:through:)``,
+    /// so a backend behind a network suspends the command instead of blocking a thread. Records
+    /// another task folded meanwhile are skipped.
+    package func catchUpWithoutBlocking() async throws {
+        let last = store.lastSequence
+        guard last > state.lastSequence else { return }
+        let records = try await store.records(from: state.lastSequence + 1, through: last)
+        for record in records where record.sequence == state.lastSequence + 1 { fold(record) }
+        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+    }
+
+    /// Folds one record into the read models (an event this version cannot read is skipped, counted).
+    private func fold(_ record: EventRecord) {
+        let context = EventContext(sequence: record.sequence, timestamp: record.timestamp,
+                                   actor: record.causation.actor, commandId: record.causation.commandId)
+        if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
+            state.apply(event, context: context)
+            history.apply(event, context: context)
+        } else {
+            state.skip(sequence: record.sequence)
+            history.skip(sequence: record.sequence)
+        }
     }
 
     /// Whether the log can write now, as far as its disk goes (``EventStore/storageCondition``):

@@ -7,9 +7,24 @@ import Synchronization
 public final class LeaseStanding: Sendable {
     private let renewedAt = Mutex<ContinuousClock.Instant>(.now)
     package let ttl: Duration
+    /// The lease is under a derived name (no `--instance`): this hub is the log's only writer, so
+    /// no other instance can be active while its lease is unconfirmed. It then answers commands
+    /// `log_unavailable` (retryable) instead of keeping silent, and rides a database outage out
+    /// instead of stepping down (``LeaseKeeper``).
+    public let soleWriter: Bool
+    /// The fencing token held now (a sole writer takes the lease again after a database outage,
+    /// with a new token).
+    package let token: Mutex<UInt64>
 
-    /// - Parameter ttl: How long a renewal holds the lease.
-    package init(ttl: Duration) { self.ttl = ttl }
+    /// - Parameters:
+    ///   - ttl: How long a renewal holds the lease.
+    ///   - token: The fencing token acquired.
+    ///   - soleWriter: See ``soleWriter``.
+    package init(ttl: Duration, token: UInt64 = 0, soleWriter: Bool = false) {
+        self.ttl = ttl
+        self.token = Mutex(token)
+        self.soleWriter = soleWriter
+    }
 
     /// A renewal that began at `start` succeeded.
     package func renewed(startedAt start: ContinuousClock.Instant) { renewedAt.withLock { $0 = max($0, start) } }

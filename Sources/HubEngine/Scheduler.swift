@@ -130,7 +130,12 @@ public actor Scheduler: Service {
         let closed = list.compactMap { a in ScheduleMath.lastEnded(of: a, atOrBefore: seconds).map { (a, $0) } }
             .max { $0.1.end < $1.1.end }
         guard let (activation, window) = closed, device.switchState == .on || device.pending?.state == .on else { return }
-        let openedHere = hub.store.commandResult(Self.commandId(id, activation.name, window.start, "on")) != nil
+        let openedHere: Bool
+        do {
+            openedHere = try await hub.store.commandResult(Self.commandId(id, activation.name, window.start, "on")) != nil
+        } catch {
+            return // the log cannot be asked now (its database is out): nothing is switched until it can
+        }
         guard openedHere || device.lastSwitchCause == .schedule || device.pending?.bySchedule == true else { return }
         await switchDevice(id, .off, commandId: Self.commandId(id, activation.name, window.start, "off"), now: now)
     }

@@ -210,6 +210,11 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
     /// This process no longer holds the lease that lets one hub of several append (a hot standby took
     /// over: see docs/operations.md); nothing was appended, and this process never appends again.
     case fenced(String)
+    /// The log's server cannot be reached now (the connection to the database was lost, or it
+    /// refused a read): nothing was appended, unless the reason says an append was in flight (then it
+    /// may or may not have been committed). The store reconnects on its own; the same request, with
+    /// the same command id, may be sent again once it has.
+    case unreachable(String)
 
     /// One line naming what failed and where.
     public var description: String {
@@ -232,6 +237,8 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
             return message
         case let .fenced(reason):
             return "not the active hub: \(reason)"
+        case let .unreachable(reason):
+            return "the event log cannot be reached: \(reason)"
         }
     }
 }

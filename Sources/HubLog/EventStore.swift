@@ -41,8 +41,11 @@
 ///   ``verify(progress:)`` reports the last one. A backend may store it (to detect tampering) or
 ///   compute it while reading (the defaults do).
 ///
-/// Reading is synchronous and may happen on any thread while appends proceed; readers see only
-/// committed records.
+/// Reading may happen on any thread while appends proceed; readers see only committed records.
+/// ``read(from:through:_:)``, ``readViews(from:through:_:)`` and ``chainHash(at:)`` are synchronous
+/// (replay, export and verify stream through them); the lookups on the command path
+/// (``commandResult(_:)``, ``streamVersion(_:)``, ``records(from:through:)``) are asynchronous.
+/// A read that cannot reach the backend throws; it never answers as if the log were empty.
 ///
 /// # What the defaults do
 ///
@@ -51,6 +54,8 @@
 /// ``waitForAppend(after:)``) and ``close()``. The others have defaults built on those; override
 /// them when the backend can do better:
 ///
+/// - ``records(from:through:)``: collects ``read(from:through:_:)``. Override it when reading blocks
+///   (a network round trip).
 /// - ``appendAll(_:)``: one ``append(_:)`` after another. Override it to share one commit.
 /// - ``readViews(from:through:_:)``: reads from sequence 1 with ``read(from:through:_:)``, encodes
 ///   each record and computes its chain hash. Override it when the chain hash is stored (then reading
@@ -73,7 +78,9 @@ public protocol EventStore: Sendable {
     ///   be stored or the store is read-only; ``EventLogError/storageFull(path:operation:errno:)``
     ///   when the disk is full (nothing written; the store goes on, and the same append succeeds once
     ///   space is freed); ``EventLogError/writerStopped(reason:)`` when a write or sync failed
-    ///   otherwise (the store accepts nothing more); ``EventLogError/closed`` after ``close()``.
+    ///   otherwise (the store accepts nothing more); ``EventLogError/unreachable(_:)`` when the
+    ///   backend's server cannot be reached for now (retry with the same command id);
+    ///   ``EventLogError/closed`` after ``close()``.
     func append(_ request: AppendRequest) async throws -> AppendResult
 
     /// Appends several requests, in this order, each atomically and durably (as ``append(_:)``).
@@ -90,17 +97,35 @@ public protocol EventStore: Sendable {
 
     /// Answers whether a command id was appended before, without appending.
     ///
+    /// Asynchronous so that a backend behind a network (PostgreSQL) asks without holding a thread;
+    /// a backend that answers from memory implements it as a plain synchronous method.
+    ///
     /// - Parameter commandId: The command id to look up.
     /// - Returns: The original append's result with ``AppendResult/duplicate`` set, or nil when no
     ///   committed append carried this id. (A store opened read-only may not index command ids and
     ///   answer nil.)
-    func commandResult(_ commandId: String) -> AppendResult?
+    /// - Throws: ``EventLogError/unreachable(_:)`` when the backend cannot be asked: an error is
+    ///   never read as "no such command".
+    func commandResult(_ commandId: String) async throws -> AppendResult?
 
     /// The current version of a stream.
     ///
     /// - Parameter stream: The stream's name.
     /// - Returns: The version of the stream's last committed event, or nil when it has none.
-    func streamVersion(_ stream: String) -> UInt64?
+    /// - Throws: ``EventLogError/unreachable(_:)`` when the backend cannot be asked: an error is
+    ///   never read as "no stream".
+    func streamVersion(_ stream: String) async throws -> UInt64?
+
+    /// The committed records with sequence in `from...through`, in order, read without blocking the
+    /// calling thread where the backend can (the command path reads the records it appended).
+    ///
+    /// - Parameters:
+    ///   - from: The first sequence (values below 1 read from 1).
+    ///   - through: The last sequence (beyond ``lastSequence``: up to the last committed record).
+    /// - Returns: The records; empty for an empty range.
+    /// - Throws: What ``read(from:through:_:)`` throws; ``EventLogError/unreachable(_:)`` when the
+    ///   backend cannot be asked.
+    func records(from: UInt64, through: UInt64) async throws -> [EventRecord]
 
     /// Calls `body` for every committed record with sequence in `from...through`, in order.
     ///
@@ -171,6 +196,19 @@ public protocol EventStore: Sendable {
 }
 
 extension EventStore {
+    /// Collects the records of ``read(from:through:_:)``.
+    ///
+    /// - Parameters:
+    ///   - from: The first sequence.
+    ///   - through: The last sequence.
+    /// - Returns: The records, in order.
+    /// - Throws: What ``read(from:through:_:)`` throws.
+    public func records(from: UInt64, through: UInt64) async throws -> [EventRecord] {
+        var found: [EventRecord] = []
+        try read(from: from, through: through) { found.append($0); return true }
+        return found
+    }
+
     /// Commits the requests one after another with ``append(_:)``.
     ///
     /// - Parameter requests: The requests, in order.
@@ -344,6 +382,9 @@ public struct EventSubscription: AsyncSequence, Sendable {
 
         /// The next committed record, waiting for one to be appended when the subscriber is caught up.
         ///
+        /// A backend that cannot be reached for a moment (``EventLogError/unreachable(_:)``) is
+        /// asked again every 0.1 s: the subscriber waits, it is not failed.
+        ///
         /// - Returns: The next record, or nil once the task is cancelled.
         /// - Throws: What the store's ``EventStore/read(from:through:_:)`` or
         ///   ``EventStore/waitForAppend(after:)`` throw (other than cancellation).
@@ -353,7 +394,13 @@ public struct EventSubscription: AsyncSequence, Sendable {
                 buffer.removeAll(keepingCapacity: true)
                 position = 0
                 var collected: [EventRecord] = []
-                try store.read(from: next, through: next + chunk - 1) { collected.append($0); return true }
+                do {
+                    try store.read(from: next, through: next + chunk - 1) { collected.append($0); return true }
+                } catch EventLogError.unreachable {
+                    // The backend is connecting again (nothing was read): ask again shortly.
+                    do { try await Task.sleep(for: .milliseconds(100)) } catch { return nil }
+                    continue
+                }
                 buffer = collected
                 if buffer.isEmpty {
                     do { try await store.waitForAppend(after: next - 1) } catch is CancellationError { return nil }

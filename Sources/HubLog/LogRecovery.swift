@@ -277,11 +277,14 @@ enum LogRecovery {
         /// and everything after are zeros), a frame with a 512-byte block of zeros in it (a block
         /// of the write that never reached the disk, or that the write never got to), or a frame
         /// whose start, up to the next 512-byte boundary (at least its length field), is zeros (the
-        /// write's first block never reached the disk while later ones did). Never an acknowledged
-        /// record; opening cuts it into quarantine.
+        /// write's first block never reached the disk while later ones did). Sound records may
+        /// follow it only when they are the rest of its own write (their frames' place in their
+        /// write says it began at or before the torn spot): a write never synced. Never an
+        /// acknowledged record; opening cuts it into quarantine.
         case torn(offset: Int, reason: String)
         /// Damage: a complete frame that fails its checks, anything bad before the newest segment's
-        /// end, or a bad spot with sound records after it. Opening refuses; nothing is changed.
+        /// end, or a bad spot with sound records of a later write after it. Opening refuses;
+        /// nothing is changed.
         case corrupt(offset: Int, reason: String)
     }
 
@@ -304,8 +307,14 @@ enum LogRecovery {
             }
         }
         guard isLast else { return .corrupt(offset: offset, reason: reason + " in a segment that is not the last") }
-        if let sound = try cursor.soundFrameExists(after: offset, minimumSequence: nextSequence) {
-            return .corrupt(offset: offset, reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
+        if let sound = try cursor.soundFrameExists(after: offset, minimumSequence: nextSequence, writeBeganBy: nextSequence) {
+            // The sound records after a torn spot that belong to the same write as it (their frames
+            // say where their write began) were never synced, so never acknowledged: the rest of a
+            // group commit whose first block never reached the disk. Anything else is damage.
+            guard torn, sound.restOfOneWrite else {
+                return .corrupt(offset: offset, reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
+            }
+            return .torn(offset: offset, reason: reason + "; the records after it (from sequence \(sound.sequence) at offset \(sound.offset)) are the rest of the same write, never synced")
         }
         guard torn else {
             return .corrupt(offset: offset, reason: reason + " in the last record (the frame is complete, so this is damage, not a torn write)")
@@ -367,7 +376,7 @@ enum LogRecovery {
         var header = [UInt8](repeating: 0, count: RecordFormat.segmentHeaderSize)
         let n = try header.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: 0) }
         guard n == RecordFormat.segmentHeaderSize else { return .short }
-        guard Array(header[0..<8]) == RecordFormat.segmentMagic else { return .badMagic }
+        guard Array(header[0..<8]) == RecordFormat.segmentMagic || Array(header[0..<8]) == RecordFormat.segmentMagicV1 else { return .badMagic }
         let first = header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian }
         return first == expectedFirst ? nil : .wrongFirst(first, expected: expectedFirst)
     }

@@ -2,8 +2,15 @@ import Crypto
 
 /// The on-disk record format of the segment store.
 ///
-/// Segment file: a 16-byte header (`HUBLOG01` + u64 first sequence), then frames.
-/// Frame: `u32 bodyLength | u32 ~bodyLength | u32 crc32c(body) | body`.
+/// Segment file: a 16-byte header (`HUBLOG02` + u64 first sequence), then frames.
+/// Frame: `u32 bodyLength | u32 ~bodyLength ^ mix(k) | u32 crc32c(body) ^ mix(k) | body`, where `k`
+/// is the frame's place in the write that put it on disk (0 for the first record of a group
+/// commit's write, 1 for the next..., at most 4095) and `mix(k) = k &* 0xD3A2646D`. Any two values of
+/// `mix` differ in at least 6 bits, so damage to up to 5 bits of the first two words still fails
+/// the length check, and a flipped bit in the second word fails the CRC. The first record of every
+/// write has `k = 0`. A segment with the older magic `HUBLOG01`
+/// holds frames with `k = 0` throughout (`u32 ~bodyLength | u32 crc32c(body)`): it is read as
+/// before, and the writer goes on appending to it with `k = 0`; new segments are `HUBLOG02`.
 /// Body (little-endian): u64 sequence, u64 streamVersion, i64 timestamp µs, u16 schemaVersion,
 /// u16 stream length, u16 type length, u16 command-id length (0xFFFF = none), u16 actor length,
 /// u32 payload length, then the stream, type, command id, actor and payload bytes, and finally the
@@ -11,7 +18,18 @@ import Crypto
 /// The first record of the log chains from 32 zero bytes.
 public enum RecordFormat {
     /// The first 8 bytes of every segment file.
-    public static let segmentMagic: [UInt8] = Array("HUBLOG01".utf8)
+    public static let segmentMagic: [UInt8] = Array("HUBLOG02".utf8)
+    /// The magic of segments written before frames carried their place in their write: still read.
+    public static let segmentMagicV1: [UInt8] = Array("HUBLOG01".utf8)
+    /// A frame's place in its write is below this: later frames of a longer write say 4095 (their
+    /// write then seems to begin later than it did, which only makes recovery refuse, never cut).
+    static let maxWriteIndex: UInt32 = 4096
+
+    /// What the second and the CRC word of a frame at place `k` of its write are XORed with
+    /// (odd, so invertible: ``writeUnmix(_:)``; its values for `k` below ``maxWriteIndex`` differ
+    /// pairwise in at least 6 bits).
+    static func writeMix(_ k: UInt32) -> UInt32 { k &* 0xD3A2_646D }
+    static func writeUnmix(_ x: UInt32) -> UInt32 { x &* 0xAF31_4565 }
     /// Bytes of a segment header: the magic and the u64 first sequence.
     public static let segmentHeaderSize = 16
     /// Bytes before a body in a frame: length, its complement, CRC32C.
@@ -60,10 +78,12 @@ public enum RecordFormat {
     ///   - out: The buffer to append to.
     ///   - record: The record to encode.
     ///   - previousHash: The previous record's chain hash (``genesisHash`` for sequence 1).
+    ///   - writeIndex: The frame's place in the write that puts it on disk (0: the first; always 0
+    ///     for a frame that is not written to a `HUBLOG02` segment). The body and hash do not depend on it.
     /// - Returns: The record's chain hash.
     /// - Throws: ``EventLogError/invalid(_:)`` when a name or the whole body is too large.
     @discardableResult
-    public static func appendFrame(to out: inout [UInt8], record: EventRecord, previousHash: [UInt8]) throws -> [UInt8] {
+    public static func appendFrame(to out: inout [UInt8], record: EventRecord, previousHash: [UInt8], writeIndex: UInt32 = 0) throws -> [UInt8] {
         let stream = Array(record.stream.utf8), type = Array(record.type.utf8), actor = Array(record.causation.actor.utf8)
         let commandId = record.causation.commandId.map { Array($0.utf8) }
         guard stream.count < 0xFFFF, type.count < 0xFFFF, actor.count < 0xFFFF, (commandId?.count ?? 0) < 0xFFFF else {
@@ -76,7 +96,7 @@ public enum RecordFormat {
         }
         let frameStart = out.count
         appendLE(&out, UInt32(bodyLength))
-        appendLE(&out, ~UInt32(bodyLength))
+        appendLE(&out, ~UInt32(bodyLength) ^ writeMix(min(writeIndex, maxWriteIndex - 1)))
         appendLE(&out, UInt32(0)) // CRC placeholder
         let bodyStart = out.count
         out.reserveCapacity(out.count + bodyLength)
@@ -100,6 +120,7 @@ public enum RecordFormat {
         }
         out += hash
         let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[bodyStart..<$0.count])) }
+            ^ writeMix(min(writeIndex, maxWriteIndex - 1))
         withUnsafeBytes(of: crc.littleEndian) { crcBytes in
             for i in 0..<4 { out[frameStart + 8 + i] = crcBytes[i] }
         }
@@ -126,7 +147,8 @@ public enum RecordFormat {
 
 /// The outcome of looking at the bytes at one offset of a segment.
 enum FrameCheck {
-    case valid(bodyLength: Int)
+    /// A sound frame: its body's length and its place in the write that put it on disk.
+    case valid(bodyLength: Int, writeIndex: UInt32)
     /// Fewer bytes remain than the frame needs.
     case incomplete
     /// The bytes are not a sound frame.
@@ -140,7 +162,7 @@ extension RecordFormat {
         guard available >= frameHeaderSize else { return .incomplete }
         let length = buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
         let check = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian
-        guard length == ~check else { return .damaged("frame header length check failed") }
+        guard let writeIndex = writeIndex(length: length, check: check) else { return .damaged("frame header length check failed") }
         let bodyLength = Int(length)
         guard bodyLength >= fixedBodySize + hashSize, bodyLength <= maxBodySize else {
             return .damaged("frame length \(bodyLength) out of range")
@@ -148,9 +170,16 @@ extension RecordFormat {
         guard available >= frameHeaderSize + bodyLength else { return .incomplete }
         let crc = buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self).littleEndian
         let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + frameHeaderSize)..<(offset + frameHeaderSize + bodyLength)])
-        guard CRC32C.checksum(body) == crc else { return .damaged("CRC32C mismatch") }
+        guard CRC32C.checksum(body) ^ writeMix(writeIndex) == crc else { return .damaged("CRC32C mismatch") }
         guard RecordView(body: body) != nil else { return .damaged("record layout inconsistent with its length") }
-        return .valid(bodyLength: bodyLength)
+        return .valid(bodyLength: bodyLength, writeIndex: writeIndex)
+    }
+
+    /// The place in its write that a frame header's two first words give, or nil when they do not
+    /// pass the length check (the second word is the length's complement XOR `mix(place)`).
+    static func writeIndex(length: UInt32, check: UInt32) -> UInt32? {
+        let index = writeUnmix(check ^ ~length)
+        return index < maxWriteIndex ? index : nil
     }
 }
 

@@ -172,7 +172,7 @@ struct RecoveryCheckpoint: Equatable {
         var frame = [UInt8](repeating: 0, count: end - recordOffset)
         let n = try frame.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: recordOffset) }
         return frame.withUnsafeBytes { raw -> String? in
-            guard n == frame.count, case let .valid(bodyLength) = RecordFormat.checkFrame(raw, at: 0),
+            guard n == frame.count, case let .valid(bodyLength, _) = RecordFormat.checkFrame(raw, at: 0),
                   RecordFormat.frameHeaderSize + bodyLength == frame.count,
                   let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[RecordFormat.frameHeaderSize...])) else {
                 return "no sound record at offset \(recordOffset)"

@@ -79,7 +79,7 @@ final class SegmentCursor {
             let raw = UnsafeRawBufferPointer(buffer)
             let length = raw.loadUnaligned(fromByteOffset: local, as: UInt32.self).littleEndian
             let frameLength = RecordFormat.frameHeaderSize + Int(length)
-            if length == ~raw.loadUnaligned(fromByteOffset: local + 4, as: UInt32.self).littleEndian,
+            if RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: local + 4, as: UInt32.self).littleEndian) != nil,
                Int(length) <= RecordFormat.maxBodySize {
                 let available = try fill(from: position, count: frameLength)
                 if available < frameLength { return .incomplete(offset: position) }
@@ -90,7 +90,7 @@ final class SegmentCursor {
                 return .incomplete(offset: position)
             case let .damaged(reason):
                 return .damaged(offset: position, reason: reason)
-            case let .valid(bodyLength):
+            case let .valid(bodyLength, _):
                 let bodyBuffer = UnsafeRawBufferPointer(rebasing: view[RecordFormat.frameHeaderSize..<(RecordFormat.frameHeaderSize + bodyLength)])
                 let record = RecordView(body: bodyBuffer)!
                 let keepGoing = try body(record, position, frameLength)
@@ -130,7 +130,7 @@ final class SegmentCursor {
         if n == header.count {
             let length = header.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
             let check = header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian }
-            if length == ~check, Int(length) <= RecordFormat.maxBodySize {
+            if RecordFormat.writeIndex(length: length, check: check) != nil, Int(length) <= RecordFormat.maxBodySize {
                 end = offset + RecordFormat.frameHeaderSize + Int(length)
                 if try onlyZeros(from: end - 8) { return "record cut short (its end and all after it are zeros)" }
             }
@@ -162,9 +162,13 @@ final class SegmentCursor {
         return nil
     }
 
-    /// True if some sound frame starts anywhere in (offset, end of file): used to tell a torn tail
-    /// (nothing sound after the bad spot) from damage in the middle of the log.
-    func soundFrameExists(after offset: Int, minimumSequence: UInt64) throws -> (offset: Int, sequence: UInt64)? {
+    /// The first sound frame that starts anywhere in (offset, end of file), if any: used to tell a
+    /// torn tail (nothing sound after the bad spot) from damage in the middle of the log. With it,
+    /// whether it and every frame after it, to the end of the file's data, are sound records of one
+    /// write that began at or before sequence `writeBeganBy` (``RecordFormat`` frames carry their
+    /// place in their write): the rest of a torn write, never synced, rather than records after damage.
+    func soundFrameExists(after offset: Int, minimumSequence: UInt64, writeBeganBy: UInt64 = 0)
+        throws -> (offset: Int, sequence: UInt64, restOfOneWrite: Bool)? {
         let fileSize = try FileIO.size(fd: fd, path: path)
         guard fileSize > offset + 1 else { return nil }
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: fileSize - offset, alignment: 16)
@@ -174,14 +178,31 @@ final class SegmentCursor {
         var i = 1
         while i + RecordFormat.frameHeaderSize <= n {
             let length = raw.loadUnaligned(fromByteOffset: i, as: UInt32.self)
-            if length != 0, length == ~raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self),
-               case let .valid(bodyLength) = RecordFormat.checkFrame(raw, at: i),
+            if length != 0, RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self)) != nil,
+               case let .valid(bodyLength, _) = RecordFormat.checkFrame(raw, at: i),
                let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
                view.sequence >= minimumSequence {
-                return (offset + i, view.sequence)
+                return (offset + i, view.sequence, Self.restOfOneWrite(raw, from: i, writeBeganBy: writeBeganBy))
             }
             i += 1
         }
         return nil
+    }
+
+    /// Whether the frames from `start` of `raw` on are sound, each of a write that began at or
+    /// before sequence `bound` (its sequence minus its place in its write), in sequence order, with
+    /// nothing but zeros after the last (the end of the file's data).
+    static func restOfOneWrite(_ raw: UnsafeRawBufferPointer, from start: Int, writeBeganBy bound: UInt64) -> Bool {
+        var i = start
+        var previous: UInt64? = nil
+        while i + RecordFormat.frameHeaderSize <= raw.count, raw[i..<(i + RecordFormat.frameHeaderSize)].contains(where: { $0 != 0 }) {
+            guard case let .valid(bodyLength, index) = RecordFormat.checkFrame(raw, at: i),
+                  let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
+                  view.sequence >= UInt64(index), view.sequence - UInt64(index) <= bound,
+                  previous.map({ view.sequence == $0 + 1 }) ?? true else { return false }
+            previous = view.sequence
+            i += RecordFormat.frameHeaderSize + bodyLength
+        }
+        return raw[min(i, raw.count)...].allSatisfy { $0 == 0 }
     }
 }

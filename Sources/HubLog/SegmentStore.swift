@@ -128,6 +128,11 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// Where the newest segment's records end (the next frame is written here), and where its
     /// written bytes end: zeros from `segmentEnd` to `allocatedEnd` (see ``SegmentStoreOptions/preallocation``).
     private var segmentEnd = 0
+    /// The newest segment is a `HUBLOG02` one: its frames carry their place in their write (see
+    /// ``RecordFormat``); a `HUBLOG01` segment goes on with place 0 throughout.
+    private var marksWrites = true
+    /// Frames in the write being built (`out` since the last ``writeOut(_:)``).
+    private var framesInWrite: UInt32 = 0
     private var allocatedEnd = 0
     private var syncsStarted = 0
     /// While the disk is full: the free bytes the writer waits for before it calls it ok again.
@@ -232,6 +237,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
         let last = opened.segments[opened.segments.count - 1]
         segmentFD = try FileIO.openFile(last.path, flags: O_WRONLY)
+        marksWrites = try Self.marksWrites(last.path)
         segmentEnd = opened.tailOffset
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
         // A long scan is not repeated at the next open.
@@ -536,6 +542,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         var newIndex: [IndexEntry] = []
         var committed: [EventRecord] = []
         var out: [UInt8] = []
+        framesInWrite = 0
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
         var time = lastTime
@@ -602,7 +609,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                         newIndex.append(IndexEntry(sequence: nextSequence, segment: segmentIndex, offset: segmentEnd + out.count))
                     }
                     lastOffset = segmentEnd + out.count
-                    hash = try RecordFormat.appendFrame(to: &out, record: record, previousHash: hash)
+                    hash = try RecordFormat.appendFrame(to: &out, record: record, previousHash: hash,
+                                                        writeIndex: marksWrites ? framesInWrite : 0)
+                    framesInWrite += 1
                     committed.append(record)
                     version = streamVersion
                     nextSequence += 1
@@ -713,6 +722,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             batchCreated = []
             try FileIO.syncDirectory(directory)
             segmentFD = try FileIO.openFile(keep.path, flags: O_WRONLY)
+            marksWrites = try Self.marksWrites(keep.path)
         }
         try FileIO.truncate(fd: segmentFD, path: keep.path, to: size)
         try FileIO.dataSync(fd: segmentFD, path: keep.path)
@@ -729,6 +739,16 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         segmentEnd += out.count
         allocatedEnd = max(allocatedEnd, segmentEnd)
         out.removeAll(keepingCapacity: true)
+        framesInWrite = 0
+    }
+
+    /// Whether the segment at `path` is a `HUBLOG02` one (its frames carry their place in their write).
+    static func marksWrites(_ path: String) throws -> Bool {
+        let fd = try FileIO.openFile(path, flags: O_RDONLY)
+        defer { Glibc.close(fd) }
+        var magic = [UInt8](repeating: 0, count: RecordFormat.segmentMagic.count)
+        let n = try magic.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: 0) }
+        return n == magic.count && magic == RecordFormat.segmentMagic
     }
 
     /// Extends the newest segment with written zeros (``SegmentStoreOptions/preallocation`` bytes at a
@@ -798,6 +818,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let path = directory + "/" + name
         let fd = try FileIO.openFile(path, flags: O_WRONLY | O_CREAT | O_EXCL)
         segmentFD = fd
+        marksWrites = true
         batchCreated.append(path)
         try RecordFormat.segmentHeader(firstSequence: firstSequence).withUnsafeBytes {
             try FileIO.writeAll(fd: fd, path: path, $0)

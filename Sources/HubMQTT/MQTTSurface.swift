@@ -546,7 +546,8 @@ public actor MQTTSurface {
 
     nonisolated func handle(_ work: Work) async {
         let taken = ContinuousClock.now
-        if lease?.mayAct == false {
+        // The log's only writer answers (`log_unavailable`): no other instance can contradict it.
+        if let lease, !lease.mayAct, !lease.soleWriter {
             unanswered(work, taken: taken)
             return
         }

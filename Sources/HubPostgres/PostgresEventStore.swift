@@ -16,24 +16,49 @@ import Synchronization
 ///   inserts the records, moves the head, sends `NOTIFY hub_log` and commits: one round trip per
 ///   group commit. `synchronous_commit` is `on` for the connection, so an append returns only
 ///   after PostgreSQL has made it durable.
-/// - **Synchronous requirements** (``read(from:through:_:)``, ``streamVersion(_:)``,
-///   ``commandResult(_:)``, ``chainHash(at:)``) block the calling thread on an `EventLoopFuture`
-///   of the store's own one-thread event loop group: no Swift task is needed to finish them, so a
-///   caller on the cooperative pool cannot deadlock it (it is only held for the round trip). They
-///   must not be called on that event loop (nothing outside the store runs there).
+/// - **The command path's reads** (``commandResult(_:)``, ``streamVersion(_:)``,
+///   ``records(from:through:)``) are asynchronous: the calling task is suspended for the round
+///   trip, no thread is held. An error from the database is thrown, never read as "no such command"
+///   or "no stream".
+/// - **Synchronous requirements** (``read(from:through:_:)``, ``readViews(from:through:_:)``,
+///   ``chainHash(at:)``: replay, export, verify, a snapshot's binding) block the calling thread on
+///   a future of the store's own one-thread event loop group; they must not be called on that event
+///   loop (nothing outside the store runs there). While the connection is lost they fail at once.
 /// - **Following**: a third connection `LISTEN`s on `hub_log`; each notification (this process's
 ///   commits and any other writer's) moves ``lastSequence`` and wakes ``waitForAppend(after:)``.
 ///   Nothing polls.
+/// - **A lost connection** (the server restarted, the network failed) is not the end: appends and
+///   reads fail at once with ``EventLogError/unreachable(_:)`` (``writerFault`` says why) and the
+///   store connects again by itself, every 0.25 s at first and at most every second, until it is
+///   closed. Once connected it reads the head again and goes on; followers waiting in
+///   ``waitForAppend(after:)`` keep waiting and are woken by the next append.
 public final class PostgresEventStore: QueuedAppends, Sendable {
     /// Where the log lives (its description masks the password).
     public let location: PostgresLocation
     public let readOnly: Bool
     let group: MultiThreadedEventLoopGroup
-    let writer: PostgresConnection
-    let reader: PostgresConnection
-    let listener: PostgresConnection
     let logger: Logger
+    /// The longest a statement on the command path (an append, a lookup, a lease statement) waits
+    /// for PostgreSQL's answer before the connection is taken as lost (see `withinDeadline`).
+    public let statementDeadline: TimeAmount
     let state: Mutex<StoreState>
+    /// The three connections in use, replaced together after a lost one (see ``reconnect()``).
+    let connections: Mutex<Connections>
+
+    /// The writer's, the reader's and the listener's connection, and which set they are.
+    struct Connections: Sendable {
+        var writer: PostgresConnection
+        var reader: PostgresConnection
+        var listener: PostgresConnection
+        /// Raised with every reconnection: a closed connection of an older set is not a new loss.
+        var generation: UInt64
+        var all: [PostgresConnection] { [writer, reader, listener] }
+    }
+
+    /// The connection appends (and their group commits) use.
+    var writer: PostgresConnection { connections.withLock { $0.writer } }
+    /// The connection reads and the lease's statements use.
+    var reader: PostgresConnection { connections.withLock { $0.reader } }
 
     typealias Pending = PendingAppend
 
@@ -53,13 +78,20 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         var view = WriterView()
         /// Statements the writer has sent (round trips to the server).
         var statements: UInt64 = 0
+        /// A task is connecting again after a lost connection.
+        var reconnecting = false
+        /// Times the store connected again after losing its connection.
+        var reconnections: UInt64 = 0
 
-        /// Stops the store after a lost connection: every later wait and append fails with
-        /// `reason`. The waiters now are returned, to be failed once the lock is let go.
-        mutating func stop(_ reason: String) -> Wakeups {
-            guard fault == nil, !closing else { return .none }
-            fault = reason
-            return waiters.takeAll()
+        /// Marks the connection lost: appends and reads fail with `reason` until the store has
+        /// connected again. True when a reconnection must be started (none runs yet).
+        mutating func lose(_ reason: String) -> Bool {
+            guard !closing else { return false }
+            if fault == nil { fault = reason }
+            view = WriterView()
+            guard !reconnecting else { return false }
+            reconnecting = true
+            return true
         }
 
         /// The log reached `sequence`: the waiters it satisfies are returned, to be resumed once the
@@ -76,9 +108,12 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         state.withLock { $0.advance(to: sequence) }.resume()
     }
 
-    /// Stops the store after a lost connection (see ``StoreState/stop(_:)``).
-    func stop(_ reason: String) {
-        state.withLock { $0.stop(reason) }.fail(EventLogError.writerStopped(reason: reason))
+    /// The connection to the server was lost (one of the three closed, or a statement failed
+    /// without the server's answer): fail fast from now on and connect again in the background.
+    func lose(_ reason: String) {
+        guard state.withLock({ $0.lose(reason) }) else { return }
+        logger.warning("the connection to PostgreSQL was lost; connecting again", metadata: ["reason": "\(reason)"])
+        Task { await self.reconnect() }
     }
 
     /// Connects to the log at `location`, creating its tables when opened for writing.
@@ -91,9 +126,13 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     ///   - readOnly: Appends are refused; the tables must exist.
     ///   - logger: Where postgres-nio's own diagnostics go (by default nowhere: they must never reach
     ///     the standard output `hub events` and `hub export -` write to).
+    ///   - statementDeadline: See ``statementDeadline``.
     /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause.
-    public init(location: PostgresLocation, readOnly: Bool = false, logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+    public init(location: PostgresLocation, readOnly: Bool = false,
+                logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
+                statementDeadline: TimeAmount = .seconds(30)) throws {
         self.location = location
+        self.statementDeadline = statementDeadline
         self.readOnly = readOnly
         self.logger = logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -124,24 +163,13 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             try? group.syncShutdownGracefully()
             throw Self.describe(error, location, "cannot open the event log")
         }
-        writer = opened[0]
-        reader = opened[1]
-        listener = opened[2]
+        connections = Mutex(Connections(writer: opened[0], reader: opened[1], listener: opened[2], generation: 0))
         state = Mutex(StoreState())
         do {
-            listener.addListener(channel: PostgresSchema.channel) { [weak self] _, notification in
-                if let sequence = UInt64(notification.payload) { self?.advance(to: sequence) }
-            }
-            _ = try listener.query(PostgresQuery(unsafeSQL: "LISTEN \(PostgresSchema.channel)"), logger: logger).wait()
+            try listenFuture(opened[2]).wait()
             let last = try readLastSequence()
             advance(to: last)
-            // A lost connection is not waited out silently: followers and appends hear of it.
-            for (connection, role) in [(writer, "writer"), (reader, "reader"), (listener, "listener")] {
-                connection.closeFuture.whenComplete { [weak self] _ in
-                    guard let self else { return }
-                    self.stop("\(self.location): the \(role) connection to PostgreSQL was lost")
-                }
-            }
+            watch(connections.withLock { $0 })
         } catch {
             for connection in opened { _ = try? connection.close().wait() }
             try? group.syncShutdownGracefully()
@@ -149,12 +177,84 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         }
     }
 
+    /// `LISTEN`s on `connection` for the log's notifications: each moves ``lastSequence``.
+    private func listenFuture(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
+        connection.addListener(channel: PostgresSchema.channel) { [weak self] _, notification in
+            if let sequence = UInt64(notification.payload) { self?.advance(to: sequence) }
+        }
+        return connection.query(PostgresQuery(unsafeSQL: "LISTEN \(PostgresSchema.channel)"), logger: logger).map { _ in }
+    }
+
+    /// A lost connection is not waited out silently: appends and reads fail fast and the store
+    /// connects again (``lose(_:)``).
+    private func watch(_ set: Connections) {
+        for (connection, role) in [(set.writer, "writer"), (set.reader, "reader"), (set.listener, "listener")] {
+            connection.closeFuture.whenComplete { [weak self] _ in
+                guard let self, self.connections.withLock({ $0.generation }) == set.generation else { return }
+                self.lose("\(self.location): the \(role) connection to PostgreSQL was lost")
+            }
+        }
+    }
+
+    /// Connects again after a lost connection, with back-off (0.25 s doubling to 1 s), until it
+    /// can or the store is closed; then reads the head again, `LISTEN`s, and lets appends and reads
+    /// through.
+    func reconnect() async {
+        var delay = Duration.milliseconds(250)
+        while true {
+            if state.withLock({ $0.closing }) { break }
+            do {
+                let configuration = try Self.configuration(location)
+                var opened: [PostgresConnection] = []
+                do {
+                    let generation = connections.withLock { $0.generation } + 1
+                    for id in 1...3 {
+                        let connection = try await PostgresConnection.connect(on: group.next(), configuration: configuration,
+                                                                              id: Int(generation) * 3 + id, logger: logger).get()
+                        opened.append(connection)
+                        _ = try await connection.query("SET synchronous_commit = on", logger: logger).get()
+                    }
+                    try await listenFuture(opened[2]).get()
+                    let rows = try await opened[1].query("SELECT last_seq FROM hub_log_head WHERE id = 1", logger: logger).get()
+                    let last = UInt64(try rows.first?.decode(Int64.self) ?? 0)
+                    let set = Connections(writer: opened[0], reader: opened[1], listener: opened[2], generation: generation)
+                    let old = connections.withLock { current -> Connections in
+                        defer { current = set }
+                        return current
+                    }
+                    for connection in old.all { _ = try? await connection.close() }
+                    let closing = state.withLock { state -> Bool in
+                        state.view = WriterView()
+                        if state.closing { return true }
+                        state.fault = nil
+                        state.reconnecting = false
+                        state.reconnections += 1
+                        return false
+                    }
+                    watch(set)
+                    if closing { return }
+                    advance(to: last)
+                    logger.notice("connected to PostgreSQL again", metadata: ["log": "\(location)", "last_sequence": "\(last)"])
+                    return
+                } catch {
+                    for connection in opened { _ = try? await connection.close() }
+                    throw error
+                }
+            } catch {
+                state.withLock { $0.fault = "\(location): cannot connect to PostgreSQL again: \(Self.reason(error))" }
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(1))
+        }
+        state.withLock { $0.reconnecting = false }
+    }
+
     /// A store dropped without ``close()`` (a read-only one a command opened and let go) closes its
     /// connections here, so none is left half-open.
     deinit {
         guard state.withLock({ !$0.closed }) else { return }
         let onLoop = group.next().inEventLoop
-        for connection in [writer, reader, listener] {
+        for connection in connections.withLock({ $0.all }) {
             if onLoop { let _: EventLoopFuture<Void> = connection.close() } else { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
         }
         if !onLoop { try? group.syncShutdownGracefully() }
@@ -198,20 +298,70 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     public var lastSequence: UInt64 { state.withLock { $0.lastSequence } }
 
-    public func streamVersion(_ stream: String) -> UInt64? {
+    public func streamVersion(_ stream: String) async throws -> UInt64? {
         let query: PostgresQuery = "SELECT max(stream_version) FROM hub_events WHERE stream = \(stream)"
-        guard let rows = try? reader.query(query, logger: logger).wait(), let value = try? rows.first?.decode(Int64?.self) else {
-            return nil
+        let rows = try await ask(query, "cannot read the version of stream \(stream)")
+        guard let row = rows.first else { return nil }
+        do {
+            return try row.decode(Int64?.self).map(UInt64.init)
+        } catch {
+            throw Self.describe(error, location, "cannot read the version of stream \(stream)")
         }
-        return UInt64(value)
     }
 
-    public func commandResult(_ commandId: String) -> AppendResult? {
+    public func commandResult(_ commandId: String) async throws -> AppendResult? {
         let query: PostgresQuery = "SELECT first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = \(commandId)"
-        guard let rows = try? reader.query(query, logger: logger).wait(), let row = rows.first,
-              let (first, last, version) = try? row.decode((Int64, Int64, Int64?).self) else { return nil }
-        return AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
-                            duplicate: true)
+        let rows = try await ask(query, "cannot look up command id \(commandId)")
+        guard let row = rows.first else { return nil }
+        do {
+            let (first, last, version) = try row.decode((Int64, Int64, Int64?).self)
+            return AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
+                                duplicate: true)
+        } catch {
+            throw Self.describe(error, location, "cannot look up command id \(commandId)")
+        }
+    }
+
+    public func records(from: UInt64, through: UInt64) async throws -> [EventRecord] {
+        var found: [EventRecord] = []
+        var next = max(from, 1)
+        while next <= through {
+            let upper = min(through, next + Self.readChunk - 1)
+            let rows = try await ask(Self.chunkQuery(from: next, through: upper), "cannot read from sequence \(next)")
+            for row in rows { found.append(try Self.decode(row).0) }
+            if rows.count < Int(upper - next + 1) { break }
+            next = upper + 1
+        }
+        return found
+    }
+
+    /// One statement on the reader connection, the task suspended (no thread held) until it answers.
+    /// Fails at once while the connection is lost; a failure of the connection itself is
+    /// ``EventLogError/unreachable(_:)``, the server's refusal ``EventLogError/invalid(_:)``.
+    func ask(_ query: PostgresQuery, _ what: String) async throws -> PostgresQueryResult {
+        try failIfConnectionLost()
+        do {
+            return try await withinDeadline(reader.query(query, logger: logger), what)
+        } catch {
+            throw Self.failure(error, location, what)
+        }
+    }
+
+    /// An error of a statement: the server's refusal (``describe(_:_:_:)``), or
+    /// ``EventLogError/unreachable(_:)`` when the connection failed (the store connects again).
+    static func failure(_ error: any Error, _ location: PostgresLocation, _ what: String) -> EventLogError {
+        if let logError = error as? EventLogError { return logError }
+        if let psql = error as? PSQLError, !isConnectionFailure(psql) { return describe(error, location, what) }
+        return .unreachable("\(location): \(what): \(reason(error))")
+    }
+
+    /// Whether an error means the server cannot be reached or is going away (the connection failed,
+    /// SQLSTATE class 08 connection exception, class 57 operator intervention such as 57P01 "terminating
+    /// connection due to administrator command" at a fast shutdown), rather than a refusal of the statement.
+    static func isConnectionFailure(_ error: PSQLError) -> Bool {
+        guard error.code == .server else { return true }
+        let state = error.serverInfo?[.sqlState] ?? ""
+        return state.hasPrefix("08") || state.hasPrefix("57")
     }
 
     /// Rows copied out per query (the rows of one chunk are all in memory while the caller goes
@@ -231,7 +381,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         while let current = chunk {
             let rows: PostgresQueryResult
             do { rows = try current.rows.wait() } catch {
-                throw Self.describe(error, location, "cannot read from sequence \(current.from)")
+                throw Self.failure(error, location, "cannot read from sequence \(current.from)")
             }
             chunk = rows.count == current.size ? askForChunk(from: current.from + UInt64(current.size), through: through) : nil
             for row in rows {
@@ -246,11 +396,15 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     private func askForChunk(from: UInt64, through: UInt64) -> (from: UInt64, size: Int, rows: EventLoopFuture<PostgresQueryResult>)? {
         guard from <= through else { return nil }
         let upper = min(through, from + Self.readChunk - 1)
-        let query: PostgresQuery = """
-            SELECT \(unescaped: PostgresSchema.selectColumns) FROM hub_events \
-            WHERE seq >= \(Int64(clamping: from)) AND seq <= \(Int64(clamping: upper)) ORDER BY seq
-            """
-        return (from, Int(upper - from + 1), reader.query(query, logger: logger))
+        return (from, Int(upper - from + 1), reader.query(Self.chunkQuery(from: from, through: upper), logger: logger))
+    }
+
+    /// The records `from...through`, in order.
+    static func chunkQuery(from: UInt64, through upper: UInt64) -> PostgresQuery {
+        """
+        SELECT \(unescaped: PostgresSchema.selectColumns) FROM hub_events \
+        WHERE seq >= \(Int64(clamping: from)) AND seq <= \(Int64(clamping: upper)) ORDER BY seq
+        """
     }
 
     /// A row of ``PostgresSchema/selectColumns``, cell by cell (decoded as one 10-column tuple, the
@@ -299,7 +453,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         let query: PostgresQuery = "SELECT chain_hash FROM hub_events WHERE seq = \(Int64(clamping: sequence))"
         let rows: PostgresQueryResult
         do { rows = try reader.query(query, logger: logger).wait() } catch {
-            throw Self.describe(error, location, "cannot read the chain hash at \(sequence)")
+            throw Self.failure(error, location, "cannot read the chain hash at \(sequence)")
         }
         guard let row = rows.first else { return nil }
         return Array(try row.decode(ByteBuffer.self).readableBytesView)
@@ -311,7 +465,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         let id = state.withLock { $0.waiters.newId() }
         try await AppendWaiters.suspend { waiter in
             state.withLock { state in
-                let refusal: EventLogError? = state.closed ? .closed : state.fault.map { .writerStopped(reason: $0) }
+                // A lost connection is not a refusal: the store connects again, and the next append wakes it.
+                let refusal: EventLogError? = state.closed ? .closed : nil
                 return state.waiters.enter(id, after: sequence, lastSequence: state.lastSequence, refusal: refusal, waiter)
             }
         } cancelled: {
@@ -321,11 +476,14 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     public var writerFault: String? { state.withLock { $0.fault } }
 
-    /// A blocking read on a connection the server dropped is not attempted (it could wait for an
-    /// answer that never comes, holding its thread): it fails at once with why.
+    /// A read on a connection the server dropped is not attempted (it could wait for an answer
+    /// that never comes): it fails at once with why, until the store has connected again.
     func failIfConnectionLost() throws {
-        if let fault = writerFault { throw EventLogError.writerStopped(reason: fault) }
+        if let fault = writerFault { throw EventLogError.unreachable(fault) }
     }
+
+    /// Times the store connected again after losing its connection.
+    public var reconnections: UInt64 { state.withLock { $0.reconnections } }
 
     /// Transactions this store's writer has committed: fewer than its appends when concurrent
     /// appends shared one (group commit).
@@ -349,7 +507,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             state.closed = true
             return state.waiters.takeAll()
         }.fail(EventLogError.closed)
-        for connection in [writer, reader, listener] { try? await connection.close() }
+        for connection in connections.withLock({ $0.all }) { try? await connection.close() }
         try? await group.shutdownGracefully()
     }
 }

@@ -33,7 +33,8 @@ extension PostgresEventStore {
     ///   - holder: This instance's name.
     ///   - ttl: How long the lease lasts unless renewed.
     /// - Returns: The new fencing token, or nil when another instance holds the lease.
-    /// - Throws: ``EventLogError/invalid(_:)`` when the database cannot be asked.
+    /// - Throws: ``EventLogError/unreachable(_:)`` when the database cannot be reached,
+    ///   ``EventLogError/invalid(_:)`` when it refuses the statement.
     public func acquireLease(holder: String, ttl: Duration) async throws -> UInt64? {
         let query: PostgresQuery = """
             UPDATE hub_lease SET holder = \(holder), token = token + 1, expires_at = now() + make_interval(secs => \(Self.seconds(ttl))) \
@@ -45,8 +46,9 @@ extension PostgresEventStore {
     /// Extends the lease `holder` holds with `token`.
     ///
     /// - Returns: false when the lease is no longer this holder's (another took it, or it expired).
-    /// - Throws: ``EventLogError/invalid(_:)`` when the database cannot be asked (the caller must
-    ///   assume the lease lost: it cannot know otherwise).
+    /// - Throws: ``EventLogError/unreachable(_:)`` when the database cannot be reached,
+    ///   ``EventLogError/invalid(_:)`` when it refuses the statement (the caller cannot know whether
+    ///   it still holds the lease: it must not act as if it did).
     public func renewLease(holder: String, token: UInt64, ttl: Duration) async throws -> Bool {
         let query: PostgresQuery = """
             UPDATE hub_lease SET expires_at = now() + make_interval(secs => \(Self.seconds(ttl))) \
@@ -71,8 +73,8 @@ extension PostgresEventStore {
             SELECT holder, token, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - now())::float8 END \
             FROM hub_lease WHERE id = 1
             """
+        let rows = try await ask(query, "cannot read the lease")
         do {
-            let rows = try await reader.query(query, logger: logger).get()
             guard let row = rows.first else { return nil }
             let (holder, token, left) = try row.decode((String, Int64, Double?).self)
             if holder.isEmpty { return nil }
@@ -88,8 +90,8 @@ extension PostgresEventStore {
     }
 
     private func leaseToken(_ query: PostgresQuery, _ what: String) async throws -> UInt64? {
+        let rows = try await ask(query, what)
         do {
-            let rows = try await reader.query(query, logger: logger).get()
             return try rows.first.map { UInt64(try $0.decode(Int64.self)) }
         } catch {
             throw Self.describe(error, location, what)

@@ -18,7 +18,7 @@ extension PostgresEventStore {
         }
         switch start {
         case nil:
-            let error: EventLogError = state.withLock { $0.fault }.map { .writerStopped(reason: $0) } ?? .closed
+            let error: EventLogError = state.withLock { $0.fault }.map { .unreachable($0) } ?? .closed
             for item in items { item.complete(.failure(error)) }
         case true?:
             Task { await self.drain() }
@@ -48,7 +48,7 @@ extension PostgresEventStore {
     func commit(_ requests: [AppendRequest]) async -> [Result<AppendResult, Error>] {
         do {
             return try await transaction(requests)
-        } catch let error as PSQLError where error.code == .server {
+        } catch let error as PSQLError where !Self.isConnectionFailure(error) {
             state.withLock { $0.view = WriterView() }
             if requests.count > 1 {
                 var results: [Result<AppendResult, Error>] = []
@@ -58,20 +58,22 @@ extension PostgresEventStore {
             return [.failure(Self.describe(error, location, "append to \(requests[0].stream) refused"))]
         } catch {
             state.withLock { $0.view = WriterView() }
+            if let logError = error as? EventLogError, case .unreachable = logError { return requests.map { _ in .failure(logError) } }
             let reason = "\(location): \(Self.reason(error)) (an append in flight may or may not have been committed)"
-            stop(reason)
+            lose(reason)
             let failed = state.withLock { state -> [Pending] in
                 defer { state.pending.removeAll() }
                 return state.pending
             }
-            for item in failed { item.complete(.failure(EventLogError.writerStopped(reason: reason))) }
-            return requests.map { _ in .failure(EventLogError.writerStopped(reason: reason)) }
+            for item in failed { item.complete(.failure(EventLogError.unreachable(reason))) }
+            return requests.map { _ in .failure(EventLogError.unreachable(reason)) }
         }
     }
 
     private func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+        try failIfConnectionLost()
         state.withLock { $0.statements += 1 }
-        return try await writer.query(query, logger: logger).get()
+        return try await withinDeadline(writer.query(query, logger: logger), "a statement of the writer")
     }
 
     /// How often a batch is decided again because another writer appended in between, before it fails.

@@ -29,6 +29,15 @@ struct ExecCommand: AsyncParsableCommand {
 
     func run() async throws {
         let hub = try await Console.guarded { try Hub(paths: data.paths()) }
+        // On a PostgreSQL log, a hub holding the lease refuses exec; otherwise exec holds it while it writes.
+        let lease: ToolLease?
+        do {
+            lease = try await ToolLease.take(hub.store, for: "hub exec")
+        } catch {
+            Console.note("hub: error: \(error)")
+            if let problem = try await Console.guarded({ try await hub.close() }) { Console.note("hub: \(problem)") }
+            throw ExitCode.failure
+        }
         // What opening repaired, rebuilt or set aside (a torn tail cut into quarantine, the command
         // index rebuilt by a scan, a snapshot the log disowns).
         for note in hub.openingNotes where note.hasPrefix("recovered") || note.hasPrefix("the command index") || note.contains("set aside") {
@@ -67,6 +76,7 @@ struct ExecCommand: AsyncParsableCommand {
             }
             print(answer.serialized())
         }
+        if let lease { do { try await lease.release() } catch { Console.note("hub: the lease was not released (it lapses in 3 s): \(error)") } }
         if let problem = try await Console.guarded({ try await hub.close() }) { Console.note("hub: \(problem)") }
         if failures > 0 { throw ExitCode.failure }
     }

@@ -34,9 +34,9 @@ import Testing
         for stream in 0..<4 {
             let versions = records.filter { $0.stream == "s\(stream)" }.map(\.streamVersion)
             #expect(versions == Array(0..<20))
-            #expect(store.streamVersion("s\(stream)") == 19)
+            #expect(try await store.streamVersion("s\(stream)") == 19)
         }
-        #expect(store.streamVersion("nobody") == nil)
+        #expect(try await store.streamVersion("nobody") == nil)
         // Both events of one append are consecutive.
         for result in results { let r = try result.get(); #expect(r.lastSequence == r.firstSequence + 1) }
         #expect(try store.verify(progress: nil).records == 80)
@@ -91,8 +91,8 @@ import Testing
         again.duplicate = true
         // Answered before the expected-version check, and nothing is written.
         #expect(try await store.append(request("b", [event(9)], expected: .noStream, commandId: "cmd-1")) == again)
-        #expect(store.commandResult("cmd-1") == again)
-        #expect(store.commandResult("never") == nil)
+        #expect(try await store.commandResult("cmd-1") == again)
+        #expect(try await store.commandResult("never") == nil)
         #expect(store.lastSequence == 4)
         // Without events, and beside a new id in one batch: still the original's duplicate, and
         // the new one is appended (on PostgreSQL: the lookup, then the insert that finds the id).

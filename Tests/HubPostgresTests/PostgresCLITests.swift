@@ -29,6 +29,39 @@ import Testing
         #expect(try runHub(["export", "--data-dir", seg.dataDirectory + "/d", "-"]).stdout == export.stdout)
     }
 
+    /// `hub exec` and `hub import` on a log a running hub writes are refused, naming the hub's
+    /// instance, and write nothing; once the hub stopped (releasing its lease) `hub exec` writes,
+    /// holding the lease meanwhile.
+    @Test func execAndImportRefuseALogARunningHubWrites() async throws {
+        guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
+        let running = try HubProcess(hub: hub, name: "writer", arguments: [
+            "run", "--data-dir", pg.dataDirectory + "/hub", "--log", pg.url!, "--no-mqtt", "--no-http",
+        ], errPath: pg.dataDirectory + "/writer.stderr")
+        defer { running.end() }
+        guard await running.waitFor("Ctrl-C stops") else {
+            Issue.record("the hub did not start: \(running.stderr)")
+            return
+        }
+        let instance = running.stderr.components(separatedBy: "active: instance ").dropFirst().first?.split(separator: " ").first.map(String.init) ?? "?"
+        let onPostgres = ["--data-dir", pg.dataDirectory + "/tool", "--log", pg.url!]
+        let register = #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#
+        let exec = try runHub(["exec"] + onPostgres + [register])
+        #expect(exec.status != 0, "\(exec.stdout)")
+        #expect(exec.stderr.contains("a hub writes this log: instance \(instance) holds its lease") && exec.stderr.contains("nothing was written"),
+                "\(exec.stderr)")
+        let file = pg.dataDirectory + "/one.jsonl"
+        #expect(try runHub(["exec", "--data-dir", pg.dataDirectory + "/seg", register]).status == 0)
+        #expect(try runHub(["export", "--data-dir", pg.dataDirectory + "/seg", file]).status == 0)
+        let imported = try runHub(["import"] + onPostgres + [file])
+        #expect(imported.status != 0 && imported.stderr.contains("instance \(instance) holds its lease"), "\(imported.stderr)")
+        #expect(try runHub(["events"] + onPostgres).stdout.isEmpty, "a refused tool wrote to the log")
+        running.signal(SIGTERM)
+        #expect(await running.waitExit(timeout: 15) == 0, "\(running.stderr)")
+        let after = try runHub(["exec"] + onPostgres + [register])
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(try runHub(["events"] + onPostgres).stdout.contains("DeviceRegistered"))
+    }
+
     @Test func theConnectionSettingsComeFromPGVariablesAndAPasswordIsNeverPrinted() throws {
         guard let pg = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
         let database = String(pg.url!.split(separator: "/").last!)

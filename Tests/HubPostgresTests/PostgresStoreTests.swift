@@ -28,7 +28,7 @@ import Testing
         await store.close()
     }
 
-    @Test func aLostConnectionStopsTheWriterAndWakesFollowers() async throws {
+    @Test func aLostConnectionIsConnectedAgainAndFollowersKeepWaiting() async throws {
         guard let place = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
         let store = try PostgresEventStore(location: PostgresLocation(url: place.url!))
         _ = try await store.append(request("a", [event(0)]))
@@ -36,19 +36,70 @@ import Testing
         let database = String(place.url!.split(separator: "/").last!)
         _ = try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()",
                             database: database)
-        await #expect(throws: EventLogError.self) { try await follower.value }
-        await #expect {
-            try await store.append(request("a", [event(1)]))
-        } throws: { error in
-            guard case .writerStopped(let reason)? = error as? EventLogError else { return false }
-            return reason.contains(place.url!)
-        }
-        #expect(store.writerFault != nil)
+        #expect(await waitUntil(timeout: 10) { store.reconnections >= 1 && store.writerFault == nil }, "\(store.writerFault ?? "")")
+        // The follower was not failed: the next append wakes it.
+        #expect(try await store.append(request("a", [event(1)], expected: .exact(0))).firstSequence == 2)
+        try await follower.value
         await store.close()
-        // Nothing was written after the first append.
         let reopened = try place.open(readOnly: true)
-        #expect(reopened.lastSequence == 1)
+        #expect(reopened.lastSequence == 2)
         await reopened.close()
+    }
+
+    /// While the database is down, every read and append fails at once with `unreachable`, naming
+    /// the log: an error is never read as "no stream" or "no such command". Once it is back, the
+    /// store has connected again by itself and answers as before.
+    @Test func aStoppedDatabaseIsAnErrorNotAnEmptyAnswer() async throws {
+        guard PostgresServer.binaries() != nil else { return }
+        let server = try PostgresServer.start() // its own: this test stops it
+        defer { server.stop() }
+        let url = try server.createDatabase()
+        let store = try PostgresEventStore(location: PostgresLocation(url: url))
+        _ = try await store.append(request("s", [event(0), event(1)], commandId: "c-1"))
+        server.stopKeepingData()
+        #expect(await waitUntil(timeout: 10) { store.writerFault != nil }, "the store did not notice the database went away")
+        func unreachable(_ error: any Error) -> Bool {
+            guard case .unreachable(let reason)? = error as? EventLogError else { return false }
+            return reason.contains(PostgresLocation.masked(url))
+        }
+        await #expect { try await store.streamVersion("s") } throws: { unreachable($0) }
+        await #expect { try await store.commandResult("c-1") } throws: { unreachable($0) }
+        await #expect { try await store.records(from: 1, through: 2) } throws: { unreachable($0) }
+        #expect { try store.read(from: 1, through: 2) { _ in true } } throws: { unreachable($0) }
+        await #expect { try await store.append(request("s", [event(2)], commandId: "c-2")) } throws: { unreachable($0) }
+        try server.restart()
+        #expect(await waitUntil(timeout: 10) { store.writerFault == nil }, "\(store.writerFault ?? "")")
+        #expect(try await store.streamVersion("s") == 1)
+        #expect(try await store.commandResult("c-1")?.lastSequence == 2)
+        #expect(try await store.records(from: 1, through: 9).map(\.sequence) == [1, 2])
+        #expect(try await store.append(request("s", [event(2)], expected: .exact(1), commandId: "c-2")).firstSequence == 3)
+        await store.close()
+    }
+
+    /// A server that neither answers nor closes the connection (stopped with SIGSTOP) does not hold
+    /// a lookup or an append forever: past the statement deadline it fails with `unreachable`, and
+    /// once the server runs again the store has connected again by itself.
+    @Test func aServerThatDoesNotAnswerFailsAStatementAtItsDeadline() async throws {
+        guard PostgresServer.binaries() != nil else { return }
+        let server = try PostgresServer.start() // its own: this test stops it
+        defer { server.stop() }
+        let url = try server.createDatabase()
+        let store = try PostgresEventStore(location: PostgresLocation(url: url), statementDeadline: .seconds(2))
+        _ = try await store.append(request("s", [event(0)], commandId: "c-1"))
+        let postmaster = try server.pids()
+        for pid in postmaster { kill(pid, SIGSTOP) }
+        let started = ContinuousClock.now
+        await #expect { try await store.commandResult("c-1") } throws: { error in
+            guard case .unreachable(let reason)? = error as? EventLogError else { return false }
+            return reason.contains("no answer from PostgreSQL within 2")
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(2) && waited < .seconds(10), "\(waited)")
+        await #expect(throws: EventLogError.self) { try await store.append(request("s", [event(1)], commandId: "c-2")) }
+        for pid in postmaster { kill(pid, SIGCONT) }
+        #expect(await waitUntil(timeout: 20) { store.writerFault == nil }, "\(store.writerFault ?? "")")
+        #expect(try await store.commandResult("c-1")?.lastSequence == 1)
+        await store.close()
     }
 
     @Test func theLocationComesFromTheURLThenThePGVariables() throws {
@@ -87,4 +138,14 @@ import Testing
         }
         #expect { try HubConfig.parse(JSONValue.parse(Array(#"{"instance":"a b"}"#.utf8))) } throws: { "\($0)".contains("instance") && "\($0)".contains("letters, digits") }
     }
+}
+
+/// Waits until `condition` holds (false: not within `timeout` seconds).
+func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
 }

@@ -52,7 +52,7 @@ import Testing
         #expect(try batch[1].get() == again)
         #expect(try batch[2].get() == AppendResult(firstSequence: 5, lastSequence: 5, streamVersion: 4, duplicate: false))
         #expect(try a.verify(progress: nil).records == 5)
-        #expect(a.streamVersion("t") == nil)
+        #expect(try await a.streamVersion("t") == nil)
         await a.close()
         await b.close()
     }

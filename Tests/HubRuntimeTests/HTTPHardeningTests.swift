@@ -317,6 +317,17 @@ import Glibc
         #expect(APIResponders.response(.refused(RequestError("bad"))).status == .badRequest)
     }
 
+    /// A command not carried out because the log's database cannot be reached: 503 with
+    /// `Retry-After: 1` (the hub connects again by itself), over the API and the console alike.
+    @Test func logUnavailableIsATemporary503() {
+        let rejection = Rejection(code: CommandService.logUnavailable,
+                                  message: "the event log cannot be reached: ...; send it again with the same command_id")
+        let response = APIResponders.response(.refused(rejection))
+        #expect(response.status == .serviceUnavailable)
+        #expect(response.headers[.retryAfter] == "1")
+        #expect(APIResponders.retryAfter(code: "internal") == nil)
+    }
+
     // MARK: Deadlines and the connection limit
 
     /// Reads from `fd` until the server closes it; the time it took and what was read.

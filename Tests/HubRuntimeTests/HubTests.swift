@@ -73,7 +73,7 @@ import Testing
         }
         let state = await hub.state
         #expect(state.lastSequence == hub.store.lastSequence)
-        #expect(hub.store.streamVersion("device/lamp") == UInt64(hub.store.lastSequence - 1))
+        #expect(try await hub.store.streamVersion("device/lamp") == UInt64(hub.store.lastSequence - 1))
         try await hub.close()
     }
 

@@ -80,7 +80,7 @@ struct StorageFullSurfaceTests {
         #expect(answers.count == sent.count, "\(answers)")
         for answer in answers { #expect(answer.contains(#""code":"storage_full""#), "\(answer)") }
         #expect(hub.store.lastSequence == logged, "nothing refused is in the log")
-        for i in 0..<10 { #expect(hub.store.commandResult("full-\(i)") == nil) }
+        for i in 0..<10 { #expect(try await hub.store.commandResult("full-\(i)") == nil) }
         #expect(!FileManager.default.fileExists(atPath: disk.path + "/data/keys/animal-rex.key"), "no empty owner key left behind")
 
         // State and queries are still served.

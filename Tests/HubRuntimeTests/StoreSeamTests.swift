@@ -47,7 +47,7 @@ import Testing
         let target = try openStore(dir + "/b")
         #expect(try await LogTransfer.importFile(file, into: target) == last)
         #expect(try target.verify(progress: nil).headHash == report.headHash)
-        #expect(target.commandResult("cmd-3")?.duplicate == true)
+        #expect(try await target.commandResult("cmd-3")?.duplicate == true)
         await target.close()
     }
 

@@ -219,6 +219,14 @@ public final class PostgresServer: @unchecked Sendable {
         try waitUntilReady()
     }
 
+    /// The server's processes: the postmaster and its children (the backends serving connections),
+    /// for tests of a server that stops answering (SIGSTOP) without closing its connections.
+    public func pids() throws -> [Int32] {
+        guard let main = lock.withLock({ process?.processIdentifier }) else { return [] }
+        let (_, children) = try run(["/usr/bin/pgrep", "-P", "\(main)"])
+        return [main] + children.split(whereSeparator: \.isNewline).compactMap { Int32($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
     public func logTail() -> String {
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").suffix(15).joined(separator: "\n")

@@ -72,7 +72,7 @@ struct ConsoleRoutes: Sendable {
         // The status by the refusal's kind, as the API answers (a refused switch is 409, an unknown
         // device 404, a full disk 507, not the active hub 503).
         var response = ConsoleResponse.json(APIResponders.status(of: answer.rejection?.kind), answer.execLine)
-        if answer.rejection?.kind == .unavailable { response.headers[.retryAfter] = APIResponders.retryAfterSeconds }
+        if let code = answer.rejection?.code, let after = APIResponders.retryAfter(code: code) { response.headers[.retryAfter] = after }
         return response
     }
 }

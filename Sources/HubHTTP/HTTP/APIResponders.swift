@@ -120,13 +120,26 @@ struct APIResponders: Sendable {
     /// cannot take it now: the active hub, or this one once its log is back, answers a retry).
     static func response(_ answer: Answer) -> Response {
         var response = ObservabilityResponders.json(status(of: answer.refusal), answer.body)
-        if answer.refusal == .unavailable { response.headers[.retryAfter] = retryAfterSeconds }
+        if answer.refusal == .unavailable { response.headers[.retryAfter] = answer.code.flatMap(retryAfter(code:)) ?? retryAfterSeconds }
         return response
     }
 
-    /// When to send again a command refused as unavailable (`not_active`): about the time a
-    /// standby takes to take over an expired lease.
+    /// When to send again a command refused with `not_active`: about the time a standby takes to
+    /// take over an expired lease.
     static let retryAfterSeconds = "3"
+
+    /// When to send again a command refused with `log_unavailable`: the hub connects to its
+    /// database again at most a second after it is back.
+    static let logRetryAfterSeconds = "1"
+
+    /// The `Retry-After` of an answer with this code, or nil when a retry would not help.
+    static func retryAfter(code: String) -> String? {
+        switch code {
+        case CommandService.notActive: return retryAfterSeconds
+        case CommandService.logUnavailable: return logRetryAfterSeconds
+        default: return nil
+        }
+    }
 
     /// 200 when it succeeded; for a refusal, by its kind: invalid 400, not found 404, conflict 409,
     /// unavailable 503, storage 507, the hub's own failure 500.
