@@ -25,6 +25,10 @@ final class MQTTEventsPublisher: Service {
     let logger: Logger
     /// Events awaiting their PUBACK at most.
     static let window = 256
+    /// How long the checkpoint may lag the broker's acknowledgements (and at shutdown it is saved):
+    /// at a household's pace of an event every few seconds, a save a second would rewrite (and
+    /// sync) the file for nearly every event. After a crash, at most this much is sent again.
+    static let saveInterval: Duration = .seconds(30)
     private let progress = Mutex(Progress())
 
     /// The contiguous prefix of the log the broker has acknowledged, and how much of it is saved.
@@ -46,10 +50,10 @@ final class MQTTEventsPublisher: Service {
             while ahead.remove(acknowledged + 1) != nil { acknowledged += 1 }
         }
 
-        /// Whether the checkpoint is due: every 1,000 events, or a second after the last save (after
-        /// a failed save, only a second after it).
+        /// Whether the checkpoint is due: every 1,000 events, or ``MQTTEventsPublisher/saveInterval``
+        /// after the last save (after a failed save, only then).
         var saveDue: Bool {
-            (!failing && acknowledged >= saved + 1000) || (acknowledged > saved && ContinuousClock.now - savedAt > .seconds(1))
+            (!failing && acknowledged >= saved + 1000) || (acknowledged > saved && ContinuousClock.now - savedAt > MQTTEventsPublisher.saveInterval)
         }
 
         /// Whether to ask the saver now: the checkpoint is due and the saver was not asked already.
@@ -82,7 +86,9 @@ final class MQTTEventsPublisher: Service {
 
     /// Runs until its task is cancelled, then waits briefly for what is in flight and saves the checkpoint.
     func feedUntilCancelled() async {
-        let start = readCheckpoint()
+        // Never past the log's end: after a power cut the log may end before the observations the
+        // feed had sent (they were not synced yet), and the events logged next reuse their sequences.
+        let start = min(readCheckpoint(), hub.store.lastSequence)
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
         let saver = Task { for await _ in saves.stream { saveCheckpoint() } }
         var lastProblem: (text: String, at: ContinuousClock.Instant)?
