@@ -15,7 +15,8 @@ import Synchronization
 ///   row, checks the lease, that the head is the one the writer expected and the command ids,
 ///   inserts the records, moves the head, sends `NOTIFY hub_log` and commits: one round trip per
 ///   group commit. `synchronous_commit` is `on` for the connection, so an append returns only
-///   after PostgreSQL has made it durable.
+///   after PostgreSQL has made it durable: observations (``Durability/observation``) too, which
+///   the contract allows (a delay of zero).
 /// - **Synchronous requirements** (``read(from:through:_:)``, ``streamVersion(_:)``,
 ///   ``commandResult(_:)``, ``chainHash(at:)``) block the calling thread on an `EventLoopFuture`
 ///   of the store's own one-thread event loop group: no Swift task is needed to finish them, so a

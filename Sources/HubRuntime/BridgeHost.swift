@@ -99,7 +99,8 @@ public actor BridgeHost: Service {
         }
         unknown[BeaconId.key(beacon)] = nil
         presence[animal] = (room, at)
-        await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", durability: .observation)
+        await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
+                               durability: .observation)
         presenceSink.yield(animal)
     }
 
@@ -114,7 +115,8 @@ public actor BridgeHost: Service {
         // Heard again after an "unseen", or in a room the log does not have for it (never placed,
         // or a sighting missed): that is a fact again.
         if let record = await hub.animal(animal), record.unseenSince != nil || record.lastRoom != room {
-            await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)", durability: .observation)
+            await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
+                                   durability: .observation)
         }
         presenceSink.yield(animal)
     }
@@ -125,7 +127,8 @@ public actor BridgeHost: Service {
             unknown[BeaconId.key(beacon)]?.heard = false
             return
         }
-        await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)", durability: .observation)
+        await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)",
+                               durability: .observation)
         presenceSink.yield(animal)
     }
 
