@@ -60,6 +60,7 @@ public struct HubServiceOptions: Sendable {
         self.factories = factories
         self.demo = demo
         self.snapshotEvery = snapshotEvery
+        logOptions.observationCommitDelay = config.observationCommitDelay
     }
 }
 

@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import HubDomain
+import HubLog
 import Logging
 import ServiceLifecycle
 
@@ -98,7 +99,8 @@ public actor BridgeHost: Service {
         }
         unknown[BeaconId.key(beacon)] = nil
         presence[animal] = (room, at)
-        await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)")
+        await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
+                               durability: .observation)
         presenceSink.yield(animal)
     }
 
@@ -113,7 +115,8 @@ public actor BridgeHost: Service {
         // Heard again after an "unseen", or in a room the log does not have for it (never placed,
         // or a sighting missed): that is a fact again.
         if let record = await hub.animal(animal), record.unseenSince != nil || record.lastRoom != room {
-            await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)")
+            await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
+                                   durability: .observation)
         }
         presenceSink.yield(animal)
     }
@@ -124,7 +127,8 @@ public actor BridgeHost: Service {
             unknown[BeaconId.key(beacon)]?.heard = false
             return
         }
-        await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)")
+        await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)",
+                               durability: .observation)
         presenceSink.yield(animal)
     }
 
@@ -138,7 +142,7 @@ public actor BridgeHost: Service {
         unknown[key] = nil
         presence[admission.animal] = (heard.room, heard.lastSeen)
         await commands.execute(.sightAnimal(id: admission.animal, room: heard.room, beacon: key, at: max(heard.lastSeen, time)),
-                               actor: "bridge:\(heard.bridge)")
+                               actor: "bridge:\(heard.bridge)", durability: .observation)
         presenceSink.yield(admission.animal)
     }
 

@@ -49,10 +49,13 @@ public struct CommandService: Sendable {
     ///   - commandId: the idempotency key: a retried id returns the original outcome, appending nothing.
     ///   - actor: who is acting (`mqtt`, `cli`, `driver:kasa`, `scheduler`...), recorded on the events.
     ///   - now: the events' time, µs since the epoch.
+    ///   - durability: ``Durability/observation`` for what a driver or bridge reports (no client
+    ///     waits on it: its events may be synced a bounded delay later); immediate otherwise.
     /// - Returns: the answer; never throws (a failure to record is an answer too).
     @discardableResult
-    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros()) async -> CommandAnswer {
-        let answer = await answer(command, commandId: commandId, actor: actor, now: now)
+    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros(),
+                        durability: Durability = .immediate) async -> CommandAnswer {
+        let answer = await answer(command, commandId: commandId, actor: actor, now: now, durability: durability)
         hub.metrics.answered(answer)
         if logger.logLevel <= .debug {
             logger.debug("command", metadata: [
@@ -63,14 +66,14 @@ public struct CommandService: Sendable {
         return answer
     }
 
-    private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async -> CommandAnswer {
+    private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64, durability: Durability) async -> CommandAnswer {
         if let lease, !lease.mayAct { return .failed(lease.soleWriter ? Self.logUnavailableLease : Self.leaseUnconfirmed) }
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
         do {
             if HouseholdControl.isMultiDevice(command) {
                 return try await HouseholdControl(hub: hub, confirmTimeout: confirmTimeout).run(command, commandId: commandId, actor: actor)
             }
-            switch try await hub.execute(command, commandId: commandId, actor: actor, now: now) {
+            switch try await hub.execute(command, commandId: commandId, actor: actor, now: now, durability: durability) {
             case let .accepted(events, result, duplicate):
                 return .ok(.object([
                     ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),

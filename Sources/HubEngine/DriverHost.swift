@@ -306,7 +306,7 @@ public actor DriverHost: Service {
             let q = quantity
             for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
                 let answer = await commands.execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value,
-                                                                   measuredAt: sample.at), actor: actor)
+                                                                   measuredAt: sample.at), actor: actor, durability: .observation)
                 // Refused, not clamped (the reading's time is what it says): said in the hub's log too.
                 if let rejection = answer.rejection, rejection.code == "reading_in_future" {
                     logger.warning("a driver's reading is dated in the future: refused", metadata: [
@@ -320,7 +320,8 @@ public actor DriverHost: Service {
             // An unavailable device's held readings end (the history's weighting): the first
             // sample after it answers again is recorded, changed or not.
             if !available { readings.forget(device: deviceId) }
-            await execute(.reportAvailability(id: deviceId, available: available, reason: reason), actor: actor)
+            await commands.execute(.reportAvailability(id: deviceId, available: available, reason: reason), actor: actor,
+                                   durability: .observation)
         case let .commandFailed(reason):
             await execute(.failSwitch(id: deviceId, reason: reason), actor: actor)
         case let .activations(list):

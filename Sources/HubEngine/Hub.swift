@@ -130,13 +130,16 @@ public actor Hub {
 
     /// Validates and applies one command. Rejections of well-formed commands are recorded as
     /// CommandRejected events (nothing hidden). A retried command id returns the original outcome.
-    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64) async throws -> CommandOutcome {
+    /// `durability` is ``Durability/observation`` for what a driver or bridge reports (its events may
+    /// be synced a bounded delay later, see `EventStore`); commands are immediate.
+    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64,
+                        durability: Durability = .immediate) async throws -> CommandOutcome {
         var command = command
         if case .admitAnimal(let admission) = command {
             // Owner contact data is logged sealed, so that it can be erased later (see OwnerDataVault).
             command = .admitAnimal(try vault.sealOwner(admission))
         }
-        let outcome = try await decideAndAppend(command, commandId: commandId, actor: actor, now: now)
+        let outcome = try await decideAndAppend(command, commandId: commandId, actor: actor, now: now, durability: durability)
         if case .eraseOwnerData(let id) = command, case .accepted(let events, _, _) = outcome, !events.isEmpty {
             do {
                 try vault.erase(animal: id)
@@ -147,7 +150,8 @@ public actor Hub {
         return outcome
     }
 
-    private func decideAndAppend(_ command: HubCommand, commandId: String?, actor: String, now: Int64) async throws -> CommandOutcome {
+    private func decideAndAppend(_ command: HubCommand, commandId: String?, actor: String, now: Int64,
+                                 durability: Durability) async throws -> CommandOutcome {
         // Commands on one stream (and those guarding a cross-stream rule) take turns; others overlap
         // and share the log's group commit.
         let keys = Self.serializationKeys(command)
@@ -164,7 +168,8 @@ public actor Hub {
                 let stream = events[0].stream
                 let expected: ExpectedVersion = try await store.streamVersion(stream).map { .exact($0) } ?? .noStream
                 do {
-                    let result = try await append(events, stream: stream, expected: expected, commandId: commandId, actor: actor, now: now)
+                    let result = try await append(events, stream: stream, expected: expected, commandId: commandId, actor: actor, now: now,
+                                                  durability: durability)
                     if result.duplicate { return try await outcome(ofEarlier: result) }
                     return .accepted(events: events, result: result, duplicate: false)
                 } catch EventLogError.wrongExpectedVersion {
@@ -173,7 +178,8 @@ public actor Hub {
                 }
             case .rejected(let rejection):
                 let event = rejectionEvent(for: command, rejection: rejection, commandId: commandId)
-                let result = try await append([event], stream: event.stream, expected: .any, commandId: commandId, actor: actor, now: now)
+                let result = try await append([event], stream: event.stream, expected: .any, commandId: commandId, actor: actor, now: now,
+                                              durability: durability)
                 if result.duplicate { return try await outcome(ofEarlier: result) }
                 return .rejected(rejection, result: result, duplicate: false)
             }
@@ -224,13 +230,14 @@ public actor Hub {
     }
 
     private func append(_ events: [HubEvent], stream: String, expected: ExpectedVersion, commandId: String?,
-                        actor: String, now: Int64) async throws -> AppendResult {
+                        actor: String, now: Int64, durability: Durability) async throws -> AppendResult {
         let proposed = events.map {
             ProposedEvent(type: $0.typeName, schemaVersion: $0.schemaVersion, timestamp: now, payload: $0.encodePayload())
         }
         let started = ContinuousClock.now
         let result = try await store.append(AppendRequest(stream: stream, expected: expected,
-                                                          causation: Causation(commandId: commandId, actor: actor), events: proposed))
+                                                          causation: Causation(commandId: commandId, actor: actor), events: proposed,
+                                                          durability: durability))
         if !result.duplicate { metrics.appended(events: proposed.count, duration: ContinuousClock.now - started) }
         try await catchUpWithoutBlocking()
         return result

@@ -141,6 +141,9 @@ public struct AppendRequest: Sendable {
     public var causation: Causation
     /// The events, in order; they get consecutive sequences and stream versions. May be empty.
     public var events: [ProposedEvent]
+    /// When the append may return: once durable (``Durability/immediate``), or once committed and
+    /// readable with its durability a bounded delay away (``Durability/observation``).
+    public var durability: Durability
 
     /// Makes an append request.
     ///
@@ -149,12 +152,31 @@ public struct AppendRequest: Sendable {
     ///   - expected: The version the stream must have (default: any).
     ///   - causation: The command or observation behind the events.
     ///   - events: The events to append, in order.
-    public init(stream: String, expected: ExpectedVersion = .any, causation: Causation, events: [ProposedEvent]) {
+    ///   - durability: Durable before the append returns (the default), or an observation's
+    ///     bounded delay. A request with a command id is always immediate.
+    public init(stream: String, expected: ExpectedVersion = .any, causation: Causation, events: [ProposedEvent],
+                durability: Durability = .immediate) {
         self.stream = stream
         self.expected = expected
         self.causation = causation
         self.events = events
+        self.durability = durability
     }
+
+    /// Whether the append must be durable before it returns: immediate requests, and every request
+    /// with a command id (a client waits on it, and idempotency is remembered for good).
+    public var needsDurability: Bool { durability == .immediate || causation.commandId != nil }
+}
+
+/// How durable an append is when it returns (see ``EventStore``'s durability classes).
+public enum Durability: Sendable, Equatable {
+    /// Durable before the append returns: a command, anything a client waits on.
+    case immediate
+    /// What a device or bridge reports (readings, sightings, availability): committed, ordered and
+    /// readable when the append returns, and durable at the latest after the store's commit delay,
+    /// with the next immediate append (whose commit carries it), or when the store closes. A power
+    /// cut may lose the observations of the last delay; a killed process loses nothing.
+    case observation
 }
 
 /// What an append returns. A retried command (same command id) returns the original result with

@@ -23,11 +23,20 @@
 ///   event) is committed, the id is remembered for good: a later append with the same id writes
 ///   nothing and returns the original ``AppendResult`` with ``AppendResult/duplicate`` set, before
 ///   any expected-version check. ``commandResult(_:)`` answers the same question without appending.
-/// - **Durability before return.** ``append(_:)`` returns only once its events would survive a crash
+/// - **Durability before return.** ``append(_:)`` of an immediate request
+///   (``AppendRequest/needsDurability``: ``Durability/immediate``, or any request with a command id)
+///   returns only once its events, and every event committed before them, would survive a crash
 ///   or power loss at that instant (fsync, a synchronous commit, a replica's acknowledgement...).
 ///   An append that throws may or may not have been committed only when the writer stopped
 ///   (``EventLogError/writerStopped(reason:)``); retry it with the same command id. An append
 ///   refused for want of space (``EventLogError/storageFull(path:operation:errno:)``) wrote nothing.
+/// - **Observations: durable within a bound.** An ``Durability/observation`` request without a
+///   command id may return once committed (sequenced, readable, in order) but before it is
+///   durable. It becomes durable no later than the store's commit delay after it returned, when a
+///   later immediate append returns, or when ``close()`` returns, whichever is first. A killed
+///   process loses nothing a store returned; a power cut may lose the observations of the last
+///   delay, and only a suffix of the log (never a record an immediate append returned, nor
+///   anything before one). A store may treat observations as immediate (a delay of zero).
 /// - **Record time only moves forward.** A record's ``EventRecord/timestamp`` is the time the hub
 ///   recorded it: the proposed event's ``ProposedEvent/timestamp``, raised to the timestamp of the
 ///   record before it when earlier, as the store assigns the sequence. Along the sequence,

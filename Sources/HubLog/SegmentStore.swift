@@ -26,6 +26,14 @@ public struct SegmentStoreOptions: Sendable {
     /// 0: the segment grows with every write. A closed segment is cut back to its last record;
     /// opening finds the end of the newest by its frames (see ``LogRecovery``).
     public var preallocation: Int = 1024 * 1024
+    /// How long an observation's records (``Durability/observation``) may stay written but not yet
+    /// synced: the writer syncs them this long after the first of them at the latest, sooner with
+    /// an immediate append (whose sync carries them), once ``maxUnsyncedBytes`` are waiting, and at
+    /// close. A household's few readings a minute then share one `fdatasync` and one page instead
+    /// of a page each. Zero: every commit is synced before it returns (observations too).
+    public var observationCommitDelay: Duration = .zero
+    /// Observation bytes written but not synced after which the writer syncs at once.
+    public static let maxUnsyncedBytes = 64 * 1024
 
     /// Makes settings.
     ///
@@ -36,13 +44,17 @@ public struct SegmentStoreOptions: Sendable {
     ///   - checkpointEvery: Write a recovery checkpoint after this many bytes of records (at least 1).
     ///   - preallocation: Extend the newest segment this many bytes at a time, with written zeros
     ///     (0: grow with every write).
+    ///   - observationCommitDelay: Sync observations at the latest this long after they are written
+    ///     (zero: every commit is synced before it returns).
     public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096,
-                checkpointEvery: Int = 8 * 1024 * 1024, preallocation: Int = 1024 * 1024) {
+                checkpointEvery: Int = 8 * 1024 * 1024, preallocation: Int = 1024 * 1024,
+                observationCommitDelay: Duration = .zero) {
         self.segmentSize = segmentSize
         self.failSyncNumber = failSyncNumber
         self.commandWindow = max(1, commandWindow)
         self.checkpointEvery = max(1, checkpointEvery)
         self.preallocation = max(0, preallocation)
+        self.observationCommitDelay = max(.zero, observationCommitDelay)
     }
 }
 
@@ -73,7 +85,9 @@ public struct RecoveryReport: Sendable, Equatable {
 /// The embedded default event store: append-only segment files in one directory.
 ///
 /// One writer thread assigns gapless sequences and stream versions, writes each batch of waiting
-/// appends with one write and one fdatasync (group commit), and only then acknowledges them.
+/// appends with one write and one fdatasync (group commit), and only then acknowledges them. A
+/// batch of observations only (``Durability/observation``) is written and acknowledged at once and
+/// synced later, with the next immediate batch or after ``SegmentStoreOptions/observationCommitDelay``.
 public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     struct Segment: Sendable { var firstSequence: UInt64; var path: String; var name: String }
     /// Every `indexStride`-th record's position, for seeking.
@@ -148,6 +162,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// recovery checkpoint.
     private var headOffset = 0
     private var sinceCheckpoint = 0
+    /// Observation records written but not yet synced: since when, and how many bytes.
+    private var unsyncedSince: ContinuousClock.Instant? = nil
+    private var unsyncedBytes = 0
     /// How often the writer looks at the free space while the disk is full and nothing is queued.
     static let spaceProbeInterval: TimeInterval = 1
 
@@ -499,6 +516,13 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             }
             queue.lock()
             while pending.isEmpty && !closing {
+                if let due = deferredSyncDue {
+                    // Written observations wait for their sync no longer than the delay.
+                    let now = ContinuousClock.now
+                    if now >= due { break }
+                    _ = queue.wait(until: Date(timeIntervalSinceNow: Self.seconds(due - now)))
+                    continue
+                }
                 guard let needed = spaceNeeded else { queue.wait(); continue }
                 // The disk is full: look now and then whether space came back, so the condition
                 // clears by itself (a readiness check must not wait for the next command).
@@ -509,7 +533,15 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                     shared.withLock { $0.storage = .ok }
                 }
             }
+            if pending.isEmpty && !closing {
+                // The delay is up: sync the observations written since the last sync.
+                queue.unlock()
+                syncDeferred()
+                continue
+            }
             if pending.isEmpty && closing {
+                // Nothing written stays unsynced when the store closes.
+                syncDeferred()
                 writerDone = true
                 queue.broadcast()
                 queue.unlock()
@@ -626,6 +658,17 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             }
             if !out.isEmpty || nextSequence > committedLast + 1 {
                 try writeOut(&out)
+                if batch.contains(where: { $0.request.needsDurability }) || options.observationCommitDelay == .zero
+                    || unsyncedBytes + batchBytes >= SegmentStoreOptions.maxUnsyncedBytes {
+                    try sync()
+                } else {
+                    // Observations only: acknowledged once written; synced within the delay.
+                    unsyncedSince = unsyncedSince ?? .now
+                    unsyncedBytes += batchBytes
+                }
+            } else if unsyncedSince != nil, batch.contains(where: { $0.request.needsDurability }) {
+                // An immediate append that wrote nothing (a duplicate, a refusal) still returns only
+                // once everything before it is durable.
                 try sync()
             }
         } catch let full as EventLogError {
@@ -677,7 +720,31 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         for (i, item) in batch.enumerated() { item.complete(results[i]) }
         reached.resume()
         commands.persist(through: nextSequence - 1, hash: hash)
+        // A recovery checkpoint names only synced records.
+        if unsyncedSince == nil && sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
+    }
+
+    /// When the observations written but not synced must be synced (nil: none wait).
+    private var deferredSyncDue: ContinuousClock.Instant? {
+        unsyncedSince.map { $0 + options.observationCommitDelay }
+    }
+
+    /// Syncs the observations written since the last sync (their delay is up, or the store closes);
+    /// a failed sync stops the writer, as in a commit.
+    private func syncDeferred() {
+        guard unsyncedSince != nil, shared.withLock({ $0.stopped == nil }) else { return }
+        do {
+            try sync()
+        } catch {
+            stop([], because: "syncing the observations written since the last sync: \(error)")
+            return
+        }
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        let (s, attoseconds) = duration.components
+        return TimeInterval(s) + TimeInterval(attoseconds) / 1e18
     }
 
     /// Writes the recovery checkpoint at the committed head (on the writer thread, or once it is
@@ -726,6 +793,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
         try FileIO.truncate(fd: segmentFD, path: keep.path, to: size)
         try FileIO.dataSync(fd: segmentFD, path: keep.path)
+        unsyncedSince = nil  // observations written before this commit are synced with the cut
+        unsyncedBytes = 0
         segmentEnd = size
         allocatedEnd = size
     }
@@ -782,7 +851,11 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let before = allocatedEnd
         do {
             try preallocate(through: allocatedEnd + 1, path: path)
-            if allocatedEnd > before { try FileIO.dataSync(fd: segmentFD, path: path) }
+            if allocatedEnd > before {
+                try FileIO.dataSync(fd: segmentFD, path: path)
+                unsyncedSince = nil  // the sync carried any observations written before it
+                unsyncedBytes = 0
+            }
         } catch {
             stop([], because: "extending \(path) ahead of its records: \(error)")
         }
@@ -805,6 +878,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try FileIO.dataSync(fd: segmentFD, path: path)
         options.syncObserver?(ContinuousClock.now - started)
         shared.withLock { $0.syncs += 1 }
+        unsyncedSince = nil
+        unsyncedBytes = 0
     }
 
     /// Syncs and closes the current segment and starts a new one whose first record is `firstSequence`.

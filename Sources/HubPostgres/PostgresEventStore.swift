@@ -15,7 +15,8 @@ import Synchronization
 ///   row, checks the lease, that the head is the one the writer expected and the command ids,
 ///   inserts the records, moves the head, sends `NOTIFY hub_log` and commits: one round trip per
 ///   group commit. `synchronous_commit` is `on` for the connection, so an append returns only
-///   after PostgreSQL has made it durable.
+///   after PostgreSQL has made it durable: observations (``Durability/observation``) too, which
+///   the contract allows (a delay of zero).
 /// - **The command path's reads** (``commandResult(_:)``, ``streamVersion(_:)``,
 ///   ``records(from:through:)``) are asynchronous: the calling task is suspended for the round
 ///   trip, no thread is held. An error from the database is thrown, never read as "no such command"

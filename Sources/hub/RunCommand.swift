@@ -47,6 +47,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("This hub's name among several sharing one PostgreSQL log (--log postgres://...): the one holding the lease is active, the others follow the log as standbys and take over when it lapses. Its MQTT client id gets -NAME appended.",
                                valueName: "name"))
     var instance: String?
+    @Option(help: ArgumentHelp("How long readings, sightings and availability reports may wait for their sync, so that they share pages on disk (0 to 300; default 10; 0 syncs every event before going on). Commands are synced before they are answered.",
+                               valueName: "seconds"))
+    var observationCommitDelay: Double?
     @OptionGroup var log: LogLevelOption
 
     func settings() throws -> HubConfig {
@@ -89,6 +92,12 @@ struct RunCommand: AsyncParsableCommand {
         }
         if noHttp { settings.http = nil }
         if let level = log.logLevel { settings.logLevel = level }
+        if let observationCommitDelay {
+            guard (0...300).contains(observationCommitDelay) else {
+                throw ValidationError("--observation-commit-delay must be 0 to 300 seconds, not \(observationCommitDelay)")
+            }
+            settings.observationCommitDelaySeconds = observationCommitDelay
+        }
         if let instance {
             if let problem = LeaseSettings.problem(instance: instance) { throw HubError.usage("--instance: \(problem)") }
             settings.instance = instance

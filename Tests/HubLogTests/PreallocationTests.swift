@@ -147,4 +147,41 @@ import Testing
         #expect(follower.lastSequence == 150)
         #expect(try allRecords(follower).map(\.sequence) == Array(1...150))
     }
+
+    /// The log writer thread's bytes dirtied (`/proc/self/task/TID/io` `write_bytes`), by thread id.
+    static func writerThreads() -> [String: Int] {
+        let root = "/proc/self/task"
+        var out: [String: Int] = [:]
+        for tid in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
+            guard let comm = try? String(contentsOfFile: "\(root)/\(tid)/comm", encoding: .utf8),
+                  comm.hasPrefix(SegmentStore.writerThreadName.prefix(15)),
+                  let io = try? String(contentsOfFile: "\(root)/\(tid)/io", encoding: .utf8),
+                  let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
+                  let bytes = Int(line.split(separator: " ").last ?? "") else { continue }
+            out[tid] = bytes
+        }
+        return out
+    }
+
+    /// A small commit past the segment's first preallocation step dirties a page or two, not the
+    /// step: the zeros are written a page at a time, so the page cache holds them in page-sized
+    /// folios. (Written in one 1 MiB `pwrite`, on kernels whose ext4 caches a file in large folios,
+    /// 6.16 and later, every later record dirtied, counted and kept dirty the whole megabyte.)
+    @Test func aSmallCommitPastTheFirstStepDirtiesPagesNotTheStep() async throws {
+        let dir = temporaryDirectory()
+        let before = Set(Self.writerThreads().keys)
+        let store = try SegmentStore(directory: dir)
+        defer { store.close() }
+        // Past the first megabyte of the segment: the writer extends it by the next step.
+        _ = await store.appendAll((0..<300).map { n in
+            AppendRequest(stream: "device/big", causation: Causation(commandId: nil, actor: "test"), events: [event(n, size: 4000)])
+        })
+        _ = try await store.append(request("device/plug", 1000))
+        let mine = Set(Self.writerThreads().keys).subtracting(before)
+        guard mine.count == 1, let tid = mine.first else { return } // another test's writer started meanwhile
+        let start = Self.writerThreads()[tid] ?? 0
+        for n in 0..<20 { _ = try await store.append(request("device/plug", 2000 + n)) }
+        let dirtied = (Self.writerThreads()[tid] ?? 0) - start
+        #expect(dirtied <= 20 * 16 * 1024, "20 commits of about 100 bytes dirtied \(dirtied) bytes")
+    }
 }

@@ -232,6 +232,43 @@ import Testing
         #expect(store.lastSequence == UInt64(rounds))
         await store.close()
     }
+
+    /// Observations (``Durability/observation``) are committed when the append returns: sequenced
+    /// between the commands around them, readable, and beside the store (read-only, as
+    /// `hub events` is) as well; a command id makes one a command (idempotent); closing loses
+    /// none. The segment log holds their sync for a long delay here, PostgreSQL commits them at once.
+    @Test(arguments: Backend.allCases)
+    func observationsAreCommittedInOrderWhenTheyReturnAndCloseLosesNone(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try place.paths.openEventStore(options: SegmentStoreOptions(observationCommitDelay: .seconds(600)))
+        func observation(_ n: Int, commandId: String? = nil) -> AppendRequest {
+            AppendRequest(stream: "device/plug", causation: Causation(commandId: commandId, actor: "driver:test"), events: [event(n)],
+                          durability: .observation)
+        }
+        let first = try await store.append(observation(1))
+        #expect(first.firstSequence == 1)
+        _ = try await store.append(request("device/plug", [event(2)], commandId: "switch-1"))
+        let results = await store.appendAll([observation(3), observation(4)])
+        #expect(results.compactMap { try? $0.get().firstSequence } == [3, 4])
+        let version = try await store.streamVersion("device/plug")
+        #expect(store.lastSequence == 4 && version == 3)
+        #expect(try allRecords(store).map(\.payload) == (1...4).map { event($0).payload })
+        let beside = try place.paths.openEventStore(readOnly: true)
+        if let segments = beside as? SegmentStore { try segments.refresh() }
+        #expect(beside.lastSequence == 4)
+        await beside.close()
+        // With a command id it is remembered as a command is.
+        let once = try await store.append(observation(5, commandId: "reading-5"))
+        let again = try await store.append(observation(5, commandId: "reading-5"))
+        #expect(again.duplicate && again.firstSequence == once.firstSequence)
+        _ = try await store.append(observation(6))
+        await store.close()
+        let reopened = try place.open()
+        #expect(reopened.lastSequence == 6)
+        #expect(try allRecords(reopened).map(\.payload) == (1...6).map { event($0).payload })
+        #expect(try reopened.verify(progress: nil).records == 6)
+        await reopened.close()
+    }
 }
 
 /// Whether `body` ended within `seconds` (false: it still runs, and is left running).
