@@ -46,6 +46,11 @@ let package = Package(
             "CCRC32C", "CThreadName",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // The Merkle tree over the log (RFC 9162 hashing), signed tree heads and proofs an outsider checks.
+        .target(name: "HubAudit", dependencies: [
+            "HubLog", "HubJSON",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.
         .target(name: "HubPostgres", dependencies: [
             "HubLog",
@@ -95,7 +100,7 @@ let package = Package(
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // Command handling, projections, replay, import/export.
         .target(name: "HubRuntime", dependencies: [
-            "HubDomain", "HubLog", "HubPostgres", "DriverAPI", "MQTT",
+            "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -113,7 +118,7 @@ let package = Package(
         .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The product: the hub, its log tools, and the simulators behind `hub sim` and the demo.
         .executableTarget(name: "hub", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver",
+            "HubRuntime", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
             "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
             "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -133,6 +138,7 @@ let package = Package(
         .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
+        .testTarget(name: "HubAuditTests", dependencies: ["HubAudit", "HubLog"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
