@@ -17,9 +17,11 @@ public typealias LeafBytes = (RecordView) -> [UInt8]
 ///   (record `seq` is leaf `seq - 1`);
 /// - `heads`: every signed tree head (``SignedHead``), one JSON line each, oldest first;
 /// - `LOCK`: held (`flock`) by the one process that writes the tree and the heads.
-public final class AuditTrail {
+///
+/// One task uses a trail at a time (it is handed between tasks, never shared).
+public final class AuditTrail: @unchecked Sendable {
     public let directory: String
-    public let tree: TreeFile
+    public private(set) var tree: TreeFile
     private var lockFD: Int32 = -1
 
     public static func directory(dataDirectory: String) -> String { dataDirectory + "/audit" }
@@ -68,13 +70,24 @@ public final class AuditTrail {
         return fits ? nil : "record \(size) is not the record the tree holds"
     }
 
-    /// Adds the records the log holds beyond the tree, and writes them.
+    /// Renames the tree to `tree.set-aside-<seconds>` (kept, never used) and starts an empty one.
+    ///
+    /// - Returns: The name it was set aside as.
+    public func setAsideTree(unixSeconds: Int64) throws -> String {
+        let name = "tree.set-aside-\(unixSeconds)"
+        try FileIO.rename(treePath, directory + "/" + name)
+        tree = try TreeFile(path: treePath)
+        return name
+    }
+
+    /// Adds the records the log holds beyond the tree (at most `limit` of them), and writes them.
     ///
     /// - Returns: How many were added.
     @discardableResult
-    public func catchUp(store: any EventStore, leaf: LeafBytes) throws -> UInt64 {
-        let from = tree.size + 1, through = store.lastSequence
-        guard from <= through else { return 0 }
+    public func catchUp(store: any EventStore, leaf: LeafBytes, limit: UInt64 = .max) throws -> UInt64 {
+        let from = tree.size + 1, available = store.lastSequence
+        guard from <= available, limit > 0 else { return 0 }
+        let through = available - from + 1 > limit ? from + limit - 1 : available
         try store.readViews(from: from, through: through) { view in
             tree.append(leafHash: Merkle.leafHash(leaf(view)))
             if tree.size % 4096 == 0 { try tree.flush() }
@@ -92,6 +105,19 @@ public final class AuditTrail {
         try Array((head.line + "\n").utf8).withUnsafeBytes { try FileIO.writeAll(fd: fd, path: headsPath, $0) }
         try FileIO.dataSync(fd: fd, path: headsPath)
         return head
+    }
+
+    /// The newest head in `<directory>/heads` (its last line; nil when there is none), read from the
+    /// file's end only.
+    ///
+    /// - Throws: ``AuditError/badFile(_:)`` when the last line is not a head.
+    public static func newestHead(directory: String) throws -> SignedHead? {
+        let path = directory + "/heads"
+        guard FileIO.exists(path) else { return nil }
+        let size = try FileIO.size(path: path)
+        let tail = try FileIO.readTail(path: path, from: max(0, size - 1024))
+        guard let line = String(decoding: tail, as: UTF8.self).split(separator: "\n").last else { return nil }
+        do { return try SignedHead(line: String(line)) } catch { throw AuditError.badFile("\(path), last line: \(error)") }
     }
 
     /// Every head in `<directory>/heads`, oldest first (none when the file is missing).

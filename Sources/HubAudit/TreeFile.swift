@@ -15,8 +15,9 @@ import HubLog
 /// subtree of `2^l` leaves ending with leaf `c` (counting from 1) is the hash at `2(c-1) - popcount(c-1) + l`.
 ///
 /// The file is derived from the log (``AuditTrail`` keeps it), never fsynced: after a crash a cut
-/// tail is dropped at open, and a tree that does not fit the log is rebuilt.
-public final class TreeFile: SubtreeHashes {
+/// tail is dropped at open, and a tree that does not fit the log is rebuilt. One task appends at a
+/// time; readers of another process open it read-only.
+public final class TreeFile: SubtreeHashes, @unchecked Sendable {
     public static let magic: [UInt8] = Array("HUBTREE1".utf8) + [UInt8](repeating: 0, count: 24)
     static let headerSize = 32
 

@@ -188,7 +188,7 @@ enum AuditLeaves {
 /// The tree (read-only) and the size a proof is for: `size`, or the newest head's.
 func openTree(_ data: DataOptions, size: UInt64?) throws -> (TreeFile, UInt64) {
     let trail = try AuditTrail(dataDirectory: data.dataDir, readOnly: true)
-    let size = try size ?? AuditTrail.heads(directory: trail.directory).last?.size ?? trail.tree.size
+    let size = try size ?? AuditTrail.newestHead(directory: trail.directory)?.size ?? trail.tree.size
     guard size <= trail.tree.size else {
         throw HubError.usage("the tree in \(trail.treePath) holds \(trail.tree.size) records, not \(size) (the running hub adds records as they are appended; `hub audit head --sign` without a running hub)")
     }
