@@ -130,7 +130,7 @@ let package = Package(
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
         .executableTarget(name: "hub-bench", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "HubPostgres", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubRuntime", "HubDomain", "HubLog", "HubPostgres", "HubBench", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
