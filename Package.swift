@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(name: "HubAuditTests", dependencies: ["HubAudit", "HubLog"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
-            "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubRuntime", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "MQTT", "BrokerHarness", "DiskHarness",
             "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
             .product(name: "Logging", package: "swift-log"),

@@ -18,6 +18,8 @@ public enum AuditVerifier {
         public var compared: UInt64 = 0
         /// Heads checked.
         public var heads = 0
+        /// Heads past the log's end, not compared (signed by a running hub after the log was opened).
+        public var headsBeyond = 0
         /// The root of the log's whole tree.
         public var root: [UInt8] = Merkle.emptyRoot
         /// What does not match, each naming the record, node or head; empty when all is sound.
@@ -28,8 +30,10 @@ public enum AuditVerifier {
     ///
     /// - Parameters:
     ///   - publicKey: The key the heads must be signed by (nil: the data directory's own key's public half).
+    ///   - running: A hub keeps the audit files now: what it added after `store` was opened (a
+    ///     longer tree, newer heads) is its progress, not records removed from the log.
     public static func check(store: any EventStore, dataDirectory: String, leaf: LeafBytes,
-                             publicKey: Curve25519.Signing.PublicKey? = nil) throws -> Report {
+                             publicKey: Curve25519.Signing.PublicKey? = nil, running: Bool = false) throws -> Report {
         let directory = AuditTrail.directory(dataDirectory: dataDirectory)
         var report = Report()
         let treePath = directory + "/tree"
@@ -69,10 +73,11 @@ public enum AuditVerifier {
             return true
         }
         report.root = builder.root
-        if report.treeSize > store.lastSequence {
+        if running { report.headsBeyond = heads.filter { $0.size > store.lastSequence }.count }
+        if report.treeSize > store.lastSequence, !running {
             report.problems.append("\(treePath) holds \(report.treeSize) records, the log \(store.lastSequence): records \(store.lastSequence + 1)...\(report.treeSize) were removed from the log (or the tree is another log's)")
         }
-        for (i, head) in heads.enumerated() where head.size > store.lastSequence {
+        for (i, head) in heads.enumerated() where head.size > store.lastSequence && !running {
             report.problems.append("\(name(i)): the log holds only \(store.lastSequence) records: records \(store.lastSequence + 1)...\(head.size) were removed")
         }
         return report

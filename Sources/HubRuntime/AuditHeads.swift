@@ -5,8 +5,8 @@ import HubLog
 import Logging
 import ServiceLifecycle
 
-/// Keeps the Merkle tree over the log (`<data-dir>/audit/tree`) up with the log and signs a tree
-/// head with the hub's key (made on first start) at most every `audit_head_seconds` while records
+/// Keeps the Merkle tree over the log (`<data-dir>/audit/tree`) up with the log, adding records as
+/// they are appended, and signs a tree head with the hub's key (made on first start) at most every `audit_head_seconds` while records
 /// come, and when the hub stops: appended to `audit/heads` and published retained on
 /// `<base>/audit/head` (docs/audit.md). A tree that is not this log's (a restored older backup) is
 /// set aside and rebuilt, and said. The audit never stops the hub: a fault is said and the hub runs
@@ -39,7 +39,13 @@ struct AuditHeads: Service {
                 var lastSigned = ContinuousClock.now
                 while true {
                     try await store.waitForAppend(after: signer.trail.tree.size)
-                    try await Task.sleep(until: lastSigned + every) // at most one head every `every`
+                    // The tree follows every append; a head is signed at most every `every`.
+                    let due = lastSigned + every
+                    while true {
+                        try await signer.catchUp()
+                        if ContinuousClock.now >= due { break }
+                        try await Self.appendOrTime(store, after: signer.trail.tree.size, until: due)
+                    }
                     lastSigned = ContinuousClock.now
                     try await signer.catchUpAndSign()
                 }
@@ -52,6 +58,16 @@ struct AuditHeads: Service {
         // The hub stops: a last head over every record appended so far.
         do { try await signer.catchUpAndSign() } catch {
             logger.warning("audit: the tree head could not be signed at shutdown: \(error)")
+        }
+    }
+
+    /// Returns when the log holds a record after `sequence`, or at `deadline`, whichever is first.
+    static func appendOrTime(_ store: any EventStore, after sequence: UInt64, until deadline: ContinuousClock.Instant) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await store.waitForAppend(after: sequence) }
+            group.addTask { try await Task.sleep(until: deadline) }
+            try await group.next()
+            group.cancelAll()
         }
     }
 

@@ -50,6 +50,7 @@ struct HubRoutes: Sendable {
         router.get("healthz") { _, _ in observability.health() }
         router.get("readyz") { _, _ in await observability.ready() }
         APIRoutes.register(on: router, APIResponders(hub: hub, requests: requests, topics: topics))
+        AuditRoutes(dataDirectory: dataDirectory).add(to: router)
         ConsoleRoutes(routes: self).add(to: router)
         table.fill(from: router)
         return router
