@@ -22,15 +22,17 @@ struct AuditBench: AsyncParsableCommand {
     @Option(help: "Leaves of the synthetic tree the proofs are timed on.") var size = 10_000_000
     @Option(help: "Proofs of each kind timed.") var proofs = 2_000
     @Option(help: "Where to put the logs and the tree (removed afterwards).") var dir = "./hub-bench-audit"
+    @Option(help: "Keep the synthetic tree in this file (made when missing, used when it holds --size leaves) instead of in --dir.")
+    var tree: String?
 
     func run() async throws {
         try await Console.guarded {
             let root = try Bench.freshDirectory(dir)
             defer { try? FileManager.default.removeItem(atPath: root) }
             print(machineDescription(dataDirectory: root) + "\n")
-            try await appends(root)
-            try await follower(root)
-            try proofTimes(root)
+            if runs > 0 { try await appends(root) }
+            if leaves > 0 { try await follower(root) }
+            if size > 0 { try proofTimes(root) }
         }
     }
 
@@ -98,10 +100,12 @@ struct AuditBench: AsyncParsableCommand {
     /// A tree of `size` synthetic leaves, then random inclusion and consistency proofs from a fresh
     /// read-only open of it, each verified.
     func proofTimes(_ root: String) throws {
-        let path = root + "/big.tree"
+        let path = tree ?? root + "/big.tree"
         let total = UInt64(size)
         let buildStart = ContinuousClock.now
-        do {
+        let existing = FileManager.default.fileExists(atPath: path) ? try TreeFile(path: path, readOnly: true).size : 0
+        if existing != total {
+            try? FileManager.default.removeItem(atPath: path)
             let tree = try TreeFile(path: path)
             var leaf = [UInt8](repeating: 0, count: 8)
             for i in 0..<total {
@@ -113,17 +117,20 @@ struct AuditBench: AsyncParsableCommand {
         }
         let buildSeconds = Self.seconds(ContinuousClock.now - buildStart)
         let bytes = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
-        print("Synthetic tree: \(size) leaves built in " + String(format: "%.1f s", buildSeconds) + ", \(bytes) bytes (" + String(format: "%.2f", Double(bytes) / Double(size)) + " bytes a leaf)")
+        print("Synthetic tree: \(size) leaves " + (existing == total ? "(kept from an earlier run)" : "built in " + String(format: "%.1f s", buildSeconds)) + ", \(bytes) bytes (" + String(format: "%.2f", Double(bytes) / Double(size)) + " bytes a leaf)")
         let openStart = ContinuousClock.now
         let tree = try TreeFile(path: path, readOnly: true)
         let root = try tree.root()
         print("Opened read-only in " + String(format: "%.2f ms", Self.seconds(ContinuousClock.now - openStart) * 1000) + "; root \(Hex.string(root))")
         var generator = SystemRandomNumberGenerator()
         var inclusion: [Double] = [], consistency: [Double] = [], pathLengths: [Int] = []
+        var inclusionCPU: [Double] = [], consistencyCPU: [Double] = []
         for _ in 0..<proofs {
             let index = UInt64.random(in: 0..<total, using: &generator)
             let start = ContinuousClock.now
+            let cpu = Self.threadCPU()
             let path = try Merkle.inclusionProof(index: index, size: total, tree)
+            inclusionCPU.append(Self.threadCPU() - cpu)
             inclusion.append(Self.seconds(ContinuousClock.now - start))
             pathLengths.append(path.count)
             var leaf = [UInt8](repeating: 0, count: 8)
@@ -133,8 +140,10 @@ struct AuditBench: AsyncParsableCommand {
             }
             let old = UInt64.random(in: 1..<total, using: &generator)
             let cStart = ContinuousClock.now
+            let cCPU = Self.threadCPU()
             let proof = try Merkle.consistencyProof(old: old, new: total, tree)
             let oldRoot = try tree.root(size: old)
+            consistencyCPU.append(Self.threadCPU() - cCPU)
             consistency.append(Self.seconds(ContinuousClock.now - cStart))
             guard Merkle.verifyConsistency(old: old, new: total, oldRoot: oldRoot, newRoot: root, path: proof) else {
                 throw HubError.failed("the consistency proof \(old) -> \(total) does not verify")
@@ -145,8 +154,18 @@ struct AuditBench: AsyncParsableCommand {
             func at(_ q: Double) -> String { String(format: "%.1f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] * 1e6) }
             return "median \(at(0.5)) µs, p99 \(at(0.99)) µs, max " + String(format: "%.1f", sorted.last! * 1e6) + " µs"
         }
-        print("Inclusion proofs at \(size) leaves (\(proofs), random leaves, \(pathLengths.min()!)-\(pathLengths.max()!) hashes each): " + describe(inclusion))
-        print("Consistency proofs to \(size) from a random older size (\(proofs), with the old root): " + describe(consistency))
+        print("Inclusion proofs at \(size) leaves (\(proofs), random leaves, \(pathLengths.min()!)-\(pathLengths.max()!) hashes each): " + describe(inclusion)
+              + "; CPU time " + describe(inclusionCPU))
+        print("Consistency proofs to \(size) from a random older size (\(proofs), with the old root): " + describe(consistency)
+              + "; CPU time " + describe(consistencyCPU))
+    }
+
+    /// This thread's CPU time in seconds (what a proof costs, without the time other processes
+    /// hold the core).
+    static func threadCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     static func seconds(_ duration: Duration) -> Double {
