@@ -24,9 +24,9 @@ public final class TreeFile: SubtreeHashes, @unchecked Sendable {
     public let path: String
     private let fd: Int32
     /// Leaves in the tree.
-    public private(set) var size: UInt64
-    /// The complete subtrees along the right edge, largest first (the binary decomposition of ``size``).
-    private var frontier: [[UInt8]] = []
+    public var size: UInt64 { builder.size }
+    /// The right edge: the complete subtrees whose leaves make up the tree, largest first.
+    private var builder = TreeBuilder()
     /// Hashes appended but not yet written.
     private var pending: [UInt8] = []
     private var writtenNodes: UInt64
@@ -58,12 +58,12 @@ public final class TreeFile: SubtreeHashes, @unchecked Sendable {
         let stored = UInt64((length - Self.headerSize) / 32)
         var n = stored / 2 + 64
         while n > 0, Self.nodeCount(n) > stored { n -= 1 }
-        size = n
+        builder.size = n
         writtenNodes = Self.nodeCount(n)
         if !readOnly, Self.headerSize + Int(writtenNodes) * 32 != length {
             try FileIO.truncate(fd: fd, path: path, to: Self.headerSize + Int(writtenNodes) * 32)
         }
-        frontier = try Self.decomposition(n).map { try node(level: $0.level, index: $0.index) }
+        builder.frontier = try Self.decomposition(n).map { try node(level: $0.level, index: $0.index) }
     }
 
     deinit { close(fd) }
@@ -107,11 +107,7 @@ public final class TreeFile: SubtreeHashes, @unchecked Sendable {
     /// The root of the tree of the first `n` leaves (``size`` when nil).
     public func root(size n: UInt64? = nil) throws -> [UInt8] {
         let n = n ?? size
-        if n == size {
-            guard var r = frontier.last else { return Merkle.emptyRoot }
-            for left in frontier.dropLast().reversed() { r = Merkle.nodeHash(left, r) }
-            return r
-        }
+        if n == size { return builder.root }
         return n == 0 ? Merkle.emptyRoot : try hash(0, n)
     }
 
@@ -121,16 +117,7 @@ public final class TreeFile: SubtreeHashes, @unchecked Sendable {
     /// Adds a leaf by its hash (kept in memory until ``flush()``).
     public func append(leafHash: [UInt8]) {
         precondition(leafHash.count == 32)
-        var carry = leafHash
-        pending += carry
-        var c = size
-        while c & 1 == 1 {
-            carry = Merkle.nodeHash(frontier.removeLast(), carry)
-            pending += carry
-            c >>= 1
-        }
-        frontier.append(carry)
-        size += 1
+        for node in builder.append(leafHash) { pending += node }
     }
 
     /// Writes what ``append(leafHash:)`` added (no fsync: the file is derived from the log).

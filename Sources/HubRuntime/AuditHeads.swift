@@ -28,7 +28,6 @@ struct AuditHeads: Service {
             let key = try AuditKey.load(path: trail.keyPath, create: true)
             try start(trail)
             signer = Signer(trail: trail, key: Array(key.rawRepresentation), store: store, surface: surface, topic: topic)
-            try await signer.publishNewest()
         } catch {
             logger.warning("audit: tree heads are not signed: \(error)")
             try? await gracefulShutdown() // a service that returns would stop the hub
@@ -36,6 +35,7 @@ struct AuditHeads: Service {
         }
         do {
             try await cancelWhenGracefulShutdown { [every, store] in
+                try await signer.publishNewest() // a long log not in the tree yet is added here, and a stop cuts it short
                 var lastSigned = ContinuousClock.now
                 while true {
                     try await store.waitForAppend(after: signer.trail.tree.size)
@@ -55,8 +55,9 @@ struct AuditHeads: Service {
             logger.warning("audit: tree heads are not signed until the hub stops: \(error)")
             try? await gracefulShutdown()
         }
-        // The hub stops: a last head over every record appended so far.
-        do { try await signer.catchUpAndSign() } catch {
+        // The hub stops: a last head over the records appended so far (at most 65,536 more added
+        // first, so a stop is never held up; the next start adds the rest).
+        do { try await signer.catchUpAndSign(limit: 65_536) } catch {
             logger.warning("audit: the tree head could not be signed at shutdown: \(error)")
         }
     }
@@ -88,16 +89,23 @@ struct AuditHeads: Service {
         let surface: MQTTSurface?
         let topic: String?
 
-        func catchUp() async throws {
-            while try trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: 4096) > 0 { await Task.yield() }
+        /// Adds the log's new records to the tree (at most `limit`), 4,096 at a time with other tasks between.
+        func catchUp(limit: UInt64 = .max) async throws {
+            var added: UInt64 = 0
+            while added < limit {
+                let step = try trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: min(4096, limit - added))
+                guard step > 0 else { return }
+                added += step
+                await Task.yield()
+            }
         }
 
         /// Signs and publishes a head when the tree grew since the newest one.
         ///
         /// - Returns: Whether it signed one.
         @discardableResult
-        func catchUpAndSign() async throws -> Bool {
-            try await catchUp()
+        func catchUpAndSign(limit: UInt64 = .max) async throws -> Bool {
+            try await catchUp(limit: limit)
             let newest = try AuditTrail.newestHead(directory: trail.directory)
             guard trail.tree.size > 0, trail.tree.size != newest?.size else { return false }
             publish(try trail.signHead(key: try Curve25519.Signing.PrivateKey(rawRepresentation: key), unixSeconds: Int64(Date().timeIntervalSince1970)))

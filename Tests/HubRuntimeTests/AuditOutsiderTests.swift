@@ -149,21 +149,41 @@ import Testing
         #expect(hubBroken.status == 1 && hubBroken.stderr.contains("does not extend the tree of 31"), "\(hubBroken.stderr)")
     }
 
-    /// `hub run` signs heads as records come (here at most every second) and when it stops; an
-    /// outsider checks that the last extends the first.
+    /// `hub run` signs a head at start, as records come (here at most every second) and when it
+    /// stops; an outsider checks that the last extends the first, and the last covers the log.
     @Test func theRunningHubSignsHeadsThatExtendEachOther() async throws {
         let base = temporaryDirectory()
         let dir = base + "/data"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try write(#"{"audit_head_seconds": 1}"#, base + "/hub.json")
-        let hub = try await RunningHub.start(["--data-dir", dir, "--config", base + "/hub.json", "--no-mqtt", "--no-http", "--demo"])
+        try write(#"{"audit_head_seconds": 1, "devices": [{"id": "lamp", "driver": "virtual"}]}"#, base + "/hub.json")
+        let hub = try await RunningHub.start(["--data-dir", dir, "--config", base + "/hub.json", "--no-mqtt", "--http", "127.0.0.1:0"])
         let headsPath = dir + "/audit/heads"
         func heads() -> [String] {
             ((try? String(contentsOfFile: headsPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while heads().count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
-        hub.stop()
+        func waitFor(_ condition: () -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        func port() throws -> String {
+            let output = hub.output
+            guard let range = output.range(of: "on http://127.0.0.1:") else { throw BrokerHarnessError("no HTTP address in: \(output)") }
+            return String(output[range.upperBound...].prefix { $0.isNumber })
+        }
+        func switchLamp(_ state: String) throws {
+            let curl = Process()
+            curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            curl.arguments = ["curl", "-sf", "-X", "POST", "-H", "Content-Type: text/plain", "--data", state, "http://127.0.0.1:\(try port())/api/device/lamp/switch"]
+            curl.standardOutput = FileHandle.nullDevice
+            try curl.run()
+            curl.waitUntilExit()
+            #expect(curl.terminationStatus == 0)
+        }
+        try await waitFor { heads().count >= 1 } // signed at start: the lamp's registration
+        try switchLamp("ON")
+        try await waitFor { heads().count >= 2 } // at most a second later
+        try switchLamp("OFF")
+        hub.stop()                               // and once more when it stops
         let signed = heads()
         #expect(signed.count >= 2, "\(signed)")
         guard signed.count >= 2 else { return }
@@ -171,6 +191,8 @@ import Testing
         try write(signed.last!, base + "/last.json")
         let sizes = try signed.map { try #require(($0.split(separator: ",").first?.split(separator: ":").last).flatMap { Int($0) }) }
         #expect(sizes == sizes.sorted() && sizes.first! < sizes.last!, "\(sizes)")
+        let events = try runHub(["events", "--data-dir", dir]).stdout.split(separator: "\n").count
+        #expect(sizes.last == events, "the head signed at the stop covers the whole log: \(sizes) of \(events)")
         let key = try runHub(["audit", "key", "--data-dir", dir]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         try write(try runHub(["audit", "consistency", "\(sizes.first!)", "\(sizes.last!)", "--data-dir", dir]).stdout, base + "/proof.json")
         let extends = try outside(["consistency", "--key", key, "--old", base + "/first.json", "--new", base + "/last.json", "--proof", base + "/proof.json"])
