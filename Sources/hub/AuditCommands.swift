@@ -63,10 +63,10 @@ struct AuditCommand: AsyncParsableCommand {
         /// Brings the tree up to the log and signs a head (the running hub's lock on the audit files refuses it beside one).
         private func signNow(_ store: any EventStore) throws -> SignedHead {
             let trail = try AuditTrail(dataDirectory: data.dataDir, readOnly: false)
-            if let misfit = try trail.misfit(store: store, leaf: AuditLeaves.bytes) {
+            if let misfit = try trail.misfit(store: store, leaf: AuditLeaf.bytes) {
                 throw HubError.failed("the tree in \(trail.treePath) is not this log's (\(misfit)); `hub verify` names the record")
             }
-            try trail.catchUp(store: store, leaf: AuditLeaves.bytes)
+            try trail.catchUp(store: store, leaf: AuditLeaf.bytes)
             guard trail.tree.size > 0 else { throw HubError.failed("the log holds no records yet: there is no tree to sign") }
             let key = try AuditKey.load(path: trail.keyPath, create: true)
             return try trail.signHead(key: key, unixSeconds: Int64(Date().timeIntervalSince1970))
@@ -180,11 +180,6 @@ struct AuditCommand: AsyncParsableCommand {
     }
 }
 
-/// Each record's leaf: its `hub export` line, without the newline.
-enum AuditLeaves {
-    static func bytes(_ view: RecordView) -> [UInt8] { Array(EventLines.exportLine(view).utf8) }
-}
-
 /// The tree (read-only) and the size a proof is for: `size`, or the newest head's.
 func openTree(_ data: DataOptions, size: UInt64?) throws -> (TreeFile, UInt64) {
     let trail = try AuditTrail(dataDirectory: data.dataDir, readOnly: true)
@@ -203,7 +198,7 @@ extension VerifyCommand {
         guard FileManager.default.fileExists(atPath: directory + "/tree") || FileManager.default.fileExists(atPath: directory + "/heads") else { return }
         // Beside a running hub, a tree or heads past the log as it was opened are the hub's progress.
         let running = Self.heldByRunningHub(directory + "/LOCK") == true
-        let report = try AuditVerifier.check(store: store, dataDirectory: data.dataDir, leaf: AuditLeaves.bytes, running: running)
+        let report = try AuditVerifier.check(store: store, dataDirectory: data.dataDir, leaf: AuditLeaf.bytes, running: running)
         for problem in report.problems { Console.note("hub: audit: \(problem)") }
         guard report.problems.isEmpty else {
             throw HubError.failed("the audit tree or heads do not match the log (named above)")
