@@ -46,6 +46,11 @@ let package = Package(
             "CCRC32C", "CThreadName",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // The Merkle tree over the log (RFC 9162 hashing), signed tree heads and proofs an outsider checks.
+        .target(name: "HubAudit", dependencies: [
+            "HubLog", "HubJSON",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.
         .target(name: "HubPostgres", dependencies: [
             "HubLog",
@@ -115,7 +120,7 @@ let package = Package(
         ]),
         // The HTTP surface: the JSON API and the console, on Hummingbird.
         .target(name: "HubHTTP", dependencies: [
-            "HubEngine", "HubDomain", "HubLog", "DriverAPI",
+            "HubEngine", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -130,7 +135,7 @@ let package = Package(
         // The app: composes the engine and its surfaces into one service group; configuration, the
         // log's backend (segment files or PostgreSQL), the hot standby, log transfer and signals.
         .target(name: "HubApp", dependencies: [
-            "HubEngine", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "DriverAPI", "MQTT",
+            "HubEngine", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -141,7 +146,7 @@ let package = Package(
         .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The product: the hub, its log tools, and the simulators behind `hub sim` and the demo.
         .executableTarget(name: "hub", dependencies: [
-            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver",
+            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
             "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
             "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -153,7 +158,7 @@ let package = Package(
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
         .executableTarget(name: "hub-bench", dependencies: [
-            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubPostgres", "HubBench", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubPostgres", "HubBench", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -161,9 +166,10 @@ let package = Package(
         .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
+        .testTarget(name: "HubAuditTests", dependencies: ["HubAudit", "HubLog"]),
         .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
-            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "MQTT", "BrokerHarness", "DiskHarness",
             "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
             .product(name: "Logging", package: "swift-log"),

@@ -64,6 +64,8 @@ public struct HubConfig: Sendable, Equatable {
     /// `instance`: this hub's name among several sharing the PostgreSQL `log` (hot standby: the
     /// one holding the lease is active); nil: the only hub. `--instance` overrides it.
     public var instance: String?
+    /// `audit_head_seconds`: the shortest time between two signed tree heads (1 to 86400; default 300).
+    public var auditHeadSeconds: Double = 300
     /// `lease_seconds`: how long the active's lease lasts unless renewed (1 to 60; default 3).
     public var leaseSeconds: Double = 3
     /// `time_zone`: the household's IANA time zone (`Europe/Lisbon`), in which the console shows
@@ -117,7 +119,8 @@ public struct HubConfig: Sendable, Equatable {
         var config = HubConfig()
         let root = try JSONObjectReader(value)
         try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log",
-                        "instance", "lease_seconds", "time_zone", "observation_commit_delay_seconds"])
+                        "instance", "lease_seconds", "time_zone", "observation_commit_delay_seconds",
+                        "audit_head_seconds"])
         if let zone = try root.string("time_zone") {
             guard TimeZone(identifier: zone) != nil else {
                 throw root.invalid("time_zone", "\"\(zone)\" is not a time zone this machine knows (an IANA name such as \"Europe/Lisbon\"; tzdata has them)")
@@ -130,6 +133,7 @@ public struct HubConfig: Sendable, Equatable {
         }
         if let seconds = try root.number("lease_seconds", in: 1...60) { config.leaseSeconds = seconds }
         if let seconds = try root.number("observation_commit_delay_seconds", in: 0...300) { config.observationCommitDelaySeconds = seconds }
+        if let seconds = try root.number("audit_head_seconds", in: 1...86_400) { config.auditHeadSeconds = seconds }
         if let log = try root.string("log") {
             guard PostgresLocation.isURL(log) else {
                 throw root.wrongType("log", "a postgres:// URL such as \"postgres://hub@db.example:5432/hub\", not \"\(PostgresLocation.masked(log))\"")

@@ -177,6 +177,9 @@ public final class HubService: Sendable {
                 services.append(http!)
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
+            // Stops before the surface, so the head signed at shutdown is published.
+            services.append(AuditHeads(store: hub.store, dataDirectory: options.paths.dataDirectory,
+                                       every: .milliseconds(Int64(options.config.auditHeadSeconds * 1000)), surface: surface, logger: logger))
             services.append(StorageWatch(hub: hub, changed: { [surface] report in surface?.publishStorage(report) }, logger: logger))
             if let every = options.memoryTrim { services.append(MemoryTrim(every: every)) }
             // The drivers start before the follower hands them commands, and stop after it (a command

@@ -22,9 +22,7 @@ public enum LogTransfer {
         let writer = try LineWriter(path: path)
         var count: UInt64 = 0
         try store.readViews(from: 1, through: store.lastSequence) { view in
-            let record = view.record
-            let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
-            try writer.write(EventLines.json(record, event: event, hash: LogVerifier.hex(view.hash)).serialized())
+            try writer.write(EventLines.exportLine(view))
             count += 1
             return true
         }

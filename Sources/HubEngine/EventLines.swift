@@ -27,6 +27,14 @@ public enum EventLines {
                                                  payload: record.payload), hash: hash).serialized()
     }
 
+    /// The record's `hub export` line (no newline): its JSON with the chain `hash`. It is also the
+    /// record's leaf in the audit's Merkle tree (docs/audit.md), so it must stay byte for byte the same.
+    public static func exportLine(_ view: RecordView) -> String {
+        let record = view.record
+        let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
+        return json(record, event: event, hash: LogVerifier.hex(view.hash)).serialized()
+    }
+
     /// One parsed line: the record it describes (payload re-encoded), the event, and the hash if present.
     public struct Parsed {
         public var record: EventRecord

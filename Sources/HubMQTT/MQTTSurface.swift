@@ -286,7 +286,7 @@ public actor MQTTSurface {
 
     /// A retained publish the hub cannot do is said, never dropped silently (the client refuses only
     /// when it is stopping or the payload is malformed).
-    nonisolated func publishOrLog(_ topic: String, _ payload: [UInt8], retain: Bool = true) {
+    package nonisolated func publishOrLog(_ topic: String, _ payload: [UInt8], retain: Bool = true) {
         do {
             try client.publish(topic, payload, qos: 1, retain: retain)
         } catch {

@@ -14,7 +14,7 @@ struct HubCLI: AsyncParsableCommand {
         commandName: "hub",
         abstract: "An event-sourced IoT hub: an append-only event log of everything devices and people did.",
         subcommands: [RunCommand.self, ExecCommand.self, EventsCommand.self, ReplayCommand.self, VerifyCommand.self,
-                      ExportCommand.self, ImportCommand.self, SimCommand.self, TokenCommand.self]
+                      ExportCommand.self, ImportCommand.self, AuditCommand.self, SimCommand.self, TokenCommand.self]
     )
 }
 

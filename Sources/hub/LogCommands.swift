@@ -204,6 +204,10 @@ struct VerifyCommand: AsyncParsableCommand {
             print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
             if let note = report.incompleteTail { print("note: \(note)") }
             try checkHistoryFiles(store)
+            do { try checkAudit(store) } catch {
+                await store.close()
+                throw error
+            }
             await store.close()
             try checkSnapshots()
         }

@@ -34,6 +34,13 @@ import Testing
         #expect(problem(#"{"time_zone":1}"#).contains("time_zone"))
     }
 
+    @Test func theAuditHeadInterval() throws {
+        #expect(try parse("{}").auditHeadSeconds == 300)
+        #expect(try parse(#"{"audit_head_seconds":60}"#).auditHeadSeconds == 60)
+        #expect(problem(#"{"audit_head_seconds":0}"#).contains("audit_head_seconds"))
+        #expect(problem(#"{"audit_head_seconds":"often"}"#).contains("audit_head_seconds"))
+    }
+
     @Test func theHouseholdsTimeZone() throws {
         #expect(try parse(#"{"time_zone":"Europe/Lisbon"}"#).timeZone == "Europe/Lisbon")
         #expect(try parse("{}").timeZone == nil)

@@ -48,10 +48,11 @@ import Testing
         for (path, operations) in paths where path.hasPrefix("/api/") {
             guard case .object(let methods) = operations else { continue }
             for (method, operation) in methods {
-                let route = try #require(routes["\(method) \(path)"], "\(method) \(path)")
+                // The audit's routes read the audit files, not the command path (AuditRoutes): GETs without a body.
+                let route = path.hasPrefix("/api/audit/") ? nil : try #require(routes["\(method) \(path)"], "\(method) \(path)")
                 let statuses = operation["responses"]?.objectValue?.map(\.0) ?? []
                 for status in ["400", "405", "421"] { #expect(statuses.contains(status), "\(method) \(path) \(status)") }
-                guard method == "post" else { continue }
+                guard method == "post", let route else { continue }
                 for status in ["413", "415", "503"] { #expect(statuses.contains(status), "\(method) \(path) \(status)") }
                 let content = try #require(operation["requestBody"]?["content"]?.objectValue, "\(method) \(path) has no body")
                 #expect(content.map(\.0).sorted() == route.mediaTypes.sorted(), "\(path): \(content.map(\.0))")

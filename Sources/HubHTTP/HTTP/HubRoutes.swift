@@ -55,6 +55,7 @@ package struct HubRoutes: Sendable {
         router.get("healthz") { _, _ in observability.health() }
         router.get("readyz") { _, _ in await observability.ready() }
         APIRoutes.register(on: router, APIResponders(hub: hub, requests: requests, base: base))
+        AuditRoutes(dataDirectory: dataDirectory).add(to: router)
         ConsoleRoutes(routes: self).add(to: router)
         table.fill(from: router)
         return router

@@ -1,0 +1,132 @@
+import Crypto
+import Foundation
+import HubAudit
+import HubEngine
+import HubMQTT
+import HubLog
+import Logging
+import ServiceLifecycle
+
+/// Keeps the Merkle tree over the log (`<data-dir>/audit/tree`) up with the log, adding records as
+/// they are appended, and signs a tree head with the hub's key (made on first start) at most every `audit_head_seconds` while records
+/// come, and when the hub stops: appended to `audit/heads` and published retained on
+/// `<base>/audit/head` (docs/audit.md). A tree that is not this log's (a restored older backup) is
+/// set aside and rebuilt, and said. The audit never stops the hub: a fault is said and the hub runs
+/// on without new heads.
+struct AuditHeads: Service {
+    let store: any EventStore
+    let dataDirectory: String
+    let every: Duration
+    let surface: MQTTSurface?
+    let logger: Logger
+
+    /// `<base>/audit/head`.
+    var topic: String? { surface.map { $0.topics.base + "/audit/head" } }
+
+    func run() async throws {
+        let signer: Signer
+        do {
+            let trail = try AuditTrail(dataDirectory: dataDirectory, readOnly: false)
+            let key = try AuditKey.load(path: trail.keyPath, create: true)
+            try start(trail)
+            signer = Signer(trail: trail, key: Array(key.rawRepresentation), store: store, surface: surface, topic: topic)
+        } catch {
+            logger.warning("audit: tree heads are not signed: \(error)")
+            try? await gracefulShutdown() // a service that returns would stop the hub
+            return
+        }
+        do {
+            try await cancelWhenGracefulShutdown { [every, store] in
+                try await signer.publishNewest() // a long log not in the tree yet is added here, and a stop cuts it short
+                var lastSigned = ContinuousClock.now
+                while true {
+                    try await store.waitForAppend(after: signer.trail.tree.size)
+                    // The tree follows every append; a head is signed at most every `every`.
+                    let due = lastSigned + every
+                    while true {
+                        try await signer.catchUp()
+                        if ContinuousClock.now >= due { break }
+                        try await Self.appendOrTime(store, after: signer.trail.tree.size, until: due)
+                    }
+                    lastSigned = ContinuousClock.now
+                    try await signer.catchUpAndSign()
+                }
+            }
+        } catch is CancellationError {
+        } catch {
+            logger.warning("audit: tree heads are not signed until the hub stops: \(error)")
+            try? await gracefulShutdown()
+        }
+        // The hub stops: a last head over the records appended so far (at most 65,536 more added
+        // first, so a stop is never held up; the next start adds the rest).
+        do { try await signer.catchUpAndSign(limit: 65_536) } catch {
+            logger.warning("audit: the tree head could not be signed at shutdown: \(error)")
+        }
+    }
+
+    /// Returns when the log holds a record after `sequence`, or at `deadline`, whichever is first.
+    static func appendOrTime(_ store: any EventStore, after sequence: UInt64, until deadline: ContinuousClock.Instant) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await store.waitForAppend(after: sequence) }
+            group.addTask { try await Task.sleep(until: deadline) }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// A tree that is not this log's is set aside and rebuilt; heads signed over it no longer match
+    /// the log, which `hub verify` names.
+    private func start(_ trail: AuditTrail) throws {
+        guard let misfit = try trail.misfit(store: store, leaf: AuditLeaf.bytes) else { return }
+        let name = try trail.setAsideTree(unixSeconds: Int64(Date().timeIntervalSince1970))
+        logger.warning("audit: the Merkle tree in \(trail.directory) is not this log's (\(misfit)); set aside as \(name) and rebuilt from the log: heads signed before do not match it (hub verify names them)")
+    }
+
+    /// Brings the tree up to the log a slice at a time (other tasks run between) and signs.
+    private struct Signer: Sendable {
+        let trail: AuditTrail
+        /// The signing key's raw bytes (the key type is not Sendable).
+        let key: [UInt8]
+        let store: any EventStore
+        let surface: MQTTSurface?
+        let topic: String?
+
+        /// Adds the log's new records to the tree (at most `limit`), 4,096 at a time with other tasks between.
+        func catchUp(limit: UInt64 = .max) async throws {
+            var added: UInt64 = 0
+            while added < limit {
+                let step = try trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: min(4096, limit - added))
+                guard step > 0 else { return }
+                added += step
+                await Task.yield()
+            }
+        }
+
+        /// Signs and publishes a head when the tree grew since the newest one.
+        ///
+        /// - Returns: Whether it signed one.
+        @discardableResult
+        func catchUpAndSign(limit: UInt64 = .max) async throws -> Bool {
+            try await catchUp(limit: limit)
+            let newest = try AuditTrail.newestHead(directory: trail.directory)
+            guard trail.tree.size > 0, trail.tree.size != newest?.size else { return false }
+            publish(try trail.signHead(key: try Curve25519.Signing.PrivateKey(rawRepresentation: key), unixSeconds: Int64(Date().timeIntervalSince1970)))
+            return true
+        }
+
+        /// At start: a head over what the log holds, or the newest one published again.
+        func publishNewest() async throws {
+            if try await catchUpAndSign() { return }
+            if let newest = try AuditTrail.newestHead(directory: trail.directory) { publish(newest) }
+        }
+
+        func publish(_ head: SignedHead) {
+            if let topic { surface?.publishOrLog(topic, Array(head.line.utf8)) }
+        }
+    }
+}
+
+/// Each record's leaf in the audit's Merkle tree: its `hub export` line, without the newline.
+public enum AuditLeaf {
+    public static func bytes(_ view: RecordView) -> [UInt8] { Array(EventLines.exportLine(view).utf8) }
+}
