@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
-        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain"]),
+        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubRuntime", "HubDomain", "BrokerHarness"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
             "HubRuntime", "HubDomain", "HubLog", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "MQTT", "BrokerHarness", "DiskHarness",
