@@ -60,9 +60,13 @@ final class HomeAssistantPeer: @unchecked Sendable {
         return HouseholdCounters(writeBytes: try writeBytes(pid), deviceBytes: try? device?.bytesWritten(), cpuSeconds: try cpuSeconds(pid))
     }
 
+    /// SIGTERM, and SIGKILL if it has not stopped within 30 s (Home Assistant's shutdown waits for its integrations).
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < deadline { usleep(100_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 }

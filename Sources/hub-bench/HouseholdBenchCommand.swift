@@ -65,8 +65,10 @@ struct HouseholdBench: AsyncParsableCommand {
             let configPath = root + "/config.json"
             try traffic.configJSON().write(toFile: configPath, atomically: true, encoding: .utf8)
             let started = ContinuousClock.now
-            let hub = try launch(exe, ["run", "--data-dir", dataDir, "--config", configPath])
+            let hubNotes = OutputTail()
+            let hub = try launch(exe, ["run", "--data-dir", dataDir, "--config", configPath], stderr: hubNotes)
             children.append(hub)
+            cleanups.append { if !hub.isRunning, hub.terminationStatus != 0 { Console.note("bench: the hub's last lines:\n" + hubNotes.text) } }
             let pid = hub.processIdentifier
             var quota: CPUQuota?
             if let cpuQuota {
