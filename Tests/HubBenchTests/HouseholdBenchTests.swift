@@ -33,8 +33,8 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.path + "/household-bench-" + UUID().uuidString.prefix(8)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: bench)
-        // 0.02 of a 15-minute day: an 18-second window, 2 commands.
-        p.arguments = ["household", "--day-minutes", "15", "--days", "0.02", "--dir", dir, "--base-port", "\(26000 + Int.random(in: 0..<2000))"]
+        // 0.008 of a 60-minute day (24x, so a busy machine keeps up): a 29-second window, one command.
+        p.arguments = ["household", "--day-minutes", "60", "--days", "0.008", "--dir", dir, "--base-port", "\(26000 + Int.random(in: 0..<2000))"]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -45,7 +45,7 @@ import Testing
         #expect(p.terminationStatus == 0, "hub-bench household failed:\n\(notes)\n\(printed)")
         #expect(!FileManager.default.fileExists(atPath: dir), "the bench removes its directory")
 
-        #expect(printed.contains("one simulated day = 15 real minutes (96x)"))
+        #expect(printed.contains("one simulated day = 60 real minutes (24x)"))
         let row = try #require(printed.split(separator: "\n").first { $0.hasPrefix("| mean per day |") }, "no mean row in:\n\(printed)")
         let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
         // period, events, event bytes, hub wrote, fsyncs, device wrote, amplification, CPU s, peak RSS
@@ -65,6 +65,7 @@ import Testing
         } else {
             #expect(printed.contains("Device counters: not found:"))
         }
+        #expect(printed.contains("| switch commands sent (one every 18.00 s real) | 1 |"), "\(printed)")
         #expect(printed.contains("| dropped (not confirmed within 10 s) | 0 |"), "\(printed)")
     }
 }
