@@ -167,7 +167,7 @@ let package = Package(
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
         .testTarget(name: "HubAuditTests", dependencies: ["HubAudit", "HubLog"]),
-        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain"]),
+        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "BrokerHarness"]),
         .testTarget(name: "HubRuntimeTests", dependencies: [
             "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
             "MQTT", "BrokerHarness", "DiskHarness",

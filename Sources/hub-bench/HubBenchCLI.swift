@@ -16,7 +16,7 @@ struct HubBenchCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub-bench",
         abstract: "Benchmarks of the hub against real peers, and the crash test's writer. Not part of the product.",
-        subcommands: [LogBench.self, MQTTBench.self, QoSWindowBench.self, PlugsBench.self, BeaconsBench.self, HistoryBench.self, ConsoleBench.self, SoakBench.self, CommandIndexBench.self, StartupBench.self, AuditBench.self, CrashWriterCommand.self]
+        subcommands: [LogBench.self, MQTTBench.self, QoSWindowBench.self, PlugsBench.self, BeaconsBench.self, HistoryBench.self, ConsoleBench.self, SoakBench.self, CommandIndexBench.self, StartupBench.self, AuditBench.self, HouseholdBench.self, CrashWriterCommand.self]
     )
 }
 

@@ -31,6 +31,7 @@ struct PlugsBench: AsyncParsableCommand {
     @Option(help: "Seconds of idle polling to measure CPU over.") var idleSeconds = 30
     @Option(help: "First TCP port for the simulators (power plugs first, then Kasa).") var basePort = 24000
     @Option(help: "Where to put the hub's data and config (removed afterwards).") var dir = "./hub-bench-plugs"
+    @Option(help: "Limit the hub to this fraction of one core through a cgroup (as root), e.g. 0.25.") var cpuQuota: Double?
 
     func run() async throws {
         try await Console.guarded {
@@ -74,6 +75,14 @@ struct PlugsBench: AsyncParsableCommand {
             let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--config", configPath, "--no-http"])
             children.append(hub)
             let pid = hub.processIdentifier
+            var quota: CPUQuota?
+            if let cpuQuota {
+                switch CPUQuota.make(cores: cpuQuota, name: "hub-bench-plugs-\(getpid())") {
+                case .success(let q): try q.add(pid); quota = q; Console.note("bench: CPU quota: \(q.description)")
+                case .failure(let why): Console.note("bench: CPU quota not set: \(why)")
+                }
+            }
+            defer { quota?.remove() }
             while seen.online < total {
                 guard ContinuousClock.now - started < .seconds(180) else {
                     throw HubError.failed("only \(seen.online) of \(total) devices online after 180 s")
@@ -116,6 +125,7 @@ struct PlugsBench: AsyncParsableCommand {
             let sender = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "bench-plugs-send", cleanSession: true))
             try sender.start()
             try await sender.waitUntilConnected(timeout: .seconds(5))
+            let throttled0 = quota?.throttled()
             let commandCPU0 = try cpuSeconds(pid)
             let commandStart = ContinuousClock.now
             var plugLatencies: [Double] = [], kasaLatencies: [Double] = []
@@ -135,6 +145,7 @@ struct PlugsBench: AsyncParsableCommand {
             }
             let commandCPU = (try cpuSeconds(pid) - commandCPU0) / (ContinuousClock.now - commandStart).inSeconds
             let peakRSS = try memoryKiB(pid, "VmHWM")
+            let throttled = quota?.throttled()
             await sender.stop(finalMessage: nil)
             await watcher.stop(finalMessage: nil)
             hub.terminate()
@@ -153,6 +164,8 @@ struct PlugsBench: AsyncParsableCommand {
             | hub CPU while switching (one command at a time) | \(percent(commandCPU)) of one core |
             | events logged while steady (readings past the deadbands) | \(Int(idleEventsPerMinute)) per minute |
             | commands not confirmed within 10 s | \(failures) of \(commands) |
+            | hub CPU seconds per day at the steady rate | \(String(format: "%.0f", idleCPU * 86_400)) |
+            \(quotaRows(quota, throttled0, throttled))
 
             | switch command -> confirmed state | p50 | p99 | driver alone p50 | hub / driver alone |
             |---|---:|---:|---:|---:|
@@ -194,6 +207,12 @@ struct PlugsBench: AsyncParsableCommand {
     }
 
     // MARK: - Helpers
+
+    func quotaRows(_ quota: CPUQuota?, _ before: (times: Int, seconds: Double)?, _ after: (times: Int, seconds: Double)?) -> String {
+        guard let quota else { return "| CPU quota | none |" }
+        let throttled = before.flatMap { b in after.map { a in "throttled \(a.times - b.times) times, \(String(format: "%.1f", a.seconds - b.seconds)) s while switching" } } ?? ""
+        return "| CPU quota (the hub process, cgroup v\(quota.version)) | \(String(format: "%g", quota.cores)) of one core; \(throttled) |"
+    }
 
     func ms(_ s: Double) -> String { String(format: "%.1f", s * 1000) }
     func mib(_ kib: Int) -> String { String(format: "%.1f MiB", Double(kib) / 1024) }

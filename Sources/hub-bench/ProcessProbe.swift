@@ -7,14 +7,32 @@ import HubApp
 
 // Helpers for the benchmarks that run the hub and simulators as separate processes.
 
-func launch(_ exe: String, _ arguments: [String]) throws -> Process {
+func launch(_ exe: String, _ arguments: [String], stderr: OutputTail? = nil) throws -> Process {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: exe)
     p.arguments = arguments
     p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
+    p.standardError = stderr?.pipe ?? FileHandle.nullDevice
     try p.run()
     return p
+}
+
+/// The last lines a child wrote to a pipe (kept in memory, so reading them costs the child no disk writes).
+final class OutputTail: @unchecked Sendable {
+    let pipe = Pipe()
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    init(keeping count: Int = 40) {
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { handle.readabilityHandler = nil; return }
+            let new = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            self.lock.withLock { self.lines = Array((self.lines + new).suffix(count)) }
+        }
+    }
+
+    var text: String { lock.withLock { lines.joined(separator: "\n") } }
 }
 
 func waitForPort(_ port: Int) async throws {
