@@ -4,7 +4,7 @@ import PackageDescription
 /// What the TCP drivers and their simulators use of swift-nio.
 let nio: [Target.Dependency] = [
     .product(name: "NIOCore", package: "swift-nio"),
-    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio")
 ]
 
 let package = Package(
@@ -13,7 +13,7 @@ let package = Package(
     products: [
         .executable(name: "hub", targets: ["hub"]),
         // Benchmarks and crash tools: a separate executable, never part of the product.
-        .executable(name: "hub-bench", targets: ["hub-bench"]),
+        .executable(name: "hub-bench", targets: ["hub-bench"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -28,7 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // TLS to PostgreSQL (postgres-nio builds it already; named here because HubPostgres makes its context).
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6")
     ],
     targets: [
         // JSON values, the strict parser and the strict object reader: a leaf, shared by the domain and the driver API.
@@ -42,24 +42,30 @@ let package = Package(
         // Names the hub's own threads (the log's writer, the MQTT network threads) for `top -H` and profiles.
         .target(name: "CThreadName"),
         // The append-only event log: storage protocol + segment-file backend.
-        .target(name: "HubLog", dependencies: [
-            "CCRC32C", "CThreadName",
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .target(
+            name: "HubLog",
+            dependencies: [
+                "CCRC32C", "CThreadName",
+                .product(name: "Crypto", package: "swift-crypto")
+            ]),
         // The Merkle tree over the log (RFC 9162 hashing), signed tree heads and proofs an outsider checks.
-        .target(name: "HubAudit", dependencies: [
-            "HubLog", "HubJSON",
-            .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .target(
+            name: "HubAudit",
+            dependencies: [
+                "HubLog", "HubJSON",
+                .product(name: "Crypto", package: "swift-crypto")
+            ]),
         // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.
-        .target(name: "HubPostgres", dependencies: [
-            "HubLog",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "HubPostgres",
+            dependencies: [
+                "HubLog",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log")
+            ]),
         // What a driver may see and do.
         .target(name: "DriverAPI", dependencies: ["HubJSON", "Quantities"]),
         // Driver plugins: each sees the driver API only.
@@ -103,91 +109,118 @@ let package = Package(
         // The engine: the `Hub` actor (log, read models, commands), the command service, household
         // control, the driver and bridge hosts, the scheduler, metrics and the transport-neutral
         // request grammar. No HTTP server, no broker client.
-        .target(name: "HubEngine", dependencies: [
-            "HubDomain", "HubLog", "HubHistory", "DriverAPI",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "CoreMetrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ]),
+        .target(
+            name: "HubEngine",
+            dependencies: [
+                "HubDomain", "HubLog", "HubHistory", "DriverAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus")
+            ]),
         // The MQTT surface: topics, commands and answers over the broker, the event feed, Home
         // Assistant discovery, and the broker connection shared with MQTT-native drivers.
-        .target(name: "HubMQTT", dependencies: [
-            "HubEngine", "HubDomain", "HubLog", "DriverAPI", "MQTT",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        .target(
+            name: "HubMQTT",
+            dependencies: [
+                "HubEngine", "HubDomain", "HubLog", "DriverAPI", "MQTT",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]),
         // The HTTP surface: the JSON API and the console, on Hummingbird.
-        .target(name: "HubHTTP", dependencies: [
-            "HubEngine", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            // The HTTP listener's per-connection deadlines sit in the channel pipeline.
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-        ]),
+        .target(
+            name: "HubHTTP",
+            dependencies: [
+                "HubEngine", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The HTTP listener's per-connection deadlines sit in the channel pipeline.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras")
+            ]),
         // The app: composes the engine and its surfaces into one service group; configuration, the
         // log's backend (segment files or PostgreSQL), the hot standby, log transfer and signals.
-        .target(name: "HubApp", dependencies: [
-            "HubEngine", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-        ]),
+        .target(
+            name: "HubApp",
+            dependencies: [
+                "HubEngine", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird")
+            ]),
         // What the command-line tools share: one-line messages, the error convention, unbuffered output.
         .target(name: "CLISupport", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The product: the hub, its log tools, and the simulators behind `hub sim` and the demo.
-        .executableTarget(name: "hub", dependencies: [
-            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
-            "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
-            "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            .product(name: "CoreMetrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ]),
+        .executableTarget(
+            name: "hub",
+            dependencies: [
+                "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
+                "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
+                "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus")
+            ]),
         // Benchmarks (log, mqtt, plugs, beacons) with their peers, and the crash test's writer. The
         // benchmarks that run the hub as a process launch the `hub` built beside it.
-        .executableTarget(name: "hub-bench", dependencies: [
-            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubPostgres", "HubBench", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
-            "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .executableTarget(
+            name: "hub-bench",
+            dependencies: [
+                "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubPostgres", "HubBench", "HubAudit",
+                "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+                "BeaconSimulator", "MQTT", "BrokerHarness", "CLISupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log")
+            ]),
         .testTarget(name: "HubJSONTests", dependencies: ["HubJSON"]),
         .testTarget(name: "HubDomainTests", dependencies: ["HubDomain"]),
         .testTarget(name: "HubLogTests", dependencies: ["HubLog", "DiskHarness"]),
         .testTarget(name: "HubAuditTests", dependencies: ["HubAudit", "HubLog"]),
-        .testTarget(name: "HubBenchTests", dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "BrokerHarness"]),
-        .testTarget(name: "HubRuntimeTests", dependencies: [
-            "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver", "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
-            "MQTT", "BrokerHarness", "DiskHarness",
-            "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "CoreMetrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdTesting", package: "hummingbird"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-        ]),
-        .testTarget(name: "HubPostgresTests", dependencies: ["HubPostgres", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "PostgresHarness", "BrokerHarness", "MQTT"]),
+        .testTarget(
+            name: "HubBenchTests",
+            dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "BrokerHarness"]),
+        .testTarget(
+            name: "HubRuntimeTests",
+            dependencies: [
+                "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
+                "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
+                "MQTT", "BrokerHarness", "DiskHarness",
+                "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types")
+            ]),
+        .testTarget(
+            name: "HubPostgresTests",
+            dependencies: [
+                "HubPostgres", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "PostgresHarness",
+                "BrokerHarness", "MQTT"
+            ]),
         // The console as a person uses it: a real hub process, a real broker, a real Chromium.
         .testTarget(name: "BrowserTests", dependencies: ["BrowserHarness", "BrokerHarness", "HubJSON"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
         .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),
-        .testTarget(name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),
-        .testTarget(name: "ShellyTests", dependencies: ["Shelly", "ShellySimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
-        .testTarget(name: "BeaconBridgeTests", dependencies: ["BeaconBridge", "BeaconSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
+        .testTarget(
+            name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),
+        .testTarget(
+            name: "ShellyTests", dependencies: ["Shelly", "ShellySimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
+        .testTarget(
+            name: "BeaconBridgeTests",
+            dependencies: ["BeaconBridge", "BeaconSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,8 +2,9 @@
 // The input is "topic\npayload": byte 0 picks one of a few topic shapes (ESPresense, OpenMQTTGateway,
 // or the fuzzer's own text up to the first newline); the rest is the payload. Must never trap.
 
-private let parser = BeaconParser(gatewayRooms: ["gw1": "kitchen"],
-                                  beaconIds: ["e2c56db5dffb48d2b060d0f5a71096e0-1-2": "rex", "aabbccddeeff": "tom"])
+private let parser = BeaconParser(
+    gatewayRooms: ["gw1": "kitchen"],
+    beaconIds: ["e2c56db5dffb48d2b060d0f5a71096e0-1-2": "rex", "aabbccddeeff": "tom"])
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzBeacon(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -15,7 +15,8 @@ public func fuzzEvent(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let payload = Array(bytes[2...])
     if json {
         guard let body = try? JSONValue.parse(payload),
-              let event = try? HubEvent.fromJSON(type: type, schemaVersion: version, body: body) else { return 0 }
+            let event = try? HubEvent.fromJSON(type: type, schemaVersion: version, body: body)
+        else { return 0 }
         let out = event.jsonBody()
         guard let again = try? HubEvent.fromJSON(type: type, schemaVersion: HubEvent.currentSchemaVersion(of: type), body: out) else {
             fatalError("jsonBody() of a decoded \(type) does not decode: \(out.serialized())")

@@ -4,10 +4,11 @@
 // the fuzzer's own topic text up to the first newline); the rest is the message. Must never trap.
 
 private let topics = MQTTTopics()
-private let fixedTopics: [String] = [
-    "hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/group/g1/switch/set",
-    "hub/animal/admit", "hub/animal/rex/discharge", "hub/animal/rex/vitals",
-] + RequestParser.requestNames.map { "hub/request/\($0)" }
+private let fixedTopics: [String] =
+    [
+        "hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/group/g1/switch/set",
+        "hub/animal/admit", "hub/animal/rex/discharge", "hub/animal/rex/vitals"
+    ] + RequestParser.requestNames.map { "hub/request/\($0)" }
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMQTT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

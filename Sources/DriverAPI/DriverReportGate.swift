@@ -23,11 +23,13 @@ public final class DriverReportGate: Sendable {
     /// Reports through the context, or drops the observation when the gate is not open or closed.
     /// - Parameter observation: What the device said.
     public func report(_ observation: Observation) async {
-        guard let context = state.withLock({ s -> (any DriverContext)? in
-            guard !s.closed, let c = s.context else { return nil }
-            s.inFlight += 1
-            return c
-        }) else { return }
+        guard
+            let context = state.withLock({ s -> (any DriverContext)? in
+                guard !s.closed, let c = s.context else { return nil }
+                s.inFlight += 1
+                return c
+            })
+        else { return }
         await context.report(observation)
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.inFlight -= 1

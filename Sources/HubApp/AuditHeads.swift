@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 import HubAudit
 import HubEngine
-import HubMQTT
 import HubLog
+import HubMQTT
 import Logging
 import ServiceLifecycle
 
@@ -32,12 +32,12 @@ struct AuditHeads: Service {
             signer = Signer(trail: trail, key: Array(key.rawRepresentation), store: store, surface: surface, topic: topic)
         } catch {
             logger.warning("audit: tree heads are not signed: \(error)")
-            try? await gracefulShutdown() // a service that returns would stop the hub
+            try? await gracefulShutdown()  // a service that returns would stop the hub
             return
         }
         do {
             try await cancelWhenGracefulShutdown { [every, store] in
-                try await signer.publishNewest() // a long log not in the tree yet is added here, and a stop cuts it short
+                try await signer.publishNewest()  // a long log not in the tree yet is added here, and a stop cuts it short
                 var lastSigned = ContinuousClock.now
                 while true {
                     try await store.waitForAppend(after: signer.trail.tree.size)
@@ -79,7 +79,9 @@ struct AuditHeads: Service {
     private func start(_ trail: AuditTrail) throws {
         guard let misfit = try trail.misfit(store: store, leaf: AuditLeaf.bytes) else { return }
         let name = try trail.setAsideTree(unixSeconds: Int64(Date().timeIntervalSince1970))
-        logger.warning("audit: the Merkle tree in \(trail.directory) is not this log's (\(misfit)); set aside as \(name) and rebuilt from the log: heads signed before do not match it (hub verify names them)")
+        logger.warning(
+            "audit: the Merkle tree in \(trail.directory) is not this log's (\(misfit)); set aside as \(name) and rebuilt from the log: heads signed before do not match it (hub verify names them)"
+        )
     }
 
     /// Brings the tree up to the log a slice at a time (other tasks run between) and signs.
@@ -110,7 +112,9 @@ struct AuditHeads: Service {
             try await catchUp(limit: limit)
             let newest = try AuditTrail.newestHead(directory: trail.directory)
             guard trail.tree.size > 0, trail.tree.size != newest?.size else { return false }
-            publish(try trail.signHead(key: try Curve25519.Signing.PrivateKey(rawRepresentation: key), unixSeconds: Int64(Date().timeIntervalSince1970)))
+            publish(
+                try trail.signHead(
+                    key: try Curve25519.Signing.PrivateKey(rawRepresentation: key), unixSeconds: Int64(Date().timeIntervalSince1970)))
             return true
         }
 

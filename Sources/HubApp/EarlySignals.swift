@@ -1,7 +1,7 @@
+import Foundation
+import HubEngine
 import HubHTTP
 import HubMQTT
-import HubEngine
-import Foundation
 import Synchronization
 import UnixSignals
 
@@ -19,7 +19,7 @@ public enum EarlySignals {
 
     /// Records `signals` instead of letting them end the process. Call it first thing.
     public static func `catch`(_ signals: [UnixSignal]) {
-        caught.store(0, ordering: .relaxed) // initialised here, never first in the handler
+        caught.store(0, ordering: .relaxed)  // initialised here, never first in the handler
         for signal in signals {
             var action = sigaction()
             action.__sigaction_handler.sa_handler = { number in EarlySignals.caught.store(number, ordering: .relaxed) }

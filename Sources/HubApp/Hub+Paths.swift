@@ -8,11 +8,14 @@ extension Hub {
     ///
     /// - Parameter metrics: where appends and the log's data syncs are measured (unless
     ///   `logOptions` already has a sync observer).
-    public init(paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
-                logOptions: SegmentStoreOptions = SegmentStoreOptions(), metrics: HubMetrics = .disabled) throws {
+    public init(
+        paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
+        logOptions: SegmentStoreOptions = SegmentStoreOptions(), metrics: HubMetrics = .disabled
+    ) throws {
         var logOptions = logOptions
         if logOptions.syncObserver == nil, metrics !== HubMetrics.disabled { logOptions.syncObserver = metrics.syncObserver }
-        try self.init(store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery,
-                      metrics: metrics)
+        try self.init(
+            store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery,
+            metrics: metrics)
     }
 }

@@ -1,8 +1,8 @@
-import HubHTTP
-import HubMQTT
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
+import HubHTTP
+import HubMQTT
 import HubPostgres
 import Logging
 
@@ -88,8 +88,9 @@ public struct HubConfig: Sendable, Equatable {
 
     /// How the driver host treats what drivers report.
     public var driverHostOptions: DriverHostOptions {
-        DriverHostOptions(confirmTimeout: .milliseconds(Int64(confirmTimeoutSeconds * 1000)),
-                          divergencePolicy: activationDivergence, readingRules: readingRules)
+        DriverHostOptions(
+            confirmTimeout: .milliseconds(Int64(confirmTimeoutSeconds * 1000)),
+            divergencePolicy: activationDivergence, readingRules: readingRules)
     }
 
     public init() {}
@@ -118,12 +119,16 @@ public struct HubConfig: Sendable, Equatable {
     static func read(_ value: JSONValue) throws -> HubConfig {
         var config = HubConfig()
         let root = try JSONObjectReader(value)
-        try root.allow(["mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log",
-                        "instance", "lease_seconds", "time_zone", "observation_commit_delay_seconds",
-                        "audit_head_seconds"])
+        try root.allow([
+            "mqtt", "devices", "confirm_timeout_seconds", "activation_divergence", "readings", "beacons", "log_level", "http", "log",
+            "instance", "lease_seconds", "time_zone", "observation_commit_delay_seconds",
+            "audit_head_seconds"
+        ])
         if let zone = try root.string("time_zone") {
             guard TimeZone(identifier: zone) != nil else {
-                throw root.invalid("time_zone", "\"\(zone)\" is not a time zone this machine knows (an IANA name such as \"Europe/Lisbon\"; tzdata has them)")
+                throw root.invalid(
+                    "time_zone",
+                    "\"\(zone)\" is not a time zone this machine knows (an IANA name such as \"Europe/Lisbon\"; tzdata has them)")
             }
             config.timeZone = zone
         }
@@ -136,19 +141,23 @@ public struct HubConfig: Sendable, Equatable {
         if let seconds = try root.number("audit_head_seconds", in: 1...86_400) { config.auditHeadSeconds = seconds }
         if let log = try root.string("log") {
             guard PostgresLocation.isURL(log) else {
-                throw root.wrongType("log", "a postgres:// URL such as \"postgres://hub@db.example:5432/hub\", not \"\(PostgresLocation.masked(log))\"")
+                throw root.wrongType(
+                    "log", "a postgres:// URL such as \"postgres://hub@db.example:5432/hub\", not \"\(PostgresLocation.masked(log))\"")
             }
             do { _ = try PostgresLocation(url: log) } catch { throw root.invalid("log", "\(error)") }
             config.log = log
         }
         if let level = try root.string("log_level") {
             guard let l = Logger.Level(rawValue: level) else {
-                throw root.wrongType("log_level", "one of \(Logger.Level.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(level)\"")
+                throw root.wrongType(
+                    "log_level", "one of \(Logger.Level.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(level)\"")
             }
             config.logLevel = l
         }
         if case .bool(let on)? = root["http"] {
-            guard !on else { throw root.wrongType("http", "false (no HTTP listener) or an object such as {\"listen\": \"127.0.0.1:8080\"}") }
+            guard !on else {
+                throw root.wrongType("http", "false (no HTTP listener) or an object such as {\"listen\": \"127.0.0.1:8080\"}")
+            }
             config.http = nil
         } else if let http = try root.object("http") {
             config.http = try readHTTP(http)
@@ -211,19 +220,27 @@ public struct HubConfig: Sendable, Equatable {
         }
         for name in try http.strings("allowed_hosts") ?? [] {
             guard let host = HostCheck.configuredName(name) else {
-                throw http.invalid("allowed_hosts", "\"\(name)\" is not a host name or address (a name such as hub.home.arpa, without scheme, port or path)")
+                throw http.invalid(
+                    "allowed_hosts",
+                    "\"\(name)\" is not a host name or address (a name such as hub.home.arpa, without scheme, port or path)")
             }
             settings.allowedHosts.append(host)
         }
-        if let seconds = try http.number("idle_timeout_seconds", in: 1...3600) { settings.idleTimeout = .milliseconds(Int64(seconds * 1000)) }
-        if let seconds = try http.number("body_timeout_seconds", in: 1...3600) { settings.bodyTimeout = .milliseconds(Int64(seconds * 1000)) }
+        if let seconds = try http.number("idle_timeout_seconds", in: 1...3600) {
+            settings.idleTimeout = .milliseconds(Int64(seconds * 1000))
+        }
+        if let seconds = try http.number("body_timeout_seconds", in: 1...3600) {
+            settings.bodyTimeout = .milliseconds(Int64(seconds * 1000))
+        }
         if let limit = try http.integer("max_connections", in: 1...100_000) { settings.maxConnections = limit }
         return settings
     }
 
     static func readMQTT(_ m: JSONObjectReader, into mqtt: inout MQTT) throws {
-        try m.allow(["enabled", "host", "port", "client_id", "username", "password", "password_file", "base_topic",
-                     "discovery_prefix", "keepalive", "tls"])
+        try m.allow([
+            "enabled", "host", "port", "client_id", "username", "password", "password_file", "base_topic",
+            "discovery_prefix", "keepalive", "tls"
+        ])
         if let v = try m.bool("enabled") { mqtt.enabled = v }
         if let v = try m.string("host") { mqtt.host = v }
         if let v = try m.integer("port", in: 1...65535) { mqtt.port = v }
@@ -237,7 +254,9 @@ public struct HubConfig: Sendable, Equatable {
             mqtt.password = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         if let v = try m.string("base_topic") {
-            guard MQTTNames.isValidBase(v) else { throw m.wrongType("base_topic", "a topic without + or # and without leading or trailing /") }
+            guard MQTTNames.isValidBase(v) else {
+                throw m.wrongType("base_topic", "a topic without + or # and without leading or trailing /")
+            }
             mqtt.baseTopic = v
         }
         if let v = try m.string("discovery_prefix") {

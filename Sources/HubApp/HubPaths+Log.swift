@@ -1,8 +1,8 @@
-import HubHTTP
-import HubMQTT
 import Foundation
 import HubEngine
+import HubHTTP
 import HubLog
+import HubMQTT
 import HubPostgres
 
 extension HubPaths {

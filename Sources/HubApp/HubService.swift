@@ -1,15 +1,15 @@
-import HubHTTP
-import HubMQTT
-import HubEngine
 import DriverAPI
 import Foundation
 import HubDomain
+import HubEngine
+import HubHTTP
 import HubLog
+import HubMQTT
 import Logging
 import Prometheus
 import ServiceLifecycle
-import UnixSignals
 import Synchronization
+import UnixSignals
 
 /// Everything `hub run` needs to start the long-running hub.
 public struct HubServiceOptions: Sendable {
@@ -22,7 +22,7 @@ public struct HubServiceOptions: Sendable {
     /// The demo's devices: by default two virtual switches; `hub run --demo` passes its simulated plugs.
     public var demoDevices: [HubConfig.Device] = [
         HubConfig.Device(id: "demo-lamp", driver: "virtual", name: "Demo lamp", config: "{}"),
-        HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}"),
+        HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}")
     ]
     public var snapshotEvery: UInt64
     /// Bridges the hub runs (the executable passes the beacon bridge); `config.beacons` configures "beacons".
@@ -53,8 +53,10 @@ public struct HubServiceOptions: Sendable {
     /// Settings of the embedded segment log (its preallocation, ...); not used with PostgreSQL.
     public var logOptions = SegmentStoreOptions()
 
-    public init(paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
-                snapshotEvery: UInt64 = 10_000) {
+    public init(
+        paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
+        snapshotEvery: UInt64 = 10_000
+    ) {
         self.paths = paths
         self.config = config
         self.factories = factories
@@ -99,7 +101,9 @@ public final class HubService: Sendable {
     ///   - signals: signals that shut the hub down gracefully (`hub run`: SIGINT and SIGTERM).
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         try options.http?.checkCanListen()
-        let open = { try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics) }
+        let open = {
+            try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics)
+        }
         let hub: Hub
         let active: ActiveLease?
         // While a standby, /healthz and /readyz answer on the hub's HTTP address (the API says not_active).
@@ -108,8 +112,9 @@ public final class HubService: Sendable {
             let status = StandbyStatus("instance \(lease.instance) is connecting to the log")
             standbyListener = options.http.map { StandbyListener(settings: $0, instance: lease.instance, status: status, logger: logger) }
             do {
-                let opened = try await Standby.untilActive(open: open, settings: lease, retryFirstOpen: options.retryOpeningLog,
-                                                           logger: logger, status: status, stop: options.stopStandby)
+                let opened = try await Standby.untilActive(
+                    open: open, settings: lease, retryFirstOpen: options.retryOpeningLog,
+                    logger: logger, status: status, stop: options.stopStandby)
                 (hub, active) = (opened.0, opened.1)
             } catch {
                 await standbyListener?.stop()
@@ -122,34 +127,40 @@ public final class HubService: Sendable {
         do {
             var options = options
             if let lease = options.lease, !lease.derived {
-                options.config.mqtt.clientId += "-" + lease.instance // two clients with one id knock each other off
+                options.config.mqtt.clientId += "-" + lease.instance  // two clients with one id knock each other off
             }
             let catalog = DriverCatalog(options.factories)
             // Fenced by the lease's standing: nothing is decided, sent to a device or answered once it is not confirmed.
-            let commands = CommandService(hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
-                                          logger: logger, lease: active?.standing)
+            let commands = CommandService(
+                hub: hub, catalog: catalog, confirmTimeout: options.config.driverHostOptions.confirmTimeout,
+                logger: logger, lease: active?.standing)
             let relay = MQTTRelay(logger: logger)
-            let drivers = DriverHost(commands: commands, options: options.config.driverHostOptions, relay: relay,
-                                     lease: active?.standing, logger: logger)
+            let drivers = DriverHost(
+                commands: commands, options: options.config.driverHostOptions, relay: relay,
+                lease: active?.standing, logger: logger)
             try await Self.registerConfiguredDevices(commands: commands, options: options, logger: logger)
-            let bridgeSettings = options.config.beacons.map { settings in
-                options.bridgeFactories.filter { $0.name == "beacons" }.map { (factory: $0, settingsJSON: settings) }
-            } ?? []
-            let bridges = BridgeHost(commands: commands, relay: relay, bridges: options.config.mqtt.enabled ? bridgeSettings : [], logger: logger)
+            let bridgeSettings =
+                options.config.beacons.map { settings in
+                    options.bridgeFactories.filter { $0.name == "beacons" }.map { (factory: $0, settingsJSON: settings) }
+                } ?? []
+            let bridges = BridgeHost(
+                commands: commands, relay: relay, bridges: options.config.mqtt.enabled ? bridgeSettings : [], logger: logger)
             var surface: MQTTSurface? = nil
             if options.config.mqtt.enabled {
-                surface = try await MQTTSurface.connect(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
-                                                        settings: options.config.mqtt,
-                                                        checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint",
-                                                        lease: active?.standing, keepSession: options.lease?.derived == true,
-                                                        logger: logger)
+                surface = try await MQTTSurface.connect(
+                    hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay,
+                    settings: options.config.mqtt,
+                    checkpointPath: options.paths.dataDirectory + "/mqtt-events.checkpoint",
+                    lease: active?.standing, keepSession: options.lease?.derived == true,
+                    logger: logger)
             }
             let scheduler = Scheduler(commands: commands, drivers: drivers, clock: options.scheduleClock)
             // Follow the log from here, before the drivers start, so what they report at start-up is published too.
             let console = ConsoleFeed()
             let stepDown = active.map { StepDown(instance: $0.instance, surface: surface, logger: logger) }
-            let follower = HubLogFollower(hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
-                                          bridges: bridges, console: console, stepDown: stepDown)
+            let follower = HubLogFollower(
+                hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
+                bridges: bridges, console: console, stepDown: stepDown)
             var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
             if let active, let lease = options.lease, let stepDown {
                 // Stops after everything that appends, so it releases the lease last (before the log closes).
@@ -162,41 +173,49 @@ public final class HubService: Sendable {
             if let settings = options.http {
                 let tokens = AccessTokens(dataDirectory: options.paths.dataDirectory)
                 if !settings.isLoopback { newAccessToken = try tokens.ensureOne() }
-                let readiness = Readiness(Self.readinessChecks(hub: hub, surface: surface, options: options, stopping: stopping)
-                                          + options.extraReadinessChecks)
+                let readiness = Readiness(
+                    Self.readinessChecks(hub: hub, surface: surface, options: options, stopping: stopping)
+                        + options.extraReadinessChecks)
                 let responders = ObservabilityResponders(hub: hub, link: surface, registry: options.metricsRegistry, readiness: readiness)
                 // Second to start, second to last to stop: /healthz answers while the others stop.
-                let routes = HubRoutes(hub: hub, commands: commands, drivers: drivers, bridges: bridges, link: surface, dataDirectory: options.paths.dataDirectory,
-                                       observability: responders,
-                                       requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
-                                       base: surface?.topics.base ?? MQTTTopics(base: options.config.mqtt.baseTopic).base,
-                                       requireCredential: !settings.isLoopback, tokens: tokens, console: console,
-                                       time: options.config.timeZone.flatMap(TimeZone.init(identifier:)).map(LocalTime.init(zone:)) ?? .system,
-                                       http: settings)
+                let routes = HubRoutes(
+                    hub: hub, commands: commands, drivers: drivers, bridges: bridges, link: surface,
+                    dataDirectory: options.paths.dataDirectory,
+                    observability: responders,
+                    requests: surface?.requests ?? Requests(hub: hub, commands: commands, drivers: drivers, bridges: bridges),
+                    base: surface?.topics.base ?? MQTTTopics(base: options.config.mqtt.baseTopic).base,
+                    requireCredential: !settings.isLoopback, tokens: tokens, console: console,
+                    time: options.config.timeZone.flatMap(TimeZone.init(identifier:)).map(LocalTime.init(zone:)) ?? .system,
+                    http: settings)
                 http = HTTPService(settings: settings, router: routes.router(), metrics: hub.metrics, logger: logger)
                 services.append(http!)
             }
             if let surface { services += [surface.connection, surface.eventFeed, surface.statePublisher] }
             // Stops before the surface, so the head signed at shutdown is published.
-            services.append(AuditHeads(store: hub.store, dataDirectory: options.paths.dataDirectory,
-                                       every: .milliseconds(Int64(options.config.auditHeadSeconds * 1000)), surface: surface, logger: logger))
+            services.append(
+                AuditHeads(
+                    store: hub.store, dataDirectory: options.paths.dataDirectory,
+                    every: .milliseconds(Int64(options.config.auditHeadSeconds * 1000)), surface: surface, logger: logger))
             services.append(StorageWatch(hub: hub, changed: { [surface] report in surface?.publishStorage(report) }, logger: logger))
             if let every = options.memoryTrim { services.append(MemoryTrim(every: every)) }
             // The drivers start before the follower hands them commands, and stop after it (a command
             // the follower hands over at shutdown finds its driver still there).
             services += [drivers, follower, bridges, scheduler]
             if let surface { services.append(surface.commandDispatch) }
-            services.append(ShutdownNotice(logger: logger, stopping: stopping)) // first to hear of a shutdown: says so
+            services.append(ShutdownNotice(logger: logger, stopping: stopping))  // first to hear of a shutdown: says so
             // Started after the group installed its signal handlers and after every other service.
             let (started, startedSink) = AsyncStream<Void>.makeStream()
             services.append(StartNotice(sink: startedSink))
-            await standbyListener?.stop() // the address is the active hub's listener's from here
+            await standbyListener?.stop()  // the address is the active hub's listener's from here
             standbyListener = nil
-            group = ServiceGroup(configuration: ServiceGroupConfiguration(
-                services: services.map {
-                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
-                },
-                gracefulShutdownSignals: signals, logger: Self.lifecycleLogger(logger)))
+            group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: services.map {
+                        .init(
+                            service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                            failureTerminationBehavior: .gracefullyShutdownGroup)
+                    },
+                    gracefulShutdownSignals: signals, logger: Self.lifecycleLogger(logger)))
             self.hub = hub
             self.commands = commands
             self.drivers = drivers
@@ -292,7 +311,7 @@ public final class HubService: Sendable {
         var checks = [
             ReadinessCheck(name: "lifecycle") { stopping.isSet ? "the hub is stopping" : nil },
             Readiness.log(hub),
-            Readiness.storage(hub),
+            Readiness.storage(hub)
         ]
         if let surface { checks.append(Readiness.mqtt(surface, host: options.config.mqtt.host, port: options.config.mqtt.port)) }
         checks.append(Readiness.disk(options.paths.dataDirectory, minimumFreeBytes: options.minimumFreeBytes))
@@ -312,19 +331,23 @@ public final class HubService: Sendable {
         for device in wanted {
             if let existing = await hub.device(device.id), !existing.removed {
                 if existing.driver != device.driver || existing.config != device.config {
-                    logger.warning("""
+                    logger.warning(
+                        """
                         device \(device.id) is already registered with driver \(existing.driver) and settings \(existing.config); \
                         the config file's entry differs and is not applied (remove the device to re-register it)
                         """)
                 }
                 continue
             }
-            let answer = await commands.execute(.registerDevice(id: device.id, driver: device.driver, name: device.name,
-                                                                config: device.config, hardwareId: nil), actor: "config")
+            let answer = await commands.execute(
+                .registerDevice(
+                    id: device.id, driver: device.driver, name: device.name,
+                    config: device.config, hardwareId: nil), actor: "config")
             switch answer {
             case .ok: break
             case .refused(let rejection, _, _) where rejection.code == "unknown_driver":
-                throw HubError.usage("device \(device.id): no driver named \"\(device.driver)\" (known: \(commands.catalog.names.joined(separator: ", ")))")
+                throw HubError.usage(
+                    "device \(device.id): no driver named \"\(device.driver)\" (known: \(commands.catalog.names.joined(separator: ", ")))")
             case .refused(let rejection, _, _), .failed(let rejection):
                 throw HubError.usage("device \(device.id) from the configuration: \(rejection.message)")
             }
@@ -338,7 +361,7 @@ struct HubLogKeeper: Service {
     let logger: Logger
 
     func run() async throws {
-        try? await gracefulShutdown() // shut down or cancelled: close the log either way
+        try? await gracefulShutdown()  // shut down or cancelled: close the log either way
         if let problem = try await hub.close() {
             logger.warning("stopped; log closed, but \(problem) (the next start replays the log from it)")
         } else {
@@ -372,7 +395,7 @@ struct ShutdownNotice: Service {
     let stopping: StoppingFlag
 
     func run() async throws {
-        do { try await gracefulShutdown() } catch { return } // cancelled: nothing to announce
+        do { try await gracefulShutdown() } catch { return }  // cancelled: nothing to announce
         stopping.set()
         logger.info("stopping")
     }
@@ -404,8 +427,11 @@ struct HubLogFollower: Service {
                     try await catchUp()
                     if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
                     console?.publish(ConsoleChange(sequence: record.sequence, stream: record.stream, type: record.type))
-                    guard let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
-                                                           payload: record.payload) else { continue } // counted by the read models as skipped
+                    guard
+                        let event = try? HubEvent.decode(
+                            type: record.type, schemaVersion: record.schemaVersion,
+                            payload: record.payload)
+                    else { continue }  // counted by the read models as skipped
                     await drivers.handle(event)
                     await scheduler.handle(event)
                     await bridges?.handle(event, at: record.timestamp)

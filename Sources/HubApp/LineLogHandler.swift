@@ -1,6 +1,6 @@
+import HubEngine
 import HubHTTP
 import HubMQTT
-import HubEngine
 import Logging
 
 /// A swift-log handler that writes one line per message to a sink: what `hub` prints on standard

@@ -1,9 +1,9 @@
-import HubHTTP
-import HubMQTT
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
+import HubHTTP
 import HubLog
+import HubMQTT
 
 /// `hub export` / `hub import`: the whole log as JSON Lines, each line an event with its chain hash.
 /// Both stream: memory stays bounded whatever the log's or the file's size.
@@ -44,7 +44,7 @@ public enum LogTransfer {
     ///   already holds events or the file changed between the passes, or what the store throws.
     @discardableResult
     public static func importFile(_ path: String, into paths: HubPaths) async throws -> UInt64 {
-        let checked = try check(fileAt: path) // a bad file is refused before anything is made
+        let checked = try check(fileAt: path)  // a bad file is refused before anything is made
         if paths.mayHoldLog, let existing = try? paths.openEventStore(readOnly: true) {
             let count = existing.lastSequence
             await existing.close()
@@ -91,7 +91,9 @@ public enum LogTransfer {
     }
 
     /// The second pass: appends a checked file to an empty store, batch by batch.
-    static func write(_ path: String, into store: any EventStore, expecting checked: (events: UInt64, lastHash: [UInt8])) async throws -> UInt64 {
+    static func write(
+        _ path: String, into store: any EventStore, expecting checked: (events: UInt64, lastHash: [UInt8])
+    ) async throws -> UInt64 {
         guard store.lastSequence == 0 else {
             throw HubError.failed("the event log already holds \(store.lastSequence) events; import needs an empty one")
         }
@@ -128,9 +130,10 @@ struct ImportBatch {
 
     /// Adds a record; true when the batch is full and should be taken.
     mutating func add(_ record: EventRecord) -> Bool {
-        let event = ProposedEvent(type: record.type, schemaVersion: record.schemaVersion, timestamp: record.timestamp, payload: record.payload)
+        let event = ProposedEvent(
+            type: record.type, schemaVersion: record.schemaVersion, timestamp: record.timestamp, payload: record.payload)
         if var current = open, current.causation.commandId != nil, current.stream == record.stream, current.causation == record.causation {
-            open = nil // no copy of the events while appending
+            open = nil  // no copy of the events while appending
             current.events.append(event)
             open = current
         } else {
@@ -200,7 +203,8 @@ final class ExportReader {
         }
         let expectedVersion = streams[record.stream].map { $0 + 1 } ?? 0
         guard record.streamVersion == expectedVersion else {
-            throw EventLines.LineError(line: lineNumber, reason: "stream \(record.stream) version \(record.streamVersion) where \(expectedVersion) was expected")
+            throw EventLines.LineError(
+                line: lineNumber, reason: "stream \(record.stream) version \(record.streamVersion) where \(expectedVersion) was expected")
         }
         streams[record.stream] = record.streamVersion
         scratch.removeAll(keepingCapacity: true)

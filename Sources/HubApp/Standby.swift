@@ -1,8 +1,8 @@
-import HubHTTP
-import HubMQTT
-import HubEngine
 import Foundation
+import HubEngine
+import HubHTTP
 import HubLog
+import HubMQTT
 import HubPostgres
 import Logging
 import ServiceLifecycle
@@ -37,16 +37,21 @@ public struct LeaseSettings: Sendable {
     /// - Parameters:
     ///   - dataDirectory: this hub's data directory (as given; made absolute here).
     ///   - host: the machine's name (`ProcessInfo.hostName` by default).
-    public static func derived(dataDirectory: String, host: String = ProcessInfo.processInfo.hostName,
-                               ttl: Duration = .seconds(3)) -> LeaseSettings {
+    public static func derived(
+        dataDirectory: String, host: String = ProcessInfo.processInfo.hostName,
+        ttl: Duration = .seconds(3)
+    ) -> LeaseSettings {
         let path = URL(fileURLWithPath: dataDirectory).standardizedFileURL.path
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325 // FNV-1a: stable across runs and builds, unlike Hasher
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a: stable across runs and builds, unlike Hasher
         for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let allowed = host.split(separator: ".").first.map { String($0) } ?? ""
-        var name = String(allowed.unicodeScalars.map { scalar -> Character in
-            let ok = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_"
-            return ok ? Character(scalar) : "-"
-        }.prefix(40))
+        var name = String(
+            allowed.unicodeScalars.map { scalar -> Character in
+                let ok =
+                    ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-"
+                    || scalar == "_"
+                return ok ? Character(scalar) : "-"
+            }.prefix(40))
         if name.isEmpty { name = "hub" }
         var settings = LeaseSettings(instance: name + "-" + String(hash >> 32, radix: 16), ttl: ttl)
         settings.derived = true
@@ -55,7 +60,9 @@ public struct LeaseSettings: Sendable {
 
     /// Names a hub instance may have: they become part of an MQTT client id and topic.
     public static func problem(instance: String) -> String? {
-        let allowed = instance.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" }
+        let allowed = instance.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_"
+        }
         if instance.isEmpty || instance.count > 64 || !allowed {
             return "instance name \"\(instance)\": 1 to 64 letters, digits, - or _"
         }
@@ -127,8 +134,10 @@ enum Standby {
     ///   - stop: Asked between tries: true ends the wait with ``StandbyStopped``.
     /// - Returns: The hub and its lease, already fenced into the store: every append from now on checks it.
     ///   - status: What the standby's HTTP listener says on `/readyz` (kept current here).
-    static func untilActive(open: () throws -> Hub, settings: LeaseSettings, retryFirstOpen: Bool, logger: Logger,
-                            status: StandbyStatus? = nil, stop: @Sendable () -> Bool) async throws -> (Hub, ActiveLease) {
+    static func untilActive(
+        open: () throws -> Hub, settings: LeaseSettings, retryFirstOpen: Bool, logger: Logger,
+        status: StandbyStatus? = nil, stop: @Sendable () -> Bool
+    ) async throws -> (Hub, ActiveLease) {
         var hub: Hub? = retryFirstOpen ? nil : try open()
         var said = false
         var failures = 0
@@ -144,8 +153,12 @@ enum Standby {
                     if failures > 0 { logger.notice("standby: instance \(settings.instance) is connected to the log again") }
                 }
                 if tries == 0, settings.derived, !retryFirstOpen { try await refuseSecondWriter(hub!, settings: settings) }
-                if let lease = try await attempt(hub!, settings: settings, logger: logger, said: &said,
-                                                 status: tries % 5 == 0 ? status : nil) { return (hub!, lease) }
+                if let lease = try await attempt(
+                    hub!, settings: settings, logger: logger, said: &said,
+                    status: tries % 5 == 0 ? status : nil)
+                {
+                    return (hub!, lease)
+                }
                 tries += 1
                 failures = 0
                 try await Task.sleep(for: settings.pollEvery)
@@ -169,9 +182,11 @@ enum Standby {
     /// holding it is this hub's previous run (killed, restarted): it waits for that lease to lapse.
     private static func refuseSecondWriter(_ hub: Hub, settings: LeaseSettings) async throws {
         guard let store = hub.store as? PostgresEventStore, let holder = try await store.leaseHolder(),
-              holder.holder != settings.instance, holder.secondsLeft > 0 else { return }
+            holder.holder != settings.instance, holder.secondsLeft > 0
+        else { return }
         _ = try? await hub.close()
-        throw HubError.usage("""
+        throw HubError.usage(
+            """
             another hub writes this log: instance \(holder.holder) holds its lease (token \(holder.token)); a second writer is refused. \
             To run a hot standby beside it, give each hub its own --instance (docs/operations.md)
             """)
@@ -179,17 +194,22 @@ enum Standby {
 
     /// One try: the lease when it is free, otherwise nil after catching the read models up.
     /// - Parameter status: Set to who is active (read from the database) when given.
-    private static func attempt(_ hub: Hub, settings: LeaseSettings, logger: Logger, said: inout Bool,
-                                status: StandbyStatus?) async throws -> ActiveLease? {
+    private static func attempt(
+        _ hub: Hub, settings: LeaseSettings, logger: Logger, said: inout Bool,
+        status: StandbyStatus?
+    ) async throws -> ActiveLease? {
         guard let store = hub.store as? PostgresEventStore else {
-            throw HubError.usage("--instance \(settings.instance): a hot standby shares the active hub's log in PostgreSQL (--log postgres://...); this log is \(type(of: hub.store))")
+            throw HubError.usage(
+                "--instance \(settings.instance): a hot standby shares the active hub's log in PostgreSQL (--log postgres://...); this log is \(type(of: hub.store))"
+            )
         }
         if let fault = store.writerFault { throw EventLogError.writerStopped(reason: fault) }
         let asked = ContinuousClock.now
         if let token = try await store.acquireLease(holder: settings.instance, ttl: settings.ttl) {
             store.fence(holder: settings.instance, token: token)
-            try await hub.catchUp() // everything the former active committed
-            logger.notice("active: instance \(settings.instance) holds the lease (token \(token)); starting drivers, scheduler and commands")
+            try await hub.catchUp()  // everything the former active committed
+            logger.notice(
+                "active: instance \(settings.instance) holds the lease (token \(token)); starting drivers, scheduler and commands")
             let standing = LeaseStanding(ttl: settings.ttl, token: token, soleWriter: settings.derived)
             standing.renewed(startedAt: asked)
             return ActiveLease(instance: settings.instance, token: token, since: Date(), store: store, standing: standing, hub: hub)
@@ -197,11 +217,16 @@ enum Standby {
         if !said || status != nil {
             let holder = try await store.leaseHolder()
             if !said, let holder {
-                logger.notice("standby: instance \(settings.instance) follows the log; instance \(holder.holder) is active (token \(holder.token)); taking over when its lease lapses")
+                logger.notice(
+                    "standby: instance \(settings.instance) follows the log; instance \(holder.holder) is active (token \(holder.token)); taking over when its lease lapses"
+                )
                 said = true
             }
-            status?.set(holder.map { $0.secondsLeft > 0 ? "instance \($0.holder) is active" : "no instance is active (the lease of \($0.holder) lapsed)" }
-                        ?? "no instance is active")
+            status?.set(
+                holder.map {
+                    $0.secondsLeft > 0 ? "instance \($0.holder) is active" : "no instance is active (the lease of \($0.holder) lapsed)"
+                }
+                    ?? "no instance is active")
         }
         try await hub.catchUp()
         return nil
@@ -283,7 +308,9 @@ struct LeaseKeeper: Service {
         lease.standing.token.withLock { $0 = fresh }
         try await lease.hub.catchUpWithoutBlocking()
         lease.standing.renewed(startedAt: started)
-        logger.notice("the log's database is back: instance \(lease.instance) holds the lease again (token \(fresh), was \(token)); commands are carried out again")
+        logger.notice(
+            "the log's database is back: instance \(lease.instance) holds the lease again (token \(fresh), was \(token)); commands are carried out again"
+        )
         if let surface, surface.takeSkippedAnnouncement() { await surface.announce() }
         return true
     }

@@ -15,10 +15,12 @@ final class StandbyListener: Sendable {
         router.add(middleware: SecurityHeaders())
         router.add(middleware: HostCheck(settings: settings))
         router.add(middleware: StandbyGate(instance: instance, status: status))
-        let http = HTTPService(settings: settings, router: router, metrics: .disabled, logger: logger,
-                               serving: "/healthz and /readyz (standby)")
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: http)], gracefulShutdownSignals: [], logger: HubService.lifecycleLogger(logger)))
+        let http = HTTPService(
+            settings: settings, router: router, metrics: .disabled, logger: logger,
+            serving: "/healthz and /readyz (standby)")
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: http)], gracefulShutdownSignals: [], logger: HubService.lifecycleLogger(logger)))
         self.group = group
         task = Task {
             do { try await group.run() } catch {

@@ -44,9 +44,13 @@ public final class ToolLease: Sendable {
         let holder = tool.replacingOccurrences(of: " ", with: "-") + "-\(getpid())"
         guard let token = try await store.acquireLease(holder: holder, ttl: ttl) else {
             let current = try await store.leaseHolder()
-            let who = current.map { "instance \($0.holder) holds its lease (token \($0.token), \(String(format: "%.1f", max(0, $0.secondsLeft))) s left)" }
+            let who =
+                current.map {
+                    "instance \($0.holder) holds its lease (token \($0.token), \(String(format: "%.1f", max(0, $0.secondsLeft))) s left)"
+                }
                 ?? "another writer holds its lease"
-            throw HubError.usage("""
+            throw HubError.usage(
+                """
                 \(tool): a hub writes this log: \(who); \(tool) would be a second writer and is refused, nothing was written. \
                 Send the commands to that hub (MQTT or HTTP), or stop it first
                 """)

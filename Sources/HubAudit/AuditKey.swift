@@ -1,10 +1,11 @@
+import Crypto
+import HubLog
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Crypto
-import HubLog
 
 /// The hub's Ed25519 signing key for tree heads: `<data-dir>/audit/key`, the 32-byte private key,
 /// mode 0600, made on first use. Only its public half leaves the hub (``publicKeyHex``, ``publicKeyPEM``).
@@ -43,8 +44,12 @@ public enum AuditKey {
         let trimmed = text.trimmingWhitespace
         if let raw = Hex.bytes(trimmed, count: 32), let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) { return key }
         let body = trimmed.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        if let der = Base64.decode(body), der.count == 44, der.prefix(12) == [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00],
-           let key = try? Curve25519.Signing.PublicKey(rawRepresentation: der.suffix(32)) { return key }
+        if let der = Base64.decode(body), der.count == 44,
+            der.prefix(12) == [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00],
+            let key = try? Curve25519.Signing.PublicKey(rawRepresentation: der.suffix(32))
+        {
+            return key
+        }
         throw AuditError.rejected("not an Ed25519 public key (64 hex digits, or a PEM PUBLIC KEY as `hub audit key --pem` prints)")
     }
 }

@@ -1,10 +1,11 @@
+import Crypto
+import HubLog
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Crypto
-import HubLog
 
 /// The bytes of one record's leaf: the record's `hub export` line (given by the caller, which knows
 /// how events are rendered), without its newline.
@@ -38,7 +39,8 @@ public final class AuditTrail: @unchecked Sendable {
         directory = Self.directory(dataDirectory: dataDirectory)
         if readOnly {
             guard FileIO.exists(directory + "/tree") else {
-                throw AuditError.badFile("no Merkle tree in \(directory) (the hub makes it when it runs; `hub audit head --sign` makes it now)")
+                throw AuditError.badFile(
+                    "no Merkle tree in \(directory) (the hub makes it when it runs; `hub audit head --sign` makes it now)")
             }
         } else {
             try FileIO.makeDirectory(directory, mode: 0o700)

@@ -1,10 +1,11 @@
+import Crypto
+import HubLog
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Crypto
-import HubLog
 
 /// `hub verify`'s audit part: rebuilds the Merkle tree from the log, record by record, compares
 /// every node with the tree file, and checks every signed head (its signature, and that the log's
@@ -32,8 +33,10 @@ public enum AuditVerifier {
     ///   - publicKey: The key the heads must be signed by (nil: the data directory's own key's public half).
     ///   - running: A hub keeps the audit files now: what it added after `store` was opened (a
     ///     longer tree, newer heads) is its progress, not records removed from the log.
-    public static func check(store: any EventStore, dataDirectory: String, leaf: LeafBytes,
-                             publicKey: Curve25519.Signing.PublicKey? = nil, running: Bool = false) throws -> Report {
+    public static func check(
+        store: any EventStore, dataDirectory: String, leaf: LeafBytes,
+        publicKey: Curve25519.Signing.PublicKey? = nil, running: Bool = false
+    ) throws -> Report {
         let directory = AuditTrail.directory(dataDirectory: dataDirectory)
         var report = Report()
         let treePath = directory + "/tree"
@@ -59,26 +62,34 @@ public enum AuditVerifier {
                 for (offset, node) in emitted.enumerated() {
                     let level = offset, index = (view.sequence >> UInt64(level)) - 1
                     guard try file.node(level: level, index: index) != node else { continue }
-                    report.problems.append(offset == 0
-                        ? "record \(view.sequence): its leaf in \(treePath) differs from the log's record (the record was changed after the tree took it, or the tree file was)"
-                        : "\(treePath): node \(first + UInt64(offset)) (records \((index << UInt64(level)) + 1)...\(view.sequence)) is damaged")
-                    compareThrough = 0 // one named fault; later nodes all differ
+                    report.problems.append(
+                        offset == 0
+                            ? "record \(view.sequence): its leaf in \(treePath) differs from the log's record (the record was changed after the tree took it, or the tree file was)"
+                            : "\(treePath): node \(first + UInt64(offset)) (records \((index << UInt64(level)) + 1)...\(view.sequence)) is damaged"
+                    )
+                    compareThrough = 0  // one named fault; later nodes all differ
                     break
                 }
                 if compareThrough > 0 { report.compared = view.sequence }
             }
             for i in headsAt[view.sequence] ?? [] where builder.root != heads[i].root {
-                report.problems.append("\(name(i)): the log's tree of \(heads[i].size) records has root \(Hex.string(builder.root)), the head signed \(Hex.string(heads[i].root)): the history up to record \(heads[i].size) was rewritten")
+                report.problems.append(
+                    "\(name(i)): the log's tree of \(heads[i].size) records has root \(Hex.string(builder.root)), the head signed \(Hex.string(heads[i].root)): the history up to record \(heads[i].size) was rewritten"
+                )
             }
             return true
         }
         report.root = builder.root
         if running { report.headsBeyond = heads.filter { $0.size > store.lastSequence }.count }
         if report.treeSize > store.lastSequence, !running {
-            report.problems.append("\(treePath) holds \(report.treeSize) records, the log \(store.lastSequence): records \(store.lastSequence + 1)...\(report.treeSize) were removed from the log (or the tree is another log's)")
+            report.problems.append(
+                "\(treePath) holds \(report.treeSize) records, the log \(store.lastSequence): records \(store.lastSequence + 1)...\(report.treeSize) were removed from the log (or the tree is another log's)"
+            )
         }
         for (i, head) in heads.enumerated() where head.size > store.lastSequence && !running {
-            report.problems.append("\(name(i)): the log holds only \(store.lastSequence) records: records \(store.lastSequence + 1)...\(head.size) were removed")
+            report.problems.append(
+                "\(name(i)): the log holds only \(store.lastSequence) records: records \(store.lastSequence + 1)...\(head.size) were removed"
+            )
         }
         return report
     }

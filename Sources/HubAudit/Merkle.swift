@@ -121,7 +121,7 @@ public enum Merkle {
         if old == new { return path.isEmpty && oldRoot == newRoot }
         if old == 0 { return path.isEmpty }
         var proof = path
-        if old & (old - 1) == 0 { proof.insert(oldRoot, at: 0) } // a power of two: the old root is a node of the new tree
+        if old & (old - 1) == 0 { proof.insert(oldRoot, at: 0) }  // a power of two: the old root is a node of the new tree
         guard let first = proof.first else { return false }
         var fn = old - 1, sn = new - 1
         while fn & 1 == 1 { fn >>= 1; sn >>= 1 }

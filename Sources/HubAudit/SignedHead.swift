@@ -45,7 +45,7 @@ public struct SignedHead: Sendable, Equatable {
     public var line: String {
         JSONValue.object([
             ("size", .number(Double(size))), ("root", .string(LogVerifier.hex(root))),
-            ("time", .string(time)), ("signature", .string(LogVerifier.hex(signature))),
+            ("time", .string(time)), ("signature", .string(LogVerifier.hex(signature)))
         ]).serialized()
     }
 

@@ -1,9 +1,10 @@
+import HubLog
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import HubLog
 
 /// The Merkle tree over the log, kept on disk as every node's hash in post-order, so it only ever
 /// grows at the end and any subtree a proof needs is one read away.
@@ -83,13 +84,15 @@ public final class TreeFile: SubtreeHashes, @unchecked Sendable {
     public func node(level: Int, index: UInt64) throws -> [UInt8] {
         let end = (index + 1) << level
         guard end <= size else { throw AuditError.outOfRange("no complete subtree \(level)/\(index) in a tree of \(size) leaves") }
-        let position = Self.nodeCount(end - 1) + UInt64(level) // after the nodes before leaf `end`: its leaf, then one a level
+        let position = Self.nodeCount(end - 1) + UInt64(level)  // after the nodes before leaf `end`: its leaf, then one a level
         if position >= writtenNodes {
             let offset = Int(position - writtenNodes) * 32
             return Array(pending[offset..<offset + 32])
         }
         var hash = [UInt8](repeating: 0, count: 32)
-        let got = try hash.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: Self.headerSize + Int(position) * 32) }
+        let got = try hash.withUnsafeMutableBytes {
+            try FileIO.read(fd: fd, path: path, into: $0, at: Self.headerSize + Int(position) * 32)
+        }
         guard got == 32 else { throw AuditError.badFile("\(path) ends before node \(position)") }
         return hash
     }

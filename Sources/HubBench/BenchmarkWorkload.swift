@@ -26,7 +26,8 @@ public struct BenchmarkWorkload: Sendable {
 
     /// Turns (kind, event index) into the stored type name, schema version and payload bytes —
     /// hook the domain's real encoder in here.
-    public typealias Encoder = @Sendable (_ kind: Kind, _ stream: String, _ index: Int) -> (type: String, schemaVersion: UInt16, payload: [UInt8])
+    public typealias Encoder =
+        @Sendable (_ kind: Kind, _ stream: String, _ index: Int) -> (type: String, schemaVersion: UInt16, payload: [UInt8])
 
     public var deviceCount: Int
     public var animalCount: Int
@@ -36,11 +37,13 @@ public struct BenchmarkWorkload: Sendable {
     public var actor: String
     public var encoder: Encoder
 
-    public init(deviceCount: Int = 500, animalCount: Int = 60,
-                baseTimestamp: Int64 = 1_767_225_600_000_000, // 2026-01-01T00:00:00Z
-                timestampStep: Int64 = 1_000,
-                actor: String = "bench",
-                encoder: @escaping Encoder = BenchmarkWorkload.defaultEncoder) {
+    public init(
+        deviceCount: Int = 500, animalCount: Int = 60,
+        baseTimestamp: Int64 = 1_767_225_600_000_000,  // 2026-01-01T00:00:00Z
+        timestampStep: Int64 = 1_000,
+        actor: String = "bench",
+        encoder: @escaping Encoder = BenchmarkWorkload.defaultEncoder
+    ) {
         precondition(deviceCount > 0 && animalCount > 0)
         self.deviceCount = deviceCount
         self.animalCount = animalCount
@@ -84,7 +87,7 @@ public struct BenchmarkWorkload: Sendable {
     /// The kind of the event with `index` on `stream`: devices mostly report readings, sometimes
     /// toggle or go (un)available; animals change activation.
     public func kind(stream: String, index: Int) -> Kind {
-        if case .animal? = StreamKey(stream: stream) { return .readingRecorded } // vitals
+        if case .animal? = StreamKey(stream: stream) { return .readingRecorded }  // vitals
         switch index % 20 {
         case 0, 10: return .switchToggled
         case 5: return .availabilityChanged
@@ -95,8 +98,9 @@ public struct BenchmarkWorkload: Sendable {
 
     public func event(stream: String, index: Int) -> ProposedEvent {
         let (type, schemaVersion, payload) = encoder(kind(stream: stream, index: index), stream, index)
-        return ProposedEvent(type: type, schemaVersion: schemaVersion,
-                             timestamp: baseTimestamp + Int64(index) * timestampStep, payload: payload)
+        return ProposedEvent(
+            type: type, schemaVersion: schemaVersion,
+            timestamp: baseTimestamp + Int64(index) * timestampStep, payload: payload)
     }
 
     /// One append: `count` events with indices `firstIndex...`, on the stream of append number
@@ -106,16 +110,17 @@ public struct BenchmarkWorkload: Sendable {
         var events: [ProposedEvent] = []
         events.reserveCapacity(count)
         for i in firstIndex..<(firstIndex + count) { events.append(event(stream: stream, index: i)) }
-        return AppendRequest(stream: stream, expected: expected,
-                             causation: Causation(commandId: Self.commandId(appendNumber), actor: actor),
-                             events: events)
+        return AppendRequest(
+            stream: stream, expected: expected,
+            causation: Causation(commandId: Self.commandId(appendNumber), actor: actor),
+            events: events)
     }
 
     /// A UUID-shaped (36 character) command id that is unique per append number.
     public static func commandId(_ n: Int) -> String {
         var rng = SplitMix64(seed: UInt64(truncatingIfNeeded: n))
         let high = rng.next()
-        let low = UInt64(truncatingIfNeeded: n) // low bits keep it unique
+        let low = UInt64(truncatingIfNeeded: n)  // low bits keep it unique
         let hex = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(36)

@@ -13,8 +13,10 @@ public struct HouseholdCounters: Sendable, Equatable {
     public var deviceBytes: Int?
     public var cpuSeconds: Double
 
-    public init(events: Int = 0, eventBytes: Int = 0, writeBytes: Int = 0, fsyncs: Int? = nil,
-                deviceBytes: Int? = nil, cpuSeconds: Double = 0) {
+    public init(
+        events: Int = 0, eventBytes: Int = 0, writeBytes: Int = 0, fsyncs: Int? = nil,
+        deviceBytes: Int? = nil, cpuSeconds: Double = 0
+    ) {
         self.events = events
         self.eventBytes = eventBytes
         self.writeBytes = writeBytes
@@ -44,10 +46,11 @@ public struct HouseholdPeriod: Sendable, Equatable {
         self.simulatedDays = simulatedDays
         self.peakRSSKiB = peakRSSKiB
         func minus(_ a: Int?, _ b: Int?) -> Int? { if let a, let b { a - b } else { nil } }
-        delta = HouseholdCounters(events: to.events - from.events, eventBytes: to.eventBytes - from.eventBytes,
-                                  writeBytes: to.writeBytes - from.writeBytes, fsyncs: minus(to.fsyncs, from.fsyncs),
-                                  deviceBytes: minus(to.deviceBytes, from.deviceBytes),
-                                  cpuSeconds: to.cpuSeconds - from.cpuSeconds)
+        delta = HouseholdCounters(
+            events: to.events - from.events, eventBytes: to.eventBytes - from.eventBytes,
+            writeBytes: to.writeBytes - from.writeBytes, fsyncs: minus(to.fsyncs, from.fsyncs),
+            deviceBytes: minus(to.deviceBytes, from.deviceBytes),
+            cpuSeconds: to.cpuSeconds - from.cpuSeconds)
     }
 
     func perDay(_ value: Int) -> Int { Int((Double(value) / simulatedDays).rounded()) }

@@ -23,8 +23,10 @@ public struct LogBenchmark: Sendable {
         /// Events per append in the bulk load.
         public var bulkBatchSize: Int
 
-        public init(replayEventCount: Int = 1_000_000, sequentialAppends: Int = 5_000,
-                    concurrentWriters: Int = 64, concurrentAppendsTotal: Int = 20_000, bulkBatchSize: Int = 100) {
+        public init(
+            replayEventCount: Int = 1_000_000, sequentialAppends: Int = 5_000,
+            concurrentWriters: Int = 64, concurrentAppendsTotal: Int = 20_000, bulkBatchSize: Int = 100
+        ) {
             self.replayEventCount = replayEventCount
             self.sequentialAppends = sequentialAppends
             self.concurrentWriters = concurrentWriters
@@ -49,13 +51,16 @@ public struct LogBenchmark: Sendable {
     /// Runs phases a–d on `store`, which must be empty. `label` names the backend in the result and
     /// in progress lines. Throws if the store is not empty, an append fails, or the replay does not
     /// see every event exactly once in sequence order.
-    public func run(store: any EventStore, label: String = "store",
-                    progress: @Sendable (String) -> Void = LogBenchmark.stderrProgress,
-                    replay: (EventRecord) throws -> Void,
-                    replayAll: ((_ through: UInt64) throws -> (events: UInt64, payloadBytes: Int))? = nil) async throws -> LogBenchmarkResult {
+    public func run(
+        store: any EventStore, label: String = "store",
+        progress: @Sendable (String) -> Void = LogBenchmark.stderrProgress,
+        replay: (EventRecord) throws -> Void,
+        replayAll: ((_ through: UInt64) throws -> (events: UInt64, payloadBytes: Int))? = nil
+    ) async throws -> LogBenchmarkResult {
         let config = configuration
         guard config.sequentialAppends >= 0, config.concurrentAppendsTotal >= 0, config.concurrentWriters > 0,
-              config.bulkBatchSize > 0, config.replayEventCount >= 0 else {
+            config.bulkBatchSize > 0, config.replayEventCount >= 0
+        else {
             throw EventLogError.invalid("benchmark: invalid configuration \(config)")
         }
         guard store.lastSequence == 0 else {
@@ -143,7 +148,8 @@ public struct LogBenchmark: Sendable {
             let end = clock.now
             cDuration += end - start
             guard !result.duplicate, result.firstSequence == expectedLast + 1,
-                  result.lastSequence == expectedLast + UInt64(count) else {
+                result.lastSequence == expectedLast + UInt64(count)
+            else {
                 throw EventLogError.invalid("benchmark c): unexpected append result \(result) after sequence \(expectedLast)")
             }
             expectedLast = result.lastSequence
@@ -170,16 +176,16 @@ public struct LogBenchmark: Sendable {
             // The store's own fast path (e.g. borrowed record views); it must visit 1...total in order.
             (replayed, payloadBytes) = try replayAll(total)
         } else {
-        try store.read(from: 1, through: total) { record in
-            guard record.sequence == replayed + 1 else {
-                outOfOrder = (replayed + 1, record.sequence)
-                return false
+            try store.read(from: 1, through: total) { record in
+                guard record.sequence == replayed + 1 else {
+                    outOfOrder = (replayed + 1, record.sequence)
+                    return false
+                }
+                try replay(record)
+                replayed += 1
+                payloadBytes += record.payload.count
+                return true
             }
-            try replay(record)
-            replayed += 1
-            payloadBytes += record.payload.count
-            return true
-        }
         }
         let dSeconds = seconds(clock.now - dStart)
         if let outOfOrder {
@@ -237,8 +243,10 @@ public struct LogBenchmarkResult: Sendable, Equatable {
     public var lastSequence: UInt64
     public var averagePayloadBytes: Double
 
-    public init(backend: String, configuration: LogBenchmark.Configuration, sequential: Phase, concurrent: Phase,
-                bulk: Phase, replay: Phase, lastSequence: UInt64, averagePayloadBytes: Double) {
+    public init(
+        backend: String, configuration: LogBenchmark.Configuration, sequential: Phase, concurrent: Phase,
+        bulk: Phase, replay: Phase, lastSequence: UInt64, averagePayloadBytes: Double
+    ) {
         self.backend = backend
         self.configuration = configuration
         self.sequential = sequential
@@ -270,27 +278,37 @@ public struct LogBenchmarkResult: Sendable, Equatable {
         var lines: [String] = []
         lines.append("Machine: \(machine)")
         lines.append("")
-        lines.append("Events: \(group(Int(hub.lastSequence))) total, payload avg \(decimal(max(hub.averagePayloadBytes, sqlite.averagePayloadBytes), 0)) B; "
-            + "every append durable (fsync) before it returns.")
+        lines.append(
+            "Events: \(group(Int(hub.lastSequence))) total, payload avg \(decimal(max(hub.averagePayloadBytes, sqlite.averagePayloadBytes), 0)) B; "
+                + "every append durable (fsync) before it returns.")
         lines.append("")
         lines.append("| workload | \(hubLabel) | SQLite (WAL, FULL) | ratio |")
         lines.append("|---|---:|---:|---:|")
-        lines.append(row("a) 1 writer, 1 event/append (\(countNote(hub.sequential.appends, sqlite.sequential.appends)) appends)",
-                         hub.sequential.appendsPerSecond, sqlite.sequential.appendsPerSecond, "appends/s",
-                         hub.sequential.seconds, sqlite.sequential.seconds))
-        lines.append(row("b) \(c.concurrentWriters) concurrent writers, 1 event/append "
-                            + "(\(countNote(hub.concurrent.appends, sqlite.concurrent.appends)) appends)",
-                         hub.concurrent.appendsPerSecond, sqlite.concurrent.appendsPerSecond, "appends/s",
-                         hub.concurrent.seconds, sqlite.concurrent.seconds))
-        lines.append(row("c) bulk load, \(c.bulkBatchSize) events/append (\(countNote(hub.bulk.events, sqlite.bulk.events)) events)",
-                         hub.bulk.eventsPerSecond, sqlite.bulk.eventsPerSecond, "events/s",
-                         hub.bulk.seconds, sqlite.bulk.seconds))
-        lines.append(row("d) replay from 1, decode + fold (\(countNote(hub.replay.events, sqlite.replay.events)) events)",
-                         hub.replay.eventsPerSecond, sqlite.replay.eventsPerSecond, "events/s",
-                         hub.replay.seconds, sqlite.replay.seconds))
+        lines.append(
+            row(
+                "a) 1 writer, 1 event/append (\(countNote(hub.sequential.appends, sqlite.sequential.appends)) appends)",
+                hub.sequential.appendsPerSecond, sqlite.sequential.appendsPerSecond, "appends/s",
+                hub.sequential.seconds, sqlite.sequential.seconds))
+        lines.append(
+            row(
+                "b) \(c.concurrentWriters) concurrent writers, 1 event/append "
+                    + "(\(countNote(hub.concurrent.appends, sqlite.concurrent.appends)) appends)",
+                hub.concurrent.appendsPerSecond, sqlite.concurrent.appendsPerSecond, "appends/s",
+                hub.concurrent.seconds, sqlite.concurrent.seconds))
+        lines.append(
+            row(
+                "c) bulk load, \(c.bulkBatchSize) events/append (\(countNote(hub.bulk.events, sqlite.bulk.events)) events)",
+                hub.bulk.eventsPerSecond, sqlite.bulk.eventsPerSecond, "events/s",
+                hub.bulk.seconds, sqlite.bulk.seconds))
+        lines.append(
+            row(
+                "d) replay from 1, decode + fold (\(countNote(hub.replay.events, sqlite.replay.events)) events)",
+                hub.replay.eventsPerSecond, sqlite.replay.eventsPerSecond, "events/s",
+                hub.replay.seconds, sqlite.replay.seconds))
         let ratio = sqlite.elapsedSeconds > 0 ? decimal(hub.elapsedSeconds / sqlite.elapsedSeconds, 1) + "x" : "—"
-        lines.append("| elapsed, a–d (lower is better) | \(decimal(hub.elapsedSeconds, 2)) s | "
-            + "\(decimal(sqlite.elapsedSeconds, 2)) s | \(ratio) |")
+        lines.append(
+            "| elapsed, a–d (lower is better) | \(decimal(hub.elapsedSeconds, 2)) s | "
+                + "\(decimal(sqlite.elapsedSeconds, 2)) s | \(ratio) |")
         return lines.joined(separator: "\n") + "\n"
     }
 

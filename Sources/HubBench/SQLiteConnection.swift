@@ -45,8 +45,9 @@ final class SQLiteConnection {
         let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
         let primary = rc & 0xff
         if primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY {
-            return .io(path: path, operation: "sqlite \(operation) (\(message), code \(rc))",
-                       errno: db.map { sqlite3_system_errno($0) } ?? 0)
+            return .io(
+                path: path, operation: "sqlite \(operation) (\(message), code \(rc))",
+                errno: db.map { sqlite3_system_errno($0) } ?? 0)
         }
         return .invalid("sqlite \(operation) on \(path) failed: \(message) (code \(rc))")
     }

@@ -57,7 +57,8 @@ public final class SQLiteEventStore: EventStore, Sendable {
             throw EventLogError.invalid("sqlite \(path): could not enable WAL (journal_mode is \(mode ?? "?"))")
         }
         try w.exec("PRAGMA synchronous=FULL")
-        try w.exec("""
+        try w.exec(
+            """
             CREATE TABLE IF NOT EXISTS events(
                 seq INTEGER PRIMARY KEY,
                 stream TEXT NOT NULL,
@@ -134,13 +135,14 @@ public final class SQLiteEventStore: EventStore, Sendable {
         }
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AppendResult, Error>) in
             queue.async { [self] in
-                continuation.resume(with: Result {
-                    let (result, reached) = try writer.withLock { (state: inout WriterState) throws -> (AppendResult, Wakeups) in
-                        try Self.appendLocked(&state, request)
-                    }
-                    reached.resume()
-                    return result
-                })
+                continuation.resume(
+                    with: Result {
+                        let (result, reached) = try writer.withLock { (state: inout WriterState) throws -> (AppendResult, Wakeups) in
+                            try Self.appendLocked(&state, request)
+                        }
+                        reached.resume()
+                        return result
+                    })
             }
         }
     }
@@ -184,8 +186,10 @@ public final class SQLiteEventStore: EventStore, Sendable {
     }
 
     /// Inside an open write transaction: idempotency check, expected-version check, inserts.
-    private static func appendInTransaction(_ c: SQLiteConnection, _ request: AppendRequest,
-                                            lastSequence: UInt64) throws -> (AppendResult, UInt64) {
+    private static func appendInTransaction(
+        _ c: SQLiteConnection, _ request: AppendRequest,
+        lastSequence: UInt64
+    ) throws -> (AppendResult, UInt64) {
         if let commandId = request.causation.commandId, let original = try lookupCommand(c, commandId) {
             return (original, lastSequence)
         }
@@ -195,8 +199,10 @@ public final class SQLiteEventStore: EventStore, Sendable {
         }
         let first = lastSequence + 1
         guard !request.events.isEmpty else {
-            return (AppendResult(firstSequence: first, lastSequence: lastSequence, streamVersion: current, duplicate: false),
-                    lastSequence)
+            return (
+                AppendResult(firstSequence: first, lastSequence: lastSequence, streamVersion: current, duplicate: false),
+                lastSequence
+            )
         }
         let insert = try c.prepared(insertSQL)
         defer { sqlite3_reset(insert); sqlite3_clear_bindings(insert) }
@@ -218,8 +224,9 @@ public final class SQLiteEventStore: EventStore, Sendable {
             try c.check(sqlite3_bind_int64(insert, 6, event.timestamp), "bind ts")
             let rc = event.payload.withUnsafeBytes { bytes in
                 // A zero-length blob still needs a non-NULL pointer to be a blob rather than NULL.
-                sqlite3_bind_blob(insert, 9, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
-                                  sqliteTransient)
+                sqlite3_bind_blob(
+                    insert, 9, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
+                    sqliteTransient)
             }
             try c.check(rc, "bind payload")
             let step = sqlite3_step(insert)
@@ -239,10 +246,11 @@ public final class SQLiteEventStore: EventStore, Sendable {
         let rc = sqlite3_step(statement)
         guard rc == SQLITE_ROW else { throw c.error(rc, "look up command id") }
         guard sqlite3_column_type(statement, 0) != SQLITE_NULL else { return nil }
-        return AppendResult(firstSequence: UInt64(sqlite3_column_int64(statement, 0)),
-                            lastSequence: UInt64(sqlite3_column_int64(statement, 1)),
-                            streamVersion: UInt64(sqlite3_column_int64(statement, 2)),
-                            duplicate: true)
+        return AppendResult(
+            firstSequence: UInt64(sqlite3_column_int64(statement, 0)),
+            lastSequence: UInt64(sqlite3_column_int64(statement, 1)),
+            streamVersion: UInt64(sqlite3_column_int64(statement, 2)),
+            duplicate: true)
     }
 
     private static func currentVersion(_ c: SQLiteConnection, _ stream: String) throws -> UInt64? {
@@ -291,15 +299,16 @@ public final class SQLiteEventStore: EventStore, Sendable {
                 if rc == SQLITE_DONE { break }
                 guard rc == SQLITE_ROW else { throw c.error(rc, "read events from \(from)") }
                 let commandId = columnString(statement, 6)
-                records.append(EventRecord(
-                    sequence: UInt64(sqlite3_column_int64(statement, 0)),
-                    stream: columnString(statement, 1) ?? "",
-                    streamVersion: UInt64(sqlite3_column_int64(statement, 2)),
-                    type: columnString(statement, 3) ?? "",
-                    schemaVersion: UInt16(truncatingIfNeeded: sqlite3_column_int64(statement, 4)),
-                    timestamp: sqlite3_column_int64(statement, 5),
-                    causation: Causation(commandId: commandId, actor: columnString(statement, 7) ?? ""),
-                    payload: columnBytes(statement, 8)))
+                records.append(
+                    EventRecord(
+                        sequence: UInt64(sqlite3_column_int64(statement, 0)),
+                        stream: columnString(statement, 1) ?? "",
+                        streamVersion: UInt64(sqlite3_column_int64(statement, 2)),
+                        type: columnString(statement, 3) ?? "",
+                        schemaVersion: UInt16(truncatingIfNeeded: sqlite3_column_int64(statement, 4)),
+                        timestamp: sqlite3_column_int64(statement, 5),
+                        causation: Causation(commandId: commandId, actor: columnString(statement, 7) ?? ""),
+                        payload: columnBytes(statement, 8)))
             }
             return records
         }
@@ -314,8 +323,9 @@ public final class SQLiteEventStore: EventStore, Sendable {
         let id = writer.withLock { $0.waiters.newId() }
         try await AppendWaiters.suspend { waiter in
             writer.withLock { state in
-                state.waiters.enter(id, after: sequence, lastSequence: state.lastSequence,
-                                    refusal: state.connection == nil ? EventLogError.closed : nil, waiter)
+                state.waiters.enter(
+                    id, after: sequence, lastSequence: state.lastSequence,
+                    refusal: state.connection == nil ? EventLogError.closed : nil, waiter)
             }
         } cancelled: {
             writer.withLock { $0.waiters.remove(id) }

@@ -79,8 +79,10 @@ extension ByteReader {
         var out: [Activation] = []
         out.reserveCapacity(min(count, 64))
         for _ in 0..<count {
-            out.append(Activation(name: try string(field), start: try i64(field),
-                                  lengthMinutes: try u16(field), periodMinutes: try u16(field)))
+            out.append(
+                Activation(
+                    name: try string(field), start: try i64(field),
+                    lengthMinutes: try u16(field), periodMinutes: try u16(field)))
         }
         return out
     }
@@ -88,8 +90,10 @@ extension ByteReader {
 
 extension Activation {
     var jsonValue: JSONValue {
-        .object([("name", .string(name)), ("start", .string(ISO8601.format(seconds: start))),
-                 ("length_minutes", .number(Double(lengthMinutes))), ("period_minutes", .number(Double(periodMinutes)))])
+        .object([
+            ("name", .string(name)), ("start", .string(ISO8601.format(seconds: start))),
+            ("length_minutes", .number(Double(lengthMinutes))), ("period_minutes", .number(Double(periodMinutes)))
+        ])
     }
 }
 
@@ -102,8 +106,10 @@ extension JSONFieldReader {
             let r = JSONFieldReader(body: item, type: type, schemaVersion: schemaVersion, prefix: prefix + "\(field)[\(i)].")
             let startMicros = try r.time("start")
             guard startMicros % Civil.microsPerSecond == 0 else { throw r.failure("start", "must be whole seconds") }
-            out.append(Activation(name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
-                                  lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes")))
+            out.append(
+                Activation(
+                    name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
+                    lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes")))
         }
         return out
     }
@@ -112,26 +118,38 @@ extension JSONFieldReader {
 /// The events for a device's read-back list: nothing when it matches the log (roll-forward
 /// allowed) or repeats a difference already recorded under `report`; otherwise `ActivationsDiverged`,
 /// followed under `adopt` by the `ActivationChanged` events that make the log match the device.
-func reconcileActivations(device: String, found: [Activation], policy: DivergencePolicy, state: HubState,
-                          limits: DomainLimits) -> [HubEvent] {
+func reconcileActivations(
+    device: String, found: [Activation], policy: DivergencePolicy, state: HubState,
+    limits: DomainLimits
+) -> [HubEvent] {
     let expected = state.activations[device]
     if sameActivations(expected, found) { return [] }
     if policy == .report, let open = state.activations.unresolved[device], sameActivations(open.found, found) { return [] }
     var resolution = policy
     if policy == .adopt && !adoptable(found, limits: limits) { resolution = .report }
-    var events: [HubEvent] = [.activationsDiverged(ActivationsDiverged(device: device, expected: expected, found: found,
-                                                                       resolution: resolution))]
+    var events: [HubEvent] = [
+        .activationsDiverged(
+            ActivationsDiverged(
+                device: device, expected: expected, found: found,
+                resolution: resolution))
+    ]
     guard resolution == .adopt else { return events }
     for old in expected where !found.contains(where: { $0.name == old.name }) {
-        events.append(.activationChanged(ActivationChanged(device: device, change: .removed, name: old.name, start: old.start,
-                                                           lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes)))
+        events.append(
+            .activationChanged(
+                ActivationChanged(
+                    device: device, change: .removed, name: old.name, start: old.start,
+                    lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes)))
     }
     for new in found {
         let old = expected.first { $0.name == new.name }
         if let old, old.sameSchedule(as: new) { continue }
-        events.append(.activationChanged(ActivationChanged(device: device, change: old == nil ? .added : .updated, name: new.name,
-                                                           start: new.start, lengthMinutes: new.lengthMinutes,
-                                                           periodMinutes: new.periodMinutes)))
+        events.append(
+            .activationChanged(
+                ActivationChanged(
+                    device: device, change: old == nil ? .added : .updated, name: new.name,
+                    start: new.start, lengthMinutes: new.lengthMinutes,
+                    periodMinutes: new.periodMinutes)))
     }
     return events
 }

@@ -14,7 +14,8 @@ public enum BeaconId {
     public static let maxLength = 128
 
     /// The forms a collar id may be given in, for messages that refuse one.
-    public static let acceptedForms = "accepted: a uuid (32 hex digits, dashes optional), <uuid>/<major>/<minor> or "
+    public static let acceptedForms =
+        "accepted: a uuid (32 hex digits, dashes optional), <uuid>/<major>/<minor> or "
         + "<uuid>-<major>-<minor>, ESPresense's iBeacon:<uuid>-<major>-<minor>, a MAC (60:87:57:4C:9B:C2), "
         + "or the id the bridge lists in request/beacons/unknown"
 
@@ -39,16 +40,18 @@ public enum BeaconId {
         guard !s.isEmpty else { throw Problem(reason: "is empty") }
         guard s.utf8.count <= maxLength else { throw Problem(reason: "is longer than \(maxLength) bytes") }
         guard !s.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw Problem(reason: "contains a space or control character (a beacon id is one word, "
-                          + "e.g. 1de4b189115e45f6b44e509352269977 or 6087574c9bc2)")
+            throw Problem(
+                reason: "contains a space or control character (a beacon id is one word, "
+                    + "e.g. 1de4b189115e45f6b44e509352269977 or 6087574c9bc2)")
         }
         let example = "e.g. 1de4b189115e45f6b44e509352269977 for iBeacon:1de4b189-115e-45f6-b44e-509352269977-0-0"
         if s.hasPrefix("ibeacon:") {
             let rest = s.dropFirst("ibeacon:".count)
             let parts = rest.split(separator: "-", omittingEmptySubsequences: false)
             guard parts.count >= 3, let uuid = uuid(parts.dropLast(2)) else {
-                throw Problem(reason: "is not an ESPresense iBeacon id: use iBeacon:<uuid>-<major>-<minor> with a 32-hex-digit uuid "
-                              + "(the bridge's identity is the uuid as 32 lowercase hex digits, \(example))")
+                throw Problem(
+                    reason: "is not an ESPresense iBeacon id: use iBeacon:<uuid>-<major>-<minor> with a 32-hex-digit uuid "
+                        + "(the bridge's identity is the uuid as 32 lowercase hex digits, \(example))")
             }
             guard let major = number(parts[parts.count - 2]), let minor = number(parts[parts.count - 1]) else {
                 throw Problem(reason: "has a major or minor that is not 0 to 65535 (iBeacon:<uuid>-<major>-<minor>; \(example))")
@@ -71,8 +74,8 @@ public enum BeaconId {
         if hexAndDashes || hexAndColons {
             let separator: Character = hexAndDashes ? "-" : ":"
             let parts = s.split(separator: separator, omittingEmptySubsequences: false)
-            if parts.count == 6, parts.allSatisfy({ $0.utf8.count == 2 }) { return parts.joined() }   // a MAC
-            if parts.count == 1, s.utf8.count == 12 { return s }                                     // a MAC without colons
+            if parts.count == 6, parts.allSatisfy({ $0.utf8.count == 2 }) { return parts.joined() }  // a MAC
+            if parts.count == 1, s.utf8.count == 12 { return s }  // a MAC without colons
             if hexAndDashes {
                 if let uuid = uuid(parts[...]) { return uuid }
                 if parts.count >= 3, let uuid = uuid(parts.dropLast(2)) {
@@ -82,11 +85,13 @@ public enum BeaconId {
                     throw Problem(reason: "has a major or minor that is not 0 to 65535 (<uuid>-<major>-<minor>; \(example))")
                 }
                 if s.utf8.count(where: isHex) >= 24 {
-                    throw Problem(reason: "looks like an iBeacon uuid but is not one: a uuid has 32 hex digits, "
-                                  + "dashes optional (8-4-4-4-12), optionally followed by -<major>-<minor> (\(example))")
+                    throw Problem(
+                        reason: "looks like an iBeacon uuid but is not one: a uuid has 32 hex digits, "
+                            + "dashes optional (8-4-4-4-12), optionally followed by -<major>-<minor> (\(example))")
                 }
             } else {
-                throw Problem(reason: "is not a MAC: six two-digit hex groups, e.g. 60:87:57:4C:9B:C2 (the bridge's identity: 6087574c9bc2)")
+                throw Problem(
+                    reason: "is not a MAC: six two-digit hex groups, e.g. 60:87:57:4C:9B:C2 (the bridge's identity: 6087574c9bc2)")
             }
         }
         return s

@@ -141,8 +141,9 @@ public struct ByteReader {
     public mutating func string(_ field: StaticString) throws(DecodingFailure) -> String {
         let n = Int(try u32(field))
         try need(n, field)
-        let bytes = UnsafeBufferPointer(start: buffer.baseAddress.map { ($0 + offset).assumingMemoryBound(to: UInt8.self) },
-                                        count: n)
+        let bytes = UnsafeBufferPointer(
+            start: buffer.baseAddress.map { ($0 + offset).assumingMemoryBound(to: UInt8.self) },
+            count: n)
         offset += n
         // Fast path: pure ASCII needs no validation beyond the high-bit check.
         var ascii = true
@@ -173,8 +174,9 @@ public struct ByteReader {
     /// Throws when bytes are left over.
     public func finish() throws(DecodingFailure) {
         if offset != buffer.count {
-            throw DecodingFailure(type: type, schemaVersion: schemaVersion, field: "",
-                                  reason: "\(buffer.count - offset) trailing byte(s) at offset \(offset)")
+            throw DecodingFailure(
+                type: type, schemaVersion: schemaVersion, field: "",
+                reason: "\(buffer.count - offset) trailing byte(s) at offset \(offset)")
         }
     }
 }

@@ -22,8 +22,9 @@ public enum HubCommand: Sendable, Equatable {
     case failSwitch(id: String, reason: String)
     /// `daily` makes (or keeps) it a daily-at-local-time activation; giving `periodMinutes` on an
     /// update turns a daily one back into a fixed-period one.
-    case setActivation(device: String, op: ActivationOp, name: String, start: Int64?, lengthMinutes: Int?, periodMinutes: Int?,
-                       daily: DailyRepeat? = nil)
+    case setActivation(
+        device: String, op: ActivationOp, name: String, start: Int64?, lengthMinutes: Int?, periodMinutes: Int?,
+        daily: DailyRepeat? = nil)
     case reportAvailability(id: String, available: Bool, reason: String)
     /// A driver read back the activations a device stores itself; `policy` says how a difference
     /// from the log is reconciled.
@@ -110,8 +111,10 @@ public struct DomainLimits: Sendable, Equatable {
     /// refused (`reading_in_future`), so that it cannot stand as the latest ahead of the ones to come.
     public var readingClockSkew: Int64
 
-    public init(maxActivationsPerDevice: Int = 10, maxNameLength: Int = 64, maxActivationNameLength: Int = 20,
-                maxWeightKg: Double = 2000, readingClockSkew: Int64 = 60_000_000) {
+    public init(
+        maxActivationsPerDevice: Int = 10, maxNameLength: Int = 64, maxActivationNameLength: Int = 20,
+        maxWeightKg: Double = 2000, readingClockSkew: Int64 = 60_000_000
+    ) {
         self.maxActivationsPerDevice = maxActivationsPerDevice
         self.maxNameLength = maxNameLength
         self.maxActivationNameLength = maxActivationNameLength

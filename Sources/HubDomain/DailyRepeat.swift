@@ -37,7 +37,8 @@ public struct DailyRepeat: Sendable, Equatable, Hashable, Codable {
     public static func minute(of text: String) -> UInt16? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
-              let h = UInt16(parts[0]), let m = UInt16(parts[1]), h < 24, m < 60 else { return nil }
+            let h = UInt16(parts[0]), let m = UInt16(parts[1]), h < 24, m < 60
+        else { return nil }
         return h * 60 + m
     }
 
@@ -73,7 +74,9 @@ extension JSONFieldReader {
             guard case .string(let s) = item else { throw r.failure("days", "expected day names (mon...sun)") }
             names.append(s)
         }
-        guard let mask = DailyRepeat.weekdays(of: names) else { throw r.failure("days", "expected one or more of mon, tue, wed, thu, fri, sat, sun") }
+        guard let mask = DailyRepeat.weekdays(of: names) else {
+            throw r.failure("days", "expected one or more of mon, tue, wed, thu, fri, sat, sun")
+        }
         return DailyRepeat(minuteOfDay: minute, weekdays: mask, timeZone: try r.string("time_zone"))
     }
 }

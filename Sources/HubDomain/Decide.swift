@@ -32,8 +32,10 @@ public func decide(_ command: HubCommand, state: HubState, now: Int64, limits: D
 
 /// The CommandRejected event recording a refused command (stream `hub`).
 public func rejectionEvent(for command: HubCommand, rejection: Rejection, commandId: String?) -> HubEvent {
-    .commandRejected(CommandRejected(command: command.name, target: command.target, code: rejection.code,
-                                     message: rejection.message, commandId: commandId))
+    .commandRejected(
+        CommandRejected(
+            command: command.name, target: command.target, code: rejection.code,
+            message: rejection.message, commandId: commandId))
 }
 
 private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, limits: DomainLimits) throws(Rejection) -> [HubEvent] {
@@ -58,13 +60,15 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
             throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON")
         }
         if let existing = state.devices[id], !existing.removed {
-            throw Rejection(code: "device_exists",
-                            message: "device \(quoted(id)) is already registered (driver \(quoted(existing.driver)))")
+            throw Rejection(
+                code: "device_exists",
+                message: "device \(quoted(id)) is already registered (driver \(quoted(existing.driver)))")
         }
         let hw = nonEmpty(hardwareId)
         if let hw, let other = state.devices.all.first(where: { !$0.removed && $0.hardwareId == hw }) {
-            throw Rejection(code: "hardware_in_use",
-                            message: "hardware \(quoted(hw)) is already registered as device \(quoted(other.id))")
+            throw Rejection(
+                code: "hardware_in_use",
+                message: "hardware \(quoted(hw)) is already registered as device \(quoted(other.id))")
         }
         return [.deviceRegistered(DeviceRegistered(device: id, driver: driver, name: name, config: config, hardwareId: hw))]
 
@@ -98,8 +102,9 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
     case let .scheduleSwitch(id, wanted):
         let device = try activeDevice(id, state)
         guard device.mode == .automatic else {
-            throw Rejection(code: "manual_mode",
-                            message: "device \(quoted(id)) is in manual mode: its activations wait until it is switched off")
+            throw Rejection(
+                code: "manual_mode",
+                message: "device \(quoted(id)) is in manual mode: its activations wait until it is switched off")
         }
         if device.switchState.state == wanted && device.pending == nil { return [] }
         return [.switchRequested(SwitchRequested(device: id, state: wanted))]
@@ -111,7 +116,9 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         if device.switchState.state != reported || confirmsPending {
             // A report that confirms the pending request is the command's doing, even when the device
             // calls the resulting mode "manual" (the TCP plug does for every ON it is sent).
-            let cause: SwitchCause = confirmsPending ? (device.pending!.bySchedule ? .schedule : .command)
+            let cause: SwitchCause =
+                confirmsPending
+                ? (device.pending!.bySchedule ? .schedule : .command)
                 : (manual == true ? .manual : .deviceReport)
             events.append(.switchToggled(SwitchToggled(device: id, state: reported, cause: cause)))
         }
@@ -134,26 +141,33 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         switch op {
         case .add:
             if existing != nil {
-                throw Rejection(code: "activation_exists",
-                                message: "device \(quoted(deviceId)) already has an activation \(quoted(name))")
+                throw Rejection(
+                    code: "activation_exists",
+                    message: "device \(quoted(deviceId)) already has an activation \(quoted(name))")
             }
             guard let start else { throw Rejection.missingField("a start time", "set_activation add") }
             guard let lengthMinutes else { throw Rejection.missingField("a length in minutes", "set_activation add") }
             let count = state.activations[deviceId].count
             if count >= limits.maxActivationsPerDevice {
-                throw Rejection(code: "activation_slots_full",
-                                message: "device \(quoted(deviceId)) already has \(count) activations; at most \(limits.maxActivationsPerDevice)")
+                throw Rejection(
+                    code: "activation_slots_full",
+                    message: "device \(quoted(deviceId)) already has \(count) activations; at most \(limits.maxActivationsPerDevice)")
             }
             let s = try validStart(start)
             let l = try validLength(lengthMinutes)
             let p = try validPeriod(periodMinutes ?? 0)
             let d = try daily.map(validDaily)
             if d != nil && p != 0 {
-                throw Rejection(code: "activation_repeat_conflict",
-                                message: "activation \(quoted(name)) has both a period of \(p) minutes and a daily repeat; give one")
+                throw Rejection(
+                    code: "activation_repeat_conflict",
+                    message: "activation \(quoted(name)) has both a period of \(p) minutes and a daily repeat; give one")
             }
-            return [.activationChanged(ActivationChanged(device: deviceId, change: .added, name: name, start: s,
-                                                         lengthMinutes: l, periodMinutes: p, daily: d))]
+            return [
+                .activationChanged(
+                    ActivationChanged(
+                        device: deviceId, change: .added, name: name, start: s,
+                        lengthMinutes: l, periodMinutes: p, daily: d))
+            ]
         case .update:
             guard let old = existing else { throw unknownActivation(deviceId, name) }
             let s = try start.map(validStart) ?? old.start
@@ -162,8 +176,9 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
             var d = old.daily
             if let daily {
                 if let periodMinutes, periodMinutes != 0 {
-                    throw Rejection(code: "activation_repeat_conflict",
-                                    message: "activation \(quoted(name)) has both a period of \(periodMinutes) minutes and a daily repeat; give one")
+                    throw Rejection(
+                        code: "activation_repeat_conflict",
+                        message: "activation \(quoted(name)) has both a period of \(periodMinutes) minutes and a daily repeat; give one")
                 }
                 d = try validDaily(daily)
                 p = 0
@@ -171,13 +186,21 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
                 d = nil
             }
             if s == old.start && l == old.lengthMinutes && p == old.periodMinutes && d == old.daily { return [] }
-            return [.activationChanged(ActivationChanged(device: deviceId, change: .updated, name: name, start: s,
-                                                         lengthMinutes: l, periodMinutes: p, daily: d))]
+            return [
+                .activationChanged(
+                    ActivationChanged(
+                        device: deviceId, change: .updated, name: name, start: s,
+                        lengthMinutes: l, periodMinutes: p, daily: d))
+            ]
         case .remove:
             guard let old = existing else { throw unknownActivation(deviceId, name) }
-            return [.activationChanged(ActivationChanged(device: deviceId, change: .removed, name: name, start: old.start,
-                                                         lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes,
-                                                         daily: old.daily))]
+            return [
+                .activationChanged(
+                    ActivationChanged(
+                        device: deviceId, change: .removed, name: name, start: old.start,
+                        lengthMinutes: old.lengthMinutes, periodMinutes: old.periodMinutes,
+                        daily: old.daily))
+            ]
         }
 
     case let .reportAvailability(id, available, reason):
@@ -196,38 +219,47 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         case .animal(let id):
             let animal = try admittedAnimal(id, state, reading: (quantity, measuredAt))
             guard quantity == .heartRate || quantity == .temperature else {
-                throw Rejection(code: "quantity_not_applicable",
-                                message: "\(quantity.rawValue) readings are for devices, not animal \(quoted(id))")
+                throw Rejection(
+                    code: "quantity_not_applicable",
+                    message: "\(quantity.rawValue) readings are for devices, not animal \(quoted(id))")
             }
             if measuredAt < animal.admittedAt {
-                throw Rejection(code: "reading_before_admission",
-                                message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
-                                    + "\(ISO8601.format(micros: measuredAt)), before its admission at \(ISO8601.format(micros: animal.admittedAt))")
+                throw Rejection(
+                    code: "reading_before_admission",
+                    message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
+                        + "\(ISO8601.format(micros: measuredAt)), before its admission at \(ISO8601.format(micros: animal.admittedAt))")
             }
         }
         if measuredAt > now + limits.readingClockSkew {
-            throw Rejection(code: "reading_in_future",
-                            message: "\(quantity.rawValue) reading for \(subject.kind) \(quoted(subject.id)) is dated \(ISO8601.format(micros: measuredAt)), "
-                                + "more than \(limits.readingClockSkew / 1_000_000) s after the hub's clock (\(ISO8601.format(micros: now)))")
+            throw Rejection(
+                code: "reading_in_future",
+                message:
+                    "\(quantity.rawValue) reading for \(subject.kind) \(quoted(subject.id)) is dated \(ISO8601.format(micros: measuredAt)), "
+                    + "more than \(limits.readingClockSkew / 1_000_000) s after the hub's clock (\(ISO8601.format(micros: now)))")
         }
         guard value.isFinite else {
-            throw Rejection(code: "non_finite_value",
-                            message: "\(quantity.rawValue) reading for \(quoted(subject.id)) is \(value); must be a finite number")
+            throw Rejection(
+                code: "non_finite_value",
+                message: "\(quantity.rawValue) reading for \(quoted(subject.id)) is \(value); must be a finite number")
         }
         if quantity.isNonNegative && value < 0 {
-            throw Rejection(code: "negative_value",
-                            message: "\(quantity.rawValue) reading for \(quoted(subject.id)) is \(value) \(quantity.unit); must not be negative")
+            throw Rejection(
+                code: "negative_value",
+                message: "\(quantity.rawValue) reading for \(quoted(subject.id)) is \(value) \(quantity.unit); must not be negative")
         }
-        let reading = HubEvent.readingRecorded(ReadingRecorded(subject: subject, quantity: quantity, value: value,
-                                                               measuredAt: measuredAt))
+        let reading = HubEvent.readingRecorded(
+            ReadingRecorded(
+                subject: subject, quantity: quantity, value: value,
+                measuredAt: measuredAt))
         if quantity == .energy, case .device(let id) = subject,
-           let last = state.energy.lastCounterWh(device: id), value < last {
+            let last = state.energy.lastCounterWh(device: id), value < last
+        {
             return [.energyCounterReset(EnergyCounterReset(device: id, previousWh: last, newWh: value)), reading]
         }
         return [reading]
 
     case .defineGroup, .removeGroup, .switchGroup, .defineScene, .removeScene, .applyScene:
-        return [] // decided by decideHousehold above
+        return []  // decided by decideHousehold above
 
     case .admitAnimal(let form):
         try requireId("animal", form.animal)
@@ -238,7 +270,8 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         guard !a.species.isEmpty else { throw Rejection.missingField("a species", command.name) }
         guard !trimmed(a.beacon).isEmpty else { throw Rejection.missingField("a beacon", command.name) }
         do { a.beacon = try BeaconId.canonical(a.beacon) } catch {
-            throw Rejection(code: "invalid_beacon", message: "beacon \(quoted(trimmed(a.beacon))) of animal \(quoted(a.animal)) \(error.reason)")
+            throw Rejection(
+                code: "invalid_beacon", message: "beacon \(quoted(trimmed(a.beacon))) of animal \(quoted(a.animal)) \(error.reason)")
         }
         a.gender = nonEmpty(a.gender); a.birthDate = nonEmpty(a.birthDate); a.breed = nonEmpty(a.breed)
         a.coat = nonEmpty(a.coat); a.ownerName = nonEmpty(a.ownerName); a.ownerAddress = nonEmpty(a.ownerAddress)
@@ -247,25 +280,31 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         try validWeight(a.weightKg, "weight", a.animal, limits: limits)
         if let bd = a.birthDate {
             guard Civil.parseDate(bd) != nil else {
-                throw Rejection(code: "invalid_date",
-                                message: "birth date \(quoted(bd)) of animal \(quoted(a.animal)) is not a YYYY-MM-DD date")
+                throw Rejection(
+                    code: "invalid_date",
+                    message: "birth date \(quoted(bd)) of animal \(quoted(a.animal)) is not a YYYY-MM-DD date")
             }
         }
         if let existing = state.animals[a.animal], existing.isAdmitted {
             throw Rejection(code: "animal_already_admitted", message: "animal \(quoted(a.animal)) is already admitted")
         }
         if let holder = state.animals.beaconIndex[a.beacon], holder != a.animal {
-            throw Rejection(code: "beacon_in_use",
-                            message: "beacon \(quoted(a.beacon)) is bound to admitted animal \(quoted(holder))")
+            throw Rejection(
+                code: "beacon_in_use",
+                message: "beacon \(quoted(a.beacon)) is bound to admitted animal \(quoted(holder))")
         }
         return [.animalAdmitted(a)]
 
     case let .dischargeAnimal(id, exitWeightKg, veterinarian, observations):
         _ = try admittedAnimal(id, state)
         try validWeight(exitWeightKg, "exit weight", id, limits: limits)
-        return [.animalDischarged(AnimalDischarged(animal: id, exitWeightKg: exitWeightKg,
-                                                   veterinarian: nonEmpty(veterinarian),
-                                                   observations: nonEmpty(observations)))]
+        return [
+            .animalDischarged(
+                AnimalDischarged(
+                    animal: id, exitWeightKg: exitWeightKg,
+                    veterinarian: nonEmpty(veterinarian),
+                    observations: nonEmpty(observations)))
+        ]
 
     case let .sightAnimal(id, room, beacon, at):
         let animal = try admittedAnimal(id, state)
@@ -273,8 +312,9 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         guard !room.isEmpty else { throw Rejection.missingField("a room", command.name) }
         let beacon = BeaconId.key(beacon)
         if !beacon.isEmpty && beacon != animal.beacon {
-            throw Rejection(code: "beacon_mismatch",
-                            message: "beacon \(quoted(beacon)) is not the beacon of animal \(quoted(id)) (\(quoted(animal.beacon)))")
+            throw Rejection(
+                code: "beacon_mismatch",
+                message: "beacon \(quoted(beacon)) is not the beacon of animal \(quoted(id)) (\(quoted(animal.beacon)))")
         }
         if animal.lastRoom == room && animal.unseenSince == nil { return [] }
         return [.animalSighted(AnimalSighted(animal: id, room: room, beacon: animal.beacon, at: at))]
@@ -311,9 +351,10 @@ private func admittedAnimal(_ id: String, _ state: HubState, reading: (Quantity,
     guard let animal = state.animals[id] else { throw Rejection.unknownAnimal(id) }
     guard animal.isAdmitted else {
         if let (quantity, measuredAt) = reading, let discharged = animal.dischargedAt, measuredAt > discharged {
-            throw Rejection(code: "reading_after_discharge",
-                            message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
-                                + "\(ISO8601.format(micros: measuredAt)), after its discharge at \(ISO8601.format(micros: discharged))")
+            throw Rejection(
+                code: "reading_after_discharge",
+                message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
+                    + "\(ISO8601.format(micros: measuredAt)), after its discharge at \(ISO8601.format(micros: discharged))")
         }
         throw Rejection.animalNotAdmitted(id)
     }
@@ -337,8 +378,9 @@ private func validName(_ name: String, limits: DomainLimits) throws(Rejection) -
     let n = trimmed(name)
     let count = n.count
     guard count >= 1, count <= limits.maxNameLength else {
-        throw Rejection(code: "invalid_name",
-                        message: "name \(quoted(name)) is \(count) characters; use 1 to \(limits.maxNameLength)")
+        throw Rejection(
+            code: "invalid_name",
+            message: "name \(quoted(name)) is \(count) characters; use 1 to \(limits.maxNameLength)")
     }
     return n
 }
@@ -346,34 +388,40 @@ private func validName(_ name: String, limits: DomainLimits) throws(Rejection) -
 private func validActivationName(_ name: String, limits: DomainLimits) throws(Rejection) {
     let count = name.count
     guard count >= 1 else {
-        throw Rejection(code: "invalid_name", message: "activation name is empty; use 1 to \(limits.maxActivationNameLength) ASCII characters")
+        throw Rejection(
+            code: "invalid_name", message: "activation name is empty; use 1 to \(limits.maxActivationNameLength) ASCII characters")
     }
     if count > limits.maxActivationNameLength {
-        throw Rejection(code: "activation_name_too_long",
-                        message: "activation name \(quoted(name)) is \(count) characters; at most \(limits.maxActivationNameLength) ASCII characters")
+        throw Rejection(
+            code: "activation_name_too_long",
+            message: "activation name \(quoted(name)) is \(count) characters; at most \(limits.maxActivationNameLength) ASCII characters")
     }
     for b in name.utf8 where b < 0x20 || b > 0x7E {
-        throw Rejection(code: "activation_name_not_ascii",
-                        message: "activation name \(quoted(name)) has a character that is not printable ASCII")
+        throw Rejection(
+            code: "activation_name_not_ascii",
+            message: "activation name \(quoted(name)) has a character that is not printable ASCII")
     }
 }
 
 private func validStart(_ start: Int64) throws(Rejection) -> Int64 {
     guard start >= 0, start <= Int64(UInt32.max) else {
-        throw Rejection(code: "activation_start_out_of_range",
-                        message: "activation start \(start) is outside 0...\(UInt32.max) Unix seconds (1970-01-01 to 2106-02-07)")
+        throw Rejection(
+            code: "activation_start_out_of_range",
+            message: "activation start \(start) is outside 0...\(UInt32.max) Unix seconds (1970-01-01 to 2106-02-07)")
     }
     return start
 }
 
 private func validLength(_ minutes: Int) throws(Rejection) -> UInt16 {
     if minutes < 1 {
-        throw Rejection(code: "activation_length_zero",
-                        message: "activation length is \(minutes) minutes; at least 1")
+        throw Rejection(
+            code: "activation_length_zero",
+            message: "activation length is \(minutes) minutes; at least 1")
     }
     if minutes > Int(UInt16.max) {
-        throw Rejection(code: "activation_length_too_long",
-                        message: "activation length is \(minutes) minutes; at most \(UInt16.max)")
+        throw Rejection(
+            code: "activation_length_too_long",
+            message: "activation length is \(minutes) minutes; at most \(UInt16.max)")
     }
     return UInt16(minutes)
 }
@@ -383,15 +431,17 @@ private func validPeriod(_ minutes: Int) throws(Rejection) -> UInt16 {
         throw Rejection(code: "negative_value", message: "activation period is \(minutes) minutes; must not be negative")
     }
     if minutes > Int(UInt16.max) {
-        throw Rejection(code: "activation_period_too_long",
-                        message: "activation period is \(minutes) minutes; at most \(UInt16.max)")
+        throw Rejection(
+            code: "activation_period_too_long",
+            message: "activation period is \(minutes) minutes; at most \(UInt16.max)")
     }
     return UInt16(minutes)
 }
 
 private func validDaily(_ d: DailyRepeat) throws(Rejection) -> DailyRepeat {
     guard d.minuteOfDay < 1440 else {
-        throw Rejection(code: "activation_repeat_invalid", message: "daily repeat time \(d.minuteOfDay) is not a minute of the day (0 to 1439)")
+        throw Rejection(
+            code: "activation_repeat_invalid", message: "daily repeat time \(d.minuteOfDay) is not a minute of the day (0 to 1439)")
     }
     guard d.weekdays & DailyRepeat.everyDay != 0, d.weekdays & ~DailyRepeat.everyDay == 0 else {
         throw Rejection(code: "activation_repeat_invalid", message: "daily repeat needs one or more weekdays (mon...sun)")
@@ -405,8 +455,9 @@ private func validDaily(_ d: DailyRepeat) throws(Rejection) -> DailyRepeat {
 
 private func validWeight(_ kg: Double, _ what: String, _ animal: String, limits: DomainLimits) throws(Rejection) {
     guard kg.isFinite, kg > 0, kg <= limits.maxWeightKg else {
-        throw Rejection(code: "weight_out_of_range",
-                        message: "\(what) of animal \(quoted(animal)) is \(kg) kg; must be above 0 and at most \(limits.maxWeightKg) kg")
+        throw Rejection(
+            code: "weight_out_of_range",
+            message: "\(what) of animal \(quoted(animal)) is \(kg) kg; must be above 0 and at most \(limits.maxWeightKg) kg")
     }
 }
 

@@ -102,7 +102,9 @@ extension HubEvent {
     /// As ``decode(type:schemaVersion:payload:)-(_,_,UnsafeRawBufferPointer)``, with the type's name already
     /// looked up (`known`: `EventType(rawValue: type)`), for replay, which sees a handful of types
     /// millions of times.
-    public static func decode(type: String, as known: EventType?, schemaVersion: UInt16, payload: UnsafeRawBufferPointer) throws(DecodingFailure) -> HubEvent {
+    public static func decode(
+        type: String, as known: EventType?, schemaVersion: UInt16, payload: UnsafeRawBufferPointer
+    ) throws(DecodingFailure) -> HubEvent {
         var r = ByteReader(payload, type: type, schemaVersion: schemaVersion)
         let event: HubEvent
         // Ordered roughly by expected frequency. A future schema 2 adds a case such as
@@ -118,37 +120,46 @@ extension HubEvent {
             default: throw r.failure("subject", "invalid enum raw value \(kind)")
             }
             let quantity = try r.enumByte("quantity", Quantity.init(code:))
-            event = .readingRecorded(ReadingRecorded(
-                subject: subject, quantity: quantity, value: try r.f64("value"), measuredAt: try r.i64("measuredAt")))
+            event = .readingRecorded(
+                ReadingRecorded(
+                    subject: subject, quantity: quantity, value: try r.f64("value"), measuredAt: try r.i64("measuredAt")))
         case (.switchToggled?, 1):
-            event = .switchToggled(SwitchToggled(
-                device: try r.string("device"),
-                state: try r.enumByte("state", SwitchState.init(rawValue:)),
-                cause: try r.enumByte("cause", SwitchCause.init(rawValue:))))
+            event = .switchToggled(
+                SwitchToggled(
+                    device: try r.string("device"),
+                    state: try r.enumByte("state", SwitchState.init(rawValue:)),
+                    cause: try r.enumByte("cause", SwitchCause.init(rawValue:))))
         case (.switchRequested?, 1):
-            event = .switchRequested(SwitchRequested(
-                device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:))))
+            event = .switchRequested(
+                SwitchRequested(
+                    device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:))))
         case (.ownerDataErased?, 1):
             event = .ownerDataErased(OwnerDataErased(animal: try r.string("animal")))
         case (.animalUnseen?, 1):
-            event = .animalUnseen(AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("lastRoom"), lastSeen: try r.i64("lastSeen")))
+            event = .animalUnseen(
+                AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("lastRoom"), lastSeen: try r.i64("lastSeen")))
         case (.animalSighted?, 1):
-            event = .animalSighted(AnimalSighted(
-                animal: try r.string("animal"), room: try r.string("room"), beacon: try r.string("beacon"),
-                at: try r.i64("at")))
+            event = .animalSighted(
+                AnimalSighted(
+                    animal: try r.string("animal"), room: try r.string("room"), beacon: try r.string("beacon"),
+                    at: try r.i64("at")))
         case (.availabilityChanged?, 1):
-            event = .availabilityChanged(AvailabilityChanged(
-                device: try r.string("device"), available: try r.bool("available"), reason: try r.string("reason")))
+            event = .availabilityChanged(
+                AvailabilityChanged(
+                    device: try r.string("device"), available: try r.bool("available"), reason: try r.string("reason")))
         case (.switchFailed?, 1):
-            event = .switchFailed(SwitchFailed(
-                device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:)),
-                reason: try r.string("reason")))
+            event = .switchFailed(
+                SwitchFailed(
+                    device: try r.string("device"), state: try r.enumByte("state", SwitchState.init(rawValue:)),
+                    reason: try r.string("reason")))
         case (.modeChanged?, 1):
-            event = .modeChanged(ModeChanged(
-                device: try r.string("device"), mode: try r.enumByte("mode", DeviceMode.init(rawValue:))))
+            event = .modeChanged(
+                ModeChanged(
+                    device: try r.string("device"), mode: try r.enumByte("mode", DeviceMode.init(rawValue:))))
         case (.energyCounterReset?, 1):
-            event = .energyCounterReset(EnergyCounterReset(
-                device: try r.string("device"), previousWh: try r.f64("previousWh"), newWh: try r.f64("newWh")))
+            event = .energyCounterReset(
+                EnergyCounterReset(
+                    device: try r.string("device"), previousWh: try r.f64("previousWh"), newWh: try r.f64("newWh")))
         case (.groupDefined?, 1):
             event = .groupDefined(GroupDefined(group: try r.string("group"), name: try r.string("name"), members: try r.strings("members")))
         case (.groupRemoved?, 1):
@@ -160,9 +171,10 @@ extension HubEvent {
         case (.multiSwitchRequested?, 1):
             event = .multiSwitchRequested(MultiSwitchRequested(origin: try r.string("origin"), targets: try r.targets("targets")))
         case (.activationsDiverged?, 1):
-            event = .activationsDiverged(ActivationsDiverged(
-                device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
-                resolution: try r.enumByte("resolution", DivergencePolicy.init(rawValue:))))
+            event = .activationsDiverged(
+                ActivationsDiverged(
+                    device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
+                    resolution: try r.enumByte("resolution", DivergencePolicy.init(rawValue:))))
         case (.activationChanged?, 1), (.activationChanged?, 2):
             var e = ActivationChanged(
                 device: try r.string("device"),
@@ -171,37 +183,42 @@ extension HubEvent {
                 lengthMinutes: try r.u16("lengthMinutes"), periodMinutes: try r.u16("periodMinutes"))
             // Schema 1 had no daily repeat: it upcasts with none.
             if schemaVersion == 2, try r.bool("hasDaily") {
-                e.daily = DailyRepeat(minuteOfDay: try r.u16("minuteOfDay"), weekdays: try r.u8("weekdays"),
-                                      timeZone: try r.string("timeZone"))
+                e.daily = DailyRepeat(
+                    minuteOfDay: try r.u16("minuteOfDay"), weekdays: try r.u8("weekdays"),
+                    timeZone: try r.string("timeZone"))
             }
             event = .activationChanged(e)
         case (.deviceRegistered?, 1):
-            event = .deviceRegistered(DeviceRegistered(
-                device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
-                config: try r.string("config"), hardwareId: try r.optionalString("hardwareId")))
+            event = .deviceRegistered(
+                DeviceRegistered(
+                    device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
+                    config: try r.string("config"), hardwareId: try r.optionalString("hardwareId")))
         case (.deviceRenamed?, 1):
             event = .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
         case (.deviceRemoved?, 1):
             event = .deviceRemoved(DeviceRemoved(device: try r.string("device")))
         case (.animalAdmitted?, 1):
-            event = .animalAdmitted(AnimalAdmitted(
-                animal: try r.string("animal"), name: try r.string("name"),
-                gender: try r.optionalString("gender"), birthDate: try r.optionalString("birthDate"),
-                weightKg: try r.f64("weightKg"), species: try r.string("species"),
-                breed: try r.optionalString("breed"), coat: try r.optionalString("coat"),
-                ownerName: try r.optionalString("ownerName"), ownerAddress: try r.optionalString("ownerAddress"),
-                ownerPhone: try r.optionalString("ownerPhone"), motive: try r.optionalString("motive"),
-                veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations"),
-                photo: try r.optionalString("photo"), beacon: try r.string("beacon")))
+            event = .animalAdmitted(
+                AnimalAdmitted(
+                    animal: try r.string("animal"), name: try r.string("name"),
+                    gender: try r.optionalString("gender"), birthDate: try r.optionalString("birthDate"),
+                    weightKg: try r.f64("weightKg"), species: try r.string("species"),
+                    breed: try r.optionalString("breed"), coat: try r.optionalString("coat"),
+                    ownerName: try r.optionalString("ownerName"), ownerAddress: try r.optionalString("ownerAddress"),
+                    ownerPhone: try r.optionalString("ownerPhone"), motive: try r.optionalString("motive"),
+                    veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations"),
+                    photo: try r.optionalString("photo"), beacon: try r.string("beacon")))
         case (.animalDischarged?, 1):
-            event = .animalDischarged(AnimalDischarged(
-                animal: try r.string("animal"), exitWeightKg: try r.f64("exitWeightKg"),
-                veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
+            event = .animalDischarged(
+                AnimalDischarged(
+                    animal: try r.string("animal"), exitWeightKg: try r.f64("exitWeightKg"),
+                    veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
         case (.commandRejected?, 1):
-            event = .commandRejected(CommandRejected(
-                command: try r.string("command"), target: try r.optionalString("target"),
-                code: try r.string("code"), message: try r.string("message"),
-                commandId: try r.optionalString("commandId")))
+            event = .commandRejected(
+                CommandRejected(
+                    command: try r.string("command"), target: try r.optionalString("target"),
+                    code: try r.string("code"), message: try r.string("message"),
+                    commandId: try r.optionalString("commandId")))
         default:
             throw unknownTypeOrVersion(type: type, schemaVersion: schemaVersion)
         }
@@ -211,7 +228,8 @@ extension HubEvent {
 
     static func unknownTypeOrVersion(type: String, schemaVersion: UInt16) -> DecodingFailure {
         if allTypeNames.contains(type) {
-            let reason = schemaVersion > currentSchemaVersion(of: type)
+            let reason =
+                schemaVersion > currentSchemaVersion(of: type)
                 ? "schema version \(schemaVersion) is newer than this build supports (\(currentSchemaVersion(of: type)))"
                 : "unknown schema version \(schemaVersion)"
             return DecodingFailure(type: type, schemaVersion: schemaVersion, field: "", reason: reason)

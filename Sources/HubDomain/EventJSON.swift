@@ -5,8 +5,10 @@ extension HubEvent {
     public func jsonBody() -> JSONValue {
         switch self {
         case .deviceRegistered(let e):
-            return .object([("device", .string(e.device)), ("driver", .string(e.driver)), ("name", .string(e.name)),
-                            ("config", .string(e.config)), ("hardware_id", opt(e.hardwareId))])
+            return .object([
+                ("device", .string(e.device)), ("driver", .string(e.driver)), ("name", .string(e.name)),
+                ("config", .string(e.config)), ("hardware_id", opt(e.hardwareId))
+            ])
         case .deviceRenamed(let e):
             return .object([("device", .string(e.device)), ("name", .string(e.name))])
         case .deviceRemoved(let e):
@@ -14,30 +16,42 @@ extension HubEvent {
         case .switchRequested(let e):
             return .object([("device", .string(e.device)), ("state", .string(e.state.name))])
         case .switchToggled(let e):
-            return .object([("device", .string(e.device)), ("state", .string(e.state.name)),
-                            ("cause", .string(e.cause.name))])
+            return .object([
+                ("device", .string(e.device)), ("state", .string(e.state.name)),
+                ("cause", .string(e.cause.name))
+            ])
         case .switchFailed(let e):
-            return .object([("device", .string(e.device)), ("state", .string(e.state.name)),
-                            ("reason", .string(e.reason))])
+            return .object([
+                ("device", .string(e.device)), ("state", .string(e.state.name)),
+                ("reason", .string(e.reason))
+            ])
         case .modeChanged(let e):
             return .object([("device", .string(e.device)), ("mode", .string(e.mode.name))])
         case .activationChanged(let e):
-            return .object([("device", .string(e.device)), ("change", .string(e.change.name)),
-                            ("name", .string(e.name)), ("start", .string(ISO8601.format(seconds: e.start))),
-                            ("length_minutes", .number(Double(e.lengthMinutes))),
-                            ("period_minutes", .number(Double(e.periodMinutes))),
-                            ("repeat", e.daily.map(\.jsonValue) ?? .null)])
+            return .object([
+                ("device", .string(e.device)), ("change", .string(e.change.name)),
+                ("name", .string(e.name)), ("start", .string(ISO8601.format(seconds: e.start))),
+                ("length_minutes", .number(Double(e.lengthMinutes))),
+                ("period_minutes", .number(Double(e.periodMinutes))),
+                ("repeat", e.daily.map(\.jsonValue) ?? .null)
+            ])
         case .availabilityChanged(let e):
-            return .object([("device", .string(e.device)), ("available", .bool(e.available)),
-                            ("reason", .string(e.reason))])
+            return .object([
+                ("device", .string(e.device)), ("available", .bool(e.available)),
+                ("reason", .string(e.reason))
+            ])
         case .readingRecorded(let e):
-            return .object([("subject", .object([("kind", .string(e.subject.kind)), ("id", .string(e.subject.id))])),
-                            ("quantity", .string(e.quantity.rawValue)), ("value", .number(e.value)),
-                            ("unit", .string(e.quantity.unit)),
-                            ("measured_at", .string(ISO8601.format(micros: e.measuredAt)))])
+            return .object([
+                ("subject", .object([("kind", .string(e.subject.kind)), ("id", .string(e.subject.id))])),
+                ("quantity", .string(e.quantity.rawValue)), ("value", .number(e.value)),
+                ("unit", .string(e.quantity.unit)),
+                ("measured_at", .string(ISO8601.format(micros: e.measuredAt)))
+            ])
         case .energyCounterReset(let e):
-            return .object([("device", .string(e.device)), ("previous_wh", .number(e.previousWh)),
-                            ("new_wh", .number(e.newWh))])
+            return .object([
+                ("device", .string(e.device)), ("previous_wh", .number(e.previousWh)),
+                ("new_wh", .number(e.newWh))
+            ])
         case .groupDefined(let e):
             return .object([("group", .string(e.group)), ("name", .string(e.name)), ("members", .array(e.members.map { .string($0) }))])
         case .groupRemoved(let e):
@@ -49,8 +63,10 @@ extension HubEvent {
         case .multiSwitchRequested(let e):
             return .object([("origin", .string(e.origin)), ("targets", .array(e.targets.map(\.jsonValue)))])
         case .activationsDiverged(let e):
-            return .object([("device", .string(e.device)), ("expected", .array(e.expected.map(\.jsonValue))),
-                            ("found", .array(e.found.map(\.jsonValue))), ("resolution", .string(e.resolution.name))])
+            return .object([
+                ("device", .string(e.device)), ("expected", .array(e.expected.map(\.jsonValue))),
+                ("found", .array(e.found.map(\.jsonValue))), ("resolution", .string(e.resolution.name))
+            ])
         case .animalAdmitted(let e):
             return .object([
                 ("animal", .string(e.animal)), ("name", .string(e.name)), ("gender", opt(e.gender)),
@@ -58,22 +74,30 @@ extension HubEvent {
                 ("breed", opt(e.breed)), ("coat", opt(e.coat)), ("owner_name", opt(e.ownerName)),
                 ("owner_address", opt(e.ownerAddress)), ("owner_phone", opt(e.ownerPhone)),
                 ("motive", opt(e.motive)), ("veterinarian", opt(e.veterinarian)),
-                ("observations", opt(e.observations)), ("photo", opt(e.photo)), ("beacon", .string(e.beacon)),
+                ("observations", opt(e.observations)), ("photo", opt(e.photo)), ("beacon", .string(e.beacon))
             ])
         case .animalDischarged(let e):
-            return .object([("animal", .string(e.animal)), ("exit_weight_kg", .number(e.exitWeightKg)),
-                            ("veterinarian", opt(e.veterinarian)), ("observations", opt(e.observations))])
+            return .object([
+                ("animal", .string(e.animal)), ("exit_weight_kg", .number(e.exitWeightKg)),
+                ("veterinarian", opt(e.veterinarian)), ("observations", opt(e.observations))
+            ])
         case .ownerDataErased(let e):
             return .object([("animal", .string(e.animal))])
         case .animalUnseen(let e):
-            return .object([("animal", .string(e.animal)), ("last_room", .string(e.lastRoom)),
-                            ("last_seen", .string(ISO8601.format(micros: e.lastSeen)))])
+            return .object([
+                ("animal", .string(e.animal)), ("last_room", .string(e.lastRoom)),
+                ("last_seen", .string(ISO8601.format(micros: e.lastSeen)))
+            ])
         case .animalSighted(let e):
-            return .object([("animal", .string(e.animal)), ("room", .string(e.room)), ("beacon", .string(e.beacon)),
-                            ("at", .string(ISO8601.format(micros: e.at)))])
+            return .object([
+                ("animal", .string(e.animal)), ("room", .string(e.room)), ("beacon", .string(e.beacon)),
+                ("at", .string(ISO8601.format(micros: e.at)))
+            ])
         case .commandRejected(let e):
-            return .object([("command", .string(e.command)), ("target", opt(e.target)), ("code", .string(e.code)),
-                            ("message", .string(e.message)), ("command_id", opt(e.commandId))])
+            return .object([
+                ("command", .string(e.command)), ("target", opt(e.target)), ("code", .string(e.code)),
+                ("message", .string(e.message)), ("command_id", opt(e.commandId))
+            ])
         }
     }
 
@@ -89,37 +113,47 @@ extension HubEvent {
         }
         switch (EventType(rawValue: type), schemaVersion) {
         case (.deviceRegistered?, 1):
-            return .deviceRegistered(DeviceRegistered(
-                device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
-                config: try r.string("config"), hardwareId: try r.optionalString("hardware_id")))
+            return .deviceRegistered(
+                DeviceRegistered(
+                    device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
+                    config: try r.string("config"), hardwareId: try r.optionalString("hardware_id")))
         case (.deviceRenamed?, 1):
             return .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
         case (.deviceRemoved?, 1):
             return .deviceRemoved(DeviceRemoved(device: try r.string("device")))
         case (.switchRequested?, 1):
-            return .switchRequested(SwitchRequested(device: try r.string("device"),
-                                                    state: try r.named("state", SwitchState.init(name:))))
+            return .switchRequested(
+                SwitchRequested(
+                    device: try r.string("device"),
+                    state: try r.named("state", SwitchState.init(name:))))
         case (.switchToggled?, 1):
-            return .switchToggled(SwitchToggled(device: try r.string("device"),
-                                                state: try r.named("state", SwitchState.init(name:)),
-                                                cause: try r.named("cause", SwitchCause.init(name:))))
+            return .switchToggled(
+                SwitchToggled(
+                    device: try r.string("device"),
+                    state: try r.named("state", SwitchState.init(name:)),
+                    cause: try r.named("cause", SwitchCause.init(name:))))
         case (.switchFailed?, 1):
-            return .switchFailed(SwitchFailed(device: try r.string("device"),
-                                              state: try r.named("state", SwitchState.init(name:)),
-                                              reason: try r.string("reason")))
+            return .switchFailed(
+                SwitchFailed(
+                    device: try r.string("device"),
+                    state: try r.named("state", SwitchState.init(name:)),
+                    reason: try r.string("reason")))
         case (.modeChanged?, 1):
-            return .modeChanged(ModeChanged(device: try r.string("device"),
-                                            mode: try r.named("mode", DeviceMode.init(name:))))
+            return .modeChanged(
+                ModeChanged(
+                    device: try r.string("device"),
+                    mode: try r.named("mode", DeviceMode.init(name:))))
         case (.activationChanged?, 1), (.activationChanged?, 2):
             let startMicros = try r.time("start")
             guard startMicros % Civil.microsPerSecond == 0 else {
                 throw r.failure("start", "must be whole seconds")
             }
-            return .activationChanged(ActivationChanged(
-                device: try r.string("device"), change: try r.named("change", ActivationChange.init(name:)),
-                name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
-                lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes"),
-                daily: schemaVersion >= 2 ? try r.dailyRepeat("repeat") : nil))
+            return .activationChanged(
+                ActivationChanged(
+                    device: try r.string("device"), change: try r.named("change", ActivationChange.init(name:)),
+                    name: try r.string("name"), start: startMicros / Civil.microsPerSecond,
+                    lengthMinutes: try r.u16("length_minutes"), periodMinutes: try r.u16("period_minutes"),
+                    daily: schemaVersion >= 2 ? try r.dailyRepeat("repeat") : nil))
         case (.groupDefined?, 1):
             return .groupDefined(GroupDefined(group: try r.string("group"), name: try r.string("name"), members: try r.strings("members")))
         case (.groupRemoved?, 1):
@@ -131,13 +165,16 @@ extension HubEvent {
         case (.multiSwitchRequested?, 1):
             return .multiSwitchRequested(MultiSwitchRequested(origin: try r.string("origin"), targets: try r.targets("targets")))
         case (.activationsDiverged?, 1):
-            return .activationsDiverged(ActivationsDiverged(
-                device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
-                resolution: try r.named("resolution", DivergencePolicy.init(name:))))
+            return .activationsDiverged(
+                ActivationsDiverged(
+                    device: try r.string("device"), expected: try r.activations("expected"), found: try r.activations("found"),
+                    resolution: try r.named("resolution", DivergencePolicy.init(name:))))
         case (.availabilityChanged?, 1):
-            return .availabilityChanged(AvailabilityChanged(device: try r.string("device"),
-                                                            available: try r.bool("available"),
-                                                            reason: try r.string("reason")))
+            return .availabilityChanged(
+                AvailabilityChanged(
+                    device: try r.string("device"),
+                    available: try r.bool("available"),
+                    reason: try r.string("reason")))
         case (.readingRecorded?, 1):
             guard let subj = body["subject"], case .object = subj else {
                 throw r.failure("subject", "expected an object {\"kind\",\"id\"}")
@@ -155,38 +192,49 @@ extension HubEvent {
             if let unit = body["unit"], unit != .string(quantity.unit) {
                 throw r.failure("unit", "expected \"\(quantity.unit)\" for \(quantity.rawValue)")
             }
-            return .readingRecorded(ReadingRecorded(subject: subject, quantity: quantity,
-                                                    value: try r.double("value"), measuredAt: try r.time("measured_at")))
+            return .readingRecorded(
+                ReadingRecorded(
+                    subject: subject, quantity: quantity,
+                    value: try r.double("value"), measuredAt: try r.time("measured_at")))
         case (.energyCounterReset?, 1):
-            return .energyCounterReset(EnergyCounterReset(device: try r.string("device"),
-                                                          previousWh: try r.double("previous_wh"),
-                                                          newWh: try r.double("new_wh")))
+            return .energyCounterReset(
+                EnergyCounterReset(
+                    device: try r.string("device"),
+                    previousWh: try r.double("previous_wh"),
+                    newWh: try r.double("new_wh")))
         case (.animalAdmitted?, 1):
-            return .animalAdmitted(AnimalAdmitted(
-                animal: try r.string("animal"), name: try r.string("name"), gender: try r.optionalString("gender"),
-                birthDate: try r.optionalString("birth_date"), weightKg: try r.double("weight_kg"),
-                species: try r.string("species"), breed: try r.optionalString("breed"),
-                coat: try r.optionalString("coat"), ownerName: try r.optionalString("owner_name"),
-                ownerAddress: try r.optionalString("owner_address"), ownerPhone: try r.optionalString("owner_phone"),
-                motive: try r.optionalString("motive"), veterinarian: try r.optionalString("veterinarian"),
-                observations: try r.optionalString("observations"), photo: try r.optionalString("photo"),
-                beacon: try r.string("beacon")))
+            return .animalAdmitted(
+                AnimalAdmitted(
+                    animal: try r.string("animal"), name: try r.string("name"), gender: try r.optionalString("gender"),
+                    birthDate: try r.optionalString("birth_date"), weightKg: try r.double("weight_kg"),
+                    species: try r.string("species"), breed: try r.optionalString("breed"),
+                    coat: try r.optionalString("coat"), ownerName: try r.optionalString("owner_name"),
+                    ownerAddress: try r.optionalString("owner_address"), ownerPhone: try r.optionalString("owner_phone"),
+                    motive: try r.optionalString("motive"), veterinarian: try r.optionalString("veterinarian"),
+                    observations: try r.optionalString("observations"), photo: try r.optionalString("photo"),
+                    beacon: try r.string("beacon")))
         case (.animalDischarged?, 1):
-            return .animalDischarged(AnimalDischarged(
-                animal: try r.string("animal"), exitWeightKg: try r.double("exit_weight_kg"),
-                veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
+            return .animalDischarged(
+                AnimalDischarged(
+                    animal: try r.string("animal"), exitWeightKg: try r.double("exit_weight_kg"),
+                    veterinarian: try r.optionalString("veterinarian"), observations: try r.optionalString("observations")))
         case (.ownerDataErased?, 1):
             return .ownerDataErased(OwnerDataErased(animal: try r.string("animal")))
         case (.animalUnseen?, 1):
-            return .animalUnseen(AnimalUnseen(animal: try r.string("animal"), lastRoom: try r.string("last_room"),
-                                              lastSeen: try r.time("last_seen")))
+            return .animalUnseen(
+                AnimalUnseen(
+                    animal: try r.string("animal"), lastRoom: try r.string("last_room"),
+                    lastSeen: try r.time("last_seen")))
         case (.animalSighted?, 1):
-            return .animalSighted(AnimalSighted(animal: try r.string("animal"), room: try r.string("room"),
-                                                beacon: try r.string("beacon"), at: try r.time("at")))
+            return .animalSighted(
+                AnimalSighted(
+                    animal: try r.string("animal"), room: try r.string("room"),
+                    beacon: try r.string("beacon"), at: try r.time("at")))
         case (.commandRejected?, 1):
-            return .commandRejected(CommandRejected(
-                command: try r.string("command"), target: try r.optionalString("target"), code: try r.string("code"),
-                message: try r.string("message"), commandId: try r.optionalString("command_id")))
+            return .commandRejected(
+                CommandRejected(
+                    command: try r.string("command"), target: try r.optionalString("target"), code: try r.string("code"),
+                    message: try r.string("message"), commandId: try r.optionalString("command_id")))
         default:
             throw unknownTypeOrVersion(type: type, schemaVersion: schemaVersion)
         }

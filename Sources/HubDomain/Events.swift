@@ -205,8 +205,10 @@ public struct ActivationChanged: Sendable, Equatable, Codable {
     public var periodMinutes: UInt16
     /// Schema 2: repeats daily at a local time (nil in schema 1 events, which upcast unchanged).
     public var daily: DailyRepeat?
-    public init(device: String, change: ActivationChange, name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16,
-                daily: DailyRepeat? = nil) {
+    public init(
+        device: String, change: ActivationChange, name: String, start: Int64, lengthMinutes: UInt16, periodMinutes: UInt16,
+        daily: DailyRepeat? = nil
+    ) {
         self.device = device; self.change = change; self.name = name; self.start = start
         self.lengthMinutes = lengthMinutes; self.periodMinutes = periodMinutes; self.daily = daily
     }
@@ -264,10 +266,12 @@ public struct Admission: Sendable, Equatable, Codable {
     /// The beacon identity as the bridges report it (`BeaconId.canonical`).
     public var beacon: String
 
-    public init(animal: String, name: String, gender: String? = nil, birthDate: String? = nil, weightKg: Double,
-                species: String, breed: String? = nil, coat: String? = nil, ownerName: String? = nil,
-                ownerAddress: String? = nil, ownerPhone: String? = nil, motive: String? = nil,
-                veterinarian: String? = nil, observations: String? = nil, photo: String? = nil, beacon: String) {
+    public init(
+        animal: String, name: String, gender: String? = nil, birthDate: String? = nil, weightKg: Double,
+        species: String, breed: String? = nil, coat: String? = nil, ownerName: String? = nil,
+        ownerAddress: String? = nil, ownerPhone: String? = nil, motive: String? = nil,
+        veterinarian: String? = nil, observations: String? = nil, photo: String? = nil, beacon: String
+    ) {
         self.animal = animal; self.name = name; self.gender = gender; self.birthDate = birthDate
         self.weightKg = weightKg; self.species = species; self.breed = breed; self.coat = coat
         self.ownerName = ownerName; self.ownerAddress = ownerAddress; self.ownerPhone = ownerPhone

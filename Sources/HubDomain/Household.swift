@@ -113,8 +113,12 @@ func decideHousehold(_ command: HubCommand, state: HubState, limits: DomainLimit
         case .off: wanted = .off
         case .toggle: wanted = members.contains { state.devices[$0]?.switchState == .on } ? .off : .on
         }
-        return [.multiSwitchRequested(MultiSwitchRequested(origin: StreamKey.group(id).stream,
-                                                           targets: members.map { DeviceTarget(device: $0, state: wanted) }))]
+        return [
+            .multiSwitchRequested(
+                MultiSwitchRequested(
+                    origin: StreamKey.group(id).stream,
+                    targets: members.map { DeviceTarget(device: $0, state: wanted) }))
+        ]
     case let .defineScene(id, name, targets):
         try householdId("scene", id)
         guard id != HouseholdLimits.allOff else {

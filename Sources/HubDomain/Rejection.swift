@@ -37,7 +37,7 @@ public enum RejectionKind: String, Sendable, CaseIterable {
         case "unknown_device", "unknown_animal", "unknown_activation", "unknown_subject", "unknown_group", "unknown_scene":
             self = .notFound
         case "device_exists", "device_removed", "activation_exists", "activation_repeat_conflict", "activation_slots_full",
-             "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
+            "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
             self = .conflict
         case "not_active", "log_unavailable":
             self = .unavailable

@@ -5,10 +5,10 @@ public enum Civil {
     public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400                                            // [0, 399]
-        let mp = (month + 9) % 12                                          // March = 0
-        let doy = (153 * mp + 2) / 5 + day - 1                             // [0, 365]
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy                    // [0, 146096]
+        let yoe = y - era * 400  // [0, 399]
+        let mp = (month + 9) % 12  // March = 0
+        let doy = (153 * mp + 2) / 5 + day - 1  // [0, 365]
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy  // [0, 146096]
         return era * 146097 + doe - 719468
     }
 
@@ -63,8 +63,9 @@ public enum Civil {
     public static func parseDate(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         guard b.count == 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-              let y = digits(b, 0, 4), let m = digits(b, 5, 2), let d = digits(b, 8, 2),
-              (1...12).contains(m), d >= 1, d <= daysInMonth(year: y, month: m) else { return nil }
+            let y = digits(b, 0, 4), let m = digits(b, 5, 2), let d = digits(b, 8, 2),
+            (1...12).contains(m), d >= 1, d <= daysInMonth(year: y, month: m)
+        else { return nil }
         return daysFromCivil(year: y, month: m, day: d)
     }
 
@@ -107,7 +108,7 @@ public enum ISO8601 {
     /// Renders `2026-11-22T18:00:00.000000Z`.
     public static func format(micros: Int64) -> String {
         let days = Civil.floorDiv(micros, Civil.microsPerDay)
-        let rem = micros - days * Civil.microsPerDay            // [0, microsPerDay)
+        let rem = micros - days * Civil.microsPerDay  // [0, microsPerDay)
         let (y, m, d) = Civil.civilFromDays(days)
         let secs = rem / Civil.microsPerSecond
         let frac = rem % Civil.microsPerSecond
@@ -132,11 +133,12 @@ public enum ISO8601 {
     public static func parse(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-              b[10] == UInt8(ascii: "T"), b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
-              let y = Civil.digits(b, 0, 4), let mo = Civil.digits(b, 5, 2), let d = Civil.digits(b, 8, 2),
-              let h = Civil.digits(b, 11, 2), let mi = Civil.digits(b, 14, 2), let s = Civil.digits(b, 17, 2),
-              (1...12).contains(mo), d >= 1, d <= Civil.daysInMonth(year: y, month: mo),
-              h <= 23, mi <= 59, s <= 59 else { return nil }
+            b[10] == UInt8(ascii: "T"), b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+            let y = Civil.digits(b, 0, 4), let mo = Civil.digits(b, 5, 2), let d = Civil.digits(b, 8, 2),
+            let h = Civil.digits(b, 11, 2), let mi = Civil.digits(b, 14, 2), let s = Civil.digits(b, 17, 2),
+            (1...12).contains(mo), d >= 1, d <= Civil.daysInMonth(year: y, month: mo),
+            h <= 23, mi <= 59, s <= 59
+        else { return nil }
         var i = 19
         var frac: Int64 = 0
         if b[i] == UInt8(ascii: ".") {
@@ -158,8 +160,9 @@ public enum ISO8601 {
             i += 1
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             guard b.count - i == 6, b[i + 3] == UInt8(ascii: ":"),
-                  let oh = Civil.digits(b, i + 1, 2), let om = Civil.digits(b, i + 4, 2),
-                  oh <= 23, om <= 59 else { return nil }
+                let oh = Civil.digits(b, i + 1, 2), let om = Civil.digits(b, i + 4, 2),
+                oh <= 23, om <= 59
+            else { return nil }
             offsetSeconds = (oh * 3600 + om * 60) * (b[i] == UInt8(ascii: "-") ? -1 : 1)
             i += 6
         default:

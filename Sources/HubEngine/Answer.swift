@@ -20,8 +20,10 @@ public struct Answer: Sendable, Equatable {
     }
 
     /// Refused: why (one sentence), the stable code (nil for a malformed request), and its kind.
-    public static func refused(_ message: String, code: String?, kind: RejectionKind,
-                               echo: RequestParser.Echo = RequestParser.Echo()) -> Answer {
+    public static func refused(
+        _ message: String, code: String?, kind: RejectionKind,
+        echo: RequestParser.Echo = RequestParser.Echo()
+    ) -> Answer {
         Answer(body: AnswerJSON.error(message, code: code, echo: echo), refusal: kind)
     }
 

@@ -45,8 +45,10 @@ public actor BridgeHost: Service {
         public var bridge: String = ""
     }
 
-    public init(commands: CommandService, relay: (any DriverMessaging)?, bridges: [(factory: any BridgeFactory, settingsJSON: String)] = [],
-                logger: Logger) {
+    public init(
+        commands: CommandService, relay: (any DriverMessaging)?, bridges: [(factory: any BridgeFactory, settingsJSON: String)] = [],
+        logger: Logger
+    ) {
         self.hub = commands.hub
         self.commands = commands
         self.relay = relay
@@ -59,7 +61,7 @@ public actor BridgeHost: Service {
         for (factory, settings) in configured {
             if let problem = await start(factory, settingsJSON: settings) { logger.error("\(problem)") }
         }
-        try? await gracefulShutdown() // shut down or cancelled: stop the bridges either way
+        try? await gracefulShutdown()  // shut down or cancelled: stop the bridges either way
         await stopAll()
     }
 
@@ -67,7 +69,9 @@ public actor BridgeHost: Service {
     public func start(_ factory: any BridgeFactory, settingsJSON: String) async -> String? {
         let bridge: any Bridge
         do { bridge = try factory.make(settingsJSON: settingsJSON) } catch { return "bridge \(factory.name): \(error)" }
-        guard let mqtt = relay?.handle(scope: bridge.mqttScope, onMessage: hub.metrics.bridgeObservation(bridge: factory.name)) else { return "bridge \(factory.name): no MQTT connection" }
+        guard let mqtt = relay?.handle(scope: bridge.mqttScope, onMessage: hub.metrics.bridgeObservation(bridge: factory.name)) else {
+            return "bridge \(factory.name): no MQTT connection"
+        }
         do {
             for filter in bridge.mqttScope { try mqtt.subscribe(filter) }
             try await bridge.start(context: HostedBridgeContext(name: factory.name, mqtt: mqtt, host: self))
@@ -99,8 +103,9 @@ public actor BridgeHost: Service {
         }
         unknown[BeaconId.key(beacon)] = nil
         presence[animal] = (room, at)
-        await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
-                               durability: .observation)
+        await commands.execute(
+            .sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
+            durability: .observation)
         presenceSink.yield(animal)
     }
 
@@ -115,8 +120,9 @@ public actor BridgeHost: Service {
         // Heard again after an "unseen", or in a room the log does not have for it (never placed,
         // or a sighting missed): that is a fact again.
         if let record = await hub.animal(animal), record.unseenSince != nil || record.lastRoom != room {
-            await commands.execute(.sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
-                                   durability: .observation)
+            await commands.execute(
+                .sightAnimal(id: animal, room: room, beacon: beacon, at: at), actor: "bridge:\(bridge)",
+                durability: .observation)
         }
         presenceSink.yield(animal)
     }
@@ -127,8 +133,9 @@ public actor BridgeHost: Service {
             unknown[BeaconId.key(beacon)]?.heard = false
             return
         }
-        await commands.execute(.markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)",
-                               durability: .observation)
+        await commands.execute(
+            .markAnimalUnseen(id: animal, lastRoom: lastRoom, lastSeen: lastSeen), actor: "bridge:\(bridge)",
+            durability: .observation)
         presenceSink.yield(animal)
     }
 
@@ -141,15 +148,17 @@ public actor BridgeHost: Service {
         guard let heard = unknown[key], heard.heard, await hub.animal(wearing: key) == admission.animal else { return }
         unknown[key] = nil
         presence[admission.animal] = (heard.room, heard.lastSeen)
-        await commands.execute(.sightAnimal(id: admission.animal, room: heard.room, beacon: key, at: max(heard.lastSeen, time)),
-                               actor: "bridge:\(heard.bridge)", durability: .observation)
+        await commands.execute(
+            .sightAnimal(id: admission.animal, room: heard.room, beacon: key, at: max(heard.lastSeen, time)),
+            actor: "bridge:\(heard.bridge)", durability: .observation)
         presenceSink.yield(admission.animal)
     }
 
     func noteUnknown(_ beacon: String, room: String, at: Int64, bridge: String) {
         let key = BeaconId.key(beacon)
         if unknown[key] == nil, unknown.count >= Self.maxUnknown,
-           let oldest = unknown.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key {
+            let oldest = unknown.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key
+        {
             unknown[oldest] = nil
         }
         unknown[key, default: UnknownBeacon(room: room, lastSeen: at, reports: 0)].reports += 1
@@ -161,10 +170,13 @@ public actor BridgeHost: Service {
 
     /// For `request/beacons/unknown`.
     public func unknownBeacons() -> JSONValue {
-        .array(unknown.sorted { $0.value.lastSeen > $1.value.lastSeen }.map { beacon, u in
-            .object([("beacon", .string(beacon)), ("room", .string(u.room)), ("last_seen", .string(ISO8601.format(micros: u.lastSeen))),
-                     ("reports", .number(Double(u.reports)))])
-        })
+        .array(
+            unknown.sorted { $0.value.lastSeen > $1.value.lastSeen }.map { beacon, u in
+                .object([
+                    ("beacon", .string(beacon)), ("room", .string(u.room)), ("last_seen", .string(ISO8601.format(micros: u.lastSeen))),
+                    ("reports", .number(Double(u.reports)))
+                ])
+            })
     }
 }
 

@@ -10,10 +10,12 @@ public enum CommandJSON {
         public var description: String { field.isEmpty ? reason : "\"\(field)\": \(reason)" }
     }
 
-    public static let names = ["register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
-                               "set_activation", "report_availability", "report_activations", "record_reading", "admit_animal", "discharge_animal",
-                               "sight_animal", "define_group", "remove_group", "switch_group", "define_scene", "remove_scene",
-                               "apply_scene", "erase_owner_data"]
+    public static let names = [
+        "register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
+        "set_activation", "report_availability", "report_activations", "record_reading", "admit_animal", "discharge_animal",
+        "sight_animal", "define_group", "remove_group", "switch_group", "define_scene", "remove_scene",
+        "apply_scene", "erase_owner_data"
+    ]
 
     /// The keys each command takes besides `command` and `command_id`; any other key is refused.
     static let keys: [String: [String]] = [
@@ -27,8 +29,10 @@ public enum CommandJSON {
         "report_availability": ["id", "available", "reason"],
         "report_activations": ["id", "found", "policy"],
         "record_reading": ["device", "animal", "quantity", "value", "measured_at"],
-        "admit_animal": ["id", "name", "gender", "birth_date", "weight_kg", "species", "breed", "coat", "owner_name",
-                         "owner_address", "owner_phone", "motive", "veterinarian", "observations", "photo", "beacon"],
+        "admit_animal": [
+            "id", "name", "gender", "birth_date", "weight_kg", "species", "breed", "coat", "owner_name",
+            "owner_address", "owner_phone", "motive", "veterinarian", "observations", "photo", "beacon"
+        ],
         "discharge_animal": ["id", "exit_weight_kg", "veterinarian", "observations"],
         "sight_animal": ["id", "room", "beacon", "at"],
         "define_group": ["id", "name", "members"],
@@ -37,7 +41,7 @@ public enum CommandJSON {
         "define_scene": ["id", "name", "states"],
         "remove_scene": ["id"],
         "apply_scene": ["id"],
-        "erase_owner_data": ["id"],
+        "erase_owner_data": ["id"]
     ]
 
     /// Every key command `name` takes, `command` and `command_id` included; nil for an unknown command.
@@ -52,7 +56,8 @@ public enum CommandJSON {
     ///   - now: µs since the epoch, for readings and sightings that do not say when.
     ///   - alsoAllowed: Keys a transport adds and reads itself (the MQTT surface's `transaction`);
     ///     every other key outside `keys(of:)` is refused, naming the key and the known ones.
-    public static func parse(_ value: JSONValue, now: Int64, alsoAllowed: [String] = []) throws -> (command: HubCommand, commandId: String?) {
+    public static func parse(_ value: JSONValue, now: Int64, alsoAllowed: [String] = []) throws -> (command: HubCommand, commandId: String?)
+    {
         guard case .object = value else { throw Failure(field: "", reason: "a command must be a JSON object") }
         let f = Fields(value)
         let commandId = try f.optionalString("command_id")
@@ -67,8 +72,9 @@ public enum CommandJSON {
             case .object?: config = value["config"]!.serialized()
             default: throw Failure(field: "config", reason: "must be a JSON object")
             }
-            command = .registerDevice(id: try f.string("id"), driver: try f.string("driver"), name: try f.string("name"),
-                                      config: config, hardwareId: try f.optionalString("hardware_id"))
+            command = .registerDevice(
+                id: try f.string("id"), driver: try f.string("driver"), name: try f.string("name"),
+                config: config, hardwareId: try f.optionalString("hardware_id"))
         case "rename_device":
             command = .renameDevice(id: try f.string("id"), name: try f.string("name"))
         case "remove_device":
@@ -84,13 +90,15 @@ public enum CommandJSON {
             guard let activationOp = ActivationOp(rawValue: op) else {
                 throw Failure(field: "op", reason: "must be add, update or remove, not \"\(op)\"")
             }
-            command = .setActivation(device: try f.optionalString("device") ?? f.string("id"), op: activationOp,
-                                     name: try f.string("name"), start: try f.optionalTime("start", seconds: true),
-                                     lengthMinutes: try f.optionalInteger("length"), periodMinutes: try f.optionalInteger("period"),
-                                     daily: try dailyRepeat(value["repeat"]))
+            command = .setActivation(
+                device: try f.optionalString("device") ?? f.string("id"), op: activationOp,
+                name: try f.string("name"), start: try f.optionalTime("start", seconds: true),
+                lengthMinutes: try f.optionalInteger("length"), periodMinutes: try f.optionalInteger("period"),
+                daily: try dailyRepeat(value["repeat"]))
         case "report_availability":
-            command = .reportAvailability(id: try f.string("id"), available: try f.bool("available"),
-                                          reason: try f.optionalString("reason") ?? "")
+            command = .reportAvailability(
+                id: try f.string("id"), available: try f.bool("available"),
+                reason: try f.optionalString("reason") ?? "")
         case "define_group":
             guard case .array(let items)? = value["members"] else {
                 throw Failure(field: "members", reason: "must be a list of device ids")
@@ -136,8 +144,10 @@ public enum CommandJSON {
                 guard (1...65535).contains(length), (0...65535).contains(period) else {
                     throw Failure(field: "found[\(i)]", reason: "length must be 1 to 65535 and period 0 to 65535 minutes")
                 }
-                found.append(Activation(name: try a.string("name"), start: start, lengthMinutes: UInt16(length),
-                                        periodMinutes: UInt16(period)))
+                found.append(
+                    Activation(
+                        name: try a.string("name"), start: start, lengthMinutes: UInt16(length),
+                        periodMinutes: UInt16(period)))
             }
             let policyName = try f.optionalString("policy") ?? "report"
             guard let policy = DivergencePolicy(name: policyName) else {
@@ -146,29 +156,39 @@ public enum CommandJSON {
             command = .reportActivations(device: try f.string("id"), found: found, policy: policy)
         case "record_reading":
             let subject: Subject
-            if let device = try f.optionalString("device") { subject = .device(device) }
-            else if let animal = try f.optionalString("animal") { subject = .animal(animal) }
-            else { throw Failure(field: "device", reason: "give \"device\" or \"animal\"") }
+            if let device = try f.optionalString("device") {
+                subject = .device(device)
+            } else if let animal = try f.optionalString("animal") {
+                subject = .animal(animal)
+            } else {
+                throw Failure(field: "device", reason: "give \"device\" or \"animal\"")
+            }
             let q = try f.string("quantity")
             guard let quantity = Quantity(rawValue: q) else {
-                throw Failure(field: "quantity", reason: "must be one of \(Quantity.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(q)\"")
+                throw Failure(
+                    field: "quantity", reason: "must be one of \(Quantity.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(q)\"")
             }
-            command = .recordReading(subject: subject, quantity: quantity, value: try f.number("value"),
-                                     measuredAt: try f.optionalTime("measured_at", seconds: false) ?? now)
+            command = .recordReading(
+                subject: subject, quantity: quantity, value: try f.number("value"),
+                measuredAt: try f.optionalTime("measured_at", seconds: false) ?? now)
         case "admit_animal":
-            command = .admitAnimal(Admission(
-                animal: try f.string("id"), name: try f.string("name"), gender: try f.optionalString("gender"),
-                birthDate: try f.optionalString("birth_date"), weightKg: try f.number("weight_kg"), species: try f.string("species"),
-                breed: try f.optionalString("breed"), coat: try f.optionalString("coat"), ownerName: try f.optionalString("owner_name"),
-                ownerAddress: try f.optionalString("owner_address"), ownerPhone: try f.optionalString("owner_phone"),
-                motive: try f.optionalString("motive"), veterinarian: try f.optionalString("veterinarian"),
-                observations: try f.optionalString("observations"), photo: try f.optionalString("photo"), beacon: try f.string("beacon")))
+            command = .admitAnimal(
+                Admission(
+                    animal: try f.string("id"), name: try f.string("name"), gender: try f.optionalString("gender"),
+                    birthDate: try f.optionalString("birth_date"), weightKg: try f.number("weight_kg"), species: try f.string("species"),
+                    breed: try f.optionalString("breed"), coat: try f.optionalString("coat"), ownerName: try f.optionalString("owner_name"),
+                    ownerAddress: try f.optionalString("owner_address"), ownerPhone: try f.optionalString("owner_phone"),
+                    motive: try f.optionalString("motive"), veterinarian: try f.optionalString("veterinarian"),
+                    observations: try f.optionalString("observations"), photo: try f.optionalString("photo"), beacon: try f.string("beacon")
+                ))
         case "discharge_animal":
-            command = .dischargeAnimal(id: try f.string("id"), exitWeightKg: try f.number("exit_weight_kg"),
-                                       veterinarian: try f.optionalString("veterinarian"), observations: try f.optionalString("observations"))
+            command = .dischargeAnimal(
+                id: try f.string("id"), exitWeightKg: try f.number("exit_weight_kg"),
+                veterinarian: try f.optionalString("veterinarian"), observations: try f.optionalString("observations"))
         case "sight_animal":
-            command = .sightAnimal(id: try f.string("id"), room: try f.string("room"), beacon: try f.string("beacon"),
-                                   at: try f.optionalTime("at", seconds: false) ?? now)
+            command = .sightAnimal(
+                id: try f.string("id"), room: try f.string("room"), beacon: try f.string("beacon"),
+                at: try f.optionalTime("at", seconds: false) ?? now)
         default:
             throw Failure(field: "command", reason: "unknown command \"\(name)\"; known: \(names.joined(separator: ", "))")
         }
@@ -179,14 +199,20 @@ public enum CommandJSON {
     /// `"repeat": {"at":"18:00","days":["mon","fri"],"time_zone":"Europe/Lisbon"}` (`days` default: every day).
     static func dailyRepeat(_ value: JSONValue?) throws -> DailyRepeat? {
         guard let value, value != .null else { return nil }
-        guard case .object = value else { throw Failure(field: "repeat", reason: "must be an object {\"at\":\"HH:MM\",\"days\":[...],\"time_zone\":...}") }
+        guard case .object = value else {
+            throw Failure(field: "repeat", reason: "must be an object {\"at\":\"HH:MM\",\"days\":[...],\"time_zone\":...}")
+        }
         let f = Fields(value)
         try f.allow(["at", "days", "time_zone"], path: "repeat")
         let at = try f.string("at")
-        guard let minute = DailyRepeat.minute(of: at) else { throw Failure(field: "repeat.at", reason: "must be HH:MM (00:00 to 23:59), not \"\(at)\"") }
+        guard let minute = DailyRepeat.minute(of: at) else {
+            throw Failure(field: "repeat.at", reason: "must be HH:MM (00:00 to 23:59), not \"\(at)\"")
+        }
         var mask = DailyRepeat.everyDay
         if let days = value["days"], days != .null {
-            guard case .array(let items) = days else { throw Failure(field: "repeat.days", reason: "must be a list of day names (mon ... sun)") }
+            guard case .array(let items) = days else {
+                throw Failure(field: "repeat.days", reason: "must be a list of day names (mon ... sun)")
+            }
             let names = items.compactMap { item -> String? in if case .string(let s) = item { return s } else { return nil } }
             guard names.count == items.count, let m = DailyRepeat.weekdays(of: names) else {
                 throw Failure(field: "repeat.days", reason: "must be one or more of mon, tue, wed, thu, fri, sat, sun")
@@ -197,7 +223,9 @@ public enum CommandJSON {
             throw Failure(field: "repeat.time_zone", reason: "is required (an IANA name such as \"Europe/Lisbon\")")
         }
         guard TimeZone(identifier: zone) != nil else {
-            throw Failure(field: "repeat.time_zone", reason: "\"\(zone)\" is not a time zone this machine knows (IANA names such as \"Europe/Lisbon\")")
+            throw Failure(
+                field: "repeat.time_zone",
+                reason: "\"\(zone)\" is not a time zone this machine knows (IANA names such as \"Europe/Lisbon\")")
         }
         return DailyRepeat(minuteOfDay: minute, weekdays: mask, timeZone: zone)
     }
@@ -225,7 +253,8 @@ public enum CommandJSON {
             case .wrongType(let expected): return Failure(field: error.path, reason: "must be \(expected)")
             case .invalid(let message): return Failure(field: error.path, reason: message)
             case .notAnObject: return Failure(field: error.path, reason: "must be an object")
-            case .unknownKey(let known): return Failure(field: error.path, reason: "is not a known field (known: \(known.joined(separator: ", ")))")
+            case .unknownKey(let known):
+                return Failure(field: error.path, reason: "is not a known field (known: \(known.joined(separator: ", ")))")
             }
         }
 
@@ -269,7 +298,9 @@ public enum CommandJSON {
         }
         func switchState(_ key: String) throws -> SwitchState {
             let s = try string(key)
-            guard let state = SwitchState(name: RequestParser.word(s)) else { throw Failure(field: key, reason: "must be ON or OFF, not \"\(s)\"") }
+            guard let state = SwitchState(name: RequestParser.word(s)) else {
+                throw Failure(field: key, reason: "must be ON or OFF, not \"\(s)\"")
+            }
             return state
         }
         /// An ISO-8601 string or a number of Unix seconds; returned in seconds or microseconds.

@@ -53,20 +53,25 @@ public struct CommandService: Sendable {
     ///     waits on it: its events may be synced a bounded delay later); immediate otherwise.
     /// - Returns: the answer; never throws (a failure to record is an answer too).
     @discardableResult
-    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros(),
-                        durability: Durability = .immediate) async -> CommandAnswer {
+    public func execute(
+        _ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros(),
+        durability: Durability = .immediate
+    ) async -> CommandAnswer {
         let answer = await answer(command, commandId: commandId, actor: actor, now: now, durability: durability)
         hub.metrics.answered(answer)
         if logger.logLevel <= .debug {
-            logger.debug("command", metadata: [
-                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
-                "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")",
-            ])
+            logger.debug(
+                "command",
+                metadata: [
+                    "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                    "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")"
+                ])
         }
         return answer
     }
 
-    private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64, durability: Durability) async -> CommandAnswer {
+    private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64, durability: Durability) async -> CommandAnswer
+    {
         if let lease, !lease.mayAct { return .failed(lease.soleWriter ? Self.logUnavailableLease : Self.leaseUnconfirmed) }
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
         do {
@@ -75,11 +80,13 @@ public struct CommandService: Sendable {
             }
             switch try await hub.execute(command, commandId: commandId, actor: actor, now: now, durability: durability) {
             case let .accepted(events, result, duplicate):
-                return .ok(.object([
-                    ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
-                    ("duplicate", .bool(duplicate)),
-                    ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) })),
-                ] + (await activationConflicts(after: command))))
+                return .ok(
+                    .object(
+                        [
+                            ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
+                            ("duplicate", .bool(duplicate)),
+                            ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) }))
+                        ] + (await activationConflicts(after: command))))
             case let .rejected(rejection, result, duplicate):
                 return .refused(rejection, seq: result?.lastSequence, duplicate: duplicate)
             }
@@ -89,10 +96,12 @@ public struct CommandService: Sendable {
             // A full disk is said once by the storage watch (and on `<base>/status/storage`), an
             // unreachable database once by the lease keeper, not once per refused command.
             let quiet = rejection.code == Self.storageFull || rejection.code == Self.logUnavailable
-            logger.log(level: quiet ? .debug : .error, "a command could not be recorded", metadata: [
-                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
-                "command_id": "\(commandId ?? "-")", "error": "\(error)",
-            ])
+            logger.log(
+                level: quiet ? .debug : .error, "a command could not be recorded",
+                metadata: [
+                    "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                    "command_id": "\(commandId ?? "-")", "error": "\(error)"
+                ])
             return .failed(rejection)
         }
     }
@@ -102,9 +111,11 @@ public struct CommandService: Sendable {
 
     /// A command taken while this hub's lease is not confirmed (it was paused or cut off longer
     /// than the lease allows): not decided, not recorded.
-    static let leaseUnconfirmed = Rejection(code: notActive, message: "this hub's lease is not confirmed (it was paused or cut off): "
-                                            + "the command was not recorded and changed nothing; send it again (the same command_id is safe): "
-                                            + "the active hub answers it")
+    static let leaseUnconfirmed = Rejection(
+        code: notActive,
+        message: "this hub's lease is not confirmed (it was paused or cut off): "
+            + "the command was not recorded and changed nothing; send it again (the same command_id is safe): "
+            + "the active hub answers it")
 
     /// The code of a command refused because the disk holding the log is full.
     public static let storageFull = "storage_full"
@@ -115,9 +126,11 @@ public struct CommandService: Sendable {
 
     /// A command taken by the log's only writer while its lease is not confirmed (the database
     /// cannot be reached, or the hub was paused): no other hub can be active, so it says so.
-    static let logUnavailableLease = Rejection(code: logUnavailable, message: "the event log's database cannot be reached "
-                                               + "(this hub's lease on it is not confirmed): the command was not recorded and changed nothing; "
-                                               + "send it again with the same command_id (it is carried out once)")
+    static let logUnavailableLease = Rejection(
+        code: logUnavailable,
+        message: "the event log's database cannot be reached "
+            + "(this hub's lease on it is not confirmed): the command was not recorded and changed nothing; "
+            + "send it again with the same command_id (it is carried out once)")
 
     /// The answer to a command the log could not take: `storage_full` when the disk is full (the
     /// hub goes on; the same command succeeds once space is freed), `log_unavailable` when the log's
@@ -125,17 +138,23 @@ public struct CommandService: Sendable {
     /// `not_active` when another instance holds the lease, `internal` otherwise.
     static func notRecorded(_ error: Error, soleWriter: Bool = false) -> Rejection {
         if case EventLogError.storageFull = error {
-            return Rejection(code: storageFull, message: "\(error): the command was not recorded and changed nothing; "
-                             + "free space on that disk and send it again (the same command_id is safe)")
+            return Rejection(
+                code: storageFull,
+                message: "\(error): the command was not recorded and changed nothing; "
+                    + "free space on that disk and send it again (the same command_id is safe)")
         }
         if case EventLogError.unreachable = error {
-            return Rejection(code: logUnavailable, message: "\(error): the command was not carried out; "
-                             + "send it again with the same command_id (it is carried out once)")
+            return Rejection(
+                code: logUnavailable,
+                message: "\(error): the command was not carried out; "
+                    + "send it again with the same command_id (it is carried out once)")
         }
         if soleWriter, case EventLogError.fenced = error { return logUnavailableLease }
         if case EventLogError.fenced = error {
-            return Rejection(code: notActive, message: "\(error): the command was not recorded and changed nothing; "
-                             + "send it again (the same command_id is safe): the active hub answers it")
+            return Rejection(
+                code: notActive,
+                message: "\(error): the command was not recorded and changed nothing; "
+                    + "send it again (the same command_id is safe): the active hub answers it")
         }
         return Rejection(code: "internal", message: "the hub could not record the command: \(error)")
     }
@@ -156,13 +175,16 @@ public struct CommandService: Sendable {
     func precheck(_ command: HubCommand) async -> Rejection? {
         switch command {
         case .registerDevice(_, let driver, _, _, _) where !catalog.names.contains(driver):
-            return Rejection(code: "unknown_driver", message: "no driver named \"\(driver)\"; known: \(catalog.names.joined(separator: ", "))")
+            return Rejection(
+                code: "unknown_driver", message: "no driver named \"\(driver)\"; known: \(catalog.names.joined(separator: ", "))")
         case let .setActivation(device, _, _, _, _, _, daily) where daily != nil:
             guard let record = await hub.device(device),
-                  catalog.storesActivations(driver: record.driver, deviceId: device, settingsJSON: record.config) else { return nil }
-            return Rejection(code: "activation_repeat_unsupported",
-                             message: "device \"\(device)\" runs its activations itself and cannot hold a daily repeat at a local time; "
-                                 + "use a period (1440 minutes for daily)")
+                catalog.storesActivations(driver: record.driver, deviceId: device, settingsJSON: record.config)
+            else { return nil }
+            return Rejection(
+                code: "activation_repeat_unsupported",
+                message: "device \"\(device)\" runs its activations itself and cannot hold a daily repeat at a local time; "
+                    + "use a period (1440 minutes for daily)")
         default:
             return nil
         }
@@ -224,8 +246,10 @@ public enum CommandAnswer: Sendable, Equatable {
         case .ok(.object(let fields)): return .object([("status", "ok")] + fields)
         case .ok(let data): return .object([("status", "ok"), ("data", data)])
         case let .refused(r, seq, duplicate):
-            return .object([("status", "error"), ("code", .string(r.code)), ("error", .string(r.message)),
-                            ("duplicate", .bool(duplicate)), ("seq", seq.map { .number(Double($0)) } ?? .null)])
+            return .object([
+                ("status", "error"), ("code", .string(r.code)), ("error", .string(r.message)),
+                ("duplicate", .bool(duplicate)), ("seq", seq.map { .number(Double($0)) } ?? .null)
+            ])
         case .failed(let r):
             return .object([("status", "error"), ("code", .string(r.code)), ("error", .string(r.message))])
         }
@@ -247,7 +271,7 @@ public struct DriverCatalog: Sendable {
     /// Asked of a driver made for the purpose and never started (making one has no side effects).
     public func storesActivations(driver: String, deviceId: String, settingsJSON: String) -> Bool {
         guard let factory = factories[driver],
-              let made = try? factory.make(configuration: DriverConfiguration(deviceId: deviceId, driver: driver, settingsJSON: settingsJSON))
+            let made = try? factory.make(configuration: DriverConfiguration(deviceId: deviceId, driver: driver, settingsJSON: settingsJSON))
         else { return false }
         return made.capabilities.storesActivations
     }

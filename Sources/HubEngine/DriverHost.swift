@@ -19,8 +19,10 @@ public struct DriverHostOptions: Sendable {
     /// Deadband and maximum interval per quantity (missing quantities keep the defaults).
     public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
 
-    public init(confirmTimeout: Duration = .seconds(5), divergencePolicy: DivergencePolicy = .restore,
-                readingRules: [Quantity: ReadingFilter.Rule] = [:]) {
+    public init(
+        confirmTimeout: Duration = .seconds(5), divergencePolicy: DivergencePolicy = .restore,
+        readingRules: [Quantity: ReadingFilter.Rule] = [:]
+    ) {
         self.confirmTimeout = confirmTimeout
         self.divergencePolicy = divergencePolicy
         self.readingRules = readingRules
@@ -62,8 +64,10 @@ public actor DriverHost: Service {
         let driverName: String
         let capabilities: DriverCapabilities
         let mqtt: (any DriverMQTT)?
-        init(deviceId: String, driver: any Driver, driverName: String, capabilities: DriverCapabilities,
-             mqtt: (any DriverMQTT)?) {
+        init(
+            deviceId: String, driver: any Driver, driverName: String, capabilities: DriverCapabilities,
+            mqtt: (any DriverMQTT)?
+        ) {
             self.deviceId = deviceId; self.driver = driver; self.driverName = driverName
             self.capabilities = capabilities; self.mqtt = mqtt
         }
@@ -87,8 +91,10 @@ public actor DriverHost: Service {
     var writeOwed: Set<String> = []
     var readings: ReadingFilter
 
-    public init(commands: CommandService, options: DriverHostOptions = DriverHostOptions(), relay: (any DriverMessaging)? = nil,
-                lease: LeaseStanding? = nil, logger: Logger) {
+    public init(
+        commands: CommandService, options: DriverHostOptions = DriverHostOptions(), relay: (any DriverMessaging)? = nil,
+        lease: LeaseStanding? = nil, logger: Logger
+    ) {
         self.hub = commands.hub
         self.lease = lease
         self.commands = commands
@@ -146,8 +152,11 @@ public actor DriverHost: Service {
     private func start(_ device: DeviceRecord) async {
         guard !stopping else { return }
         guard let factory = factories[device.driver] else {
-            await report(device.id, driver: device.driver,
-                         .availability(available: false, reason: "no driver named \"\(device.driver)\" in this hub (known: \(driverNames.joined(separator: ", ")))"))
+            await report(
+                device.id, driver: device.driver,
+                .availability(
+                    available: false,
+                    reason: "no driver named \"\(device.driver)\" in this hub (known: \(driverNames.joined(separator: ", ")))"))
             return
         }
         let configuration = DriverConfiguration(deviceId: device.id, driver: device.driver, settingsJSON: device.config)
@@ -155,8 +164,9 @@ public actor DriverHost: Service {
             let driver = try factory.make(configuration: configuration)
             let capabilities = driver.capabilities
             let mqtt = relay?.handle(scope: capabilities.mqttScope)
-            running[device.id] = Running(deviceId: device.id, driver: driver, driverName: device.driver,
-                                         capabilities: capabilities, mqtt: mqtt)
+            running[device.id] = Running(
+                deviceId: device.id, driver: driver, driverName: device.driver,
+                capabilities: capabilities, mqtt: mqtt)
             if capabilities.storesActivations {
                 written[device.id] = await hub.activations(of: device.id)
             }
@@ -238,8 +248,9 @@ public actor DriverHost: Service {
                 return
             }
             enqueue(.setSwitch(on: request.state == .on), for: running)
-            confirmations.watch(device: request.device, state: request.state, driverName: running.driverName,
-                                deadline: .now + options.confirmTimeout)
+            confirmations.watch(
+                device: request.device, state: request.state, driverName: running.driverName,
+                deadline: .now + options.confirmTimeout)
             if !watchingConfirmations {
                 watchingConfirmations = true
                 spawn { [weak self] in await self?.watchConfirmations() }
@@ -259,12 +270,13 @@ public actor DriverHost: Service {
         while let deadline = confirmations.nextDeadline {
             if deadline > .now {
                 // Late by up to `confirmationSlack`, so that a burst's deadlines are taken together.
-                do { try await Task.sleep(until: deadline + Self.confirmationSlack, clock: .continuous) } catch { break } // shutting down
+                do { try await Task.sleep(until: deadline + Self.confirmationSlack, clock: .continuous) } catch { break }  // shutting down
             }
             for watch in confirmations.due(at: .now) {
-                guard await hub.device(watch.device)?.pending?.state == watch.state else { continue } // confirmed, or failed already
-                await execute(.failSwitch(id: watch.device, reason: "not confirmed by the device within \(options.confirmTimeout)"),
-                              actor: "driver:\(watch.driverName)")
+                guard await hub.device(watch.device)?.pending?.state == watch.state else { continue }  // confirmed, or failed already
+                await execute(
+                    .failSwitch(id: watch.device, reason: "not confirmed by the device within \(options.confirmTimeout)"),
+                    actor: "driver:\(watch.driverName)")
             }
         }
         watchingConfirmations = false
@@ -290,9 +302,11 @@ public actor DriverHost: Service {
         let list = await hub.activations(of: device)
         written[device] = list
         writesInFlight[device, default: 0] += 1
-        enqueue(.writeActivations(list.map {
-            DeviceActivation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
-        }), for: running)
+        enqueue(
+            .writeActivations(
+                list.map {
+                    DeviceActivation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
+                }), for: running)
     }
 
     /// Turns an observation into domain commands.
@@ -305,13 +319,17 @@ public actor DriverHost: Service {
             guard value.isFinite else { return }
             let q = quantity
             for sample in readings.admit(device: deviceId, quantity: q, value: value, at: measuredAt) {
-                let answer = await commands.execute(.recordReading(subject: .device(deviceId), quantity: q, value: sample.value,
-                                                                   measuredAt: sample.at), actor: actor, durability: .observation)
+                let answer = await commands.execute(
+                    .recordReading(
+                        subject: .device(deviceId), quantity: q, value: sample.value,
+                        measuredAt: sample.at), actor: actor, durability: .observation)
                 // Refused, not clamped (the reading's time is what it says): said in the hub's log too.
                 if let rejection = answer.rejection, rejection.code == "reading_in_future" {
-                    logger.warning("a driver's reading is dated in the future: refused", metadata: [
-                        "device": "\(deviceId)", "driver": "\(driver)", "error": "\(rejection.message)",
-                    ])
+                    logger.warning(
+                        "a driver's reading is dated in the future: refused",
+                        metadata: [
+                            "device": "\(deviceId)", "driver": "\(driver)", "error": "\(rejection.message)"
+                        ])
                 }
             }
         case let .availability(available, reason):
@@ -320,14 +338,17 @@ public actor DriverHost: Service {
             // An unavailable device's held readings end (the history's weighting): the first
             // sample after it answers again is recorded, changed or not.
             if !available { readings.forget(device: deviceId) }
-            await commands.execute(.reportAvailability(id: deviceId, available: available, reason: reason), actor: actor,
-                                   durability: .observation)
+            await commands.execute(
+                .reportAvailability(id: deviceId, available: available, reason: reason), actor: actor,
+                durability: .observation)
         case let .commandFailed(reason):
             await execute(.failSwitch(id: deviceId, reason: reason), actor: actor)
         case let .activations(list):
-            await compareActivations(deviceId, list.map {
-                Activation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
-            }, actor: actor)
+            await compareActivations(
+                deviceId,
+                list.map {
+                    Activation(name: $0.name, start: $0.start, lengthMinutes: $0.lengthMinutes, periodMinutes: $0.periodMinutes)
+                }, actor: actor)
         }
     }
 
@@ -379,8 +400,9 @@ public actor DriverHost: Service {
             for filter in filters { try handle.subscribe(filter) }
             for probe in probes { try handle.publish(probe.topic, probe.payload, retain: false) }
         } catch {
-            logger.warning("discovery: could not subscribe or probe; devices announced on the broker may not be found",
-                           metadata: ["error": "\(error)"])
+            logger.warning(
+                "discovery: could not subscribe or probe; devices announced on the broker may not be found",
+                metadata: ["error": "\(error)"])
         }
         discoveryHandle = handle
         spawn { [weak self] in
@@ -412,7 +434,8 @@ public actor DriverHost: Service {
     /// key, and every key both have is equal (`{"id":"x"}` covers `{"id":"x","gen":2}`).
     private func covers(_ registered: String, _ announced: String) -> Bool {
         guard let have = try? JSONValue.parse(Array(registered.utf8)), let want = try? JSONValue.parse(Array(announced.utf8)),
-              case .object(let wanted) = want else { return registered == announced }
+            case .object(let wanted) = want
+        else { return registered == announced }
         let shared = wanted.filter { key, _ in have[key] != nil }
         return !shared.isEmpty && shared.allSatisfy { key, value in have[key] == value }
     }

@@ -15,7 +15,7 @@ public enum EventLines {
             ("time", .string(ISO8601.format(micros: record.timestamp))),
             ("actor", .string(record.causation.actor)),
             ("command_id", record.causation.commandId.map { .string($0) } ?? .null),
-            ("data", event?.jsonBody() ?? .null),
+            ("data", event?.jsonBody() ?? .null)
         ]
         if event == nil { fields.append(("error", .string("payload not readable by this hub version"))) }
         if let hash { fields.append(("hash", .string(hash))) }
@@ -23,8 +23,12 @@ public enum EventLines {
     }
 
     public static func render(_ record: EventRecord, hash: String? = nil) -> String {
-        json(record, event: try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
-                                                 payload: record.payload), hash: hash).serialized()
+        json(
+            record,
+            event: try? HubEvent.decode(
+                type: record.type, schemaVersion: record.schemaVersion,
+                payload: record.payload), hash: hash
+        ).serialized()
     }
 
     /// The record's `hub export` line (no newline): its JSON with the chain `hash`. It is also the
@@ -74,7 +78,9 @@ public enum EventLines {
         let schema = try integer("schema")
         guard schema <= UInt64(UInt16.max) else { throw LineError(line: line, reason: "\"schema\" out of range") }
         let timeText = try string("time")
-        guard let time = ISO8601.parse(timeText) else { throw LineError(line: line, reason: "\"time\" is not an ISO-8601 time: \(timeText)") }
+        guard let time = ISO8601.parse(timeText) else {
+            throw LineError(line: line, reason: "\"time\" is not an ISO-8601 time: \(timeText)")
+        }
         let commandId: String?
         switch try field("command_id") {
         case .null: commandId = nil
@@ -91,10 +97,11 @@ public enum EventLines {
         guard stream == event.stream else {
             throw LineError(line: line, reason: "stream \(stream) does not match the event's subject (\(event.stream))")
         }
-        let record = EventRecord(sequence: try integer("seq"), stream: stream, streamVersion: try integer("version"),
-                                 type: type, schemaVersion: UInt16(schema), timestamp: time,
-                                 causation: Causation(commandId: commandId, actor: try string("actor")),
-                                 payload: event.encodePayload(schemaVersion: UInt16(schema)))
+        let record = EventRecord(
+            sequence: try integer("seq"), stream: stream, streamVersion: try integer("version"),
+            type: type, schemaVersion: UInt16(schema), timestamp: time,
+            causation: Causation(commandId: commandId, actor: try string("actor")),
+            payload: event.encodePayload(schemaVersion: UInt16(schema)))
         return Parsed(record: record, event: event, hash: value["hash"]?.stringValue)
     }
 }

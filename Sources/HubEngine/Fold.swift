@@ -1,6 +1,6 @@
-import HubHistory
 import Foundation
 import HubDomain
+import HubHistory
 import HubLog
 
 extension Hub {
@@ -9,14 +9,17 @@ extension Hub {
     ///
     /// - Returns: How many events could not be read.
     @discardableResult
-    public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int {
+    public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int
+    {
         try fold(store: store, into: &state, history: nil, through: through, until: bound)
     }
 
     /// Folds into `state` and the history files together, each from where it stands (the files may
     /// stand before or after the snapshot the state came from).
-    static func fold(store: any EventStore, into state: inout HubState, history: HistoryFiles?, through: UInt64,
-                     until bound: LogBound? = nil) throws -> Int {
+    static func fold(
+        store: any EventStore, into state: inout HubState, history: HistoryFiles?, through: UInt64,
+        until bound: LogBound? = nil
+    ) throws -> Int {
         var reader = FoldReader()
         let from = min(state.lastSequence, history?.foldedThrough ?? state.lastSequence) + 1
         try store.readViews(from: from, through: through) { view in
@@ -49,8 +52,12 @@ struct FoldReader {
         let type = types.type(for: view.typeBytes)
         do {
             let event = try HubEvent.decode(type: type.name, as: type.known, schemaVersion: view.schemaVersion, payload: view.payload)
-            return (event, EventContext(sequence: view.sequence, timestamp: view.timestamp,
-                                        actor: actors.string(for: view.actorBytes), commandId: view.commandId))
+            return (
+                event,
+                EventContext(
+                    sequence: view.sequence, timestamp: view.timestamp,
+                    actor: actors.string(for: view.actorBytes), commandId: view.commandId)
+            )
         } catch {
             unreadable += 1
             return nil

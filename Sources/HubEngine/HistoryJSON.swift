@@ -45,10 +45,13 @@ public enum HistoryJSON {
     public static func data(_ answer: HistoryAnswer) -> JSONValue {
         switch answer {
         case .buckets(let buckets):
-            return .array(buckets.map { b in
-                .object([("start", .string(ISO8601.format(micros: b.start))), ("count", .number(Double(b.count))),
-                         ("min", .number(b.min)), ("max", .number(b.max)), ("mean", .number(b.mean)), ("last", .number(b.last))])
-            })
+            return .array(
+                buckets.map { b in
+                    .object([
+                        ("start", .string(ISO8601.format(micros: b.start))), ("count", .number(Double(b.count))),
+                        ("min", .number(b.min)), ("max", .number(b.max)), ("mean", .number(b.mean)), ("last", .number(b.last))
+                    ])
+                })
         case .energy(let days):
             return .array(days.map { d in .object([("start", .string(ISO8601.format(micros: d.start))), ("kwh", .number(d.wh / 1000))]) })
         }
@@ -69,7 +72,8 @@ public enum HistoryJSON {
             lines += days.map { [ISO8601.format(micros: $0.start), number($0.wh / 1000)] }
         }
         let widths = (0..<lines[0].count).map { c in lines.map { $0[c].count }.max() ?? 0 }
-        var out = "\(query.subject.stream) \(query.quantity.rawValue) (\(unit)) per \(query.resolution.rawValue), "
+        var out =
+            "\(query.subject.stream) \(query.quantity.rawValue) (\(unit)) per \(query.resolution.rawValue), "
             + "\(ISO8601.format(micros: query.from)) to \(ISO8601.format(micros: query.to)): \(lines.count - 1) bucket(s)\n"
         for line in lines {
             let padded = zip(line, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }.joined(separator: "  ")

@@ -23,7 +23,8 @@ struct HouseholdControl: Sendable {
         public var reason: String?
 
         var json: JSONValue {
-            .object([("device", .string(device)), ("state", .string(state.name.uppercased())), ("outcome", .string(outcome))]
+            .object(
+                [("device", .string(device)), ("state", .string(state.name.uppercased())), ("outcome", .string(outcome))]
                     + (reason.map { [("reason", JSONValue.string($0))] } ?? []))
         }
     }
@@ -57,8 +58,9 @@ struct HouseholdControl: Sendable {
                 let id = commandId.map { "\($0)/\(target.device)" }
                 let switched: CommandOutcome
                 do {
-                    switched = try await hub.execute(.switchDevice(id: target.device, target: target.state == .on ? .on : .off),
-                                                     commandId: id, actor: actor, now: currentMicros())
+                    switched = try await hub.execute(
+                        .switchDevice(id: target.device, target: target.state == .on ? .on : .off),
+                        commandId: id, actor: actor, now: currentMicros())
                 } catch EventLogError.storageFull(let path, let operation, let code) {
                     // The disk filled up after the command itself was logged: this member is not
                     // switched, and says why (the same command id switches it once space is back).
@@ -97,7 +99,7 @@ struct HouseholdControl: Sendable {
         let devices: [JSONValue] = outcomes.map(\.json)
         let fields: [(String, JSONValue)] = [
             ("seq", seq), ("origin", .string(request.origin)), ("devices", .array(devices)),
-            ("confirmed", .number(confirmed)), ("total", .number(Double(outcomes.count))),
+            ("confirmed", .number(confirmed)), ("total", .number(Double(outcomes.count)))
         ]
         return .ok(.object(fields))
     }

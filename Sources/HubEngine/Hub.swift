@@ -1,6 +1,6 @@
-import HubHistory
 import Foundation
 import HubDomain
+import HubHistory
 import HubLog
 
 /// Where the hub keeps its data: `<dataDir>/log` (segments) and `<dataDir>/snapshots`.
@@ -74,8 +74,10 @@ public actor Hub {
     ///   - snapshotEvery: Write a snapshot after this many new events.
     ///   - metrics: where appends are measured.
     /// - Throws: When the snapshot directory cannot be made or the log cannot be read.
-    public init(store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
-                metrics: HubMetrics = .disabled) throws {
+    public init(
+        store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
+        metrics: HubMetrics = .disabled
+    ) throws {
         self.store = store
         self.metrics = metrics
         snapshots = try SnapshotStore(directory: paths.snapshots)
@@ -101,7 +103,9 @@ public actor Hub {
                         .map { $0.timeIntervalSince1970 }
                     notes.append("read models restored from the snapshot at sequence \(sequence)")
                 } else {
-                    notes.append(try snapshots.setAside(snapshot.name, because: "its read models end at sequence \(restored.lastSequence), not \(sequence)"))
+                    notes.append(
+                        try snapshots.setAside(
+                            snapshot.name, because: "its read models end at sequence \(restored.lastSequence), not \(sequence)"))
                 }
             } else {
                 notes.append("snapshot at sequence \(sequence) is from another hub version; replaying from the start")
@@ -132,8 +136,10 @@ public actor Hub {
     /// CommandRejected events (nothing hidden). A retried command id returns the original outcome.
     /// `durability` is ``Durability/observation`` for what a driver or bridge reports (its events may
     /// be synced a bounded delay later, see `EventStore`); commands are immediate.
-    public func execute(_ command: HubCommand, commandId: String? = nil, actor: String, now: Int64,
-                        durability: Durability = .immediate) async throws -> CommandOutcome {
+    public func execute(
+        _ command: HubCommand, commandId: String? = nil, actor: String, now: Int64,
+        durability: Durability = .immediate
+    ) async throws -> CommandOutcome {
         var command = command
         if case .admitAnimal(let admission) = command {
             // Owner contact data is logged sealed, so that it can be erased later (see OwnerDataVault).
@@ -150,8 +156,10 @@ public actor Hub {
         return outcome
     }
 
-    private func decideAndAppend(_ command: HubCommand, commandId: String?, actor: String, now: Int64,
-                                 durability: Durability) async throws -> CommandOutcome {
+    private func decideAndAppend(
+        _ command: HubCommand, commandId: String?, actor: String, now: Int64,
+        durability: Durability
+    ) async throws -> CommandOutcome {
         // Commands on one stream (and those guarding a cross-stream rule) take turns; others overlap
         // and share the log's group commit.
         let keys = Self.serializationKeys(command)
@@ -168,18 +176,20 @@ public actor Hub {
                 let stream = events[0].stream
                 let expected: ExpectedVersion = try await store.streamVersion(stream).map { .exact($0) } ?? .noStream
                 do {
-                    let result = try await append(events, stream: stream, expected: expected, commandId: commandId, actor: actor, now: now,
-                                                  durability: durability)
+                    let result = try await append(
+                        events, stream: stream, expected: expected, commandId: commandId, actor: actor, now: now,
+                        durability: durability)
                     if result.duplicate { return try await outcome(ofEarlier: result) }
                     return .accepted(events: events, result: result, duplicate: false)
                 } catch EventLogError.wrongExpectedVersion {
-                    try await catchUpWithoutBlocking() // another command got there first: decide again on the newer state
+                    try await catchUpWithoutBlocking()  // another command got there first: decide again on the newer state
                     continue
                 }
             case .rejected(let rejection):
                 let event = rejectionEvent(for: command, rejection: rejection, commandId: commandId)
-                let result = try await append([event], stream: event.stream, expected: .any, commandId: commandId, actor: actor, now: now,
-                                              durability: durability)
+                let result = try await append(
+                    [event], stream: event.stream, expected: .any, commandId: commandId, actor: actor, now: now,
+                    durability: durability)
                 if result.duplicate { return try await outcome(ofEarlier: result) }
                 return .rejected(rejection, result: result, duplicate: false)
             }
@@ -229,15 +239,19 @@ public actor Hub {
         }
     }
 
-    private func append(_ events: [HubEvent], stream: String, expected: ExpectedVersion, commandId: String?,
-                        actor: String, now: Int64, durability: Durability) async throws -> AppendResult {
+    private func append(
+        _ events: [HubEvent], stream: String, expected: ExpectedVersion, commandId: String?,
+        actor: String, now: Int64, durability: Durability
+    ) async throws -> AppendResult {
         let proposed = events.map {
             ProposedEvent(type: $0.typeName, schemaVersion: $0.schemaVersion, timestamp: now, payload: $0.encodePayload())
         }
         let started = ContinuousClock.now
-        let result = try await store.append(AppendRequest(stream: stream, expected: expected,
-                                                          causation: Causation(commandId: commandId, actor: actor), events: proposed,
-                                                          durability: durability))
+        let result = try await store.append(
+            AppendRequest(
+                stream: stream, expected: expected,
+                causation: Causation(commandId: commandId, actor: actor), events: proposed,
+                durability: durability))
         if !result.duplicate { metrics.appended(events: proposed.count, duration: ContinuousClock.now - started) }
         try await catchUpWithoutBlocking()
         return result
@@ -275,10 +289,12 @@ public actor Hub {
     /// Narrow reads for hot paths: copying `state` out of the actor would make the next event copy
     /// every read model (copy-on-write), so publishers ask for just what they show.
     public func views(devices: [String], animals: [String]) -> (devices: [DeviceView], animals: [AnimalRecord]) {
-        (devices.compactMap { id in
-            state.devices[id].map { DeviceView(state, $0) }
-         },
-         animals.compactMap { state.animals[$0] })
+        (
+            devices.compactMap { id in
+                state.devices[id].map { DeviceView(state, $0) }
+            },
+            animals.compactMap { state.animals[$0] }
+        )
     }
 
     public func device(_ id: String) -> DeviceRecord? { state.devices[id] }
@@ -341,8 +357,9 @@ public actor Hub {
 
     /// Folds one record into the read models (an event this version cannot read is skipped, counted).
     private func fold(_ record: EventRecord) {
-        let context = EventContext(sequence: record.sequence, timestamp: record.timestamp,
-                                   actor: record.causation.actor, commandId: record.causation.commandId)
+        let context = EventContext(
+            sequence: record.sequence, timestamp: record.timestamp,
+            actor: record.causation.actor, commandId: record.causation.commandId)
         if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
             state.apply(event, context: context)
             history.apply(event, context: context)
@@ -377,9 +394,12 @@ public actor Hub {
     /// there, which binds it to this log.
     public func snapshot() throws {
         guard state.lastSequence > snapshotSequence || history.needsSync,
-              let chainHash = try store.chainHash(at: state.lastSequence) else { return }
+            let chainHash = try store.chainHash(at: state.lastSequence)
+        else { return }
         // The history first: when its files cannot be synced (a full disk), no snapshot is tried either.
-        if history.needsSync, history.foldedThrough == state.lastSequence { try history.sync(sequence: state.lastSequence, chainHash: chainHash) }
+        if history.needsSync, history.foldedThrough == state.lastSequence {
+            try history.sync(sequence: state.lastSequence, chainHash: chainHash)
+        }
         guard state.lastSequence > snapshotSequence else { return }
         try snapshots.save(sequence: state.lastSequence, chainHash: chainHash, bytes: Self.encodeSnapshot(state))
         snapshotSequence = state.lastSequence
@@ -397,8 +417,9 @@ public actor Hub {
             case nil: devices[record.driver, default: .init()].unknown += 1
             }
         }
-        return MetricsSummary(devices: devices, snapshotWrittenAt: snapshotWrittenAt,
-                              eventsSinceSnapshot: Int(store.lastSequence - min(snapshotSequence, store.lastSequence)))
+        return MetricsSummary(
+            devices: devices, snapshotWrittenAt: snapshotWrittenAt,
+            eventsSinceSnapshot: Int(store.lastSequence - min(snapshotSequence, store.lastSequence)))
     }
 
     /// Snapshots and closes the log. The log is closed whatever happens to the snapshot.

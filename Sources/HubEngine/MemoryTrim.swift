@@ -1,7 +1,8 @@
+import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import ServiceLifecycle
 
 /// Gives memory the allocator holds but no longer uses back to the system, now and then.
 ///

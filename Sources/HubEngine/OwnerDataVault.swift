@@ -46,9 +46,10 @@ public struct OwnerDataVault: Sendable {
         guard let value else { return nil }
         guard Self.isSealed(value) else { return value }
         guard let key = try? key(for: animal, create: false),
-              let data = Data(base64Encoded: String(value.dropFirst(Self.prefix.count))),
-              let box = try? AES.GCM.SealedBox(combined: data),
-              let plain = try? AES.GCM.open(box, using: key, authenticating: Data(animal.utf8)) else { return nil }
+            let data = Data(base64Encoded: String(value.dropFirst(Self.prefix.count))),
+            let box = try? AES.GCM.SealedBox(combined: data),
+            let plain = try? AES.GCM.open(box, using: key, authenticating: Data(animal.utf8))
+        else { return nil }
         return String(decoding: plain, as: UTF8.self)
     }
 

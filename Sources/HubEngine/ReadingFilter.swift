@@ -29,7 +29,7 @@ public struct ReadingFilter: Sendable {
         .current: Rule(deadband: 0.05, relative: 0.02, maxIntervalSeconds: 300),
         .energy: Rule(deadband: 10, maxIntervalSeconds: 300),
         .temperature: Rule(deadband: 0.1, maxIntervalSeconds: 300),
-        .heartRate: Rule(deadband: 1, maxIntervalSeconds: 300),
+        .heartRate: Rule(deadband: 1, maxIntervalSeconds: 300)
     ]
 
     public typealias Sample = (value: Double, at: Int64)
@@ -55,7 +55,8 @@ public struct ReadingFilter: Sendable {
             return [sample]
         }
         var out: [Sample] = []
-        var record = abs(value - last.value) > max(rule.deadband, rule.relative * abs(last.value))
+        var record =
+            abs(value - last.value) > max(rule.deadband, rule.relative * abs(last.value))
             || Double(at - last.at) >= rule.maxIntervalSeconds * 1_000_000
         if quantity == .energy {
             if value < last.value { record = true }

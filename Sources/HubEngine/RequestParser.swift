@@ -38,9 +38,11 @@ public enum RequestParser {
     public static let echoKeys = ["transaction"]
 
     /// Requests that are one `hub exec` command: the payload is that command's fields.
-    static let requestCommands = ["device/add": "register_device", "device/rename": "rename_device", "device/remove": "remove_device",
-                                  "group/define": "define_group", "group/remove": "remove_group", "scene/define": "define_scene",
-                                  "scene/remove": "remove_scene", "scene/apply": "apply_scene", "animal/erase-owner": "erase_owner_data"]
+    static let requestCommands = [
+        "device/add": "register_device", "device/rename": "rename_device", "device/remove": "remove_device",
+        "group/define": "define_group", "group/remove": "remove_group", "scene/define": "define_scene",
+        "scene/remove": "remove_scene", "scene/apply": "apply_scene", "animal/erase-owner": "erase_owner_data"
+    ]
 
     /// The keys each request's JSON object may hold; any other key is refused. Every request has an
     /// entry except `command`, which takes the keys of the command it names (`CommandJSON.keys(of:)`)
@@ -63,10 +65,12 @@ public enum RequestParser {
     }
 
     /// Names accepted under `<base>/request/`.
-    public static let requestNames = ["device/add", "device/rename", "device/remove", "switch", "command",
-                                      "devices", "device/get", "animals", "animal/get",
-                                      "group/define", "group/remove", "groups", "scene/define", "scene/remove", "scene/apply",
-                                      "scenes", "all-off", "discovered", "beacons/unknown", "animal/erase-owner", "history"]
+    public static let requestNames = [
+        "device/add", "device/rename", "device/remove", "switch", "command",
+        "devices", "device/get", "animals", "animal/get",
+        "group/define", "group/remove", "groups", "scene/define", "scene/remove", "scene/apply",
+        "scenes", "all-off", "discovered", "beacons/unknown", "animal/erase-owner", "history"
+    ]
 
     /// Requests answered from the read models, without a command.
     public enum Query: Sendable, Equatable {
@@ -139,8 +143,9 @@ public enum RequestParser {
             throw RequestError(reason, echo: bestEffortEcho(payload))
         case .request(let name):
             guard requestNames.contains(name) else {
-                throw RequestError("unknown request \"\(Shown.text(name))\"; known: \(requestNames.joined(separator: ", "))",
-                                       echo: bestEffortEcho(payload))
+                throw RequestError(
+                    "unknown request \"\(Shown.text(name))\"; known: \(requestNames.joined(separator: ", "))",
+                    echo: bestEffortEcho(payload))
             }
             try checkSize(payload)
             if isBlank(payload) {
@@ -329,8 +334,10 @@ public enum RequestParser {
         let commandId = try fields(echo) { try f.optionalString("command_id") ?? f.optionalString("id") }
         let rest = members(object).filter { !["device", "id", "command_id"].contains($0.0) }
         let command = try fields(echo) {
-            try CommandJSON.parse(.object([("command", "set_activation"), ("device", .string(device))] + rest), now: 0,
-                                  alsoAllowed: echoKeys).command
+            try CommandJSON.parse(
+                .object([("command", "set_activation"), ("device", .string(device))] + rest), now: 0,
+                alsoAllowed: echoKeys
+            ).command
         }
         return ParsedCommand(commands: [command], commandId: commandId, echo: echo)
     }
@@ -358,8 +365,10 @@ public enum RequestParser {
         try allow(object, ["heart_rate", "temperature", "measured_at", "command_id"] + echoKeys, echo: echo)
         let f = CommandJSON.Fields(object)
         let (heartRate, temperature, measuredAt, commandId) = try fields(echo) { () throws -> (Double?, Double?, Int64, String?) in
-            (try optionalNumber(f, "heart_rate"), try optionalNumber(f, "temperature"),
-             try f.optionalTime("measured_at", seconds: false) ?? now, try f.optionalString("command_id"))
+            (
+                try optionalNumber(f, "heart_rate"), try optionalNumber(f, "temperature"),
+                try f.optionalTime("measured_at", seconds: false) ?? now, try f.optionalString("command_id")
+            )
         }
         var commands: [HubCommand] = []
         var ids: [String?] = []
@@ -441,8 +450,9 @@ public enum RequestParser {
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .animals)
         case "history":
             do {
-                return ParsedCommand(commands: [], commandId: nil, echo: echo,
-                                     query: .history(try HistoryJSON.query(object, alsoAllowed: ["id"] + echoKeys)))
+                return ParsedCommand(
+                    commands: [], commandId: nil, echo: echo,
+                    query: .history(try HistoryJSON.query(object, alsoAllowed: ["id"] + echoKeys)))
             } catch {
                 throw RequestError(error.message, code: error.code, echo: echo)
             }
@@ -450,8 +460,9 @@ public enum RequestParser {
             let id = try fields(echo) { try f.string("id") }
             let kind = name == "device/get" ? "device" : "animal"
             guard Identifier.isValid(id) else {
-                throw RequestError("\"id\": \(quoted(id)) is not a valid \(kind) id: ids are 1 to \(Identifier.maxLength) characters of A-Z, a-z, 0-9, _ and -",
-                                       echo: echo)
+                throw RequestError(
+                    "\"id\": \(quoted(id)) is not a valid \(kind) id: ids are 1 to \(Identifier.maxLength) characters of A-Z, a-z, 0-9, _ and -",
+                    echo: echo)
             }
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: kind == "device" ? .device(id) : .animal(id))
         default:

@@ -31,7 +31,9 @@ public enum RequestRoute: Sendable, Equatable {
     ///   - base: the base the address is under, for the message that names the request form.
     public init?(path rest: Substring, named topic: String, base: String) {
         // Split by bytes, not by characters: a slash is one byte, and every message is routed.
-        let levels = rest.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { rest[$0.startIndex..<$0.endIndex] }
+        let levels = rest.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map {
+            rest[$0.startIndex..<$0.endIndex]
+        }
         guard let head = levels.first else { return nil }
         switch head {
         case "device" where levels.count == 4 && levels[3] == "set":

@@ -57,11 +57,14 @@ public struct Requests: Sendable {
             let live = await bridges.presence[id]
             return state.animals[id].map { StateJSON.animal($0, live: live) } ?? .null
         case .discovered:
-            return .array(await drivers.discovered().map { d in
-                .object([("id", .string(d.suggestedId)), ("driver", .string(d.driver)), ("name", .string(d.name)),
-                         ("config", (try? JSONValue.parse(Array(d.settingsJSON.utf8))) ?? .string(d.settingsJSON)),
-                         ("hardware_id", d.hardwareId.map { .string($0) } ?? .null)])
-            })
+            return .array(
+                await drivers.discovered().map { d in
+                    .object([
+                        ("id", .string(d.suggestedId)), ("driver", .string(d.driver)), ("name", .string(d.name)),
+                        ("config", (try? JSONValue.parse(Array(d.settingsJSON.utf8))) ?? .string(d.settingsJSON)),
+                        ("hardware_id", d.hardwareId.map { .string($0) } ?? .null)
+                    ])
+                })
         case .unknownBeacons:
             return await bridges.unknownBeacons()
         case .groups:

@@ -134,7 +134,7 @@ public actor Scheduler: Service {
         do {
             openedHere = try await hub.store.commandResult(Self.commandId(id, activation.name, window.start, "on")) != nil
         } catch {
-            return // the log cannot be asked now (its database is out): nothing is switched until it can
+            return  // the log cannot be asked now (its database is out): nothing is switched until it can
         }
         guard openedHere || device.lastSwitchCause == .schedule || device.pending?.bySchedule == true else { return }
         await switchDevice(id, .off, commandId: Self.commandId(id, activation.name, window.start, "off"), now: now)

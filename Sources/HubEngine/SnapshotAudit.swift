@@ -31,14 +31,15 @@ public enum SnapshotAudit {
     /// - Throws: What reading the log throws.
     public static func check(paths: HubPaths, openStore: () throws -> any EventStore) throws -> (findings: [Finding], sealsChecked: Bool) {
         guard let snapshots = try? SnapshotStore(directory: paths.snapshots, readOnly: true),
-              let names = try? snapshots.names(), !names.isEmpty else { return ([], true) }
+            let names = try? snapshots.names(), !names.isEmpty
+        else { return ([], true) }
         let store = try openStore()
         var findings: [Finding] = []
         var folded = HubState(foldsHistory: false)
         for name in names {
             let snapshot: SnapshotStore.Snapshot
             switch snapshots.read(name) {
-            case .failure(.unreadable): continue // pruned by a running hub meanwhile
+            case .failure(.unreadable): continue  // pruned by a running hub meanwhile
             case .failure(let problem): findings.append(Finding(name: name, problem: problem.description)); continue
             case .success(let read): snapshot = read
             }
@@ -49,7 +50,8 @@ public enum SnapshotAudit {
                 if folded.lastSequence > snapshot.sequence { folded = HubState(foldsHistory: false) }
                 try Hub.fold(store: store, into: &folded, through: snapshot.sequence)
                 if restored != folded {
-                    finding.problem = "its read models differ from the log folded to sequence \(snapshot.sequence) "
+                    finding.problem =
+                        "its read models differ from the log folded to sequence \(snapshot.sequence) "
                         + "(the content was altered, and the seal and chain hash made to fit)"
                 }
             } else {

@@ -10,16 +10,21 @@ public enum StateJSON {
     /// reading yet), `dayKey` the UTC day (`YYYY-MM-DD`) for `energy_today` (nil: `energy_today` is null).
     public static func device(_ view: Hub.DeviceView, dayKey: String?, now: Int64? = nil) -> JSONValue {
         let record = view.record, energy = view.energy
-        let divergence: JSONValue = view.divergence.map { d in
-            .object([("found", .array(d.found.map(activation))), ("expected", .array(d.expected.map(activation)))])
-        } ?? .null
-        let pending: JSONValue = record.pending.map { p in
-            .object([("state", .string(onOff(p.state))), ("since", .string(ISO8601.format(micros: p.since))),
-                     ("command_id", p.commandId.map { .string($0) } ?? .null)])
-        } ?? .null
-        let failure: JSONValue = record.lastFailure.map { f in
-            .object([("state", .string(onOff(f.state))), ("reason", .string(f.reason)), ("at", .string(ISO8601.format(micros: f.at)))])
-        } ?? .null
+        let divergence: JSONValue =
+            view.divergence.map { d in
+                .object([("found", .array(d.found.map(activation))), ("expected", .array(d.expected.map(activation)))])
+            } ?? .null
+        let pending: JSONValue =
+            record.pending.map { p in
+                .object([
+                    ("state", .string(onOff(p.state))), ("since", .string(ISO8601.format(micros: p.since))),
+                    ("command_id", p.commandId.map { .string($0) } ?? .null)
+                ])
+            } ?? .null
+        let failure: JSONValue =
+            record.lastFailure.map { f in
+                .object([("state", .string(onOff(f.state))), ("reason", .string(f.reason)), ("at", .string(ISO8601.format(micros: f.at)))])
+            } ?? .null
         let energyToday: JSONValue
         if let energy, let dayKey { energyToday = kWh(energy.wh(on: dayKey)) } else { energyToday = .null }
         return .object([
@@ -39,15 +44,20 @@ public enum StateJSON {
             ("energy_today", energyToday),
             ("activations", .array(view.activations.map(activation))),
             ("activations_diverged", divergence),
-            ("activation_conflicts", now.map { conflicts(ScheduleMath.conflicts(in: view.activations, from: $0 / 1_000_000)) } ?? .array([])),
-            ("removed", .bool(record.removed)),
+            (
+                "activation_conflicts",
+                now.map { conflicts(ScheduleMath.conflicts(in: view.activations, from: $0 / 1_000_000)) } ?? .array([])
+            ),
+            ("removed", .bool(record.removed))
         ])
     }
 
     static func activation(_ a: Activation) -> JSONValue {
-        .object([("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
-                 ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes))),
-                 ("repeat", a.daily?.jsonValue ?? .null)])
+        .object([
+            ("name", .string(a.name)), ("start", .string(ISO8601.format(seconds: a.start))),
+            ("length", .number(Double(a.lengthMinutes))), ("period", .number(Double(a.periodMinutes))),
+            ("repeat", a.daily?.jsonValue ?? .null)
+        ])
     }
 
     /// `online`, `offline` or `unknown` (no report yet).
@@ -75,7 +85,7 @@ public enum StateJSON {
             ("heart_rate", record.heartRate.map { .number($0.value) } ?? .null),
             ("temperature", record.temperature.map { .number($0.value) } ?? .null),
             ("admitted_at", .string(ISO8601.format(micros: record.admittedAt))),
-            ("discharged_at", record.dischargedAt.map { .string(ISO8601.format(micros: $0)) } ?? .null),
+            ("discharged_at", record.dischargedAt.map { .string(ISO8601.format(micros: $0)) } ?? .null)
         ])
     }
 
@@ -95,11 +105,11 @@ public enum StateJSON {
     /// `value` rounded to `decimals` places (half away from zero), as a JSON number; non-finite -> null.
     public static func rounded(_ value: Double, _ decimals: Int) -> JSONValue {
         guard value.isFinite else { return .null }
-        guard abs(value) < 1e12 else { return .number(value) } // nothing after the point to round
+        guard abs(value) < 1e12 else { return .number(value) }  // nothing after the point to round
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
         let r = (value * scale).rounded() / scale
-        return .number(r == 0 ? 0 : r) // no "-0"
+        return .number(r == 0 ? 0 : r)  // no "-0"
     }
 }
 
@@ -116,7 +126,7 @@ extension StateJSON {
             ("members", .array(group.members.map { .string($0) })),
             ("switch", .string(on > 0 ? "ON" : "OFF")),
             ("on", .number(Double(on))),
-            ("total", .number(Double(members.count))),
+            ("total", .number(Double(members.count)))
         ])
     }
 
@@ -124,14 +134,15 @@ extension StateJSON {
         .object([
             ("id", .string(scene.id)),
             ("name", .string(scene.name)),
-            ("states", .object(scene.targets.map { ($0.device, .string($0.state.name.uppercased())) })),
+            ("states", .object(scene.targets.map { ($0.device, .string($0.state.name.uppercased())) }))
         ])
     }
 
     /// `[{"first","second","at"}]`: activations of one device whose windows overlap in the next 14 days.
     public static func conflicts(_ list: [ActivationConflict]) -> JSONValue {
-        .array(list.map { c in
-            .object([("first", .string(c.first)), ("second", .string(c.second)), ("at", .string(ISO8601.format(seconds: c.at)))])
-        })
+        .array(
+            list.map { c in
+                .object([("first", .string(c.first)), ("second", .string(c.second)), ("at", .string(ISO8601.format(seconds: c.at)))])
+            })
     }
 }

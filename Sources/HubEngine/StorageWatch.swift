@@ -24,8 +24,10 @@ public struct StorageReport: Sendable, Equatable {
         case .ok:
             fields = [("state", "ok")]
         case let .full(path, since, reason):
-            fields = [("state", "full"), ("path", .string(path)), ("since", .string(ISO8601.format(micros: since))),
-                      ("error", .string(reason))]
+            fields = [
+                ("state", "full"), ("path", .string(path)), ("since", .string(ISO8601.format(micros: since))),
+                ("error", .string(reason))
+            ]
         }
         fields.append(("snapshot_error", snapshotProblem.map { .string($0) } ?? .null))
         fields.append(("history_error", historyProblem.map { .string($0) } ?? .null))
@@ -66,8 +68,9 @@ package struct StorageWatch: Service {
     func say(_ now: StorageReport, after last: StorageReport) {
         switch (last.condition, now.condition) {
         case (.ok, .full(let path, _, let reason)):
-            logger.error("the disk is full: commands are refused with storage_full until space is freed; state and queries are still served",
-                         metadata: ["path": "\(path)", "error": "\(reason)"])
+            logger.error(
+                "the disk is full: commands are refused with storage_full until space is freed; state and queries are still served",
+                metadata: ["path": "\(path)", "error": "\(reason)"])
         case (.full, .ok):
             logger.notice("space is back on the disk: the log takes commands again")
         default:

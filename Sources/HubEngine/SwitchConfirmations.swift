@@ -52,7 +52,7 @@ struct SwitchConfirmations {
             }
         }
         if head == watches.count {
-            watches.removeAll(keepingCapacity: watches.count <= 64) // a burst's storage goes back
+            watches.removeAll(keepingCapacity: watches.count <= 64)  // a burst's storage goes back
             head = 0
         } else if head >= 256, head * 2 >= watches.count {
             watches.removeFirst(head)

@@ -150,8 +150,9 @@ public final class HistoryFiles: HistorySource {
         }
         let hash = try store.chainHash(at: mark.sequence).map(LogVerifier.hex)
         if hash == mark.chainHash { return nil }
-        return hash == nil ? "the log does not reach sequence \(mark.sequence) they were synced at"
-                           : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
+        return hash == nil
+            ? "the log does not reach sequence \(mark.sequence) they were synced at"
+            : "they were synced with another log (chain hash at sequence \(mark.sequence) differs)"
     }
 
     /// Whether the files hold any series.
@@ -257,8 +258,10 @@ public final class HistoryFiles: HistorySource {
 
     /// Adds `span` to the buckets it covers (from bucket `first`), each with `also` (the reading
     /// the same event folds there, if any).
-    private func weigh(_ s: inout Series, _ r: Int, _ resolution: HistoryResolution, _ span: HistoryHold.Span, from first: Int64,
-                       sequence: UInt64, also: (Int64, inout HistorySlot) -> Void) throws {
+    private func weigh(
+        _ s: inout Series, _ r: Int, _ resolution: HistoryResolution, _ span: HistoryHold.Span, from first: Int64,
+        sequence: UInt64, also: (Int64, inout HistorySlot) -> Void
+    ) throws {
         try resolution.pieces(of: span, from: first) { b, micros in
             try touch(&s, r, resolution, b, sequence: sequence) { slot in
                 slot.weigh(span.value, micros: micros)
@@ -270,8 +273,10 @@ public final class HistoryFiles: HistorySource {
     /// Applies `change` to bucket `b` of resolution `r` unless the slot already holds event
     /// `sequence` (folded before a crash, and written). The bucket becomes the one cached; the one
     /// cached before is written when changed.
-    private func touch(_ s: inout Series, _ r: Int, _ resolution: HistoryResolution, _ b: Int64, sequence: UInt64,
-                       _ change: (inout HistorySlot) -> Void) throws {
+    private func touch(
+        _ s: inout Series, _ r: Int, _ resolution: HistoryResolution, _ b: Int64, sequence: UInt64,
+        _ change: (inout HistorySlot) -> Void
+    ) throws {
         var slot: HistorySlot
         if let cached = s.cached[r], cached.bucket == b {
             slot = cached
@@ -342,7 +347,9 @@ public final class HistoryFiles: HistorySource {
         Quantity.allCases.contains { series[HistorySeriesKey(subject: subject, quantity: $0)] != nil }
     }
 
-    public func buckets(_ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64) throws(Rejection) -> [HistoryBucket] {
+    public func buckets(
+        _ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64
+    ) throws(Rejection) -> [HistoryBucket] {
         if let problem { throw Rejection(code: "history_unavailable", message: problem) }
         guard let s = series[key], to > from else { return [] }
         let last = resolution.bucket(of: to - 1)
@@ -364,8 +371,9 @@ public final class HistoryFiles: HistorySource {
                 slots.sort { $0.bucket < $1.bucket }
             }
         }
-        return withOpenTail(slots.map { $0.answer(width: resolution.width) }, hold: s.hold, now: now, resolution,
-                            from: max(from, first * resolution.width), to: to)
+        return withOpenTail(
+            slots.map { $0.answer(width: resolution.width) }, hold: s.hold, now: now, resolution,
+            from: max(from, first * resolution.width), to: to)
     }
 
     // MARK: The files
@@ -444,7 +452,8 @@ public final class HistoryFiles: HistorySource {
                 var run = [UInt8](repeating: 0, count: (j - i) * HistorySlot.size)
                 run.withUnsafeMutableBytes { raw in
                     for k in i..<j {
-                        slots[offsets[k]]!.encode(into: UnsafeMutableRawBufferPointer(rebasing: raw[((k - i) * HistorySlot.size)...].prefix(HistorySlot.size)))
+                        slots[offsets[k]]!.encode(
+                            into: UnsafeMutableRawBufferPointer(rebasing: raw[((k - i) * HistorySlot.size)...].prefix(HistorySlot.size)))
                     }
                 }
                 try run.withUnsafeBytes { try FileIO.writeAll(fd: fd, path: path, $0, at: offsets[i]) }
@@ -505,7 +514,7 @@ public final class HistoryFiles: HistorySource {
         for byte in id.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 out += String(format: "%%%02X", byte)
@@ -522,7 +531,8 @@ public final class HistoryFiles: HistorySource {
             if utf8[i] == UInt8(ascii: "%") {
                 let hi = utf8.index(after: i)
                 guard hi < utf8.endIndex, utf8.index(after: hi) < utf8.endIndex,
-                      let byte = UInt8(String(text[hi...utf8.index(after: hi)]), radix: 16) else { return nil }
+                    let byte = UInt8(String(text[hi...utf8.index(after: hi)]), radix: 16)
+                else { return nil }
                 bytes.append(byte)
                 i = utf8.index(hi, offsetBy: 2)
             } else {

@@ -58,8 +58,9 @@ struct HistorySlot: Equatable {
     }
 
     func answer(width: Int64) -> HistoryBucket {
-        HistoryBucket(start: bucket * width, count: Int(count), min: min, max: max, sum: sum, last: last,
-                      weighted: weighted, covered: covered)
+        HistoryBucket(
+            start: bucket * width, count: Int(count), min: min, max: max, sum: sum, last: last,
+            weighted: weighted, covered: covered)
     }
 
     func encode(into out: UnsafeMutableRawBufferPointer) {
@@ -97,7 +98,8 @@ struct HistorySlot: Equatable {
     struct DamagedSlot: Error {}
 
     private static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt32 {
-        CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[16..<size]), seed: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<12])))
+        CRC32C.checksum(
+            UnsafeRawBufferPointer(rebasing: raw[16..<size]), seed: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<12])))
     }
 }
 

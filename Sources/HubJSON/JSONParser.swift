@@ -75,7 +75,7 @@ struct JSONParser {
     }
 
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
-        i += 1 // {
+        i += 1  // {
         var members: [(String, JSONValue)] = []
         skipWhitespace()
         if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
@@ -108,7 +108,7 @@ struct JSONParser {
     }
 
     mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
-        i += 1 // [
+        i += 1  // [
         var items: [JSONValue] = []
         skipWhitespace()
         if i < b.count, b[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
@@ -177,7 +177,7 @@ struct JSONParser {
 
     /// Parses a string starting at the opening quote; validates UTF-8 and escapes.
     mutating func parseString() throws(JSONParseError) -> String {
-        i += 1 // opening quote
+        i += 1  // opening quote
         var out: [UInt8] = []
         while true {
             guard i < b.count else { throw fail("'\"' to close the string") }

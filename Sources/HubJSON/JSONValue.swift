@@ -67,7 +67,8 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .array(let items): return .array(items.map { $0.sortingKeys() })
         case .object(let members):
-            return .object(members.map { ($0.0, $0.1.sortingKeys()) }.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) })
+            return .object(
+                members.map { ($0.0, $0.1.sortingKeys()) }.sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) })
         default: return self
         }
     }
@@ -151,7 +152,8 @@ extension JSONValue: CustomStringConvertible {
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByBooleanLiteral, ExpressibleByNilLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    ExpressibleByBooleanLiteral, ExpressibleByNilLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
     public init(floatLiteral value: Double) { self = .number(value) }

@@ -26,8 +26,10 @@ public struct AppendWaiters: Sendable {
     /// - Parameters:
     ///   - lastSequence: The store's last committed sequence.
     ///   - refusal: Why the store takes no waiters (closed, its writer stopped), if it does not.
-    public mutating func enter(_ id: Int, after sequence: UInt64, lastSequence: UInt64, refusal: (any Error)?,
-                               _ waiter: Waiter) -> Result<Void, any Error>? {
+    public mutating func enter(
+        _ id: Int, after sequence: UInt64, lastSequence: UInt64, refusal: (any Error)?,
+        _ waiter: Waiter
+    ) -> Result<Void, any Error>? {
         if lastSequence > sequence { return .success(()) }
         if let refusal { return .failure(refusal) }
         if Task.isCancelled { return .failure(CancellationError()) }

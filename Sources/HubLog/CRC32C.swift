@@ -42,7 +42,8 @@ public enum CRC32C {
             while i + 8 <= count {
                 let lo = base.loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian ^ crc
                 let hi = base.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self).littleEndian
-                crc = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
+                crc =
+                    t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
                     ^ t[5 * 256 + Int((lo >> 16) & 0xFF)] ^ t[4 * 256 + Int(lo >> 24)]
                     ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int((hi >> 8) & 0xFF)]
                     ^ t[1 * 256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]

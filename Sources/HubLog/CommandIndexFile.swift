@@ -1,4 +1,5 @@
 import Crypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -86,12 +87,15 @@ final class CommandIndexFile: @unchecked Sendable {
         let load = { (at: Int) in header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt64.self).littleEndian } }
         let slots = load(8), count = load(16), mark = load(24)
         guard slots >= initialSlots, slots & (slots - 1) == 0, count < slots,
-              size == headerSize + Int(slots) * slotSize else {
+            size == headerSize + Int(slots) * slotSize
+        else {
             Glibc.close(fd)
             return .damaged("\(slots) slots and \(count) entries do not fit a file of \(size) bytes")
         }
-        return .opened(CommandIndexFile(path: path, directory: directory, fd: fd, slotCount: slots, count: count,
-                                        mark: mark, markHash: Array(header[32..<64])))
+        return .opened(
+            CommandIndexFile(
+                path: path, directory: directory, fd: fd, slotCount: slots, count: count,
+                mark: mark, markHash: Array(header[32..<64])))
     }
 
     /// Makes an empty index (replacing any file there), complete through sequence 0.
@@ -100,8 +104,9 @@ final class CommandIndexFile: @unchecked Sendable {
         let fresh = try makeFile(path: path + ".new", directory: directory, slots: slots)
         try FileIO.rename(fresh.path, path)
         try FileIO.syncDirectory(directory)
-        return CommandIndexFile(path: path, directory: directory, fd: fresh.fd, slotCount: slots, count: 0,
-                                mark: 0, markHash: RecordFormat.genesisHash)
+        return CommandIndexFile(
+            path: path, directory: directory, fd: fresh.fd, slotCount: slots, count: 0,
+            mark: 0, markHash: RecordFormat.genesisHash)
     }
 
     private static func makeFile(path: String, directory: String, slots: UInt64) throws -> (path: String, fd: Int32) {
@@ -121,8 +126,10 @@ final class CommandIndexFile: @unchecked Sendable {
     static func key(_ commandId: String) -> (UInt64, UInt64) {
         let digest = SHA256.hash(data: Array(commandId.utf8))
         return digest.withUnsafeBytes {
-            (UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-             UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            (
+                UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
         }
     }
 
@@ -195,8 +202,9 @@ final class CommandIndexFile: @unchecked Sendable {
             let run = Int(min(UInt64(Self.probeChunk), slotCount - position))
             let wanted = run * Self.slotSize
             let n = try buffer.withUnsafeMutableBytes {
-                try FileIO.read(fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<wanted]),
-                                at: Self.headerSize + Int(position) * Self.slotSize)
+                try FileIO.read(
+                    fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<wanted]),
+                    at: Self.headerSize + Int(position) * Self.slotSize)
             }
             guard n == wanted else { throw EventLogError.io(path: path, operation: "read (file shorter than its slots)", errno: EIO) }
             for i in 0..<run {
@@ -290,8 +298,9 @@ final class CommandIndexFile: @unchecked Sendable {
         while position < slotCount {
             let run = Int(min(UInt64(chunk), slotCount - position))
             _ = try buffer.withUnsafeMutableBytes {
-                try FileIO.read(fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<(run * Self.slotSize)]),
-                                at: Self.headerSize + Int(position) * Self.slotSize)
+                try FileIO.read(
+                    fd: fd, path: path, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<(run * Self.slotSize)]),
+                    at: Self.headerSize + Int(position) * Self.slotSize)
             }
             for i in 0..<run {
                 let slot = buffer.withUnsafeBytes { Self.decode($0, at: i * Self.slotSize) }
@@ -331,8 +340,9 @@ final class CommandIndexFile: @unchecked Sendable {
             let chunk = 1 << 20
             for start in stride(from: 0, to: bytes.count, by: chunk) {
                 try bytes.withUnsafeBytes {
-                    try FileIO.writeAll(fd: fd, path: path, UnsafeRawBufferPointer(rebasing: $0[start..<min(start + chunk, bytes.count)]),
-                                        at: CommandIndexFile.headerSize + start)
+                    try FileIO.writeAll(
+                        fd: fd, path: path, UnsafeRawBufferPointer(rebasing: $0[start..<min(start + chunk, bytes.count)]),
+                        at: CommandIndexFile.headerSize + start)
                 }
             }
         }
@@ -351,7 +361,9 @@ final class CommandIndexFile: @unchecked Sendable {
         var position = slot.key.0 & mask
         var bytes = [UInt8](repeating: 0, count: slotSize)
         while true {
-            _ = try bytes.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: headerSize + Int(position) * slotSize) }
+            _ = try bytes.withUnsafeMutableBytes {
+                try FileIO.read(fd: fd, path: path, into: $0, at: headerSize + Int(position) * slotSize)
+            }
             let first = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 16, as: UInt64.self)) }
             if first == 0 { return try write(slot, fd: fd, path: path, at: position) }
             position = (position + 1) & mask

@@ -45,8 +45,10 @@ public struct EventRecord: Sendable, Equatable {
     ///   - timestamp: Microseconds since the Unix epoch, UTC.
     ///   - causation: The command or observation that caused the event.
     ///   - payload: The encoded event.
-    public init(sequence: UInt64, stream: String, streamVersion: UInt64, type: String, schemaVersion: UInt16,
-                timestamp: Int64, causation: Causation, payload: [UInt8]) {
+    public init(
+        sequence: UInt64, stream: String, streamVersion: UInt64, type: String, schemaVersion: UInt16,
+        timestamp: Int64, causation: Causation, payload: [UInt8]
+    ) {
         self.sequence = sequence
         self.stream = stream
         self.streamVersion = streamVersion
@@ -154,8 +156,10 @@ public struct AppendRequest: Sendable {
     ///   - events: The events to append, in order.
     ///   - durability: Durable before the append returns (the default), or an observation's
     ///     bounded delay. A request with a command id is always immediate.
-    public init(stream: String, expected: ExpectedVersion = .any, causation: Causation, events: [ProposedEvent],
-                durability: Durability = .immediate) {
+    public init(
+        stream: String, expected: ExpectedVersion = .any, causation: Causation, events: [ProposedEvent],
+        durability: Durability = .immediate
+    ) {
         self.stream = stream
         self.expected = expected
         self.causation = causation

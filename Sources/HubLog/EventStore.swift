@@ -214,7 +214,9 @@ extension EventStore {
     /// - Throws: What ``read(from:through:_:)`` throws.
     public func records(from: UInt64, through: UInt64) async throws -> [EventRecord] {
         var found: [EventRecord] = []
-        try read(from: from, through: through) { found.append($0); return true }
+        try read(from: from, through: through) {
+            found.append($0); return true
+        }
         return found
     }
 
@@ -270,8 +272,9 @@ extension EventStore {
             return true
         }
         guard checker.lastSequence == last else {
-            throw EventLogError.corrupt(segment: backend, offset: 0, sequence: checker.lastSequence + 1,
-                                        reason: "the log ends at \(checker.lastSequence) but claims \(last) records")
+            throw EventLogError.corrupt(
+                segment: backend, offset: 0, sequence: checker.lastSequence + 1,
+                reason: "the log ends at \(checker.lastSequence) but claims \(last) records")
         }
         progress?(Int(last), Int(last))
         return VerifyReport(records: last, headHash: LogVerifier.hex(checker.previousHash))
@@ -404,7 +407,9 @@ public struct EventSubscription: AsyncSequence, Sendable {
                 position = 0
                 var collected: [EventRecord] = []
                 do {
-                    try store.read(from: next, through: next + chunk - 1) { collected.append($0); return true }
+                    try store.read(from: next, through: next + chunk - 1) {
+                        collected.append($0); return true
+                    }
                 } catch EventLogError.unreachable {
                     // The backend is connecting again (nothing was read): ask again shortly.
                     do { try await Task.sleep(for: .milliseconds(100)) } catch { return nil }

@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Thin POSIX wrappers that turn failures into `EventLogError.io` naming the path and operation.
 ///

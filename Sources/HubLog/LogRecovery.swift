@@ -87,8 +87,9 @@ enum LogRecovery {
                         do { try sink.upsert(id, first: first, last: view.sequence) } catch { commandIndexError = error }
                     }
                     if commandIndexError != nil {
-                        unindexedCommands[id] = AppendResult(firstSequence: first, lastSequence: view.sequence,
-                                                             streamVersion: view.streamVersion, duplicate: false)
+                        unindexedCommands[id] = AppendResult(
+                            firstSequence: first, lastSequence: view.sequence,
+                            streamVersion: view.streamVersion, duplicate: false)
                     }
                 }
                 lastCommand = (id, first)
@@ -109,8 +110,10 @@ enum LogRecovery {
 
     /// `repair == false` (read-only) leaves a torn tail in place and stops reading before it.
     /// `commands`: the command-id index to fill with every command after `commandsAfter` (its mark).
-    static func open(directory: String, repair: Bool = true, commands: CommandIndexFile? = nil,
-                     commandsAfter: UInt64 = .max) throws -> Opened {
+    static func open(
+        directory: String, repair: Bool = true, commands: CommandIndexFile? = nil,
+        commandsAfter: UInt64 = .max
+    ) throws -> Opened {
         var opened = Opened(report: RecoveryReport(segments: 0, records: 0, truncatedTail: nil))
         opened.commandSink = commands
         opened.commandsAfter = commandsAfter
@@ -151,8 +154,9 @@ enum LogRecovery {
                     opened.report.truncatedTail = (name, 0, bytes.count)
                     opened.report.quarantine = kept
                 } else {
-                    throw EventLogError.corrupt(segment: name, offset: 0, sequence: expectedFirst,
-                                                reason: headerProblem.description)
+                    throw EventLogError.corrupt(
+                        segment: name, offset: 0, sequence: expectedFirst,
+                        reason: headerProblem.description)
                 }
             }
             var from = RecordFormat.segmentHeaderSize
@@ -174,10 +178,13 @@ enum LogRecovery {
                 break
             case .stopped(let next):
                 // The body refused a record: find the offset of that record (the frame before `next`).
-                throw EventLogError.corrupt(segment: name, offset: UInt64(try frameStart(before: next, path: path)),
-                                            sequence: opened.lastSequence + 1, reason: problem ?? "invalid record")
+                throw EventLogError.corrupt(
+                    segment: name, offset: UInt64(try frameStart(before: next, path: path)),
+                    sequence: opened.lastSequence + 1, reason: problem ?? "invalid record")
             case .incomplete, .damaged:
-                guard let tail = try classifyTail(ended, cursor: cursor, isLast: isLast, nextSequence: opened.lastSequence + 1) else { break }
+                guard let tail = try classifyTail(ended, cursor: cursor, isLast: isLast, nextSequence: opened.lastSequence + 1) else {
+                    break
+                }
                 switch tail {
                 case .corrupt(let offset, let reason):
                     throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: opened.lastSequence + 1, reason: reason)
@@ -255,7 +262,8 @@ enum LogRecovery {
                 return !done
             }
             if !done, case .incomplete(let at) = ended {
-                throw EventLogError.corrupt(segment: segment.name, offset: UInt64(at), sequence: nil, reason: "record cut short before the recovery checkpoint")
+                throw EventLogError.corrupt(
+                    segment: segment.name, offset: UInt64(at), sequence: nil, reason: "record cut short before the recovery checkpoint")
             }
             if !done, case .damaged(let at, let why) = ended {
                 throw EventLogError.corrupt(segment: segment.name, offset: UInt64(at), sequence: nil, reason: why)
@@ -312,12 +320,18 @@ enum LogRecovery {
             // say where their write began) were never synced, so never acknowledged: the rest of a
             // group commit whose first block never reached the disk. Anything else is damage.
             guard torn, sound.restOfOneWrite else {
-                return .corrupt(offset: offset, reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
+                return .corrupt(
+                    offset: offset, reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
             }
-            return .torn(offset: offset, reason: reason + "; the records after it (from sequence \(sound.sequence) at offset \(sound.offset)) are the rest of the same write, never synced")
+            return .torn(
+                offset: offset,
+                reason: reason
+                    + "; the records after it (from sequence \(sound.sequence) at offset \(sound.offset)) are the rest of the same write, never synced"
+            )
         }
         guard torn else {
-            return .corrupt(offset: offset, reason: reason + " in the last record (the frame is complete, so this is damage, not a torn write)")
+            return .corrupt(
+                offset: offset, reason: reason + " in the last record (the frame is complete, so this is damage, not a torn write)")
         }
         return .torn(offset: offset, reason: reason)
     }
@@ -376,7 +390,9 @@ enum LogRecovery {
         var header = [UInt8](repeating: 0, count: RecordFormat.segmentHeaderSize)
         let n = try header.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: 0) }
         guard n == RecordFormat.segmentHeaderSize else { return .short }
-        guard Array(header[0..<8]) == RecordFormat.segmentMagic || Array(header[0..<8]) == RecordFormat.segmentMagicV1 else { return .badMagic }
+        guard Array(header[0..<8]) == RecordFormat.segmentMagic || Array(header[0..<8]) == RecordFormat.segmentMagicV1 else {
+            return .badMagic
+        }
         let first = header.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian }
         return first == expectedFirst ? nil : .wrongFirst(first, expected: expectedFirst)
     }

@@ -41,12 +41,15 @@ public enum LogVerifier {
             if let failure { throw failure }
             // The same rule as opening the log: a torn write is left for the next open to cut into
             // quarantine; anything else is corruption.
-            switch try LogRecovery.classifyTail(ended, cursor: cursor, isLast: position == names.count - 1,
-                                                nextSequence: checker.lastSequence + 1) {
+            switch try LogRecovery.classifyTail(
+                ended, cursor: cursor, isLast: position == names.count - 1,
+                nextSequence: checker.lastSequence + 1)
+            {
             case nil:
                 break
             case .torn(let offset, let reason)?:
-                report.incompleteTail = "segment \(name) ends in a torn write at offset \(offset) (\(reason)); "
+                report.incompleteTail =
+                    "segment \(name) ends in a torn write at offset \(offset) (\(reason)); "
                     + "the next open cuts it and keeps the bytes in a quarantine file"
             case .corrupt(let offset, let reason)?:
                 throw EventLogError.corrupt(segment: name, offset: UInt64(offset), sequence: checker.lastSequence + 1, reason: reason)

@@ -35,9 +35,10 @@ extension QueuedAppends {
         if readOnly { return requests.map { _ in .failure(Self.readOnlyRefusal) } }
         return await withCheckedContinuation { continuation in
             let collector = ResultCollector(count: requests.count) { continuation.resume(returning: $0) }
-            enqueue(requests.enumerated().map { index, request in
-                PendingAppend(request: request, complete: { collector.set(index, $0) })
-            })
+            enqueue(
+                requests.enumerated().map { index, request in
+                    PendingAppend(request: request, complete: { collector.set(index, $0) })
+                })
         }
     }
 

@@ -83,13 +83,16 @@ public enum RecordFormat {
     /// - Returns: The record's chain hash.
     /// - Throws: ``EventLogError/invalid(_:)`` when a name or the whole body is too large.
     @discardableResult
-    public static func appendFrame(to out: inout [UInt8], record: EventRecord, previousHash: [UInt8], writeIndex: UInt32 = 0) throws -> [UInt8] {
+    public static func appendFrame(
+        to out: inout [UInt8], record: EventRecord, previousHash: [UInt8], writeIndex: UInt32 = 0
+    ) throws -> [UInt8] {
         let stream = Array(record.stream.utf8), type = Array(record.type.utf8), actor = Array(record.causation.actor.utf8)
         let commandId = record.causation.commandId.map { Array($0.utf8) }
         guard stream.count < 0xFFFF, type.count < 0xFFFF, actor.count < 0xFFFF, (commandId?.count ?? 0) < 0xFFFF else {
             throw EventLogError.invalid("stream, type, actor and command id must each be shorter than 65535 bytes")
         }
-        let bodyLength = fixedBodySize + stream.count + type.count + (commandId?.count ?? 0) + actor.count
+        let bodyLength =
+            fixedBodySize + stream.count + type.count + (commandId?.count ?? 0) + actor.count
             + record.payload.count + hashSize
         guard bodyLength <= maxBodySize else {
             throw EventLogError.invalid("event of \(bodyLength) bytes exceeds the \(maxBodySize)-byte record limit")
@@ -97,7 +100,7 @@ public enum RecordFormat {
         let frameStart = out.count
         appendLE(&out, UInt32(bodyLength))
         appendLE(&out, ~UInt32(bodyLength) ^ writeMix(min(writeIndex, maxWriteIndex - 1)))
-        appendLE(&out, UInt32(0)) // CRC placeholder
+        appendLE(&out, UInt32(0))  // CRC placeholder
         let bodyStart = out.count
         out.reserveCapacity(out.count + bodyLength)
         appendLE(&out, record.sequence)
@@ -119,7 +122,8 @@ public enum RecordFormat {
             return Array(hasher.finalize())
         }
         out += hash
-        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[bodyStart..<$0.count])) }
+        let crc =
+            out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[bodyStart..<$0.count])) }
             ^ writeMix(min(writeIndex, maxWriteIndex - 1))
         withUnsafeBytes(of: crc.littleEndian) { crcBytes in
             for i in 0..<4 { out[frameStart + 8 + i] = crcBytes[i] }
@@ -273,9 +277,10 @@ public struct RecordView {
 
     /// A copy of the record (owning its strings and payload).
     public var record: EventRecord {
-        EventRecord(sequence: sequence, stream: stream, streamVersion: streamVersion, type: type,
-                    schemaVersion: schemaVersion, timestamp: timestamp,
-                    causation: Causation(commandId: commandId, actor: actor), payload: Array(payload))
+        EventRecord(
+            sequence: sequence, stream: stream, streamVersion: streamVersion, type: type,
+            schemaVersion: schemaVersion, timestamp: timestamp,
+            causation: Causation(commandId: commandId, actor: actor), payload: Array(payload))
     }
 }
 

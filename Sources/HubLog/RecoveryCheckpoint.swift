@@ -36,8 +36,9 @@ struct RecoveryCheckpoint: Equatable {
 
     static func == (a: Self, b: Self) -> Bool {
         a.sequence == b.sequence && a.hash == b.hash && a.recordOffset == b.recordOffset && a.segments == b.segments
-            && a.streams == b.streams && a.index.map { [$0.sequence, UInt64($0.segment), UInt64($0.offset)] }
-            == b.index.map { [$0.sequence, UInt64($0.segment), UInt64($0.offset)] }
+            && a.streams == b.streams
+            && a.index.map { [$0.sequence, UInt64($0.segment), UInt64($0.offset)] }
+                == b.index.map { [$0.sequence, UInt64($0.segment), UInt64($0.offset)] }
     }
 
     // MARK: Codec
@@ -102,8 +103,9 @@ struct RecoveryCheckpoint: Equatable {
         guard index.allSatisfy({ $0.segment < segments.count && $0.offset < segments[$0.segment].end }) else {
             throw CheckpointProblem("a seek-index entry points past its segment's end")
         }
-        return RecoveryCheckpoint(sequence: sequence, hash: hash, recordOffset: recordOffset, segments: segments,
-                                  streams: streams, index: index)
+        return RecoveryCheckpoint(
+            sequence: sequence, hash: hash, recordOffset: recordOffset, segments: segments,
+            streams: streams, index: index)
     }
 
     // MARK: Files
@@ -164,7 +166,8 @@ struct RecoveryCheckpoint: Equatable {
     private func recordMismatch(path: String) throws -> String? {
         let end = segments[segments.count - 1].end
         guard recordOffset >= RecordFormat.segmentHeaderSize, end - recordOffset > RecordFormat.frameHeaderSize,
-              end - recordOffset <= RecordFormat.frameHeaderSize + RecordFormat.maxBodySize else {
+            end - recordOffset <= RecordFormat.frameHeaderSize + RecordFormat.maxBodySize
+        else {
             return "its record offsets \(recordOffset)..<\(end) cannot hold a frame"
         }
         let fd = try FileIO.openFile(path, flags: O_RDONLY)
@@ -173,8 +176,9 @@ struct RecoveryCheckpoint: Equatable {
         let n = try frame.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: recordOffset) }
         return frame.withUnsafeBytes { raw -> String? in
             guard n == frame.count, case let .valid(bodyLength, _) = RecordFormat.checkFrame(raw, at: 0),
-                  RecordFormat.frameHeaderSize + bodyLength == frame.count,
-                  let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[RecordFormat.frameHeaderSize...])) else {
+                RecordFormat.frameHeaderSize + bodyLength == frame.count,
+                let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[RecordFormat.frameHeaderSize...]))
+            else {
                 return "no sound record at offset \(recordOffset)"
             }
             guard view.sequence == sequence, view.hash == hash else {

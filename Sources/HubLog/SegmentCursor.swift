@@ -79,8 +79,10 @@ final class SegmentCursor {
             let raw = UnsafeRawBufferPointer(buffer)
             let length = raw.loadUnaligned(fromByteOffset: local, as: UInt32.self).littleEndian
             let frameLength = RecordFormat.frameHeaderSize + Int(length)
-            if RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: local + 4, as: UInt32.self).littleEndian) != nil,
-               Int(length) <= RecordFormat.maxBodySize {
+            if RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: local + 4, as: UInt32.self).littleEndian)
+                != nil,
+                Int(length) <= RecordFormat.maxBodySize
+            {
                 let available = try fill(from: position, count: frameLength)
                 if available < frameLength { return .incomplete(offset: position) }
             }
@@ -91,7 +93,8 @@ final class SegmentCursor {
             case let .damaged(reason):
                 return .damaged(offset: position, reason: reason)
             case let .valid(bodyLength, _):
-                let bodyBuffer = UnsafeRawBufferPointer(rebasing: view[RecordFormat.frameHeaderSize..<(RecordFormat.frameHeaderSize + bodyLength)])
+                let bodyBuffer = UnsafeRawBufferPointer(
+                    rebasing: view[RecordFormat.frameHeaderSize..<(RecordFormat.frameHeaderSize + bodyLength)])
                 let record = RecordView(body: bodyBuffer)!
                 let keepGoing = try body(record, position, frameLength)
                 position += frameLength
@@ -144,7 +147,8 @@ final class SegmentCursor {
             var start = [UInt8](repeating: 0, count: boundary - offset)
             let read = try start.withUnsafeMutableBytes { try FileIO.read(fd: fd, path: path, into: $0, at: offset) }
             if read == start.count, start.allSatisfy({ $0 == 0 }) {
-                return "the record's first \(read) bytes, up to the \(block)-byte block boundary at offset \(boundary), are zeros (the write's first block never reached the disk)"
+                return
+                    "the record's first \(read) bytes, up to the \(block)-byte block boundary at offset \(boundary), are zeros (the write's first block never reached the disk)"
             }
         }
         let fileSize = try FileIO.size(fd: fd, path: path)
@@ -155,7 +159,8 @@ final class SegmentCursor {
         var start = 0
         while start + block <= read {
             if bytes[start..<(start + block)].allSatisfy({ $0 == 0 }) {
-                return "a \(block)-byte block of zeros at offset \(first + start) inside the record (part of the write never reached the disk)"
+                return
+                    "a \(block)-byte block of zeros at offset \(first + start) inside the record (part of the write never reached the disk)"
             }
             start += block
         }
@@ -167,8 +172,11 @@ final class SegmentCursor {
     /// whether it and every frame after it, to the end of the file's data, are sound records of one
     /// write that began at or before sequence `writeBeganBy` (``RecordFormat`` frames carry their
     /// place in their write): the rest of a torn write, never synced, rather than records after damage.
-    func soundFrameExists(after offset: Int, minimumSequence: UInt64, writeBeganBy: UInt64 = 0)
-        throws -> (offset: Int, sequence: UInt64, restOfOneWrite: Bool)? {
+    func soundFrameExists(
+        after offset: Int, minimumSequence: UInt64, writeBeganBy: UInt64 = 0
+    )
+        throws -> (offset: Int, sequence: UInt64, restOfOneWrite: Bool)?
+    {
         let fileSize = try FileIO.size(fd: fd, path: path)
         guard fileSize > offset + 1 else { return nil }
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: fileSize - offset, alignment: 16)
@@ -178,10 +186,12 @@ final class SegmentCursor {
         var i = 1
         while i + RecordFormat.frameHeaderSize <= n {
             let length = raw.loadUnaligned(fromByteOffset: i, as: UInt32.self)
-            if length != 0, RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self)) != nil,
-               case let .valid(bodyLength, _) = RecordFormat.checkFrame(raw, at: i),
-               let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
-               view.sequence >= minimumSequence {
+            if length != 0,
+                RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self)) != nil,
+                case let .valid(bodyLength, _) = RecordFormat.checkFrame(raw, at: i),
+                let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
+                view.sequence >= minimumSequence
+            {
                 return (offset + i, view.sequence, Self.restOfOneWrite(raw, from: i, writeBeganBy: writeBeganBy))
             }
             i += 1
@@ -197,9 +207,10 @@ final class SegmentCursor {
         var previous: UInt64? = nil
         while i + RecordFormat.frameHeaderSize <= raw.count, raw[i..<(i + RecordFormat.frameHeaderSize)].contains(where: { $0 != 0 }) {
             guard case let .valid(bodyLength, index) = RecordFormat.checkFrame(raw, at: i),
-                  let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
-                  view.sequence >= UInt64(index), view.sequence - UInt64(index) <= bound,
-                  previous.map({ view.sequence == $0 + 1 }) ?? true else { return false }
+                let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
+                view.sequence >= UInt64(index), view.sequence - UInt64(index) <= bound,
+                previous.map({ view.sequence == $0 + 1 }) ?? true
+            else { return false }
             previous = view.sequence
             i += RecordFormat.frameHeaderSize + bodyLength
         }

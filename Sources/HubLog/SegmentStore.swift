@@ -1,6 +1,7 @@
 import CThreadName
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,9 +47,11 @@ public struct SegmentStoreOptions: Sendable {
     ///     (0: grow with every write).
     ///   - observationCommitDelay: Sync observations at the latest this long after they are written
     ///     (zero: every commit is synced before it returns).
-    public init(segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096,
-                checkpointEvery: Int = 8 * 1024 * 1024, preallocation: Int = 1024 * 1024,
-                observationCommitDelay: Duration = .zero) {
+    public init(
+        segmentSize: Int = 64 * 1024 * 1024, failSyncNumber: Int? = nil, commandWindow: Int = 4096,
+        checkpointEvery: Int = 8 * 1024 * 1024, preallocation: Int = 1024 * 1024,
+        observationCommitDelay: Duration = .zero
+    ) {
         self.segmentSize = segmentSize
         self.failSyncNumber = failSyncNumber
         self.commandWindow = max(1, commandWindow)
@@ -219,8 +222,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let indexing: CommandIndexOpening
         do {
             indexing = readOnly ? CommandIndexOpening() : try CommandIndexOpening(directory: directory)
-            opened = try LogRecovery.open(directory: directory, repair: !readOnly, commands: indexing.scanned,
-                                          commandsAfter: indexing.after)
+            opened = try LogRecovery.open(
+                directory: directory, repair: !readOnly, commands: indexing.scanned,
+                commandsAfter: indexing.after)
             // A full disk while indexing the tail is not fatal: those commands stay in memory.
             if let failure = opened.commandIndexError, !Self.isStorageFull(failure) { throw failure }
         } catch {
@@ -263,7 +267,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             if let time = try Self.lastRecordTime(opened) {
                 lastTime = time
             } else {
-                try read(from: opened.lastSequence, through: opened.lastSequence) { lastTime = $0.timestamp; return false }
+                try read(from: opened.lastSequence, through: opened.lastSequence) {
+                    lastTime = $0.timestamp; return false
+                }
             }
         }
         Thread { [self] in writerLoop() }.start()
@@ -340,7 +346,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// See ``EventStore/commandResult(_:)``; a read-only store does not index command ids (nil).
     public func commandResult(_ commandId: String) -> AppendResult? {
         guard !readOnly else { return nil }
-        return (try? lookUpCommand(commandId, key: CommandKey(commandId))).flatMap { $0 }.map { var r = $0; r.duplicate = true; return r }
+        return (try? lookUpCommand(commandId, key: CommandKey(commandId))).flatMap { $0 }.map {
+            var r = $0; r.duplicate = true; return r
+        }
     }
 
     /// See ``EventStore/writerFault``: why the writer thread stopped (a failed write or sync), if it did.
@@ -408,8 +416,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             case .end, .stopped: break
             case .incomplete(let at), .damaged(let at, _):
                 if !done {
-                    throw EventLogError.corrupt(segment: segment.name, offset: UInt64(at), sequence: nil,
-                                                reason: "unreadable record while reading committed events")
+                    throw EventLogError.corrupt(
+                        segment: segment.name, offset: UInt64(at), sequence: nil,
+                        reason: "unreadable record while reading committed events")
                 }
             }
             segmentIndex += 1
@@ -461,7 +470,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 let nextName = LogRecovery.segmentName(opened.lastSequence + 1)
                 let nextPath = directory + "/" + nextName
                 guard nextName != segment.name, FileIO.exists(nextPath),
-                      (try? LogRecovery.checkHeader(path: nextPath, expectedFirst: opened.lastSequence + 1)) == .some(nil)
+                    (try? LogRecovery.checkHeader(path: nextPath, expectedFirst: opened.lastSequence + 1)) == .some(nil)
                 else { break }
                 opened.segments.append(Segment(firstSequence: opened.lastSequence + 1, path: nextPath, name: nextName))
                 opened.tailOffset = RecordFormat.segmentHeaderSize
@@ -615,7 +624,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 }
                 let current = streamOverlay[request.stream] ?? shared.withLock { $0.streams[request.stream] }
                 guard request.expected.admits(current) else {
-                    results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
+                    results.append(
+                        .failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
                     needsWrite.append(false)
                     continue
                 }
@@ -629,9 +639,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 for event in request.events {
                     let streamVersion = version.map { $0 + 1 } ?? 0
                     time = max(time, event.timestamp)  // record time only moves forward
-                    let record = EventRecord(sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
-                                             type: event.type, schemaVersion: event.schemaVersion, timestamp: time,
-                                             causation: request.causation, payload: event.payload)
+                    let record = EventRecord(
+                        sequence: nextSequence, stream: request.stream, streamVersion: streamVersion,
+                        type: event.type, schemaVersion: event.schemaVersion, timestamp: time,
+                        causation: request.causation, payload: event.payload)
                     if segmentEnd + out.count >= options.segmentSize && segmentEnd + out.count > RecordFormat.segmentHeaderSize {
                         try writeOut(&out)
                         try rotate(firstSequence: nextSequence)
@@ -641,8 +652,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                         newIndex.append(IndexEntry(sequence: nextSequence, segment: segmentIndex, offset: segmentEnd + out.count))
                     }
                     lastOffset = segmentEnd + out.count
-                    hash = try RecordFormat.appendFrame(to: &out, record: record, previousHash: hash,
-                                                        writeIndex: marksWrites ? framesInWrite : 0)
+                    hash = try RecordFormat.appendFrame(
+                        to: &out, record: record, previousHash: hash,
+                        writeIndex: marksWrites ? framesInWrite : 0)
                     framesInWrite += 1
                     committed.append(record)
                     version = streamVersion
@@ -659,7 +671,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             if !out.isEmpty || nextSequence > committedLast + 1 {
                 try writeOut(&out)
                 if batch.contains(where: { $0.request.needsDurability }) || options.observationCommitDelay == .zero
-                    || unsyncedBytes + batchBytes >= SegmentStoreOptions.maxUnsyncedBytes {
+                    || unsyncedBytes + batchBytes >= SegmentStoreOptions.maxUnsyncedBytes
+                {
                     try sync()
                 } else {
                     // Observations only: acknowledged once written; synced within the delay.
@@ -751,15 +764,22 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// done), after bringing the command index's mark there: a checkpoint ahead of that mark is not used.
     /// A failure is not the log's: the next open scans from the previous checkpoint (and says so).
     private func writeCheckpoint() {
-        let (sequence, hash, streams, segments, index) = shared.withLock { ($0.lastSequence, $0.headHash, $0.streams, $0.segments, $0.index) }
+        let (sequence, hash, streams, segments, index) = shared.withLock {
+            ($0.lastSequence, $0.headHash, $0.streams, $0.segments, $0.index)
+        }
         guard sequence > 0, let newest = segments.last, newest.firstSequence <= sequence else { return }
         commands.checkpoint(through: sequence, hash: hash)
         do {
             // Older segments are closed: their size is where their records end.
-            let ends = try segments.dropLast().map { RecoveryCheckpoint.SegmentEnd(firstSequence: $0.firstSequence, end: try FileIO.size(path: $0.path)) }
+            let ends =
+                try segments.dropLast().map {
+                    RecoveryCheckpoint.SegmentEnd(firstSequence: $0.firstSequence, end: try FileIO.size(path: $0.path))
+                }
                 + [RecoveryCheckpoint.SegmentEnd(firstSequence: newest.firstSequence, end: segmentEnd)]
-            try RecoveryCheckpoint(sequence: sequence, hash: hash, recordOffset: headOffset, segments: ends,
-                                   streams: streams, index: index).write(directory: directory)
+            try RecoveryCheckpoint(
+                sequence: sequence, hash: hash, recordOffset: headOffset, segments: ends,
+                streams: streams, index: index
+            ).write(directory: directory)
             sinceCheckpoint = 0
         } catch {
             shared.withLock { $0.checkpointFault = "\(error)" }
@@ -829,7 +849,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let target = max(end, min((end + step - 1) / step * step, options.segmentSize))
         do {
             try FileIO.writeZeros(fd: segmentFD, path: path, allocatedEnd..<target)
-        } catch where Self.isStorageFull(error) {
+        } catch  where Self.isStorageFull(error) {
             // No room for a whole step: this write grows the file instead (and finds out itself
             // whether there is room for its records).
             try FileIO.truncate(fd: segmentFD, path: path, to: allocatedEnd)
@@ -847,7 +867,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     private func extendWhileIdle() {
         let step = options.preallocation
         guard step > 0, !roomRefused, segmentFD >= 0, allocatedEnd - segmentEnd < step / 2, allocatedEnd < options.segmentSize,
-              let path = shared.withLock({ $0.stopped == nil ? $0.segments.last?.path : nil }) else { return }
+            let path = shared.withLock({ $0.stopped == nil ? $0.segments.last?.path : nil })
+        else { return }
         let before = allocatedEnd
         do {
             try preallocate(through: allocatedEnd + 1, path: path)

@@ -59,7 +59,8 @@ public struct SnapshotStore: Sendable {
         if FileIO.exists(keyPath) {
             let aside = try Self.freeName(directory: directory, base: Self.keyName + Self.setAsideSuffix)
             try FileIO.rename(keyPath, directory + "/" + aside)
-            notes.append("snapshot seal key \(keyPath) is damaged: set aside as \(aside); a new key is made and older snapshots are set aside")
+            notes.append(
+                "snapshot seal key \(keyPath) is damaged: set aside as \(aside); a new key is made and older snapshots are set aside")
         }
         var generator = SystemRandomNumberGenerator()
         let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
@@ -122,9 +123,11 @@ public struct SnapshotStore: Sendable {
         if bytes.count >= 8, Array(bytes[0..<8]) == Array("HUBSNAP1".utf8) { return .failure(.unbound) }
         guard bytes.count >= Self.headerSize, Array(bytes[0..<8]) == Self.magic else { return .failure(.damaged("not a snapshot file")) }
         let (sequence, length, crc) = bytes.withUnsafeBytes {
-            ($0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian,
-             Int($0.loadUnaligned(fromByteOffset: 48, as: UInt32.self).littleEndian),
-             $0.loadUnaligned(fromByteOffset: 52, as: UInt32.self).littleEndian)
+            (
+                $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian,
+                Int($0.loadUnaligned(fromByteOffset: 48, as: UInt32.self).littleEndian),
+                $0.loadUnaligned(fromByteOffset: 52, as: UInt32.self).littleEndian
+            )
         }
         guard bytes.count == Self.headerSize + length else {
             return .failure(.damaged("\(bytes.count - Self.headerSize) bytes where the header says \(length)"))

@@ -68,8 +68,10 @@ public enum DurableFile {
     ///   - directoryMode: The permissions of directories it makes.
     /// - Throws: ``EventLogError/storageFull(path:operation:errno:)`` when the disk is full,
     ///   ``EventLogError/io(path:operation:errno:)`` for any other failure.
-    public static func write(_ bytes: [UInt8], to path: String, directory: String, mode: mode_t = 0o600,
-                             directoryMode: mode_t = 0o700) throws {
+    public static func write(
+        _ bytes: [UInt8], to path: String, directory: String, mode: mode_t = 0o600,
+        directoryMode: mode_t = 0o700
+    ) throws {
         try FileIO.makeDirectory(directory, mode: directoryMode)
         try FileIO.writeAtomically(bytes, to: path, directory: directory, mode: mode)
     }

@@ -42,7 +42,9 @@ public final class CommandWindow: Sendable {
     /// Stops timing and returns the samples since `record()`.
     public func stopRecording() -> [Sample] {
         recording.store(false, ordering: .relaxed)
-        return samples.withLock { taken in defer { taken = [] }; return taken }
+        return samples.withLock { taken in
+            defer { taken = [] }; return taken
+        }
     }
 
     func queued() {
@@ -55,8 +57,10 @@ public final class CommandWindow: Sendable {
         }
     }
 
-    func finished(_ work: MQTTSurface.Work, taken: ContinuousClock.Instant, durable: ContinuousClock.Instant,
-                  answered: ContinuousClock.Instant) {
+    func finished(
+        _ work: MQTTSurface.Work, taken: ContinuousClock.Instant, durable: ContinuousClock.Instant,
+        answered: ContinuousClock.Instant
+    ) {
         inWindow.wrappingSubtract(1, ordering: .relaxed)
         guard recording.load(ordering: .relaxed), work.parsed.query == nil, let received = work.message.receivedAt else { return }
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 
 /// Home Assistant MQTT discovery configs (pure).
 ///
@@ -47,37 +47,47 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         let id = record.id
         let identity = identity(record)
         let availability: [(String, JSONValue)] = [
-            ("availability", .array([.object([("topic", .string(topics.status))]),
-                                     .object([("topic", .string(topics.deviceAvailability(id)))])])),
-            ("availability_mode", "all"),
+            (
+                "availability",
+                .array([
+                    .object([("topic", .string(topics.status))]),
+                    .object([("topic", .string(topics.deviceAvailability(id)))])
+                ])
+            ),
+            ("availability_mode", "all")
         ]
-        let device: (String, JSONValue) = ("device", .object([
-            ("identifiers", .array([.string(identity)])),
-            ("name", .string(record.name)),
-            ("model", .string(record.driver)),
-            ("manufacturer", .string(Self.manufacturer)),
-        ]))
+        let device: (String, JSONValue) = (
+            "device",
+            .object([
+                ("identifiers", .array([.string(identity)])),
+                ("name", .string(record.name)),
+                ("model", .string(record.driver)),
+                ("manufacturer", .string(Self.manufacturer))
+            ])
+        )
         let origin: (String, JSONValue) = ("origin", .object([("name", .string(Self.manufacturer))]))
-        let switchConfig: JSONValue = .object([
-            // null: the entity takes the device's name (Home Assistant's convention for a device's main feature).
-            ("name", .null),
-            ("unique_id", .string(identity + "_switch")),
-            ("state_topic", .string(topics.deviceSwitch(id))),
-            ("command_topic", .string(topics.deviceSwitchSet(id))),
-            ("payload_on", "ON"),
-            ("payload_off", "OFF"),
-        ] + availability + [device, origin])
+        let switchConfig: JSONValue = .object(
+            [
+                // null: the entity takes the device's name (Home Assistant's convention for a device's main feature).
+                ("name", .null),
+                ("unique_id", .string(identity + "_switch")),
+                ("state_topic", .string(topics.deviceSwitch(id))),
+                ("command_topic", .string(topics.deviceSwitchSet(id))),
+                ("payload_on", "ON"),
+                ("payload_off", "OFF")
+            ] + availability + [device, origin])
         var configs = [(configTopic(component: "switch", objectId: id + "_switch"), switchConfig)]
         for quantity in Self.meterQuantities where readings.contains(quantity) {
             guard let sensor = Self.sensor(quantity) else { continue }
-            let config: JSONValue = .object([
-                ("name", .string(sensor.name)),
-                ("unique_id", .string(identity + "_" + quantity.rawValue)),
-                ("state_topic", .string(topics.devicePlain(id, quantity))),
-                ("device_class", .string(sensor.deviceClass)),
-                ("state_class", .string(sensor.stateClass)),
-                ("unit_of_measurement", .string(sensor.unit)),
-            ] + availability + [device, origin])
+            let config: JSONValue = .object(
+                [
+                    ("name", .string(sensor.name)),
+                    ("unique_id", .string(identity + "_" + quantity.rawValue)),
+                    ("state_topic", .string(topics.devicePlain(id, quantity))),
+                    ("device_class", .string(sensor.deviceClass)),
+                    ("state_class", .string(sensor.stateClass)),
+                    ("unit_of_measurement", .string(sensor.unit))
+                ] + availability + [device, origin])
             configs.append((sensorConfigTopic(id, quantity), config))
         }
         return configs
@@ -123,40 +133,46 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         let common: [(String, JSONValue)] = [
             ("state_topic", .string(topics.animalState(id))),
             ("availability", .array([.object([("topic", .string(topics.status))])])),
-            ("device", .object([
-                ("identifiers", .array([.string(identity)])),
-                ("name", .string(record.admission.name)),
-                ("model", .string(record.admission.species)),
-                ("manufacturer", .string(Self.manufacturer)),
-            ])),
-            ("origin", .object([("name", .string(Self.manufacturer))])),
+            (
+                "device",
+                .object([
+                    ("identifiers", .array([.string(identity)])),
+                    ("name", .string(record.admission.name)),
+                    ("model", .string(record.admission.species)),
+                    ("manufacturer", .string(Self.manufacturer))
+                ])
+            ),
+            ("origin", .object([("name", .string(Self.manufacturer))]))
         ]
-        let room: JSONValue = .object([
-            ("name", "Room"),
-            ("unique_id", .string(identity + "_room")),
-            ("value_template", "{{ value_json.room }}"),
-            ("icon", "mdi:map-marker"),
-        ] + common)
-        let heartRate: JSONValue = .object([
-            ("name", "Heart rate"),
-            ("unique_id", .string(identity + "_heart_rate")),
-            ("value_template", "{{ value_json.heart_rate }}"),
-            ("unit_of_measurement", "bpm"),
-            ("state_class", "measurement"),
-            ("icon", "mdi:heart-pulse"),
-        ] + common)
-        let temperature: JSONValue = .object([
-            ("name", "Temperature"),
-            ("unique_id", .string(identity + "_temperature")),
-            ("value_template", "{{ value_json.temperature }}"),
-            ("device_class", "temperature"),
-            ("unit_of_measurement", "°C"),
-            ("state_class", "measurement"),
-        ] + common)
+        let room: JSONValue = .object(
+            [
+                ("name", "Room"),
+                ("unique_id", .string(identity + "_room")),
+                ("value_template", "{{ value_json.room }}"),
+                ("icon", "mdi:map-marker")
+            ] + common)
+        let heartRate: JSONValue = .object(
+            [
+                ("name", "Heart rate"),
+                ("unique_id", .string(identity + "_heart_rate")),
+                ("value_template", "{{ value_json.heart_rate }}"),
+                ("unit_of_measurement", "bpm"),
+                ("state_class", "measurement"),
+                ("icon", "mdi:heart-pulse")
+            ] + common)
+        let temperature: JSONValue = .object(
+            [
+                ("name", "Temperature"),
+                ("unique_id", .string(identity + "_temperature")),
+                ("value_template", "{{ value_json.temperature }}"),
+                ("device_class", "temperature"),
+                ("unit_of_measurement", "°C"),
+                ("state_class", "measurement")
+            ] + common)
         return [
             (configTopic(component: "sensor", objectId: id + "_room"), room),
             (configTopic(component: "sensor", objectId: id + "_heart_rate"), heartRate),
-            (configTopic(component: "sensor", objectId: id + "_temperature"), temperature),
+            (configTopic(component: "sensor", objectId: id + "_temperature"), temperature)
         ]
     }
 
@@ -164,9 +180,11 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     public func animalRemovals(_ record: AnimalRecord) -> [String] { animalRemovals(id: record.id) }
 
     public func animalRemovals(id: String) -> [String] {
-        [configTopic(component: "sensor", objectId: id + "_room"),
-         configTopic(component: "sensor", objectId: id + "_heart_rate"),
-         configTopic(component: "sensor", objectId: id + "_temperature")]
+        [
+            configTopic(component: "sensor", objectId: id + "_room"),
+            configTopic(component: "sensor", objectId: id + "_heart_rate"),
+            configTopic(component: "sensor", objectId: id + "_temperature")
+        ]
     }
 }
 
@@ -184,13 +202,16 @@ extension HomeAssistantDiscovery {
             ("payload_on", "ON"),
             ("payload_off", "OFF"),
             ("availability_topic", .string(topics.status)),
-            ("device", .object([
-                ("identifiers", .array([.string(identity)])),
-                ("name", .string(group.name)),
-                ("model", .string("group of \(group.members.count) devices")),
-                ("manufacturer", .string(Self.manufacturer)),
-            ])),
-            ("origin", .object([("name", .string(Self.manufacturer))])),
+            (
+                "device",
+                .object([
+                    ("identifiers", .array([.string(identity)])),
+                    ("name", .string(group.name)),
+                    ("model", .string("group of \(group.members.count) devices")),
+                    ("manufacturer", .string(Self.manufacturer))
+                ])
+            ),
+            ("origin", .object([("name", .string(Self.manufacturer))]))
         ])
         return (groupConfigTopic(group.id), config)
     }
@@ -213,13 +234,16 @@ extension HomeAssistantDiscovery {
             ("command_topic", .string(topics.request("scene/apply"))),
             ("payload_on", .string(JSONValue.object([("id", .string(scene.id))]).serialized())),
             ("availability_topic", .string(topics.status)),
-            ("device", .object([
-                ("identifiers", .array([.string(identity)])),
-                ("name", .string(scene.name)),
-                ("model", .string("scene of \(scene.targets.count) devices")),
-                ("manufacturer", .string(Self.manufacturer)),
-            ])),
-            ("origin", .object([("name", .string(Self.manufacturer))])),
+            (
+                "device",
+                .object([
+                    ("identifiers", .array([.string(identity)])),
+                    ("name", .string(scene.name)),
+                    ("model", .string("scene of \(scene.targets.count) devices")),
+                    ("manufacturer", .string(Self.manufacturer))
+                ])
+            ),
+            ("origin", .object([("name", .string(Self.manufacturer))]))
         ])
         return (sceneConfigTopic(scene.id), config)
     }

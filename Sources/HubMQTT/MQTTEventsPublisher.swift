@@ -1,5 +1,5 @@
-import HubEngine
 import Foundation
+import HubEngine
 import HubLog
 import Logging
 import MQTT
@@ -55,7 +55,8 @@ final class MQTTEventsPublisher: Service {
         /// Whether the checkpoint is due: every 1,000 events, or ``MQTTEventsPublisher/saveInterval``
         /// after the last save (after a failed save, only then).
         var saveDue: Bool {
-            (!failing && acknowledged >= saved + 1000) || (acknowledged > saved && ContinuousClock.now - savedAt > MQTTEventsPublisher.saveInterval)
+            (!failing && acknowledged >= saved + 1000)
+                || (acknowledged > saved && ContinuousClock.now - savedAt > MQTTEventsPublisher.saveInterval)
         }
 
         /// Whether to ask the saver now: the checkpoint is due and the saver was not asked already.
@@ -102,7 +103,8 @@ final class MQTTEventsPublisher: Service {
             }
             hub.metrics.mqttEventRefused()
             // Said once, and again every minute while it lasts: a stalled feed is not hidden.
-            let problem = "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); "
+            let problem =
+                "mqtt: the event feed stopped after event \(acknowledged): \(error.map { "\($0)" } ?? "unknown error"); "
                 + "retrying that event alone with back-off (0.5 s doubling to 30 s)"
             if lastProblem?.text != problem || ContinuousClock.now - (lastProblem?.at ?? .now) > .seconds(60) {
                 logger.error("\(problem)")
@@ -111,7 +113,7 @@ final class MQTTEventsPublisher: Service {
             await retryAlone()
         }
         saves.continuation.finish()
-        await saver.value // one writer at a time
+        await saver.value  // one writer at a time
         saveCheckpoint()
     }
 
@@ -130,19 +132,24 @@ final class MQTTEventsPublisher: Service {
             let sequence = acknowledged + 1
             var found: EventRecord?
             do {
-                try hub.store.read(from: sequence, through: sequence) { found = $0; return false }
+                try hub.store.read(from: sequence, through: sequence) {
+                    found = $0; return false
+                }
             } catch {
                 logger.warning("mqtt: the event feed cannot read event \(sequence) to send it again", metadata: ["error": "\(error)"])
             }
-            guard let record = found else { return } // let the feed itself say what is wrong
+            guard let record = found else { return }  // let the feed itself say what is wrong
             while !client.isConnected {
-                do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout {
+                do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout
+                {
                 } catch { return }
             }
             switch await publishAlone(record) {
             case .success:
                 acknowledge(sequence)
-                if refusals > 1 { logger.notice("mqtt: the broker took event \(sequence) after \(refusals) refusals; the event feed goes on") }
+                if refusals > 1 {
+                    logger.notice("mqtt: the broker took event \(sequence) after \(refusals) refusals; the event feed goes on")
+                }
                 return
             case .failure(let error):
                 if Task.isCancelled { return }
@@ -230,7 +237,9 @@ final class MQTTEventsPublisher: Service {
                 // While disconnected the events stay in the log rather than pile up in the client's
                 // queue (libmosquitto would send them all at once, racing the new connection's set-up).
                 while !client.isConnected {
-                    do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError where error.kind == .timeout {}
+                    do { try await client.waitUntilConnected(timeout: .seconds(60)) } catch let error as MQTTError
+                        where error.kind == .timeout
+                    {}
                 }
                 if inFlight >= Self.window { await roomInWindow() }
                 try Task.checkCancellation()
@@ -301,7 +310,7 @@ final class MQTTEventsPublisher: Service {
     /// Stopping: what is in flight gets up to 2 s to be acknowledged (so it is not sent again after
     /// the restart); then the rest is given up.
     private func settle() async {
-        guard client.isConnected else { return } // nothing will be acknowledged soon: sent again after the restart
+        guard client.isConnected else { return }  // nothing will be acknowledged soon: sent again after the restart
         let timer = Task {
             try? await Task.sleep(for: .seconds(2))
             waiting.withLock { w in
@@ -323,7 +332,8 @@ final class MQTTEventsPublisher: Service {
 
     func readCheckpoint() -> UInt64 {
         guard let text = try? String(contentsOfFile: checkpointPath, encoding: .utf8),
-              let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return 0 }
+            let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return 0 }
         return value
     }
 
@@ -354,8 +364,9 @@ final class MQTTEventsPublisher: Service {
         }
         if let problem, !wasFailing {
             // Not fatal: the feed sends again from the last saved point after a restart (at least once).
-            logger.warning("mqtt: could not save the event feed's checkpoint; retrying every second",
-                           metadata: ["file": "\(problem.file)", "error": "\(problem.error)"])
+            logger.warning(
+                "mqtt: could not save the event feed's checkpoint; retrying every second",
+                metadata: ["file": "\(problem.file)", "error": "\(problem.error)"])
         }
         if problem == nil, wasFailing { logger.notice("mqtt: the event feed's checkpoint is saved again") }
     }

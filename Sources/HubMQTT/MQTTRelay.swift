@@ -1,6 +1,6 @@
-import HubEngine
 import DriverAPI
 import Foundation
+import HubEngine
 import Logging
 import MQTT
 import Synchronization
@@ -28,7 +28,8 @@ public final class MQTTRelay: DriverMessaging {
         do {
             try client.subscribe(filter, qos: 1)
         } catch {
-            logger.error("mqtt: a driver's subscription failed; it will not hear its device", metadata: ["filter": "\(filter)", "error": "\(error)"])
+            logger.error(
+                "mqtt: a driver's subscription failed; it will not hear its device", metadata: ["filter": "\(filter)", "error": "\(error)"])
         }
     }
 
@@ -138,7 +139,9 @@ final class ScopedMQTT: DriverMQTT {
     }
 
     func subscribe(_ filter: String) throws {
-        guard allowed(filter) else { throw DriverError("MQTT filter \"\(filter)\" is outside this driver's scope (\(scope.joined(separator: ", ")))") }
+        guard allowed(filter) else {
+            throw DriverError("MQTT filter \"\(filter)\" is outside this driver's scope (\(scope.joined(separator: ", ")))")
+        }
         guard let relay else { throw DriverError("the hub is stopping") }
         try relay.subscribe(filter)
         subscribed.withLock { if !$0.contains(filter) { $0.append(filter) } }

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import Logging
 import MQTT
 import ServiceLifecycle
@@ -22,7 +22,7 @@ struct MQTTConnectionService: Service {
     let surface: MQTTSurface
 
     func run() async throws {
-        try? await gracefulShutdown() // cancelled or shut down: either way, say offline and go
+        try? await gracefulShutdown()  // cancelled or shut down: either way, say offline and go
         await surface.disconnect()
     }
 }

@@ -1,9 +1,9 @@
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
 import HubLog
-import MQTT
 import Logging
+import MQTT
 import Synchronization
 
 /// The hub's MQTT topic surface: commands in (answered on the response topics), retained state
@@ -80,8 +80,10 @@ public actor MQTTSurface {
     /// A (re)connect found the lease unconfirmed and announced nothing.
     private nonisolated let skippedAnnouncement = Atomic<Bool>(false)
 
-    init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
-         topics: MQTTTopics, checkpointPath: String, lease: LeaseStanding? = nil, logger: Logger) {
+    init(
+        hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
+        topics: MQTTTopics, checkpointPath: String, lease: LeaseStanding? = nil, logger: Logger
+    ) {
         self.hub = hub
         self.lease = lease
         self.commands = commands
@@ -102,9 +104,11 @@ public actor MQTTSurface {
     /// credentials or TLS failures are errors). Nothing is served until the surface's services run
     /// (`connection`, `eventFeed`, `statePublisher`, `commandDispatch`); messages that arrive
     /// before then wait in the client's queue.
-    public static func connect(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay? = nil,
-                               settings: MQTTSettings, checkpointPath: String, lease: LeaseStanding? = nil,
-                               keepSession: Bool = false, logger: Logger) async throws -> MQTTSurface {
+    public static func connect(
+        hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay? = nil,
+        settings: MQTTSettings, checkpointPath: String, lease: LeaseStanding? = nil,
+        keepSession: Bool = false, logger: Logger
+    ) async throws -> MQTTSurface {
         let topics = MQTTTopics(base: settings.baseTopic, discoveryPrefix: settings.discoveryPrefix)
         var options = MQTTOptions(clientId: settings.clientId)
         options.host = settings.host
@@ -113,20 +117,22 @@ public actor MQTTSurface {
         options.password = settings.password
         options.keepAlive = settings.keepAlive
         options.cleanSession = false
-        options.retainAsPublished = true // tell retained commands apart even while subscribed
+        options.retainAsPublished = true  // tell retained commands apart even while subscribed
         if let ca = settings.caFile {
-            options.tls = MQTTOptions.TLSOptions(caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
+            options.tls = MQTTOptions.TLSOptions(
+                caFile: ca, certFile: settings.certFile, keyFile: settings.keyFile, insecure: settings.tlsInsecure)
         }
         options.will = MQTTOptions.Will(topic: topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
         // A hot standby's session may hold commands another instance answered; the only writer's (a
         // lease under a derived name, `keepSession`) holds those sent while it restarted.
         if lease != nil && !keepSession { await discardSession(options, logger: logger) }
         let client = try MQTTClient(options: options)
-        let surface = MQTTSurface(hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
-                                  topics: topics, checkpointPath: checkpointPath, lease: lease, logger: logger)
+        let surface = MQTTSurface(
+            hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
+            topics: topics, checkpointPath: checkpointPath, lease: lease, logger: logger)
         relay?.attach(client, reserved: [topics.base, topics.discoveryPrefix])
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
-        try client.subscribe(topics.status, qos: 1) // a former connection's late last will is answered (`defendStatus`)
+        try client.subscribe(topics.status, qos: 1)  // a former connection's late last will is answered (`defendStatus`)
         try client.start()
         do {
             try await client.waitUntilConnected(timeout: .seconds(5))
@@ -173,7 +179,8 @@ public actor MQTTSurface {
         if !speaksForHub.load(ordering: .relaxed) {
             for filter in topics.subscriptions + [topics.status] {
                 do { try client.unsubscribe(filter) } catch {
-                    logger.warning("mqtt: could not unsubscribe while stepping down", metadata: ["filter": "\(filter)", "error": "\(error)"])
+                    logger.warning(
+                        "mqtt: could not unsubscribe while stepping down", metadata: ["filter": "\(filter)", "error": "\(error)"])
                 }
             }
         }
@@ -208,7 +215,8 @@ public actor MQTTSurface {
                 connectedAt = .now
                 if wasDisconnected {
                     hub.metrics.mqttReconnected()
-                    logger.notice("mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
+                    logger.notice(
+                        "mqtt: reconnected (session \(sessionPresent ? "resumed" : "new")); re-publishing status, discovery and state")
                     wasDisconnected = false
                 }
                 if lease?.isCurrent == false {
@@ -242,16 +250,20 @@ public actor MQTTSurface {
             client.setReconnectDelay(settings)
         }
         let wait = briefDrops == 0 ? settings.min : min(settings.max, settings.min * (1 << min(briefDrops, 5)))
-        if briefDrops > 0 { client.setReconnectDelay(MQTTOptions.ReconnectDelay(min: wait, max: settings.max, exponential: settings.exponential)) }
+        if briefDrops > 0 {
+            client.setReconnectDelay(MQTTOptions.ReconnectDelay(min: wait, max: settings.max, exponential: settings.exponential))
+        }
         let id = client.options.clientId
         if reason.contains("Session taken over") {
-            logger.error("""
+            logger.error(
+                """
                 mqtt: the broker gave this hub's session to another client with the same client id "\(id)" (MQTT reason 0x8E, session taken over): \
                 two hubs, or a hub and another program, use one client id; give each its own (--mqtt-client-id; hubs sharing a PostgreSQL log: \
                 --instance). Backing off: \(wait) between reconnects
                 """)
         } else if briefDrops >= 3 {
-            logger.error("""
+            logger.error(
+                """
                 mqtt: the broker dropped the connection \(briefDrops) times in a row within \(Self.briefConnection) of accepting it (\(reason)): \
                 another client with this hub's client id "\(id)" may be taking its session, or the broker drops the hub after refusing one of \
                 its publishes (mosquitto before 2.0.22 with max_queued_messages 0: set a large number); see the broker's log. Backing off: \(wait) between reconnects
@@ -279,8 +291,10 @@ public actor MQTTSurface {
     nonisolated func defendStatus(_ message: MQTTMessage) {
         let text = String(decoding: message.payload, as: UTF8.self)
         guard text != "online", speaksForHub.load(ordering: .relaxed), !leaving.load(ordering: .relaxed),
-              lease?.isCurrent ?? true else { return }
-        logger.notice("mqtt: \(topics.status) says \"\(text)\" (a former connection's last will) while this hub is active: saying online again")
+            lease?.isCurrent ?? true
+        else { return }
+        logger.notice(
+            "mqtt: \(topics.status) says \"\(text)\" (a former connection's last will) while this hub is active: saying online again")
         publishOrLog(topics.status, Array("online".utf8))
     }
 
@@ -303,7 +317,7 @@ public actor MQTTSurface {
     /// Discovery for every device and animal, then their state: after every (re)connect and when
     /// Home Assistant announces itself.
     func republishAll() async {
-        lastRetained.removeAll() // the broker may have lost them (restart): send everything again
+        lastRetained.removeAll()  // the broker may have lost them (restart): send everything again
         let state = await hub.state
         for device in state.devices.all {
             if device.removed {
@@ -447,8 +461,9 @@ public actor MQTTSurface {
         for (topic, payload) in StateJSON.devicePlain(view.record, energy: view.energy, topics: topics) {
             publishState(topic, Array(payload.utf8))
         }
-        publishState(topics.deviceState(view.record.id),
-                     Array(StateJSON.device(view, dayKey: today, now: now).serialized().utf8))
+        publishState(
+            topics.deviceState(view.record.id),
+            Array(StateJSON.device(view, dayKey: today, now: now).serialized().utf8))
     }
 
     /// Groups announced to Home Assistant.
@@ -556,7 +571,7 @@ public actor MQTTSurface {
         // from here on a crash cannot lose it.
         let durable = ContinuousClock.now
         if lease != nil, answer["code"] == .string(CommandService.notActive) {
-            unanswered(work, taken: taken) // the lease lapsed while it ran: nothing was recorded
+            unanswered(work, taken: taken)  // the lease lapsed while it ran: nothing was recorded
             return
         }
         saidUnanswered.store(false, ordering: .relaxed)
@@ -571,7 +586,9 @@ public actor MQTTSurface {
     nonisolated func unanswered(_ work: Work, taken: ContinuousClock.Instant) {
         unansweredCount.add()
         if !saidUnanswered.exchange(true, ordering: .relaxed) {
-            logger.warning("mqtt: this instance's lease is not confirmed (paused or cut off): commands are neither run nor answered; the active hub answers their re-sends")
+            logger.warning(
+                "mqtt: this instance's lease is not confirmed (paused or cut off): commands are neither run nor answered; the active hub answers their re-sends"
+            )
         }
         commandWindow.finished(work, taken: taken, durable: taken, answered: taken)
     }

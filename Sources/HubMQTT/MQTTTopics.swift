@@ -1,6 +1,6 @@
-import HubEngine
 import DriverAPI
 import HubDomain
+import HubEngine
 
 /// The hub's MQTT topic names, under a configurable base topic (default `hub`) and Home Assistant
 /// discovery prefix (default `homeassistant`). Pure: builds and classifies topic strings.
@@ -90,8 +90,10 @@ public struct MQTTTopics: Sendable, Equatable {
 
     /// Every filter the hub subscribes to.
     public var subscriptions: [String] {
-        [base + "/device/+/switch/set", base + "/device/+/activations/set", base + "/group/+/switch/set", base + "/animal/admit",
-         base + "/animal/+/discharge", base + "/animal/+/vitals", base + "/request/#", homeAssistantStatus]
+        [
+            base + "/device/+/switch/set", base + "/device/+/activations/set", base + "/group/+/switch/set", base + "/animal/admit",
+            base + "/animal/+/discharge", base + "/animal/+/vitals", base + "/request/#", homeAssistantStatus
+        ]
     }
 
     private func device(_ id: String, _ leaf: String) -> String { base + "/device/" + id + "/" + leaf }
@@ -122,7 +124,8 @@ public struct MQTTTopics: Sendable, Equatable {
             answer = base + "/response/" + path
         }
         if answer.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") })
-            || answer.utf8.count > MQTTTopics.maxTopicBytes {
+            || answer.utf8.count > MQTTTopics.maxTopicBytes
+        {
             return errorResponse
         }
         return answer

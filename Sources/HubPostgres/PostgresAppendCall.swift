@@ -97,8 +97,9 @@ enum PostgresAppendOutcome: Equatable {
             }
             var found: [String: AppendResult] = [:]
             for i in ids.indices {
-                found[ids[i]] = AppendResult(firstSequence: UInt64(first[i]), lastSequence: UInt64(last[i]),
-                                             streamVersion: version[i] < 0 ? nil : UInt64(version[i]), duplicate: true)
+                found[ids[i]] = AppendResult(
+                    firstSequence: UInt64(first[i]), lastSequence: UInt64(last[i]),
+                    streamVersion: version[i] < 0 ? nil : UInt64(version[i]), duplicate: true)
             }
             self = .duplicates(found)
         default:

@@ -20,8 +20,10 @@ struct AppendPlan {
     ///   - versions: The last version of every stream of the batch (nil: no events yet).
     ///   - known: Command ids the database said were appended before, with their results.
     ///   - fence: The lease every append must hold, if any.
-    init(_ requests: [AppendRequest], head: WriterView.Head, versions view: [String: UInt64?],
-         known commands: [String: AppendResult], fence: (holder: String, token: Int64)?) throws {
+    init(
+        _ requests: [AppendRequest], head: WriterView.Head, versions view: [String: UInt64?],
+        known commands: [String: AppendResult], fence: (holder: String, token: Int64)?
+    ) throws {
         call = PostgresAppendCall(headSequence: head.sequence, headHash: head.hash, fence: fence)
         var commands = commands
         var ids: Set<String> = []
@@ -47,7 +49,8 @@ struct AppendPlan {
                 throw EventLogError.invalid("append to \(request.stream): the writer does not know the stream's version")
             }
             guard request.expected.admits(current) else {
-                results.append(.failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
+                results.append(
+                    .failure(EventLogError.wrongExpectedVersion(stream: request.stream, expected: request.expected, actual: current)))
                 continue
             }
             if let problem = RecordFormat.problem(with: request) {
@@ -59,9 +62,10 @@ struct AppendPlan {
             for event in request.events {
                 let streamVersion = version.map { $0 + 1 } ?? 0
                 headTime = max(headTime, event.timestamp)
-                let record = EventRecord(sequence: next, stream: request.stream, streamVersion: streamVersion,
-                                         type: event.type, schemaVersion: event.schemaVersion, timestamp: headTime,
-                                         causation: request.causation, payload: event.payload)
+                let record = EventRecord(
+                    sequence: next, stream: request.stream, streamVersion: streamVersion,
+                    type: event.type, schemaVersion: event.schemaVersion, timestamp: headTime,
+                    causation: request.causation, payload: event.payload)
                 frame.removeAll(keepingCapacity: true)
                 hash = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: hash)
                 call.add(record, hash: hash)

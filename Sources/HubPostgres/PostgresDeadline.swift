@@ -16,7 +16,8 @@ extension PostgresEventStore {
         return try await withCheckedThrowingContinuation { continuation in
             once.set(continuation)
             let timer = future.eventLoop.scheduleTask(in: statementDeadline) {
-                let reason = "\(self.location): \(what): no answer from PostgreSQL within \(Double(self.statementDeadline.nanoseconds) / 1e9) s"
+                let reason =
+                    "\(self.location): \(what): no answer from PostgreSQL within \(Double(self.statementDeadline.nanoseconds) / 1e9) s"
                 if once.resume(with: .failure(EventLogError.unreachable(reason))) { self.lose(reason) }
             }
             future.whenComplete { result in
@@ -35,10 +36,12 @@ final class Once<T: Sendable>: Sendable {
 
     /// True when this call resumed it (the first).
     func resume(with result: Result<T, any Error>) -> Bool {
-        guard let taken = continuation.withLock({ current -> CheckedContinuation<T, any Error>? in
-            defer { current = nil }
-            return current
-        }) else { return false }
+        guard
+            let taken = continuation.withLock({ current -> CheckedContinuation<T, any Error>? in
+                defer { current = nil }
+                return current
+            })
+        else { return false }
         taken.resume(with: result)
         return true
     }

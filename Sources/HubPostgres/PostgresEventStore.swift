@@ -129,9 +129,11 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     ///     the standard output `hub events` and `hub export -` write to).
     ///   - statementDeadline: See ``statementDeadline``.
     /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause.
-    public init(location: PostgresLocation, readOnly: Bool = false,
-                logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
-                statementDeadline: TimeAmount = .seconds(30)) throws {
+    public init(
+        location: PostgresLocation, readOnly: Bool = false,
+        logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
+        statementDeadline: TimeAmount = .seconds(30)
+    ) throws {
         self.location = location
         self.statementDeadline = statementDeadline
         self.readOnly = readOnly
@@ -142,8 +144,10 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         do {
             let configuration = try Self.configuration(location)
             for id in 1...3 {
-                let connection = try PostgresConnection.connect(on: group.next(), configuration: configuration,
-                                                                id: id, logger: logger).wait()
+                let connection = try PostgresConnection.connect(
+                    on: group.next(), configuration: configuration,
+                    id: id, logger: logger
+                ).wait()
                 opened.append(connection)
                 _ = try connection.query("SET synchronous_commit = on", logger: logger).wait()
             }
@@ -156,7 +160,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             } else {
                 let rows = try opened[1].query("SELECT to_regclass('hub_log_head') IS NOT NULL", logger: logger).wait()
                 guard try rows.first?.decode(Bool.self) == true else {
-                    throw EventLogError.invalid("\(location): no hub event log in this database (start one with `hub run --log` or `hub import --log`)")
+                    throw EventLogError.invalid(
+                        "\(location): no hub event log in this database (start one with `hub run --log` or `hub import --log`)")
                 }
             }
         } catch {
@@ -210,8 +215,10 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
                 do {
                     let generation = connections.withLock { $0.generation } + 1
                     for id in 1...3 {
-                        let connection = try await PostgresConnection.connect(on: group.next(), configuration: configuration,
-                                                                              id: Int(generation) * 3 + id, logger: logger).get()
+                        let connection = try await PostgresConnection.connect(
+                            on: group.next(), configuration: configuration,
+                            id: Int(generation) * 3 + id, logger: logger
+                        ).get()
                         opened.append(connection)
                         _ = try await connection.query("SET synchronous_commit = on", logger: logger).get()
                     }
@@ -256,18 +263,24 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         guard state.withLock({ !$0.closed }) else { return }
         let onLoop = group.next().inEventLoop
         for connection in connections.withLock({ $0.all }) {
-            if onLoop { let _: EventLoopFuture<Void> = connection.close() } else { _ = try? (connection.close() as EventLoopFuture<Void>).wait() }
+            if onLoop {
+                let _: EventLoopFuture<Void> = connection.close()
+            } else {
+                _ = try? (connection.close() as EventLoopFuture<Void>).wait()
+            }
         }
         if !onLoop { try? group.syncShutdownGracefully() }
     }
 
     static func configuration(_ location: PostgresLocation) throws -> PostgresConnection.Configuration {
         if location.host.hasPrefix("/") {
-            return .init(unixSocketPath: "\(location.host)/.s.PGSQL.\(location.port)", username: location.user,
-                         password: location.password, database: location.database)
+            return .init(
+                unixSocketPath: "\(location.host)/.s.PGSQL.\(location.port)", username: location.user,
+                password: location.password, database: location.database)
         }
-        return .init(host: location.host, port: location.port, username: location.user, password: location.password,
-                     database: location.database, tls: try PostgresTLS.settings(location))
+        return .init(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: try PostgresTLS.settings(location))
     }
 
     /// One line for an error from PostgreSQL (or the connection), naming the log without its password.
@@ -316,8 +329,9 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         guard let row = rows.first else { return nil }
         do {
             let (first, last, version) = try row.decode((Int64, Int64, Int64?).self)
-            return AppendResult(firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
-                                duplicate: true)
+            return AppendResult(
+                firstSequence: UInt64(first), lastSequence: UInt64(last), streamVersion: version.map(UInt64.init),
+                duplicate: true)
         } catch {
             throw Self.describe(error, location, "cannot look up command id \(commandId)")
         }
@@ -413,7 +427,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     static func decode(_ row: PostgresRow) throws -> (EventRecord, [UInt8]) {
         var cells = row.makeIterator()
         guard let c0 = cells.next(), let c1 = cells.next(), let c2 = cells.next(), let c3 = cells.next(), let c4 = cells.next(),
-              let c5 = cells.next(), let c6 = cells.next(), let c7 = cells.next(), let c8 = cells.next(), let c9 = cells.next() else {
+            let c5 = cells.next(), let c6 = cells.next(), let c7 = cells.next(), let c8 = cells.next(), let c9 = cells.next()
+        else {
             throw EventLogError.invalid("a hub_events row with fewer columns than \(PostgresSchema.selectColumns)")
         }
         let payload = try c8.decode(ByteBuffer.self), hash = try c9.decode(ByteBuffer.self)
@@ -438,8 +453,9 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             frame.removeAll(keepingCapacity: true)
             let computed = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: previous)
             guard computed == stored else {
-                throw EventLogError.corrupt(segment: "\(location) hub_events", offset: 0, sequence: record.sequence,
-                                            reason: "hash chain broken: the record's content or order was altered")
+                throw EventLogError.corrupt(
+                    segment: "\(location) hub_events", offset: 0, sequence: record.sequence,
+                    reason: "hash chain broken: the record's content or order was altered")
             }
             previous = stored
             return try frame.withUnsafeBytes { raw in

@@ -37,8 +37,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A location given part by part.
-    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
-                tls: TLSMode = .prefer, rootCertificate: String? = nil) {
+    public init(
+        host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
+        tls: TLSMode = .prefer, rootCertificate: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.user = user
@@ -98,12 +100,16 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         if !rest.isEmpty { host = String(rest).removingPercentEncoding }
         let env = { (name: String) -> String? in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         self.host = host ?? env("PGHOST") ?? "localhost"
-        if let port { self.port = port } else if let text = env("PGPORT") {
+        if let port {
+            self.port = port
+        } else if let text = env("PGPORT") {
             guard let value = Int(text), (1...65535).contains(value) else {
                 throw EventLogError.invalid("PGPORT \(text) is not a number from 1 to 65535")
             }
             self.port = value
-        } else { self.port = 5432 }
+        } else {
+            self.port = 5432
+        }
         self.user = (user.flatMap { $0.isEmpty ? nil : $0 }) ?? env("PGUSER") ?? "postgres"
         self.password = password ?? env("PGPASSWORD")
         self.database = path.removingPercentEncoding.flatMap { $0.isEmpty ? nil : $0 } ?? env("PGDATABASE") ?? self.user
@@ -123,7 +129,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0]), value = parts.count == 2 ? String(parts[1]).removingPercentEncoding ?? "" : ""
             guard name == "sslmode" || name == "sslrootcert" else {
-                throw EventLogError.invalid("--log \(Self.masked(url)): URL parameter \(name) is not supported (only sslmode and sslrootcert; the PG* environment variables give the rest)")
+                throw EventLogError.invalid(
+                    "--log \(Self.masked(url)): URL parameter \(name) is not supported (only sslmode and sslrootcert; the PG* environment variables give the rest)"
+                )
             }
             guard !value.isEmpty else { throw EventLogError.invalid("--log \(Self.masked(url)): \(name) has no value") }
             parameters[name] = value
@@ -134,7 +142,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// `postgres://user@host:port/database`, with `:***` where a password is set,
     /// and `?sslmode=` when it is not the default `prefer`.
     public var description: String {
-        "postgres://\(user)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)" + (tls == .prefer ? "" : "?sslmode=\(tls.rawValue)")
+        "postgres://\(user)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)"
+            + (tls == .prefer ? "" : "?sslmode=\(tls.rawValue)")
     }
 
     /// `text` with the password part of a URL replaced by `***` (for messages about a URL that did not parse).

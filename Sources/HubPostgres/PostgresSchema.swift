@@ -62,7 +62,7 @@ enum PostgresSchema {
         )
         """,
         "INSERT INTO hub_lease (id, holder, token, expires_at) VALUES (1, '', 0, '-infinity') ON CONFLICT (id) DO NOTHING",
-        PostgresAppendProcedure.create,
+        PostgresAppendProcedure.create
     ]
 
     static let selectColumns = "seq, stream, stream_version, type, schema_version, ts, command_id, actor, payload, chain_hash"

@@ -33,7 +33,8 @@ enum PostgresTLS {
     /// A sentence for a failure of TLS itself, or nil for any other error.
     static func reason(_ error: PSQLError) -> String? {
         if error.code == .sslUnsupported {
-            return "the server does not accept TLS connections (sslmode requires TLS; turn ssl on in postgresql.conf, or use sslmode=prefer or disable)"
+            return
+                "the server does not accept TLS connections (sslmode requires TLS; turn ssl on in postgresql.conf, or use sslmode=prefer or disable)"
         }
         guard let underlying = error.underlying else { return nil }
         let text = String(describing: underlying)

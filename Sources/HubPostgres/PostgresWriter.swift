@@ -111,7 +111,8 @@ extension PostgresEventStore {
                 state.withLock { $0.view = WriterView() }
                 moves += 1
                 if moves >= Self.maxMoves {
-                    let reason = "\(location): other writers appended \(moves) times while this writer decided its batch; nothing of it was appended"
+                    let reason =
+                        "\(location): other writers appended \(moves) times while this writer decided its batch; nothing of it was appended"
                     return requests.map { _ in .failure(EventLogError.invalid(reason)) }
                 }
             case .duplicates(let found):
@@ -128,7 +129,8 @@ extension PostgresEventStore {
         }
         guard !ask.isEmpty || state.withLock({ $0.view.head == nil }) else { return }
         while true {
-            let rows = try await run("""
+            let rows = try await run(
+                """
                 SELECT h.last_seq, h.chain_hash, (SELECT ts FROM hub_events e WHERE e.seq = h.last_seq), s.name, \
                 (SELECT max(stream_version) FROM hub_events e WHERE e.stream = s.name) \
                 FROM hub_log_head h LEFT JOIN unnest(\(Array(ask))::text[]) AS s(name) ON true WHERE h.id = 1

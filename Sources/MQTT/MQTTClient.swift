@@ -10,6 +10,7 @@
 
 import CMosquitto
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,7 +23,7 @@ private let mosquittoLibraryInitialised: Int32 = mosquitto_lib_init()
 
 /// The libmosquitto handle. Every C call made by the public API happens under this lock, so that
 /// stop()/deinit cannot destroy the handle while another task is using it. Callbacks never take it.
-private struct Handle: @unchecked Sendable { // only touched under the Mutex (and in init, before publication)
+private struct Handle: @unchecked Sendable {  // only touched under the Mutex (and in init, before publication)
     var mosq: OpaquePointer?
     var started = false
     /// The network thread, until joined.
@@ -62,8 +63,11 @@ public final class MQTTClient: Sendable {
 
         // libmosquitto's `obj` holds a +1 retain on the core, released right after mosquitto_destroy.
         let token = Unmanaged.passRetained(core).toOpaque()
-        guard let mosq = mosquitto_new(options.clientId.isEmpty ? nil : options.clientId,
-                                       options.cleanSession, token) else {
+        guard
+            let mosq = mosquitto_new(
+                options.clientId.isEmpty ? nil : options.clientId,
+                options.cleanSession, token)
+        else {
             Unmanaged<MQTTClientCore>.fromOpaque(token).release()
             throw core.error(.library, "mosquitto_new failed: \(String(cString: strerror(errno)))")
         }
@@ -118,8 +122,9 @@ public final class MQTTClient: Sendable {
         }
         if let will = options.will {
             let rc = will.payload.withUnsafeBytes { bytes in
-                mosquitto_will_set(mosq, will.topic, Int32(bytes.count), bytes.baseAddress,
-                                   Int32(will.qos), will.retain)
+                mosquitto_will_set(
+                    mosq, will.topic, Int32(bytes.count), bytes.baseAddress,
+                    Int32(will.qos), will.retain)
             }
             try check(rc, "last will on \(will.topic)")
         }
@@ -127,8 +132,9 @@ public final class MQTTClient: Sendable {
             if tls.caFile == nil && tls.caPath == nil {
                 try check(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "TLS: use OS certificates", kind: .tls)
             }
-            try check(mosquitto_tls_set(mosq, tls.caFile, tls.caPath, tls.certFile, tls.keyFile, nil),
-                      "TLS settings (CA file, certificate, key)", kind: .tls)
+            try check(
+                mosquitto_tls_set(mosq, tls.caFile, tls.caPath, tls.certFile, tls.keyFile, nil),
+                "TLS settings (CA file, certificate, key)", kind: .tls)
             if tls.insecure {
                 try check(mosquitto_tls_insecure_set(mosq, true), "TLS insecure mode", kind: .tls)
             }
@@ -147,11 +153,15 @@ public final class MQTTClient: Sendable {
             // asynchronously with the stored properties.
             var props: OpaquePointer?
             defer { mosquitto_property_free_all(&props) }
-            try check(mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue),
-                                                   options.sessionExpiryInterval), "session expiry")
+            try check(
+                mosquitto_property_add_int32(
+                    &props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue),
+                    options.sessionExpiryInterval), "session expiry")
             let rc = mosquitto_connect_bind_v5(mosq, options.host, Int32(options.port), 1, nil, props)
             if rc != Int32(MOSQ_ERR_INVAL.rawValue) {
-                throw core.error(.library, "unexpected answer from libmosquitto while storing CONNECT properties: \(String(cString: mosquitto_strerror(rc)))")
+                throw core.error(
+                    .library,
+                    "unexpected answer from libmosquitto while storing CONNECT properties: \(String(cString: mosquitto_strerror(rc)))")
             }
         }
     }
@@ -193,9 +203,11 @@ public final class MQTTClient: Sendable {
                 let problem = Self.describe(rc)
                 core.state.withLock { $0.lastProblem = problem }
             }
-            let context = Unmanaged.passRetained(LoopThreadContext(
-                mosq: mosq, core: core, timeoutMilliseconds: Int32(min(options.keepAlive, 60) * 1000),
-                threadName: Self.threadName(clientId: options.clientId))).toOpaque()
+            let context = Unmanaged.passRetained(
+                LoopThreadContext(
+                    mosq: mosq, core: core, timeoutMilliseconds: Int32(min(options.keepAlive, 60) * 1000),
+                    threadName: Self.threadName(clientId: options.clientId))
+            ).toOpaque()
             var thread = pthread_t()
             let created = pthread_create(&thread, nil, mqttLoopThreadMain, context)
             if created != 0 {
@@ -242,7 +254,7 @@ public final class MQTTClient: Sendable {
                 s.subscriptions.append((filter, Int32(qos)))
             }
         }
-        guard core.isConnected else { return } // on_connect will send it
+        guard core.isConnected else { return }  // on_connect will send it
         try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "subscribe after stop()") }
             let rc = mosquitto_subscribe_v5(mosq, nil, filter, Int32(qos), core.subscribeOptions, nil)
@@ -267,10 +279,14 @@ public final class MQTTClient: Sendable {
     /// Queues a message and returns its message id. QoS 1/2 messages are kept by libmosquitto while
     /// disconnected and sent after reconnect; QoS 0 throws `.notConnected` while disconnected.
     @discardableResult
-    public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
-                        responseTopic: String? = nil, correlationData: [UInt8]? = nil) throws -> Int32 {
-        try publish(topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData,
-                    register: false).mid
+    public func publish(
+        _ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil
+    ) throws -> Int32 {
+        try publish(
+            topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData,
+            register: false
+        ).mid
     }
 
     /// Publishes now, and tells `whenAcknowledged` once what became of the message: success when the
@@ -281,17 +297,22 @@ public final class MQTTClient: Sendable {
     /// into this client.
     /// - Throws: as ``publish(_:_:qos:retain:responseTopic:correlationData:)``; `whenAcknowledged`
     ///   is then never called.
-    public func publish(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool = false,
-                        whenAcknowledged: @escaping @Sendable (Result<Void, any Error>) -> Void) throws {
-        _ = try publish(topic, payload, qos: qos, retain: retain, responseTopic: nil, correlationData: nil, register: true,
-                        completion: whenAcknowledged)
+    public func publish(
+        _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool = false,
+        whenAcknowledged: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) throws {
+        _ = try publish(
+            topic, payload, qos: qos, retain: retain, responseTopic: nil, correlationData: nil, register: true,
+            completion: whenAcknowledged)
     }
 
     /// `register`: the message id is registered for `PublishAcknowledgements.wait` (or with its
     /// `completion`) in the same critical section as the publish (so its acknowledgement cannot be missed).
-    private func publish(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool, responseTopic: String?,
-                         correlationData: [UInt8]?, register: Bool,
-                         completion: PublishAcknowledgements.Completion? = nil) throws -> (mid: Int32, token: UInt64) {
+    private func publish(
+        _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool, responseTopic: String?,
+        correlationData: [UInt8]?, register: Bool,
+        completion: PublishAcknowledgements.Completion? = nil
+    ) throws -> (mid: Int32, token: UInt64) {
         guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
         if let correlationData, correlationData.count > Int(UInt16.max) {
             throw core.error(.invalidArgument, "correlation data is longer than 65535 bytes")
@@ -302,16 +323,22 @@ public final class MQTTClient: Sendable {
             // acknowledgement is told to the message it belongs to (see `PublishAcknowledgements`).
             if register || qos > 0 {
                 return try core.acks.publishRegistered(tracked: register, completion: completion) {
-                    try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData)
+                    try publish(
+                        mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData)
                 }
             }
-            return (try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData), 0)
+            return (
+                try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData),
+                0
+            )
         }
     }
 
     /// mosquitto_publish_v5, under the handle lock.
-    private func publish(_ mosq: OpaquePointer, _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool,
-                         responseTopic: String?, correlationData: [UInt8]?) throws -> Int32 {
+    private func publish(
+        _ mosq: OpaquePointer, _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool,
+        responseTopic: String?, correlationData: [UInt8]?
+    ) throws -> Int32 {
         var props: OpaquePointer?
         defer { mosquitto_property_free_all(&props) }
         if options.protocolVersion == .v5 {
@@ -321,16 +348,18 @@ public final class MQTTClient: Sendable {
             }
             if let correlationData {
                 let rc = correlationData.withUnsafeBytes { bytes in
-                    mosquitto_property_add_binary(&props, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
-                                                  bytes.baseAddress, UInt16(bytes.count))
+                    mosquitto_property_add_binary(
+                        &props, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
+                        bytes.baseAddress, UInt16(bytes.count))
                 }
                 if rc != 0 { throw core.error(.invalidArgument, "correlation data: \(String(cString: mosquitto_strerror(rc)))") }
             }
         }
         var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { bytes in
-            mosquitto_publish_v5(mosq, &mid, topic, Int32(bytes.count), bytes.baseAddress,
-                                 Int32(qos), retain, props)
+            mosquitto_publish_v5(
+                mosq, &mid, topic, Int32(bytes.count), bytes.baseAddress,
+                Int32(qos), retain, props)
         }
         switch rc {
         case 0:
@@ -338,7 +367,7 @@ public final class MQTTClient: Sendable {
             return mid
         case Int32(MOSQ_ERR_NO_CONN.rawValue) where qos > 0:
             core.published.add(1, ordering: .relaxed)
-            return mid // queued by libmosquitto, sent after reconnect
+            return mid  // queued by libmosquitto, sent after reconnect
         case Int32(MOSQ_ERR_NO_CONN.rawValue):
             throw core.error(.notConnected, "QoS 0 message to \(topic) dropped")
         case Int32(MOSQ_ERR_INVAL.rawValue), Int32(MOSQ_ERR_MALFORMED_UTF8.rawValue):
@@ -353,37 +382,46 @@ public final class MQTTClient: Sendable {
     /// Publishes and returns when the broker acknowledged it (QoS 1/2: PUBACK/PUBCOMP; QoS 0: when
     /// written to the socket). QoS 1/2 wait across reconnects unless `timeout` is given.
     /// With MQTT 5 a failure reason code (e.g. ACL "not authorized") throws `.publishRejected`.
-    public func publishAndWait(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
-                               responseTopic: String? = nil, correlationData: [UInt8]? = nil,
-                               timeout: Duration? = nil) async throws {
-        try await publishTracked(topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
-                                 correlationData: correlationData).acknowledged(timeout: timeout)
+    public func publishAndWait(
+        _ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil,
+        timeout: Duration? = nil
+    ) async throws {
+        try await publishTracked(
+            topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
+            correlationData: correlationData
+        ).acknowledged(timeout: timeout)
     }
 
     /// Publishes now (so that messages published one after another go out in that order) and
     /// returns a handle to wait for the broker's acknowledgement later. Wait on every handle:
     /// its registration is only forgotten once waited for.
-    public func publishTracked(_ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
-                               responseTopic: String? = nil, correlationData: [UInt8]? = nil) throws -> PublishTicket {
-        let (mid, token) = try publish(topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
-                                       correlationData: correlationData, register: true)
+    public func publishTracked(
+        _ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil
+    ) throws -> PublishTicket {
+        let (mid, token) = try publish(
+            topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
+            correlationData: correlationData, register: true)
         return PublishTicket(core: core, mid: mid, token: token)
     }
-
 
     /// Clean shutdown: publish `finalMessage` at QoS 1 and wait (at most `ackTimeout`) for its
     /// acknowledgement, send DISCONNECT (no will), stop the network thread and free libmosquitto.
     /// Idempotent. Both streams finish.
-    public func stop(finalMessage: (topic: String, payload: [UInt8], retain: Bool)? = nil,
-                     ackTimeout: Duration = .seconds(3)) async {
+    public func stop(
+        finalMessage: (topic: String, payload: [UInt8], retain: Bool)? = nil,
+        ackTimeout: Duration = .seconds(3)
+    ) async {
         let alreadyStopping = core.state.withLock { s -> Bool in
             defer { s.stopping = true }
             return s.stopping
         }
         if alreadyStopping { return }
         if let finalMessage, core.isConnected {
-            try? await publishAndWait(finalMessage.topic, finalMessage.payload, qos: 1,
-                                      retain: finalMessage.retain, timeout: ackTimeout)
+            try? await publishAndWait(
+                finalMessage.topic, finalMessage.payload, qos: 1,
+                retain: finalMessage.retain, timeout: ackTimeout)
         }
         let wasConnected = core.isConnected
         handle.withLock { h in
@@ -424,7 +462,7 @@ public final class MQTTClient: Sendable {
                 pthread_join(thread, nil)
                 h.thread = nil
             }
-            mosquitto_destroy(mosq) // closes the socket; no DISCONNECT is sent from here
+            mosquitto_destroy(mosq)  // closes the socket; no DISCONNECT is sent from here
             h.mosq = nil
             return true
         }
@@ -446,8 +484,9 @@ public struct PublishTicket: Sendable {
     /// an MQTT 5 failure reason code, `.stopped` if the client stops first.
     public func acknowledged(timeout: Duration? = nil) async throws {
         let core = self.core, mid = self.mid
-        try await core.acks.wait(mid: mid, token: token, timeout: timeout,
-                                 timeoutError: { core.error(.timeout, "no acknowledgement for message \(mid) within \(timeout?.secondsDouble ?? 0) s") },
-                                 failure: core.publishFailure)
+        try await core.acks.wait(
+            mid: mid, token: token, timeout: timeout,
+            timeoutError: { core.error(.timeout, "no acknowledgement for message \(mid) within \(timeout?.secondsDouble ?? 0) s") },
+            failure: core.publishFailure)
     }
 }

@@ -5,6 +5,7 @@
 
 import CMosquitto
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -50,13 +51,16 @@ final class MQTTClientCore: Sendable {
     /// Messages sent or queued to send (``MQTTClient/traffic``).
     let published = Atomic<UInt64>(0)
 
-    init(options: MQTTOptions,
-         messageSink: AsyncStream<MQTTMessage>.Continuation,
-         eventSink: AsyncStream<MQTTConnectionEvent>.Continuation) {
+    init(
+        options: MQTTOptions,
+        messageSink: AsyncStream<MQTTMessage>.Continuation,
+        eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
+    ) {
         self.host = options.host
         self.port = options.port
         self.protocolVersion = options.protocolVersion
-        self.subscribeOptions = options.protocolVersion == .v5 && options.retainAsPublished
+        self.subscribeOptions =
+            options.protocolVersion == .v5 && options.retainAsPublished
             ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
         self.messageSink = messageSink
         self.eventSink = eventSink
@@ -133,7 +137,7 @@ final class MQTTClientCore: Sendable {
         MOSQ_ERR_NOMEM.rawValue, MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_INVAL.rawValue,
         MOSQ_ERR_NOT_FOUND.rawValue, MOSQ_ERR_TLS.rawValue, MOSQ_ERR_PAYLOAD_SIZE.rawValue,
         MOSQ_ERR_NOT_SUPPORTED.rawValue, MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_ACL_DENIED.rawValue,
-        MOSQ_ERR_UNKNOWN.rawValue, MOSQ_ERR_EAI.rawValue, MOSQ_ERR_PROXY.rawValue,
+        MOSQ_ERR_UNKNOWN.rawValue, MOSQ_ERR_EAI.rawValue, MOSQ_ERR_PROXY.rawValue
     ].map { Int32($0) }.reduce(into: Set<Int32>()) { $0.insert($1) }
 
     func handleDisconnect(mosq: OpaquePointer, rc: Int32) {
@@ -316,10 +320,14 @@ final class MQTTClientCore: Sendable {
         let shown = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
         if let problem, !problem.isEmpty {
             let lower = problem.lowercased()
-            let unreachable = ["refused", "unreachable", "no route", "timed out", "name or service",
-                               "lookup", "network"].contains { lower.contains($0) }
-            waiter.resume(throwing: error(unreachable ? .unreachable : .timeout,
-                                          "not connected after \(shown) s; last error: \(problem)"))
+            let unreachable = [
+                "refused", "unreachable", "no route", "timed out", "name or service",
+                "lookup", "network"
+            ].contains { lower.contains($0) }
+            waiter.resume(
+                throwing: error(
+                    unreachable ? .unreachable : .timeout,
+                    "not connected after \(shown) s; last error: \(problem)"))
         } else {
             waiter.resume(throwing: error(.timeout, "not connected after \(shown) s (no answer from the broker)"))
         }

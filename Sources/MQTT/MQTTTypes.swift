@@ -22,8 +22,10 @@ public struct MQTTOptions: Sendable {
         /// Skip the host name check of the broker's certificate (testing only).
         public var insecure: Bool
 
-        public init(caFile: String? = nil, caPath: String? = nil, certFile: String? = nil,
-                    keyFile: String? = nil, insecure: Bool = false) {
+        public init(
+            caFile: String? = nil, caPath: String? = nil, certFile: String? = nil,
+            keyFile: String? = nil, insecure: Bool = false
+        ) {
             self.caFile = caFile
             self.caPath = caPath
             self.certFile = certFile
@@ -84,13 +86,15 @@ public struct MQTTOptions: Sendable {
     /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
     public var retainAsPublished = false
 
-    public init(host: String = "127.0.0.1", port: Int = 1883, clientId: String,
-                username: String? = nil, password: String? = nil,
-                keepAlive: Int = 30, cleanSession: Bool = false,
-                sessionExpiryInterval: UInt32 = UInt32.max,
-                protocolVersion: ProtocolVersion = .v5,
-                tls: TLSOptions? = nil, will: Will? = nil,
-                reconnectDelay: ReconnectDelay = ReconnectDelay()) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 1883, clientId: String,
+        username: String? = nil, password: String? = nil,
+        keepAlive: Int = 30, cleanSession: Bool = false,
+        sessionExpiryInterval: UInt32 = UInt32.max,
+        protocolVersion: ProtocolVersion = .v5,
+        tls: TLSOptions? = nil, will: Will? = nil,
+        reconnectDelay: ReconnectDelay = ReconnectDelay()
+    ) {
         self.host = host
         self.port = port
         self.clientId = clientId
@@ -124,9 +128,11 @@ public struct MQTTMessage: Sendable, Equatable {
     /// Not part of equality: two deliveries of the same message are the same message.
     public var receivedAt: ContinuousClock.Instant?
 
-    public init(topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false,
-                responseTopic: String? = nil, correlationData: [UInt8]? = nil,
-                receivedAt: ContinuousClock.Instant? = nil) {
+    public init(
+        topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false,
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil,
+        receivedAt: ContinuousClock.Instant? = nil
+    ) {
         self.topic = topic
         self.payload = payload
         self.qos = qos

@@ -9,6 +9,7 @@
 
 import CMosquitto
 import CThreadName
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -21,32 +22,42 @@ private func core(_ obj: UnsafeMutableRawPointer?) -> MQTTClientCore? {
     return Unmanaged<MQTTClientCore>.fromOpaque(obj).takeUnretainedValue()
 }
 
-func mqttOnConnect(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ rc: Int32,
-                   _ flags: Int32, _ props: OpaquePointer?) {
+func mqttOnConnect(
+    _ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ rc: Int32,
+    _ flags: Int32, _ props: OpaquePointer?
+) {
     guard let mosq, let core = core(obj) else { return }
     core.handleConnect(mosq: mosq, rc: rc, flags: flags)
 }
 
-func mqttOnDisconnect(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ rc: Int32,
-                      _ props: OpaquePointer?) {
+func mqttOnDisconnect(
+    _ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ rc: Int32,
+    _ props: OpaquePointer?
+) {
     guard let mosq, let core = core(obj) else { return }
     core.handleDisconnect(mosq: mosq, rc: rc)
 }
 
-func mqttOnSubscribe(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32,
-                     _ qosCount: Int32, _ grantedQoS: UnsafePointer<Int32>?, _ props: OpaquePointer?) {
+func mqttOnSubscribe(
+    _ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32,
+    _ qosCount: Int32, _ grantedQoS: UnsafePointer<Int32>?, _ props: OpaquePointer?
+) {
     guard let core = core(obj) else { return }
     core.handleSubscribed(mid: mid)
 }
 
-func mqttOnPublish(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32,
-                   _ reasonCode: Int32, _ props: OpaquePointer?) {
+func mqttOnPublish(
+    _ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32,
+    _ reasonCode: Int32, _ props: OpaquePointer?
+) {
     guard let core = core(obj) else { return }
     core.handlePublished(mid: mid, reasonCode: reasonCode)
 }
 
-func mqttOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
-                   _ message: UnsafePointer<mosquitto_message>?, _ props: OpaquePointer?) {
+func mqttOnMessage(
+    _ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
+    _ message: UnsafePointer<mosquitto_message>?, _ props: OpaquePointer?
+) {
     // First thing: with QoS 1 the PUBACK is already queued when the library calls us.
     let receivedAt = ContinuousClock.now
     guard let core = core(obj), let message else { return }
@@ -64,7 +75,8 @@ func mqttOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
     if let props {
         var value: UnsafeMutablePointer<CChar>?
         if mosquitto_property_read_string(props, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), &value, false) != nil,
-           let value {
+            let value
+        {
             responseTopic = String(cString: value)
             free(value)
         }
@@ -79,12 +91,16 @@ func mqttOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
             }
         }
     }
-    core.handleMessage(MQTTMessage(topic: topic, payload: payload, qos: Int(m.qos), retain: m.retain,
-                                   responseTopic: responseTopic, correlationData: correlationData, receivedAt: receivedAt))
+    core.handleMessage(
+        MQTTMessage(
+            topic: topic, payload: payload, qos: Int(m.qos), retain: m.retain,
+            responseTopic: responseTopic, correlationData: correlationData, receivedAt: receivedAt))
 }
 
-func mqttOnLog(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ level: Int32,
-               _ text: UnsafePointer<CChar>?) {
+func mqttOnLog(
+    _ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ level: Int32,
+    _ text: UnsafePointer<CChar>?
+) {
     guard let core = core(obj), let text else { return }
     // Only errors and warnings are kept: they explain failures that have no callback of their own
     // (e.g. a reconnect attempt that cannot reach the broker).
@@ -94,7 +110,7 @@ func mqttOnLog(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ level:
 }
 
 /// What the network thread needs; retained for the thread by start(), released here.
-final class LoopThreadContext: @unchecked Sendable { // immutable; mosq outlives the thread (joined before destroy)
+final class LoopThreadContext: @unchecked Sendable {  // immutable; mosq outlives the thread (joined before destroy)
     let mosq: OpaquePointer
     let core: MQTTClientCore
     let timeoutMilliseconds: Int32

@@ -78,8 +78,10 @@ final class PublishAcknowledgements: Sendable {
     /// Runs `publish` (which returns the message id) and registers the id in one critical section:
     /// with a token when `tracked` (the `completion` to tell, or, without one, for a later ``wait``),
     /// else as a place in the line of its id. Call it for every QoS 1/2 publish.
-    func publishRegistered(tracked: Bool, completion: Completion? = nil,
-                           _ publish: () throws -> Int32) throws -> (mid: Int32, token: UInt64) {
+    func publishRegistered(
+        tracked: Bool, completion: Completion? = nil,
+        _ publish: () throws -> Int32
+    ) throws -> (mid: Int32, token: UInt64) {
         try state.withLock { s in
             if tracked, let closed = s.closed { throw closed }
             let mid = try publish()
@@ -110,8 +112,10 @@ final class PublishAcknowledgements: Sendable {
 
     /// Completes when `mid` was acknowledged; throws on failure, when the client dies, on timeout
     /// and on cancellation.
-    func wait(mid: Int32, token: UInt64, timeout: Duration?, timeoutError: @escaping @Sendable () -> MQTTError,
-              failure: @escaping (Int32) -> MQTTError?) async throws {
+    func wait(
+        mid: Int32, token: UInt64, timeout: Duration?, timeoutError: @escaping @Sendable () -> MQTTError,
+        failure: @escaping (Int32) -> MQTTError?
+    ) async throws {
         let timer: Task<Void, any Error>? = timeout.map { timeout in
             Task { [weak self] in
                 try await Task.sleep(for: timeout)

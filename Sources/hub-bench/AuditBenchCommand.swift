@@ -1,14 +1,14 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import HubApp
 import HubAudit
 import HubBench
-import HubLog
 import HubEngine
-import HubHistory
-import HubMQTT
 import HubHTTP
-import HubApp
+import HubHistory
+import HubLog
+import HubMQTT
 
 /// `hub-bench audit`: what the Merkle tree over the log costs (docs/audit.md): appends with the
 /// running hub's tree follower beside them against appends without, the follower's own rate, and
@@ -43,8 +43,9 @@ struct AuditBench: AsyncParsableCommand {
     /// Phases a) and b) of `hub-bench log` on a fresh segment log, alternately without and with
     /// a tree follower doing what the running hub's `AuditHeads` does.
     func appends(_ root: String) async throws {
-        let config = LogBenchmark.Configuration(replayEventCount: sequential + concurrent, sequentialAppends: sequential,
-                                                concurrentWriters: writers, concurrentAppendsTotal: concurrent, bulkBatchSize: 100)
+        let config = LogBenchmark.Configuration(
+            replayEventCount: sequential + concurrent, sequentialAppends: sequential,
+            concurrentWriters: writers, concurrentAppendsTotal: concurrent, bulkBatchSize: 100)
         var rows: [(Bool, LogBenchmarkResult)] = []
         for run in 0..<runs * 2 {
             let withTree = run % 2 == 1
@@ -69,17 +70,25 @@ struct AuditBench: AsyncParsableCommand {
             rows.append((withTree, result))
         }
         func rate(_ value: Double?) -> String { value.map { String(format: "%.0f", $0) } ?? "-" }
-        print("Appends (hub-bench log's phases a and b, --sequential \(sequential) --concurrent \(concurrent) --writers \(writers)), alternating:\n")
+        print(
+            "Appends (hub-bench log's phases a and b, --sequential \(sequential) --concurrent \(concurrent) --writers \(writers)), alternating:\n"
+        )
         print("| Run | Tree | 1 writer, appends/s | \(writers) writers, appends/s |")
         print("|---|---|---:|---:|")
         for (i, (withTree, result)) in rows.enumerated() {
-            print("| \(i + 1) | \(withTree ? "yes" : "no") | \(rate(result.sequential.appendsPerSecond)) | \(rate(result.concurrent.appendsPerSecond)) |")
+            print(
+                "| \(i + 1) | \(withTree ? "yes" : "no") | \(rate(result.sequential.appendsPerSecond)) | \(rate(result.concurrent.appendsPerSecond)) |"
+            )
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-        for (name, pick) in [("1 writer", { (r: LogBenchmarkResult) in r.sequential.appendsPerSecond ?? 0 }),
-                             ("\(writers) writers", { (r: LogBenchmarkResult) in r.concurrent.appendsPerSecond ?? 0 })] {
+        for (name, pick) in [
+            ("1 writer", { (r: LogBenchmarkResult) in r.sequential.appendsPerSecond ?? 0 }),
+            ("\(writers) writers", { (r: LogBenchmarkResult) in r.concurrent.appendsPerSecond ?? 0 })
+        ] {
             let without = median(rows.filter { !$0.0 }.map { pick($0.1) }), with = median(rows.filter { $0.0 }.map { pick($0.1) })
-            print("\(name): median \(rate(with)) appends/s with the tree, \(rate(without)) without: " + String(format: "%+.1f %%", (with / without - 1) * 100))
+            print(
+                "\(name): median \(rate(with)) appends/s with the tree, \(rate(without)) without: "
+                    + String(format: "%+.1f %%", (with / without - 1) * 100))
         }
         print("")
     }
@@ -88,17 +97,24 @@ struct AuditBench: AsyncParsableCommand {
     func follower(_ root: String) async throws {
         let directory = root + "/follower"
         let store = try SegmentStore(directory: directory + "/log")
-        let config = LogBenchmark.Configuration(replayEventCount: leaves, sequentialAppends: 0, concurrentWriters: 1,
-                                                concurrentAppendsTotal: 0, bulkBatchSize: 100)
-        _ = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(store: store, label: "follower", progress: { _ in }, replay: { _ in })
+        let config = LogBenchmark.Configuration(
+            replayEventCount: leaves, sequentialAppends: 0, concurrentWriters: 1,
+            concurrentAppendsTotal: 0, bulkBatchSize: 100)
+        _ = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
+            store: store, label: "follower", progress: { _ in }, replay: { _ in })
         let trail = try AuditTrail(dataDirectory: directory, readOnly: false)
         let start = ContinuousClock.now
         try trail.catchUp(store: store, leaf: AuditLeaf.bytes)
         let seconds = Self.seconds(ContinuousClock.now - start)
         let treeBytes = trail.tree.bytes
         store.close()
-        print("Tree follower: \(leaves) records rendered (export line), hashed and written in " + String(format: "%.2f s: %.0f records/s, %.1f µs a record", seconds, Double(leaves) / seconds, seconds / Double(leaves) * 1e6))
-        print("Tree file: \(treeBytes) bytes for \(leaves) records: " + String(format: "%.1f bytes a record", Double(treeBytes) / Double(leaves)) + "\n")
+        print(
+            "Tree follower: \(leaves) records rendered (export line), hashed and written in "
+                + String(
+                    format: "%.2f s: %.0f records/s, %.1f µs a record", seconds, Double(leaves) / seconds, seconds / Double(leaves) * 1e6))
+        print(
+            "Tree file: \(treeBytes) bytes for \(leaves) records: "
+                + String(format: "%.1f bytes a record", Double(treeBytes) / Double(leaves)) + "\n")
     }
 
     /// A tree of `size` synthetic leaves, then random inclusion and consistency proofs from a fresh
@@ -121,11 +137,16 @@ struct AuditBench: AsyncParsableCommand {
         }
         let buildSeconds = Self.seconds(ContinuousClock.now - buildStart)
         let bytes = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
-        print("Synthetic tree: \(size) leaves " + (existing == total ? "(kept from an earlier run)" : "built in " + String(format: "%.1f s", buildSeconds)) + ", \(bytes) bytes (" + String(format: "%.2f", Double(bytes) / Double(size)) + " bytes a leaf)")
+        print(
+            "Synthetic tree: \(size) leaves "
+                + (existing == total ? "(kept from an earlier run)" : "built in " + String(format: "%.1f s", buildSeconds))
+                + ", \(bytes) bytes (" + String(format: "%.2f", Double(bytes) / Double(size)) + " bytes a leaf)")
         let openStart = ContinuousClock.now
         let tree = try TreeFile(path: path, readOnly: true)
         let root = try tree.root()
-        print("Opened read-only in " + String(format: "%.2f ms", Self.seconds(ContinuousClock.now - openStart) * 1000) + "; root \(Hex.string(root))")
+        print(
+            "Opened read-only in " + String(format: "%.2f ms", Self.seconds(ContinuousClock.now - openStart) * 1000)
+                + "; root \(Hex.string(root))")
         var generator = SystemRandomNumberGenerator()
         var inclusion: [Double] = [], consistency: [Double] = [], pathLengths: [Int] = []
         var inclusionCPU: [Double] = [], consistencyCPU: [Double] = []
@@ -158,10 +179,13 @@ struct AuditBench: AsyncParsableCommand {
             func at(_ q: Double) -> String { String(format: "%.1f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] * 1e6) }
             return "median \(at(0.5)) µs, p99 \(at(0.99)) µs, max " + String(format: "%.1f", sorted.last! * 1e6) + " µs"
         }
-        print("Inclusion proofs at \(size) leaves (\(proofs), random leaves, \(pathLengths.min()!)-\(pathLengths.max()!) hashes each): " + describe(inclusion)
-              + "; CPU time " + describe(inclusionCPU))
-        print("Consistency proofs to \(size) from a random older size (\(proofs), with the old root): " + describe(consistency)
-              + "; CPU time " + describe(consistencyCPU))
+        print(
+            "Inclusion proofs at \(size) leaves (\(proofs), random leaves, \(pathLengths.min()!)-\(pathLengths.max()!) hashes each): "
+                + describe(inclusion)
+                + "; CPU time " + describe(inclusionCPU))
+        print(
+            "Consistency proofs to \(size) from a random older size (\(proofs), with the old root): " + describe(consistency)
+                + "; CPU time " + describe(consistencyCPU))
     }
 
     /// This thread's CPU time in seconds (what a proof costs, without the time other processes

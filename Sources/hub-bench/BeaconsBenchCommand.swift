@@ -3,11 +3,11 @@ import BeaconSimulator
 import BrokerHarness
 import CLISupport
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import MQTT
 import Synchronization
 
@@ -38,10 +38,13 @@ struct BeaconsBench: AsyncParsableCommand {
             var children: [Process] = []
             defer { for child in children where child.isRunning { child.terminate(); child.waitUntilExit() } }
 
-            let hub = try launch(exe, ["run", "--data-dir", root + "/data", "--mqtt-port", "\(broker.port)", "--mqtt-client-id", "bench-hub", "--no-http"])
+            let hub = try launch(
+                exe, ["run", "--data-dir", root + "/data", "--mqtt-port", "\(broker.port)", "--mqtt-client-id", "bench-hub", "--no-http"])
             children.append(hub)
             let watcher = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "bench-beacons-watch", cleanSession: true))
-            for filter in ["hub/status", "hub/events/#", "hub/response/animal/admit", "espresense/#", "home/#"] { try watcher.subscribe(filter, qos: 1) }
+            for filter in ["hub/status", "hub/events/#", "hub/response/animal/admit", "espresense/#", "home/#"] {
+                try watcher.subscribe(filter, qos: 1)
+            }
             try watcher.start()
             try await watcher.waitUntilConnected(timeout: .seconds(5))
             let counts = BenchCounts()
@@ -49,7 +52,9 @@ struct BeaconsBench: AsyncParsableCommand {
             defer { reader.cancel() }
             let started = ContinuousClock.now
             while !counts.online {
-                guard ContinuousClock.now - started < .seconds(60), hub.isRunning else { throw HubError.failed("the hub did not come online") }
+                guard ContinuousClock.now - started < .seconds(60), hub.isRunning else {
+                    throw HubError.failed("the hub did not come online")
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
 
@@ -59,14 +64,21 @@ struct BeaconsBench: AsyncParsableCommand {
             options.rooms = rooms
             let beaconIds = BeaconSimulator(options: options).beaconIds
             for (i, beacon) in beaconIds.enumerated() {
-                try watcher.publish("hub/animal/admit", Array(#"{"id":"a\#(i)","name":"Animal \#(i)","species":"dog","weight_kg":20,"beacon":"\#(beacon)"}"#.utf8), qos: 1)
+                try watcher.publish(
+                    "hub/animal/admit",
+                    Array(#"{"id":"a\#(i)","name":"Animal \#(i)","species":"dog","weight_kg":20,"beacon":"\#(beacon)"}"#.utf8), qos: 1)
             }
             while counts.admitted < animals, ContinuousClock.now - started < .seconds(120) { try await Task.sleep(for: .milliseconds(50)) }
             Console.note("bench: \(counts.admitted) animals admitted")
 
-            children.append(try launch(exe, ["sim", "beacons", "--port", "\(broker.port)", "--animals", "\(animals)", "--rooms", "\(rooms)",
-                                             "--rate", "\(rate)", "--move-every", "\(moveEvery)"]))
-            try await Task.sleep(for: .seconds(10)) // first sightings settle
+            children.append(
+                try launch(
+                    exe,
+                    [
+                        "sim", "beacons", "--port", "\(broker.port)", "--animals", "\(animals)", "--rooms", "\(rooms)",
+                        "--rate", "\(rate)", "--move-every", "\(moveEvery)"
+                    ]))
+            try await Task.sleep(for: .seconds(10))  // first sightings settle
             let events0 = counts.events, sightings0 = counts.sightings, messages0 = counts.observations
             let cpu0 = try cpuSeconds(hub.processIdentifier)
             let t0 = ContinuousClock.now
@@ -81,15 +93,16 @@ struct BeaconsBench: AsyncParsableCommand {
             hub.terminate()
             hub.waitUntilExit()
             await watcher.stop(finalMessage: nil)
-            print("""
-            | \(animals) beacons x \(rooms) rooms x \(rate) msg/s, \(Int(elapsed)) s | value |
-            |---|---:|
-            | bridge messages delivered by the broker (to a bare subscriber: the peer) | \(Int(messages)) /s |
-            | hub CPU (parsing, smoothing, deciding rooms for every message) | \(String(format: "%.1f %%", cpu * 100)) of one core |
-            | hub RSS steady / peak | \(rss / 1024) MiB / \(peak / 1024) MiB |
-            | events logged | \(Int(events)) per minute (\(String(format: "%.4f", events / 60 / max(messages, 1))) per message) |
-            | of which AnimalSighted | \(Int(sightings)) per minute (animals move \(Int(expectedMoves)) times a minute) |
-            """)
+            print(
+                """
+                | \(animals) beacons x \(rooms) rooms x \(rate) msg/s, \(Int(elapsed)) s | value |
+                |---|---:|
+                | bridge messages delivered by the broker (to a bare subscriber: the peer) | \(Int(messages)) /s |
+                | hub CPU (parsing, smoothing, deciding rooms for every message) | \(String(format: "%.1f %%", cpu * 100)) of one core |
+                | hub RSS steady / peak | \(rss / 1024) MiB / \(peak / 1024) MiB |
+                | events logged | \(Int(events)) per minute (\(String(format: "%.4f", events / 60 / max(messages, 1))) per message) |
+                | of which AnimalSighted | \(Int(sightings)) per minute (animals move \(Int(expectedMoves)) times a minute) |
+                """)
         }
     }
 
@@ -101,12 +114,16 @@ final class BenchCounts: Sendable {
 
     func record(_ topic: String, _ payload: [UInt8]) {
         state.withLock { s in
-            if topic == "hub/status" { s.online = String(decoding: payload, as: UTF8.self) == "online" }
-            else if topic == "hub/response/animal/admit" { s.admitted += 1 }
-            else if topic.hasPrefix("hub/events/") {
+            if topic == "hub/status" {
+                s.online = String(decoding: payload, as: UTF8.self) == "online"
+            } else if topic == "hub/response/animal/admit" {
+                s.admitted += 1
+            } else if topic.hasPrefix("hub/events/") {
                 s.events += 1
                 if topic.hasSuffix("/AnimalSighted") { s.sightings += 1 }
-            } else { s.observations += 1 }
+            } else {
+                s.observations += 1
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -96,9 +97,9 @@ enum BenchHTTP {
 /// of `Transfer-Encoding: chunked` (size line, data, CRLF), however the pieces are cut.
 struct Dechunker {
     let chunked: Bool
-    private var remaining = 0       // data bytes left in the current chunk
+    private var remaining = 0  // data bytes left in the current chunk
     private var sizeLine: [UInt8] = []
-    private var skipCRLF = 0        // bytes of the CRLF after a chunk's data still to skip
+    private var skipCRLF = 0  // bytes of the CRLF after a chunk's data still to skip
 
     init(chunked: Bool) { self.chunked = chunked }
 

@@ -1,9 +1,9 @@
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import Logging
 import MQTT
 import Synchronization
@@ -30,11 +30,14 @@ enum Bench {
 
     /// A hub in this process on the benchmark's broker, data in `<root>/hub`, with virtual devices
     /// `meter-0` ... `meter-99` (the ingest's targets) besides `devices`; its diagnostics discarded.
-    static func startHub(port: Int, root: String, devices: [HubConfig.Device] = [],
-                         syncs: SyncTimes? = nil) async throws -> HubService {
+    static func startHub(
+        port: Int, root: String, devices: [HubConfig.Device] = [],
+        syncs: SyncTimes? = nil
+    ) async throws -> HubService {
         var config = HubConfig()
         config.mqtt.port = port
-        config.devices = devices + (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
+        config.devices =
+            devices + (0..<100).map { HubConfig.Device(id: "meter-\($0)", driver: "virtual", name: "Meter \($0)", config: "{}") }
         var options = HubServiceOptions(paths: HubPaths(dataDirectory: root + "/hub"), config: config, factories: [VirtualDriverFactory()])
         if let syncs { options.logOptions.syncObserver = syncs.record }
         return try await HubService.start(options, logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })

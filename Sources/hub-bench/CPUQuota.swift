@@ -1,9 +1,9 @@
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// A cgroup whose processes together get at most `cores` of one CPU (a Raspberry Pi-class budget):
 /// cgroup v2's `cpu.max` where `/sys/fs/cgroup` is the unified hierarchy, else cgroup v1's
@@ -18,7 +18,8 @@ struct CPUQuota: Sendable {
     /// What the quota is, in words for the output.
     var description: String {
         let period = 100_000, quota = Int(Double(period) * cores)
-        return version == 2 ? "cgroup v2 \(directory): cpu.max \"\(quota) \(period)\""
+        return version == 2
+            ? "cgroup v2 \(directory): cpu.max \"\(quota) \(period)\""
             : "cgroup v1 \(directory): cpu.cfs_quota_us \(quota), cpu.cfs_period_us \(period)"
     }
 

@@ -1,12 +1,12 @@
 import ArgumentParser
 import CLISupport
 import Foundation
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 
 /// `hub-bench command-index`: the command-id index at a large number of commands. Appends N
 /// commands, each with its own id (batched, one group commit per batch), to a fresh `SegmentStore`
@@ -33,12 +33,15 @@ struct CommandIndexBench: AsyncParsableCommand {
             while done < commands {
                 let n = min(batch, commands - done)
                 let requests = (done..<(done + n)).map { i in
-                    AppendRequest(stream: "device/d\(i % 50)", expected: .any, causation: Causation(commandId: "cmd-\(i)", actor: "bench"),
-                                  events: [ProposedEvent(type: "SwitchToggled", schemaVersion: 1, timestamp: Int64(i), payload: [1, 2, 3, 4])])
+                    AppendRequest(
+                        stream: "device/d\(i % 50)", expected: .any, causation: Causation(commandId: "cmd-\(i)", actor: "bench"),
+                        events: [ProposedEvent(type: "SwitchToggled", schemaVersion: 1, timestamp: Int64(i), payload: [1, 2, 3, 4])])
                 }
                 for result in await store.appendAll(requests) { _ = try result.get() }
                 done += n
-                if done % 1_000_000 == 0 { Console.note("command-index: \(done) appended, RSS \(try memoryKiB(getpid(), "VmRSS") / 1024) MiB") }
+                if done % 1_000_000 == 0 {
+                    Console.note("command-index: \(done) appended, RSS \(try memoryKiB(getpid(), "VmRSS") / 1024) MiB")
+                }
             }
             let appendSeconds = (ContinuousClock.now - t0).inSeconds
             let rss = try memoryKiB(getpid(), "VmRSS")
@@ -70,17 +73,18 @@ struct CommandIndexBench: AsyncParsableCommand {
             let openRebuild = (ContinuousClock.now - r0).inSeconds
             let note = rebuilt.openingNotes.joined(separator: "; ")
             rebuilt.close()
-            print("""
-            | \(commands) commands, each with its own id, \(batch) per commit | value |
-            |---|---:|
-            | appended in | \(String(format: "%.1f", appendSeconds)) s (\(Int(Double(commands) / appendSeconds)) commands/s) |
-            | process RSS before / after appending | \(rss0 / 1024) MiB / \(rss / 1024) MiB |
-            | commands.idx / the log's segments | \(indexBytes / 1_048_576) MiB / \(logBytes / 1_048_576) MiB |
-            | duplicate lookups of 10 old ids (outside the window), slowest | \(String(format: "%.2f", (lookups.max() ?? 0) * 1000)) ms |
-            | re-open with the recovery checkpoint and the index | \(String(format: "%.3f", openWith)) s (\(readWith) records read), RSS then \(rssOpen / 1024) MiB |
-            | re-open with recovery.ckpt deleted (every frame scanned) | \(String(format: "%.2f", openScan)) s (\(readScan) records read); ratio \(String(format: "%.3f", openWith / max(openScan, 1e-9))) |
-            | re-open with the index deleted (rebuilt by a scan) | \(String(format: "%.1f", openRebuild)) s |
-            """)
+            print(
+                """
+                | \(commands) commands, each with its own id, \(batch) per commit | value |
+                |---|---:|
+                | appended in | \(String(format: "%.1f", appendSeconds)) s (\(Int(Double(commands) / appendSeconds)) commands/s) |
+                | process RSS before / after appending | \(rss0 / 1024) MiB / \(rss / 1024) MiB |
+                | commands.idx / the log's segments | \(indexBytes / 1_048_576) MiB / \(logBytes / 1_048_576) MiB |
+                | duplicate lookups of 10 old ids (outside the window), slowest | \(String(format: "%.2f", (lookups.max() ?? 0) * 1000)) ms |
+                | re-open with the recovery checkpoint and the index | \(String(format: "%.3f", openWith)) s (\(readWith) records read), RSS then \(rssOpen / 1024) MiB |
+                | re-open with recovery.ckpt deleted (every frame scanned) | \(String(format: "%.2f", openScan)) s (\(readScan) records read); ratio \(String(format: "%.3f", openWith / max(openScan, 1e-9))) |
+                | re-open with the index deleted (rebuilt by a scan) | \(String(format: "%.1f", openRebuild)) s |
+                """)
             Console.note("command-index: the rebuild said: \(note)")
         }
     }

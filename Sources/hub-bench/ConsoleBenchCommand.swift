@@ -1,13 +1,13 @@
 import ArgumentParser
 import CLISupport
 import Foundation
-import HubDomain
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubDomain
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 import Logging
 import VirtualDriver
 
@@ -22,7 +22,9 @@ import VirtualDriver
 struct ConsoleBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "console",
-        abstract: "Console: Devices and device page latency with 1,000 devices and a year of readings; live updates to 50 open pages under 100 commands/s.")
+        abstract:
+            "Console: Devices and device page latency with 1,000 devices and a year of readings; live updates to 50 open pages under 100 commands/s."
+    )
 
     @Option(help: "Virtual devices.") var devices = 1000
     @Option(help: "Days of one-minute power readings for dev-0, ending now.") var days = 365
@@ -104,20 +106,22 @@ struct ConsoleBench: AsyncParsableCommand {
         }.value
     }
 
-    func report(written: (events: Int, seconds: Double), startSeconds: Double, devicesPage: PageTiming, devicePage: PageTiming,
-                live: LiveUpdateBench.Result) -> String {
+    func report(
+        written: (events: Int, seconds: Double), startSeconds: Double, devicesPage: PageTiming, devicePage: PageTiming,
+        live: LiveUpdateBench.Result
+    ) -> String {
         func ms(_ s: Double) -> String { String(format: "%.1f", s * 1000) }
         let verdict = { (ok: Bool) in ok ? "met" : "MISSED" }
         return """
-        | measure | value | target |
-        |---|---|---|
-        | log written (\(devices) devices registered, \(days) days of one-minute readings for dev-0) | \(written.events) events in \(String(format: "%.1f", written.seconds)) s | |
-        | hub start (replay of that log, then serving) | \(String(format: "%.1f", startSeconds)) s | |
-        | Devices page `/` (\(devicesPage.bytes / 1024) KiB; \(requests) requests) | p50 \(ms(devicesPage.p50)) ms, p99 \(ms(devicesPage.p99)) ms | < 50 ms: \(verdict(devicesPage.p99 < 0.050)) |
-        | device page `/devices/dev-0` with charts (\(devicePage.bytes / 1024) KiB; \(requests) requests) | p50 \(ms(devicePage.p50)) ms, p99 \(ms(devicePage.p99)) ms | < 100 ms: \(verdict(devicePage.p99 < 0.100)) |
-        | live updates: \(pages) open pages, \(live.commands) commands at \(rate)/s (\(live.failedCommands) refused or failed) | \(live.received) of \(live.expected) updates arrived; p50 \(ms(live.p50)) ms, p99 \(ms(live.p99)) ms, latest \(ms(live.max)) ms | none later than 1 s: \(verdict(live.max < 1 && live.received == live.expected)) |
-        | the same commands answered by the command path (decide, append and fsync, fold) | p50 \(ms(live.answerP50)) ms, p99 \(ms(live.answerP99)) ms | |
-        | pages told to reload (fell 1,024 events behind) | \(live.reloads) | 0 |
-        """
+            | measure | value | target |
+            |---|---|---|
+            | log written (\(devices) devices registered, \(days) days of one-minute readings for dev-0) | \(written.events) events in \(String(format: "%.1f", written.seconds)) s | |
+            | hub start (replay of that log, then serving) | \(String(format: "%.1f", startSeconds)) s | |
+            | Devices page `/` (\(devicesPage.bytes / 1024) KiB; \(requests) requests) | p50 \(ms(devicesPage.p50)) ms, p99 \(ms(devicesPage.p99)) ms | < 50 ms: \(verdict(devicesPage.p99 < 0.050)) |
+            | device page `/devices/dev-0` with charts (\(devicePage.bytes / 1024) KiB; \(requests) requests) | p50 \(ms(devicePage.p50)) ms, p99 \(ms(devicePage.p99)) ms | < 100 ms: \(verdict(devicePage.p99 < 0.100)) |
+            | live updates: \(pages) open pages, \(live.commands) commands at \(rate)/s (\(live.failedCommands) refused or failed) | \(live.received) of \(live.expected) updates arrived; p50 \(ms(live.p50)) ms, p99 \(ms(live.p99)) ms, latest \(ms(live.max)) ms | none later than 1 s: \(verdict(live.max < 1 && live.received == live.expected)) |
+            | the same commands answered by the command path (decide, append and fsync, fold) | p50 \(ms(live.answerP50)) ms, p99 \(ms(live.answerP99)) ms | |
+            | pages told to reload (fell 1,024 events behind) | \(live.reloads) | 0 |
+            """
     }
 }

@@ -1,11 +1,11 @@
 import Foundation
-import HubDomain
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubDomain
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 
 /// The console benchmark's log, written straight into the store in large batches: `devices`
 /// virtual devices registered (`dev-0` ...), then `days` of one-minute power readings for `dev-0`
@@ -20,8 +20,9 @@ enum ConsoleBenchLog {
         var events = 0
         do {
             let registrations = (0..<devices).map { i in
-                request(.deviceRegistered(DeviceRegistered(device: "dev-\(i)", driver: "virtual", name: "Device \(i)")),
-                        at: start - minute, actor: "config")
+                request(
+                    .deviceRegistered(DeviceRegistered(device: "dev-\(i)", driver: "virtual", name: "Device \(i)")),
+                    at: start - minute, actor: "config")
             }
             try await append(registrations, to: store)
             events += registrations.count
@@ -30,8 +31,12 @@ enum ConsoleBenchLog {
             for m in 0..<(Int64(days) * 1440) {
                 let at = start + m * minute
                 let watts = Double((Int(m) &* 7) % 2000) + 0.5
-                readings.append(proposed(.readingRecorded(ReadingRecorded(subject: .device("dev-0"), quantity: .power, value: watts,
-                                                                          measuredAt: at)), at: at))
+                readings.append(
+                    proposed(
+                        .readingRecorded(
+                            ReadingRecorded(
+                                subject: .device("dev-0"), quantity: .power, value: watts,
+                                measuredAt: at)), at: at))
                 if readings.count == 500 {
                     batch.append(AppendRequest(stream: "device/dev-0", causation: Causation(actor: "driver:virtual"), events: readings))
                     readings = []
@@ -42,7 +47,9 @@ enum ConsoleBenchLog {
                 }
                 events += 1
             }
-            if !readings.isEmpty { batch.append(AppendRequest(stream: "device/dev-0", causation: Causation(actor: "driver:virtual"), events: readings)) }
+            if !readings.isEmpty {
+                batch.append(AppendRequest(stream: "device/dev-0", causation: Causation(actor: "driver:virtual"), events: readings))
+            }
             try await append(batch, to: store)
         } catch {
             await store.close()

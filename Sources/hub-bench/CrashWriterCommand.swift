@@ -30,11 +30,14 @@ struct CrashWriterCommand: AsyncParsableCommand {
                         let id = "\(run)-\(task)-\(n)"
                         let count = 1 + n % 3
                         let events = (0..<count).map { i in
-                            ProposedEvent(type: "CrashTest", schemaVersion: 1, timestamp: Int64(n),
-                                          payload: Array(repeating: UInt8(truncatingIfNeeded: n + i), count: 20 + (n * 7 + i) % 200))
+                            ProposedEvent(
+                                type: "CrashTest", schemaVersion: 1, timestamp: Int64(n),
+                                payload: Array(repeating: UInt8(truncatingIfNeeded: n + i), count: 20 + (n * 7 + i) % 200))
                         }
-                        guard let result = try? await store.append(AppendRequest(
-                            stream: "crash/\(task)", causation: Causation(commandId: id, actor: "crash-writer"), events: events))
+                        guard
+                            let result = try? await store.append(
+                                AppendRequest(
+                                    stream: "crash/\(task)", causation: Causation(commandId: id, actor: "crash-writer"), events: events))
                         else { return }
                         let line = "ack \(result.firstSequence) \(result.lastSequence) \(id)\n"
                         writeStandardOutput(line)

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 import Synchronization
 
 /// The disk's floor for one durable append, measured beside the logs in the same run: a 64-byte
@@ -69,7 +69,9 @@ struct FsyncFloor {
         let zeros = [UInt8](repeating: 0, count: 1 << 20)
         var written = 0
         while written < bytes {
-            guard pwrite(fd, zeros, zeros.count, off_t(written)) == zeros.count else { close(fd); throw HubError.failed("cannot write \(path)") }
+            guard pwrite(fd, zeros, zeros.count, off_t(written)) == zeros.count else {
+                close(fd); throw HubError.failed("cannot write \(path)")
+            }
             written += zeros.count
         }
         guard fsync(fd) == 0 else { close(fd); throw HubError.failed("cannot sync \(path)") }

@@ -1,12 +1,12 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// `hub-bench history`: the history read model under a year of one-minute power readings for 500
 /// devices (262,800,000 readings), folded straight into the model as `ReadingRecorded` events (the
@@ -52,7 +52,8 @@ struct HistoryBench: AsyncParsableCommand {
                     for (d, subject) in subjects.enumerated() {
                         sequence += 1
                         let watts = Double((Int(m) &* 7 &+ d &* 13) % 2000) + 0.5
-                        let event = HubEvent.readingRecorded(ReadingRecorded(subject: subject, quantity: .power, value: watts, measuredAt: at))
+                        let event = HubEvent.readingRecorded(
+                            ReadingRecorded(subject: subject, quantity: .power, value: watts, measuredAt: at))
                         let context = EventContext(sequence: sequence, timestamp: at, actor: "bench")
                         if let onDisk { onDisk.apply(event, context: context) } else { state.history.apply(event, context: context) }
                     }
@@ -72,38 +73,43 @@ struct HistoryBench: AsyncParsableCommand {
             // "A day of one device at 1h" (any day of the year), a day at 1m (within the 7 days kept), the year at 1d.
             let dayAt1h = try measure { () throws -> Int in
                 let day = Int64.random(in: 1...Int64(max(1, days - 1)), using: &random)
-                return try answer(state, source, "device/dev-\(Int.random(in: 0..<devices, using: &random))",
-                                  iso(end - day * Civil.microsPerDay), iso(end - (day - 1) * Civil.microsPerDay), "1h")
+                return try answer(
+                    state, source, "device/dev-\(Int.random(in: 0..<devices, using: &random))",
+                    iso(end - day * Civil.microsPerDay), iso(end - (day - 1) * Civil.microsPerDay), "1h")
             }
             let dayAt1m = try measure { () throws -> Int in
                 let day = Int64.random(in: 1...Int64(min(6, max(1, days - 1))), using: &random)
-                return try answer(state, source, "device/dev-\(Int.random(in: 0..<devices, using: &random))",
-                                  iso(end - day * Civil.microsPerDay), iso(end - (day - 1) * Civil.microsPerDay), "1m")
+                return try answer(
+                    state, source, "device/dev-\(Int.random(in: 0..<devices, using: &random))",
+                    iso(end - day * Civil.microsPerDay), iso(end - (day - 1) * Civil.microsPerDay), "1m")
             }
             let yearAt1d = try measure { () throws -> Int in
                 try answer(state, source, "device/dev-\(Int.random(in: 0..<devices, using: &random))", iso(start), iso(end), "1d")
             }
             Console.note("bench: done")
-            print("""
-            | measure | value |
-            |---|---|
-            | readings folded (\(devices) devices x \(minutes) minutes) | \(minutes * Int64(devices)) in \(String(format: "%.1f", foldSeconds)) s (\(String(format: "%.1f", Double(minutes * Int64(devices)) / foldSeconds / 1e6)) M/s) |
-            | series | \(devices) |
-            | \(files ? "history files on disk (blocks allocated)" : "history model storage (allocated ring slots x \(HistoryModel.bytesPerBucket) bytes)") | \(mib(storage)) MiB |
-            | per series | \(perSeries) bytes |
-            | RSS before folding / after | \(rssBefore / 1024) MiB / \(rssAfter / 1024) MiB (+\((rssAfter - rssBefore) / 1024) MiB) |
+            print(
+                """
+                | measure | value |
+                |---|---|
+                | readings folded (\(devices) devices x \(minutes) minutes) | \(minutes * Int64(devices)) in \(String(format: "%.1f", foldSeconds)) s (\(String(format: "%.1f", Double(minutes * Int64(devices)) / foldSeconds / 1e6)) M/s) |
+                | series | \(devices) |
+                | \(files ? "history files on disk (blocks allocated)" : "history model storage (allocated ring slots x \(HistoryModel.bytesPerBucket) bytes)") | \(mib(storage)) MiB |
+                | per series | \(perSeries) bytes |
+                | RSS before folding / after | \(rssBefore / 1024) MiB / \(rssAfter / 1024) MiB (+\((rssAfter - rssBefore) / 1024) MiB) |
 
-            | query (parse, answer, render the JSON data; \(queries) each) | buckets | p50 | p99 |
-            |---|---|---|---|
-            | a day of one device at 1h | \(dayAt1h.buckets) | \(ms(dayAt1h.p50)) ms | \(ms(dayAt1h.p99)) ms |
-            | a day of one device at 1m | \(dayAt1m.buckets) | \(ms(dayAt1m.p50)) ms | \(ms(dayAt1m.p99)) ms |
-            | the whole range of one device at 1d | \(yearAt1d.buckets) | \(ms(yearAt1d.p50)) ms | \(ms(yearAt1d.p99)) ms |
-            """)
+                | query (parse, answer, render the JSON data; \(queries) each) | buckets | p50 | p99 |
+                |---|---|---|---|
+                | a day of one device at 1h | \(dayAt1h.buckets) | \(ms(dayAt1h.p50)) ms | \(ms(dayAt1h.p99)) ms |
+                | a day of one device at 1m | \(dayAt1m.buckets) | \(ms(dayAt1m.p50)) ms | \(ms(dayAt1m.p99)) ms |
+                | the whole range of one device at 1d | \(yearAt1d.buckets) | \(ms(yearAt1d.p50)) ms | \(ms(yearAt1d.p99)) ms |
+                """)
         }
     }
 
     /// One query as the MQTT surface answers it: parse, answer, render; returns the number of buckets.
-    func answer(_ state: HubState, _ source: any HistorySource, _ subject: String, _ from: String, _ to: String, _ bucket: String) throws -> Int {
+    func answer(
+        _ state: HubState, _ source: any HistorySource, _ subject: String, _ from: String, _ to: String, _ bucket: String
+    ) throws -> Int {
         let query = try HistoryQuery.parse(subject: subject, quantity: "power", from: from, to: to, bucket: bucket)
         let data = HistoryJSON.data(try state.history(query, in: source))
         guard case .array(let items) = data, !data.serialized().isEmpty else { throw HubError.failed("no data") }

@@ -1,10 +1,10 @@
 import Foundation
+import HubApp
 import HubBench
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// Home Assistant as the household bench's peer: `hass -c <dir>` with a configuration this writes —
 /// the recorder with its default settings (SQLite in `<dir>/home-assistant_v2.db`), the MQTT
@@ -27,28 +27,28 @@ final class HomeAssistantPeer: @unchecked Sendable {
         }
         let httpPort = try freeLoopbackPort()
         try """
-            homeassistant:
-              name: Household peer
-              latitude: 38.7
-              longitude: -9.1
-              elevation: 0
-              unit_system: metric
-              time_zone: UTC
-              currency: EUR
-              country: PT
-            http:
-              server_host: 127.0.0.1
-              server_port: \(httpPort)
-            recorder:
+        homeassistant:
+          name: Household peer
+          latitude: 38.7
+          longitude: -9.1
+          elevation: 0
+          unit_system: metric
+          time_zone: UTC
+          currency: EUR
+          country: PT
+        http:
+          server_host: 127.0.0.1
+          server_port: \(httpPort)
+        recorder:
 
-            """.write(toFile: configDirectory + "/configuration.yaml", atomically: true, encoding: .utf8)
+        """.write(toFile: configDirectory + "/configuration.yaml", atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: configDirectory + "/.storage", withIntermediateDirectories: true)
         try #"""
-            {"version":1,"minor_version":1,"key":"core.config_entries","data":{"entries":[
-             {"entry_id":"0123456789abcdef0123456789abcdef","version":1,"minor_version":1,"domain":"mqtt","title":"127.0.0.1",
-              "data":{"broker":"127.0.0.1","port":\#(brokerPort),"discovery":true},"options":{},
-              "pref_disable_new_entities":false,"pref_disable_polling":false,"source":"user","unique_id":null,"disabled_by":null}]}}
-            """#.write(toFile: configDirectory + "/.storage/core.config_entries", atomically: true, encoding: .utf8)
+        {"version":1,"minor_version":1,"key":"core.config_entries","data":{"entries":[
+         {"entry_id":"0123456789abcdef0123456789abcdef","version":1,"minor_version":1,"domain":"mqtt","title":"127.0.0.1",
+          "data":{"broker":"127.0.0.1","port":\#(brokerPort),"discovery":true},"options":{},
+          "pref_disable_new_entities":false,"pref_disable_polling":false,"source":"user","unique_id":null,"disabled_by":null}]}}
+        """#.write(toFile: configDirectory + "/.storage/core.config_entries", atomically: true, encoding: .utf8)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: hass)
         p.arguments = ["-c", configDirectory]

@@ -2,12 +2,12 @@ import ArgumentParser
 import BrokerHarness
 import CLISupport
 import Foundation
+import HubApp
 import HubBench
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import MQTT
 
 /// `hub-bench household`: a reference household (``HouseholdTraffic``) at accelerated time against a
@@ -19,7 +19,8 @@ import MQTT
 struct HouseholdBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "household",
-        abstract: "A reference household at accelerated time: bytes written per simulated day, fsyncs, CPU, RSS (vs Home Assistant's recorder).")
+        abstract:
+            "A reference household at accelerated time: bytes written per simulated day, fsyncs, CPU, RSS (vs Home Assistant's recorder).")
 
     @Option(help: "Real minutes per simulated day, 15 to 1440.") var dayMinutes = 15
     @Flag(help: "Run at the real rate (the same as --day-minutes 1440).") var realTime = false
@@ -27,7 +28,11 @@ struct HouseholdBench: AsyncParsableCommand {
     @Option(help: "Limit the hub to this fraction of one core through a cgroup (as root), e.g. 0.25.") var cpuQuota: Double?
     @Option(help: "Home Assistant's `hass` (installed by scripts/peer-home-assistant) to run beside the hub on the same broker.")
     var homeAssistant: String?
-    @Flag(inversion: .prefixedNo, help: "Put the data directory on an ext4 file system of its own (a loop device, as root) so the device counters count only the hub's writes.")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Put the data directory on an ext4 file system of its own (a loop device, as root) so the device counters count only the hub's writes."
+    )
     var ownDisk = true
     @Option(help: "First TCP port for the Kasa simulators.") var basePort = 25100
     @Option(help: "Where to put the data, the images and the configuration (removed afterwards).") var dir = "./hub-bench-household"
@@ -44,7 +49,7 @@ struct HouseholdBench: AsyncParsableCommand {
             let clock = try HouseholdClock(dayMinutes: realTime ? 1440 : dayMinutes)
             let root = try Bench.freshDirectory(dir)
             var cleanups: [() -> Void] = []
-            defer { for cleanup in cleanups.reversed() { cleanup() } ; try? FileManager.default.removeItem(atPath: root) }
+            defer { for cleanup in cleanups.reversed() { cleanup() }; try? FileManager.default.removeItem(atPath: root) }
 
             let (dataDir, device) = try disk(root: root, name: "hub", cleanups: &cleanups)
             let broker = try TestBroker.start()
@@ -52,7 +57,10 @@ struct HouseholdBench: AsyncParsableCommand {
             let traffic = HouseholdTraffic(clock: clock, brokerPort: broker.port, kasaBasePort: basePort, httpPort: try freeLoopbackPort())
             print(traffic.description)
             switch device {
-            case .success(let d): print("Device counters: \(d.name) (\(d.statPath)), holding \(dataDir)\(ownDisk ? ", an ext4 file system of its own on a loop device" : "; shared with every other writer on it").")
+            case .success(let d):
+                print(
+                    "Device counters: \(d.name) (\(d.statPath)), holding \(dataDir)\(ownDisk ? ", an ext4 file system of its own on a loop device" : "; shared with every other writer on it")."
+                )
             case .failure(let why): print("Device counters: not found: \(why)")
             }
 
@@ -72,7 +80,9 @@ struct HouseholdBench: AsyncParsableCommand {
             let hubNotes = OutputTail()
             let hub = try launch(exe, ["run", "--data-dir", dataDir, "--config", configPath], stderr: hubNotes)
             children.append(hub)
-            cleanups.append { if !hub.isRunning, hub.terminationStatus != 0 { Console.note("bench: the hub's last lines:\n" + hubNotes.text) } }
+            cleanups.append {
+                if !hub.isRunning, hub.terminationStatus != 0 { Console.note("bench: the hub's last lines:\n" + hubNotes.text) }
+            }
             let pid = hub.processIdentifier
             var quota: CPUQuota?
             if let cpuQuota {
@@ -89,12 +99,15 @@ struct HouseholdBench: AsyncParsableCommand {
             try await waitUntil("the hub online with all \(traffic.plugIds.count) plugs", seconds: 120, hub) {
                 seen.hubOnline && traffic.plugIds.allSatisfy(seen.isOnline)
             }
-            Console.note("bench: hub and \(traffic.plugIds.count) plugs online after \(String(format: "%.1f", (ContinuousClock.now - started).inSeconds)) s")
+            Console.note(
+                "bench: hub and \(traffic.plugIds.count) plugs online after \(String(format: "%.1f", (ContinuousClock.now - started).inSeconds)) s"
+            )
 
             var homeAssistant: HomeAssistantPeer?
             if let hass = self.homeAssistant {
                 let (haDir, haDevice) = try disk(root: root, name: "home-assistant", cleanups: &cleanups)
-                let peer = try HomeAssistantPeer.start(hass: hass, configDirectory: haDir, brokerPort: broker.port, device: try? haDevice.get())
+                let peer = try HomeAssistantPeer.start(
+                    hass: hass, configDirectory: haDir, brokerPort: broker.port, device: try? haDevice.get())
                 cleanups.append { peer.stop() }
                 homeAssistant = peer
                 try await waitUntil("Home Assistant's MQTT birth message", seconds: 300, peer.process) { seen.homeAssistantOnline }
@@ -103,13 +116,18 @@ struct HouseholdBench: AsyncParsableCommand {
 
             // The animals, wearing the simulator's collars, and the schedules.
             for (i, beacon) in traffic.beaconIds.enumerated() {
-                try watcher.publish("hub/animal/admit", Array(#"{"id":"pet-\#(i)","name":"Pet \#(i)","species":"cat","weight_kg":4,"beacon":"\#(beacon)"}"#.utf8), qos: 1)
+                try watcher.publish(
+                    "hub/animal/admit",
+                    Array(#"{"id":"pet-\#(i)","name":"Pet \#(i)","species":"cat","weight_kg":4,"beacon":"\#(beacon)"}"#.utf8), qos: 1)
             }
-            try await waitUntil("\(HouseholdTraffic.animals) animals admitted", seconds: 60, hub) { seen.okAnswers("admit") >= HouseholdTraffic.animals }
+            try await waitUntil("\(HouseholdTraffic.animals) animals admitted", seconds: 60, hub) {
+                seen.okAnswers("admit") >= HouseholdTraffic.animals
+            }
             let minute = (Int(Date().timeIntervalSince1970) / 60 + 1) * 60
             for (i, id) in traffic.scheduledIds.enumerated() {
                 let start = Date(timeIntervalSince1970: Double(minute + 60 * (i * traffic.schedulePeriodMinutes / 4)))
-                let body = #"{"op":"add","name":"daily","start":"\#(ISO8601DateFormatter().string(from: start))","length":\#(traffic.scheduleLengthMinutes),"period":\#(traffic.schedulePeriodMinutes),"id":"schedule-\#(id)"}"#
+                let body =
+                    #"{"op":"add","name":"daily","start":"\#(ISO8601DateFormatter().string(from: start))","length":\#(traffic.scheduleLengthMinutes),"period":\#(traffic.schedulePeriodMinutes),"id":"schedule-\#(id)"}"#
                 try watcher.publish("hub/device/\(id)/activations/set", Array(body.utf8), qos: 1)
             }
             try await waitUntil("4 schedules set", seconds: 60, hub) { seen.okAnswers("set") >= 4 }
@@ -120,9 +138,10 @@ struct HouseholdBench: AsyncParsableCommand {
             let httpPort = traffic.httpPort
             func hubCounters() throws -> HouseholdCounters {
                 let (events, bytes) = seen.events
-                return HouseholdCounters(events: events, eventBytes: bytes, writeBytes: try writeBytes(pid),
-                                         fsyncs: scrapeMetric(port: httpPort, "hub_fsync_duration_seconds_count"),
-                                         deviceBytes: try? device.get().bytesWritten(), cpuSeconds: try cpuSeconds(pid))
+                return HouseholdCounters(
+                    events: events, eventBytes: bytes, writeBytes: try writeBytes(pid),
+                    fsyncs: scrapeMetric(port: httpPort, "hub_fsync_duration_seconds_count"),
+                    deviceBytes: try? device.get().bytesWritten(), cpuSeconds: try cpuSeconds(pid))
             }
             let received0 = scrapeMetric(port: httpPort, "hub_mqtt_messages_received_total"), deviceMessages0 = seen.deviceMessages
             let throttled0 = quota?.throttled()
@@ -134,14 +153,18 @@ struct HouseholdBench: AsyncParsableCommand {
             let commander = HouseholdCommander(seen: seen, client: watcher, ids: traffic.commandedIds, spacing: traffic.commandSpacing)
             let commanding = Task { await commander.run(until: windowStart + .seconds(windowSeconds)) }
 
-            print("\nThe hub, per simulated day (window of \(String(format: "%g", days)) simulated day\(days == 1 ? "" : "s"), \(String(format: "%.0f", windowSeconds)) s real):\n")
+            print(
+                "\nThe hub, per simulated day (window of \(String(format: "%g", days)) simulated day\(days == 1 ? "" : "s"), \(String(format: "%.0f", windowSeconds)) s real):\n"
+            )
             print(HouseholdPeriod.header)
             var last = first
             var day = 1
             while Double(day) <= days {
                 try await sleep(until: windowStart + .seconds(clock.daySeconds * Double(day)), hub)
                 let now = try hubCounters()
-                print(HouseholdPeriod(label: "day \(day)", from: last, to: now, simulatedDays: 1, peakRSSKiB: try memoryKiB(pid, "VmHWM")).row)
+                print(
+                    HouseholdPeriod(label: "day \(day)", from: last, to: now, simulatedDays: 1, peakRSSKiB: try memoryKiB(pid, "VmHWM")).row
+                )
                 last = now
                 day += 1
             }
@@ -151,8 +174,9 @@ struct HouseholdBench: AsyncParsableCommand {
             let hubDay = HouseholdPeriod(label: "mean per day", from: first, to: end, simulatedDays: days, peakRSSKiB: peak)
             print(hubDay.row)
             let peerDay = try homeAssistant.map { peer in
-                HouseholdPeriod(label: "Home Assistant", from: peer0!, to: try peer.counters(), simulatedDays: days,
-                                peakRSSKiB: (try? memoryKiB(peer.process.processIdentifier, "VmHWM")) ?? 0)
+                HouseholdPeriod(
+                    label: "Home Assistant", from: peer0!, to: try peer.counters(), simulatedDays: days,
+                    peakRSSKiB: (try? memoryKiB(peer.process.processIdentifier, "VmHWM")) ?? 0)
             }
             await commanding.value
             let received = scrapeMetric(port: httpPort, "hub_mqtt_messages_received_total")
@@ -170,12 +194,15 @@ struct HouseholdBench: AsyncParsableCommand {
             if let received0, let received {
                 // The hub also receives the bench's commands and its own subscriptions' traffic.
                 let hubGot = received - received0 - commands.sent
-                print("| device and bridge messages: delivered to a bare subscriber / received by the hub (less the commands) | \(deviceMessages) / \(hubGot) |")
+                print(
+                    "| device and bridge messages: delivered to a bare subscriber / received by the hub (less the commands) | \(deviceMessages) / \(hubGot) |"
+                )
                 print("| readings dropped before the hub (bare subscriber minus hub, at least 0) | \(max(0, deviceMessages - hubGot)) |")
             }
             if let quota, let t0 = throttled0, let t1 = throttled {
                 print("| CPU quota | \(String(format: "%g", quota.cores)) of one core (cgroup v\(quota.version)) |")
-                print("| times throttled / time throttled | \(t1.times - t0.times) / \(String(format: "%.1f", t1.seconds - t0.seconds)) s |")
+                print(
+                    "| times throttled / time throttled | \(t1.times - t0.times) / \(String(format: "%.1f", t1.seconds - t0.seconds)) s |")
             }
             print("| hub CPU seconds per simulated day | \(String(format: "%.1f", hubDay.cpuSecondsPerDay)) |")
             hub.terminate()
@@ -205,7 +232,8 @@ struct HouseholdBench: AsyncParsableCommand {
             guard let a, let b, b > 0 else { return "-" }
             return String(format: "%.3f", Double(a) / Double(b))
         }
-        print("""
+        print(
+            """
 
             Beside Home Assistant's recorder on the same broker and traffic, per simulated day:
 
@@ -223,7 +251,9 @@ struct HouseholdBench: AsyncParsableCommand {
     func waitUntil(_ what: String, seconds: Double, _ process: Process, _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while !condition() {
-            guard process.isRunning else { throw HubError.failed("waiting for \(what): the process exited with status \(process.terminationStatus)") }
+            guard process.isRunning else {
+                throw HubError.failed("waiting for \(what): the process exited with status \(process.terminationStatus)")
+            }
             guard ContinuousClock.now < deadline else { throw HubError.failed("no \(what) after \(Int(seconds)) s") }
             try await Task.sleep(for: .milliseconds(50))
         }

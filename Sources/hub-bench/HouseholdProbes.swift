@@ -1,9 +1,10 @@
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,9 +35,12 @@ struct BlockDevice: Sendable {
         let minor = (st.st_dev & 0xff) | ((st.st_dev >> 12) & ~0xff)
         let sys = "/sys/dev/block/\(major):\(minor)"
         guard FileManager.default.fileExists(atPath: sys + "/stat") else {
-            return .failure(.failed("\(path) is on device \(major):\(minor), which has no \(sys)/stat (not a block device: tmpfs, overlay or network)"))
+            return .failure(
+                .failed("\(path) is on device \(major):\(minor), which has no \(sys)/stat (not a block device: tmpfs, overlay or network)"))
         }
-        let name = (try? FileManager.default.destinationOfSymbolicLink(atPath: sys)).map { ($0 as NSString).lastPathComponent } ?? "\(major):\(minor)"
+        let name =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: sys)).map { ($0 as NSString).lastPathComponent }
+            ?? "\(major):\(minor)"
         return .success(BlockDevice(name: name, statPath: sys + "/stat"))
     }
 
@@ -91,8 +95,9 @@ final class LoopDisk: @unchecked Sendable {
         let errors = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
-            throw HubError.failed("\(arguments.joined(separator: " ")) failed (status \(p.terminationStatus)): "
-                                  + String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            throw HubError.failed(
+                "\(arguments.joined(separator: " ")) failed (status \(p.terminationStatus)): "
+                    + String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         }
         return String(decoding: data, as: UTF8.self)
     }

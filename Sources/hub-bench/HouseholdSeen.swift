@@ -31,9 +31,11 @@ final class HouseholdSeen: Sendable {
             }
             let parts = topic.split(separator: "/")
             let text = String(decoding: m.payload, as: UTF8.self)
-            if topic == "hub/status" { s.hubOnline = text == "online" }
-            else if topic == "homeassistant/status" { s.homeAssistantOnline = text == "online" }
-            else if parts.count == 4, parts[0] == "hub", parts[1] == "device", parts[3] == "availability" {
+            if topic == "hub/status" {
+                s.hubOnline = text == "online"
+            } else if topic == "homeassistant/status" {
+                s.homeAssistantOnline = text == "online"
+            } else if parts.count == 4, parts[0] == "hub", parts[1] == "device", parts[3] == "availability" {
                 if text == "online" { s.online.insert(String(parts[2])) } else { s.online.remove(String(parts[2])) }
             } else if parts.count == 4, parts[0] == "hub", parts[1] == "device", parts[3] == "switch" {
                 s.switches[String(parts[2])] = text

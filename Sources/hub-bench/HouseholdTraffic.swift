@@ -84,21 +84,31 @@ struct HouseholdTraffic {
 
     /// The simulators' command lines (`hub sim ...`): Kasa over TCP, Tasmota and Shelly on the broker.
     var plugSimulators: [[String]] {
-        [["sim", "kasa", "--port", "\(kasaBasePort)", "--count", "\(Self.kasaCount)", "--load", "60"],
-         ["sim", "tasmota", "--port", "\(brokerPort)", "--topic", Self.tasmotaTopic, "--count", "\(Self.tasmotaCount)",
-          "--tele-period", "\(reportPeriod)", "--load", "40"],
-         ["sim", "shelly", "--port", "\(brokerPort)", "--gen", "2", "--id", Self.shellyBase, "--count", "\(Self.shellyCount)",
-          "--status-period", "\(reportPeriod)", "--load", "100"]]
+        [
+            ["sim", "kasa", "--port", "\(kasaBasePort)", "--count", "\(Self.kasaCount)", "--load", "60"],
+            [
+                "sim", "tasmota", "--port", "\(brokerPort)", "--topic", Self.tasmotaTopic, "--count", "\(Self.tasmotaCount)",
+                "--tele-period", "\(reportPeriod)", "--load", "40"
+            ],
+            [
+                "sim", "shelly", "--port", "\(brokerPort)", "--gen", "2", "--id", Self.shellyBase, "--count", "\(Self.shellyCount)",
+                "--status-period", "\(reportPeriod)", "--load", "100"
+            ]
+        ]
     }
 
     var beaconSimulator: [String] {
-        ["sim", "beacons", "--port", "\(brokerPort)", "--animals", "\(Self.animals)", "--rooms", "\(Self.rooms)",
-         "--rate", "\(beaconRate)", "--move-every", "\(moveEvery)"]
+        [
+            "sim", "beacons", "--port", "\(brokerPort)", "--animals", "\(Self.animals)", "--rooms", "\(Self.rooms)",
+            "--rate", "\(beaconRate)", "--move-every", "\(moveEvery)"
+        ]
     }
 
     /// What the output says a simulated day is.
     var description: String {
-        let compression = clock.dayMinutes == 1440 ? "real time (one simulated day is one real day)"
+        let compression =
+            clock.dayMinutes == 1440
+            ? "real time (one simulated day is one real day)"
             : "one simulated day = \(clock.dayMinutes) real minutes (\(String(format: "%g", clock.speed))x)"
         return """
             Household: \(Self.kasaCount) Kasa + \(Self.tasmotaCount) Tasmota + \(Self.shellyCount) Shelly plugs reporting every 10 simulated s \

@@ -1,11 +1,11 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// `hub-bench`: the benchmarks and crash tools, kept out of the product binary (as swift-nio keeps
 /// NIOPerformanceTester and NIOCrashTester apart). The benchmarks that run the hub as a separate
@@ -16,7 +16,10 @@ struct HubBenchCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub-bench",
         abstract: "Benchmarks of the hub against real peers, and the crash test's writer. Not part of the product.",
-        subcommands: [LogBench.self, MQTTBench.self, QoSWindowBench.self, PlugsBench.self, BeaconsBench.self, HistoryBench.self, ConsoleBench.self, SoakBench.self, CommandIndexBench.self, StartupBench.self, AuditBench.self, HouseholdBench.self, CrashWriterCommand.self]
+        subcommands: [
+            LogBench.self, MQTTBench.self, QoSWindowBench.self, PlugsBench.self, BeaconsBench.self, HistoryBench.self, ConsoleBench.self,
+            SoakBench.self, CommandIndexBench.self, StartupBench.self, AuditBench.self, HouseholdBench.self, CrashWriterCommand.self
+        ]
     )
 }
 

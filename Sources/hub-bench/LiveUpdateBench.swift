@@ -1,11 +1,12 @@
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,7 +52,9 @@ struct LiveUpdateBench {
             throw error
         }
         for stream in streams {
-            let thread = Thread { Self.read(stream, ledger); ledger.state.withLock { $0.readersDone += 1 } }
+            let thread = Thread {
+                Self.read(stream, ledger); ledger.state.withLock { $0.readersDone += 1 }
+            }
             thread.start()
         }
         try await Task.sleep(for: .milliseconds(500))  // every stream subscribed
@@ -121,7 +124,8 @@ struct LiveUpdateBench {
         }
         if event == "reload" { ledger.state.withLock { $0.reloads += 1 } }
         guard event == "device", let json = try? JSONValue.parse(data), let id = json["id"]?.stringValue,
-              let state = json["switch"]?.stringValue?.lowercased(), json["pending"]?.isNull ?? true else { return }
+            let state = json["switch"]?.stringValue?.lowercased(), json["pending"]?.isNull ?? true
+        else { return }
         let now = ContinuousClock.now
         ledger.state.withLock { ledger in
             guard let sent = ledger.sent[id], sent.state == state, seen.insert(sent.k).inserted else { return }

@@ -2,12 +2,12 @@ import ArgumentParser
 import BrokerHarness
 import CLISupport
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import Logging
 import MQTT
 import Synchronization
@@ -52,7 +52,9 @@ struct MQTTBench: AsyncParsableCommand {
             let durableRelay = try await bareIngestRate(port: broker.port, receiving: .answeringDurably(directory: root))
             let durableRelayCPU = cpu.since(mark, messages: ingest)
             let perCommit = String(format: "%.1f", durableRelay.perCommit ?? 0)
-            Console.note("bench: the same, answering once each message is durable (group commits of \(perCommit) on average): \(Int(durableRelay.rate)) messages/s")
+            Console.note(
+                "bench: the same, answering once each message is durable (group commits of \(perCommit) on average): \(Int(durableRelay.rate)) messages/s"
+            )
             let bare = ingestOnly ? Latencies(samples: []) : try await bareRoundTrips(port: broker.port)
             Console.note("bench: bare round trip p50 \(ms(bare.p50)) ms, p99 \(ms(bare.p99)) ms")
             // The command's floor: the bare round trip and its two durable appends (the command, the
@@ -69,9 +71,10 @@ struct MQTTBench: AsyncParsableCommand {
             Console.note("bench: hub core alone, Hub.execute from 32 tasks: \(Int(direct)) commands/s")
 
             let hubSyncs = SyncTimes()
-            let service = try await Bench.startHub(port: broker.port, root: root,
-                                                   devices: [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")],
-                                                   syncs: hubSyncs)
+            let service = try await Bench.startHub(
+                port: broker.port, root: root,
+                devices: [HubConfig.Device(id: "bench", driver: "virtual", name: "Bench", config: "{}")],
+                syncs: hubSyncs)
             hubSyncs.recording(true)
             let hubLatency = ingestOnly ? Latencies(samples: []) : try await hubRoundTrips(port: broker.port)
             hubSyncs.recording(false)
@@ -80,8 +83,12 @@ struct MQTTBench: AsyncParsableCommand {
             mark = cpu.now()
             let rate = try await ingestRate(port: broker.port, service: service)
             let hubCPU = cpu.since(mark, messages: ingest)
-            Console.note("bench: ingest \(Int(rate.durable)) messages/s into durable events, \(Int(rate.complete)) messages/s answered and published as events")
-            Console.note("bench: the hub published \(String(format: "%.2f", rate.publishedPerMessage)) messages per message taken in (answer, event, state topics)")
+            Console.note(
+                "bench: ingest \(Int(rate.durable)) messages/s into durable events, \(Int(rate.complete)) messages/s answered and published as events"
+            )
+            Console.note(
+                "bench: the hub published \(String(format: "%.2f", rate.publishedPerMessage)) messages per message taken in (answer, event, state topics)"
+            )
             try await service.stop()
 
             // If the work of a message were only the hub core's plus what the broker and clients
@@ -90,34 +97,35 @@ struct MQTTBench: AsyncParsableCommand {
             func cpuCell(_ c: CPUMeter.PerMessage) -> String {
                 String(format: "%.0f µs (%.0f + %.0f)", c.total, c.process, c.broker)
             }
-            print("""
-            | measure | p50 | p99 | mean |
-            |---|---:|---:|---:|
-            | bare broker round trip, QoS 1 publish -> subscriber (\(bare.count) messages) | \(ms(bare.p50)) ms | \(ms(bare.p99)) ms | \(ms(bare.mean)) ms |
-            | hub: switch/set -> confirmed retained `switch` state (\(hubLatency.count) commands) | \(ms(hubLatency.p50)) ms | \(ms(hubLatency.p99)) ms | \(ms(hubLatency.mean)) ms |
-            | hub minus bare | \(ms(hubLatency.p50 - bare.p50)) ms | \(ms(hubLatency.p99 - bare.p99)) ms | |
-            | hub / bare | \(ratio(hubLatency.p50, bare.p50)) | \(ratio(hubLatency.p99, bare.p99)) | |
-            | floor: bare p50 + two fdatasyncs (\(ms(sync)) ms each, mean of \(syncs) into a preallocated file) | \(ms(floor)) ms | | |
-            | hub minus the floor | \(ms(hubLatency.p50 - floor)) ms | | |
-            | the hub log's own fdatasyncs during its commands (\(hubSync.count), \(String(format: "%.2f", Double(hubSync.count) / Double(max(1, hubLatency.count + 100)))) per command) | \(ms(hubSync.p50)) ms | \(ms(hubSync.p99)) ms | \(ms(hubSync.mean)) ms |
-            | the path without the hub: a client making two durable writes through a writer thread and publishing the answer, two events and the retained state (\(peer.count) commands) | \(ms(peer.p50)) ms | \(ms(peer.p99)) ms | \(ms(peer.mean)) ms |
-            | hub minus the path without the hub | \(ms(hubLatency.p50 - peer.p50)) ms | \(ms(hubLatency.p99 - peer.p99)) ms | |
+            print(
+                """
+                | measure | p50 | p99 | mean |
+                |---|---:|---:|---:|
+                | bare broker round trip, QoS 1 publish -> subscriber (\(bare.count) messages) | \(ms(bare.p50)) ms | \(ms(bare.p99)) ms | \(ms(bare.mean)) ms |
+                | hub: switch/set -> confirmed retained `switch` state (\(hubLatency.count) commands) | \(ms(hubLatency.p50)) ms | \(ms(hubLatency.p99)) ms | \(ms(hubLatency.mean)) ms |
+                | hub minus bare | \(ms(hubLatency.p50 - bare.p50)) ms | \(ms(hubLatency.p99 - bare.p99)) ms | |
+                | hub / bare | \(ratio(hubLatency.p50, bare.p50)) | \(ratio(hubLatency.p99, bare.p99)) | |
+                | floor: bare p50 + two fdatasyncs (\(ms(sync)) ms each, mean of \(syncs) into a preallocated file) | \(ms(floor)) ms | | |
+                | hub minus the floor | \(ms(hubLatency.p50 - floor)) ms | | |
+                | the hub log's own fdatasyncs during its commands (\(hubSync.count), \(String(format: "%.2f", Double(hubSync.count) / Double(max(1, hubLatency.count + 100)))) per command) | \(ms(hubSync.p50)) ms | \(ms(hubSync.p99)) ms | \(ms(hubSync.mean)) ms |
+                | the path without the hub: a client making two durable writes through a writer thread and publishing the answer, two events and the retained state (\(peer.count) commands) | \(ms(peer.p50)) ms | \(ms(peer.p99)) ms | \(ms(peer.mean)) ms |
+                | hub minus the path without the hub | \(ms(hubLatency.p50 - peer.p50)) ms | \(ms(hubLatency.p99 - peer.p99)) ms | |
 
-            | ingest (\(ingest) messages from \(publishers) publishers, \(CPUMeter.cores) cores) | messages/s | CPU per message (bench process + broker) |
-            |---|---:|---:|
-            | bare broker: QoS 1 publishers -> one QoS 1 subscriber | \(Int(bareIngest)) | \(cpuCell(bareCPU)) |
-            | bare broker, the hub's traffic without the hub: the subscriber publishes an answer and an event (QoS 1) per message | \(Int(relayIngest)) | \(cpuCell(relayCPU)) |
-            | the hub's traffic and durability without the hub: the subscriber hands each message to a writer thread (group commits: one write and one fdatasync each, \(perCommit) messages on average) and publishes the answer and the event from that thread once durable | \(Int(durableRelay.rate)) | \(cpuCell(durableRelayCPU)) |
-            | hub core alone: record_reading into `Hub.execute` from 32 tasks, durable, no MQTT (\(directCount) commands) | \(Int(direct)) | \(cpuCell(directCPU)) |
-            | hub: `request/command` record_reading over 100 devices -> durable events | \(Int(rate.durable)) | |
-            | hub: the same, until every command is also answered and every event acknowledged on `hub/events` | \(Int(rate.complete)) | \(cpuCell(hubCPU)) |
-            | hub: messages its client published per message taken in (the peer above: 2) | \(String(format: "%.2f", rate.publishedPerMessage)) | |
-            | ceiling from CPU: cores / (hub core + the hub's traffic without the hub) | \(Int(ceiling)) | |
-            | hub (answered and published) / bare broker with the hub's traffic | \(String(format: "%.2f", rate.complete / relayIngest)) | |
-            | hub (answered and published) / CPU ceiling | \(String(format: "%.2f", rate.complete / ceiling)) | |
-            | hub (answered and published) / the hub's traffic and durability without the hub | \(String(format: "%.2f", rate.complete / durableRelay.rate)) | |
-            | hub CPU per message / that peer's | \(String(format: "%.2fx", hubCPU.total / max(1, durableRelayCPU.total))) | |
-            """)
+                | ingest (\(ingest) messages from \(publishers) publishers, \(CPUMeter.cores) cores) | messages/s | CPU per message (bench process + broker) |
+                |---|---:|---:|
+                | bare broker: QoS 1 publishers -> one QoS 1 subscriber | \(Int(bareIngest)) | \(cpuCell(bareCPU)) |
+                | bare broker, the hub's traffic without the hub: the subscriber publishes an answer and an event (QoS 1) per message | \(Int(relayIngest)) | \(cpuCell(relayCPU)) |
+                | the hub's traffic and durability without the hub: the subscriber hands each message to a writer thread (group commits: one write and one fdatasync each, \(perCommit) messages on average) and publishes the answer and the event from that thread once durable | \(Int(durableRelay.rate)) | \(cpuCell(durableRelayCPU)) |
+                | hub core alone: record_reading into `Hub.execute` from 32 tasks, durable, no MQTT (\(directCount) commands) | \(Int(direct)) | \(cpuCell(directCPU)) |
+                | hub: `request/command` record_reading over 100 devices -> durable events | \(Int(rate.durable)) | |
+                | hub: the same, until every command is also answered and every event acknowledged on `hub/events` | \(Int(rate.complete)) | \(cpuCell(hubCPU)) |
+                | hub: messages its client published per message taken in (the peer above: 2) | \(String(format: "%.2f", rate.publishedPerMessage)) | |
+                | ceiling from CPU: cores / (hub core + the hub's traffic without the hub) | \(Int(ceiling)) | |
+                | hub (answered and published) / bare broker with the hub's traffic | \(String(format: "%.2f", rate.complete / relayIngest)) | |
+                | hub (answered and published) / CPU ceiling | \(String(format: "%.2f", rate.complete / ceiling)) | |
+                | hub (answered and published) / the hub's traffic and durability without the hub | \(String(format: "%.2f", rate.complete / durableRelay.rate)) | |
+                | hub CPU per message / that peer's | \(String(format: "%.2fx", hubCPU.total / max(1, durableRelayCPU.total))) | |
+                """)
         }
     }
 
@@ -136,8 +144,6 @@ struct MQTTBench: AsyncParsableCommand {
     func ms(_ seconds: Double) -> String { String(format: "%.3f", seconds * 1000) }
     func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? String(format: "%.2fx", a / b) : "-" }
 
-
-
     func bareRoundTrips(port: Int) async throws -> Latencies {
         let receiver = try await Bench.client(port, "bench-bare-sub", subscribe: ["bench/echo"])
         let sender = try await Bench.client(port, "bench-bare-pub")
@@ -149,7 +155,7 @@ struct MQTTBench: AsyncParsableCommand {
             let start = ContinuousClock.now
             try sender.publish("bench/echo", payload, qos: 1)
             while let message = await messages.next(), message.payload != payload {}
-            if i >= 100 { samples.append((ContinuousClock.now - start).inSeconds) } // the first 100 warm up
+            if i >= 100 { samples.append((ContinuousClock.now - start).inSeconds) }  // the first 100 warm up
         }
         await sender.stop(finalMessage: nil)
         await receiver.stop(finalMessage: nil)
@@ -168,7 +174,8 @@ struct MQTTBench: AsyncParsableCommand {
         let writer = HandOffWriter(fd: fd)
         defer { writer.stop(); close(fd); unlink(path) }
         let peer = try await Bench.client(port, "bench-peer", subscribe: ["bench/peer/set"])
-        let watcher = try await Bench.client(port, "bench-peer-sub", subscribe: ["bench/peer/state", "bench/peer/response", "bench/peer/events/#"])
+        let watcher = try await Bench.client(
+            port, "bench-peer-sub", subscribe: ["bench/peer/state", "bench/peer/response", "bench/peer/events/#"])
         let sender = try await Bench.client(port, "bench-peer-pub")
         let serving = Task {
             do {
@@ -177,13 +184,15 @@ struct MQTTBench: AsyncParsableCommand {
                     guard await writer.write(at: offset) else { throw HubError.failed("the peer's write and sync failed") }
                     try peer.publish("bench/peer/events/requested", message.payload, qos: 1)
                     try peer.publish("bench/peer/response", message.payload, qos: 1)
-                    guard await writer.write(at: offset + off_t(FsyncFloor.recordSize)) else { throw HubError.failed("the peer's write and sync failed") }
+                    guard await writer.write(at: offset + off_t(FsyncFloor.recordSize)) else {
+                        throw HubError.failed("the peer's write and sync failed")
+                    }
                     try peer.publish("bench/peer/events/toggled", message.payload, qos: 1)
                     try peer.publish("bench/peer/state", message.payload, qos: 1, retain: true)
                     offset += off_t(2 * FsyncFloor.recordSize)
                 }
             } catch {
-                await watcher.stop(finalMessage: nil) // ends the wait below, which then reports this error
+                await watcher.stop(finalMessage: nil)  // ends the wait below, which then reports this error
                 throw error
             }
         }
@@ -211,7 +220,9 @@ struct MQTTBench: AsyncParsableCommand {
     }
 
     func hubRoundTrips(port: Int) async throws -> Latencies {
-        let watcher = try await Bench.client(port, "bench-hub-sub", subscribe: ["hub/device/bench/switch", "hub/response/device/bench/switch/set", "hub/events/device/bench/#"])
+        let watcher = try await Bench.client(
+            port, "bench-hub-sub",
+            subscribe: ["hub/device/bench/switch", "hub/response/device/bench/switch/set", "hub/events/device/bench/#"])
         let sender = try await Bench.client(port, "bench-hub-pub")
         var messages = watcher.messages.makeAsyncIterator()
         var samples: [Double] = []
@@ -341,8 +352,9 @@ struct MQTTBench: AsyncParsableCommand {
     func directRate(root: String) async throws -> Double {
         let hub = try Hub(paths: HubPaths(dataDirectory: root))
         for d in 0..<100 {
-            _ = try await hub.execute(.registerDevice(id: "meter-\(d)", driver: "virtual", name: "Meter \(d)", config: "{}", hardwareId: nil),
-                                      actor: "bench", now: currentMicros())
+            _ = try await hub.execute(
+                .registerDevice(id: "meter-\(d)", driver: "virtual", name: "Meter \(d)", config: "{}", hardwareId: nil),
+                actor: "bench", now: currentMicros())
         }
         let count = directCount
         let start = ContinuousClock.now
@@ -350,9 +362,11 @@ struct MQTTBench: AsyncParsableCommand {
             for lane in 0..<32 {
                 group.addTask {
                     for i in stride(from: lane, to: count, by: 32) {
-                        _ = try await hub.execute(.recordReading(subject: .device("meter-\(i % 100)"), quantity: .power,
-                                                                 value: Double(100 + i % 50), measuredAt: currentMicros()),
-                                                  actor: "bench", now: currentMicros())
+                        _ = try await hub.execute(
+                            .recordReading(
+                                subject: .device("meter-\(i % 100)"), quantity: .power,
+                                value: Double(100 + i % 50), measuredAt: currentMicros()),
+                            actor: "bench", now: currentMicros())
                     }
                 }
             }
@@ -410,16 +424,19 @@ struct MQTTBench: AsyncParsableCommand {
             "\(service.hub.store.lastSequence - base) of \(total) events durable"
         }
         let durable = (ContinuousClock.now - start).inSeconds
-        try await wait(until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged >= base + total }, "answering") {
+        try await wait(
+            until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged >= base + total }, "answering"
+        ) {
             "\(surface.answered - answeredBefore) answered, \(surface.eventsAcknowledged - min(base, surface.eventsAcknowledged)) events acknowledged (\(surface.eventsInFlight) in flight)"
         }
         // Answers may still sit in the client's queue (it sends in order): done when a later message is acknowledged.
         try await surface.client.publishAndWait("bench/flush", [], qos: 1)
         let complete = (ContinuousClock.now - start).inSeconds
         for c in clients { await c.stop(finalMessage: nil) }
-        let published = surface.client.traffic.published - publishedBefore - 1 // less the flush
-        return IngestRates(durable: Double(total) / durable, complete: Double(total) / complete,
-                           publishedPerMessage: Double(published) / Double(total))
+        let published = surface.client.traffic.published - publishedBefore - 1  // less the flush
+        return IngestRates(
+            durable: Double(total) / durable, complete: Double(total) / complete,
+            publishedPerMessage: Double(published) / Double(total))
     }
 }
 

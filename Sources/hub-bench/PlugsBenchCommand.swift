@@ -1,13 +1,13 @@
 import ArgumentParser
 import BrokerHarness
-import DriverAPI
 import CLISupport
+import DriverAPI
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import Kasa
 import KasaSimulator
 import MQTT
@@ -55,7 +55,8 @@ struct PlugsBench: AsyncParsableCommand {
             }
             Console.note("bench: \(powerplugs) power plug and \(kasa) Kasa simulators listening")
 
-            let devices: [String] = (0..<powerplugs).map { #"{"id":"pp-\#($0)","driver":"powerplug","config":{"host":"127.0.0.1","port":\#(basePort + $0)}}"# }
+            let devices: [String] =
+                (0..<powerplugs).map { #"{"id":"pp-\#($0)","driver":"powerplug","config":{"host":"127.0.0.1","port":\#(basePort + $0)}}"# }
                 + (0..<kasa).map { #"{"id":"kasa-\#($0)","driver":"kasa","config":{"host":"127.0.0.1","port":\#(kasaBase + $0)}}"# }
             let configPath = root + "/config.json"
             try #"{"mqtt":{"port":\#(broker.port),"client_id":"bench-hub"},"devices":[\#(devices.joined(separator: ","))]}"#
@@ -108,7 +109,7 @@ struct PlugsBench: AsyncParsableCommand {
             await burstSender.stop(finalMessage: nil)
             Console.note("bench: \(burstOn) of \(total) switched on in \(String(format: "%.2f", burst)) s")
 
-            try await Task.sleep(for: .seconds(5)) // let start-up settle
+            try await Task.sleep(for: .seconds(5))  // let start-up settle
             let idleEvents0 = seen.events
             let idleCPU0 = try cpuSeconds(pid)
             try await Task.sleep(for: .seconds(idleSeconds))
@@ -119,8 +120,9 @@ struct PlugsBench: AsyncParsableCommand {
             // process mapping them; anonymous pages and PSS are what this hub alone costs.
             let idleAnon = try memoryKiB(pid, "RssAnon"), idleFile = try memoryKiB(pid, "RssFile")
             let idlePSS = try smapsRollupKiB(pid, "Pss")
-            Console.note("bench: idle CPU \(percent(idleCPU)), RSS \(idleRSS / 1024) MiB (anonymous \(mib(idleAnon)), "
-                         + "file-backed \(mib(idleFile)), PSS \(mib(idlePSS))), \(Int(idleEventsPerMinute)) events/min")
+            Console.note(
+                "bench: idle CPU \(percent(idleCPU)), RSS \(idleRSS / 1024) MiB (anonymous \(mib(idleAnon)), "
+                    + "file-backed \(mib(idleFile)), PSS \(mib(idlePSS))), \(Int(idleEventsPerMinute)) events/min")
 
             let sender = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "bench-plugs-send", cleanSession: true))
             try sender.start()
@@ -153,35 +155,46 @@ struct PlugsBench: AsyncParsableCommand {
 
             let direct = try await directLatencies()
             let pp = Stats(plugLatencies), ks = Stats(kasaLatencies)
-            print("""
-            | \(powerplugs) TCP power plugs + \(kasa) Kasa plugs, one hub | value |
-            |---|---:|
-            | all devices online after start | \(String(format: "%.1f", startup)) s |
-            | hub RSS idle / peak | \(idleRSS / 1024) MiB / \(peakRSS / 1024) MiB |
-            | hub RSS idle: anonymous / file-backed; PSS | \(mib(idleAnon)) / \(mib(idleFile)); \(mib(idlePSS)) |
-            | all \(total) switched ON in one burst -> all confirmed | \(String(format: "%.2f", burst)) s (\(burstOn) confirmed) |
-            | hub CPU steady, all on (Kasa polled every 5 s, plug status every 2 s) | \(percent(idleCPU)) of one core |
-            | hub CPU while switching (one command at a time) | \(percent(commandCPU)) of one core |
-            | events logged while steady (readings past the deadbands) | \(Int(idleEventsPerMinute)) per minute |
-            | commands not confirmed within 10 s | \(failures) of \(commands) |
-            | hub CPU seconds per day at the steady rate | \(String(format: "%.0f", idleCPU * 86_400)) |
-            \(quotaRows(quota, throttled0, throttled))
+            print(
+                """
+                | \(powerplugs) TCP power plugs + \(kasa) Kasa plugs, one hub | value |
+                |---|---:|
+                | all devices online after start | \(String(format: "%.1f", startup)) s |
+                | hub RSS idle / peak | \(idleRSS / 1024) MiB / \(peakRSS / 1024) MiB |
+                | hub RSS idle: anonymous / file-backed; PSS | \(mib(idleAnon)) / \(mib(idleFile)); \(mib(idlePSS)) |
+                | all \(total) switched ON in one burst -> all confirmed | \(String(format: "%.2f", burst)) s (\(burstOn) confirmed) |
+                | hub CPU steady, all on (Kasa polled every 5 s, plug status every 2 s) | \(percent(idleCPU)) of one core |
+                | hub CPU while switching (one command at a time) | \(percent(commandCPU)) of one core |
+                | events logged while steady (readings past the deadbands) | \(Int(idleEventsPerMinute)) per minute |
+                | commands not confirmed within 10 s | \(failures) of \(commands) |
+                | hub CPU seconds per day at the steady rate | \(String(format: "%.0f", idleCPU * 86_400)) |
+                \(quotaRows(quota, throttled0, throttled))
 
-            | switch command -> confirmed state | p50 | p99 | driver alone p50 | hub / driver alone |
-            |---|---:|---:|---:|---:|
-            | TCP power plug, MQTT switch/set -> retained `switch` (\(pp.count)) | \(ms(pp.p50)) ms | \(ms(pp.p99)) ms | \(ms(direct.plug.p50)) ms | \(ratio(pp.p50, direct.plug.p50)) |
-            | Kasa, MQTT switch/set -> retained `switch` (\(ks.count)) | \(ms(ks.p50)) ms | \(ms(ks.p99)) ms | \(ms(direct.kasa.p50)) ms | \(ratio(ks.p50, direct.kasa.p50)) |
-            """)
+                | switch command -> confirmed state | p50 | p99 | driver alone p50 | hub / driver alone |
+                |---|---:|---:|---:|---:|
+                | TCP power plug, MQTT switch/set -> retained `switch` (\(pp.count)) | \(ms(pp.p50)) ms | \(ms(pp.p99)) ms | \(ms(direct.plug.p50)) ms | \(ratio(pp.p50, direct.plug.p50)) |
+                | Kasa, MQTT switch/set -> retained `switch` (\(ks.count)) | \(ms(ks.p50)) ms | \(ms(ks.p99)) ms | \(ms(direct.kasa.p50)) ms | \(ratio(ks.p50, direct.kasa.p50)) |
+                """)
         }
     }
 
     // MARK: - The peer: the drivers alone, switching one simulator each in this process.
 
     func directLatencies() async throws -> (plug: Stats, kasa: Stats) {
-        let plugSim = PowerPlugSimulator(options: { var o = PowerPlugSimulator.Options(); o.port = 0; return o }())
-        let kasaSim = KasaSimulator(options: { var o = KasaSimulator.Options(); o.port = 0; return o }())
+        let plugSim = PowerPlugSimulator(
+            options: {
+                var o = PowerPlugSimulator.Options(); o.port = 0; return o
+            }())
+        let kasaSim = KasaSimulator(
+            options: {
+                var o = KasaSimulator.Options(); o.port = 0; return o
+            }())
         let plugPort = try await plugSim.start(), kasaPort = try await kasaSim.start()
-        defer { Task { await plugSim.stop(); await kasaSim.stop() } }
+        defer {
+            Task {
+                await plugSim.stop(); await kasaSim.stop()
+            }
+        }
         let plug = try await timeDriver(PowerPlugDriverFactory(), driver: "powerplug", port: plugPort)
         let kasa = try await timeDriver(KasaDriverFactory(), driver: "kasa", port: kasaPort)
         return (plug, kasa)
@@ -189,8 +202,9 @@ struct PlugsBench: AsyncParsableCommand {
 
     func timeDriver(_ factory: any DriverFactory, driver name: String, port: Int) async throws -> Stats {
         let context = LastSwitch(deviceId: "direct")
-        let driver = try factory.make(configuration: DriverConfiguration(
-            deviceId: "direct", driver: name, settingsJSON: #"{"host":"127.0.0.1","port":\#(port)}"#))
+        let driver = try factory.make(
+            configuration: DriverConfiguration(
+                deviceId: "direct", driver: name, settingsJSON: #"{"host":"127.0.0.1","port":\#(port)}"#))
         try await driver.start(context: context)
         defer { Task { await driver.stop() } }
         let deadline = ContinuousClock.now + .seconds(10)
@@ -210,7 +224,11 @@ struct PlugsBench: AsyncParsableCommand {
 
     func quotaRows(_ quota: CPUQuota?, _ before: (times: Int, seconds: Double)?, _ after: (times: Int, seconds: Double)?) -> String {
         guard let quota else { return "| CPU quota | none |" }
-        let throttled = before.flatMap { b in after.map { a in "throttled \(a.times - b.times) times, \(String(format: "%.1f", a.seconds - b.seconds)) s while switching" } } ?? ""
+        let throttled =
+            before.flatMap { b in
+                after.map { a in "throttled \(a.times - b.times) times, \(String(format: "%.1f", a.seconds - b.seconds)) s while switching"
+                }
+            } ?? ""
         return "| CPU quota (the hub process, cgroup v\(quota.version)) | \(String(format: "%g", quota.cores)) of one core; \(throttled) |"
     }
 

@@ -1,9 +1,9 @@
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 // Helpers for the benchmarks that run the hub and simulators as separate processes.
 
@@ -76,7 +76,6 @@ func memoryKiB(_ pid: Int32, _ field: String) throws -> Int {
     }
     throw HubError.failed("no \(field) in /proc/\(pid)/status")
 }
-
 
 /// A field of `/proc/<pid>/smaps_rollup` in KiB (`Pss`: resident pages, each shared one divided
 /// among the processes mapping it).

@@ -2,12 +2,12 @@ import ArgumentParser
 import BrokerHarness
 import CLISupport
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import Logging
 import MQTT
 import VirtualDriver
@@ -19,7 +19,8 @@ import VirtualDriver
 struct QoSWindowBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "qos-window",
-        abstract: "Receipt (libmosquitto callback, PUBACK already sent) -> durable append -> answer, per command, under light and busy load.")
+        abstract:
+            "Receipt (libmosquitto callback, PUBACK already sent) -> durable append -> answer, per command, under light and busy load.")
 
     @Option(help: "Commands for the light load (one at a time, each waits for its answer).")
     var light = 1_000
@@ -53,7 +54,8 @@ struct QoSWindowBench: AsyncParsableCommand {
                 try sender.publish("hub/request/command", command(i, device: i % 100, id: "light-\(i)"), qos: 1)
                 while let answer = await answers.next(), !String(decoding: answer.payload, as: UTF8.self).contains("\"light-\(i)\"") {}
             }
-            rows.append(row("light: one at a time (\(light) commands)", surface.commandWindow.stopRecording(), peak: surface.commandWindow.maximum))
+            rows.append(
+                row("light: one at a time (\(light) commands)", surface.commandWindow.stopRecording(), peak: surface.commandWindow.maximum))
             Console.note("bench: \(rows.last!)")
             await sender.stop(finalMessage: nil)
 
@@ -69,8 +71,10 @@ struct QoSWindowBench: AsyncParsableCommand {
                 try steady.publish("hub/request/command", command(i, device: i % 100, id: "steady-\(i)"), qos: 1)
             }
             try await waitAnswered(surface, before + count)
-            rows.append(row("steady: \(rate) commands/s for \(steadySeconds) s (\(count) commands)", surface.commandWindow.stopRecording(),
-                            peak: surface.commandWindow.maximum))
+            rows.append(
+                row(
+                    "steady: \(rate) commands/s for \(steadySeconds) s (\(count) commands)", surface.commandWindow.stopRecording(),
+                    peak: surface.commandWindow.maximum))
             Console.note("bench: \(rows.last!)")
             await steady.stop(finalMessage: nil)
 
@@ -85,36 +89,44 @@ struct QoSWindowBench: AsyncParsableCommand {
                 for (p, c) in clients.enumerated() {
                     group.addTask {
                         for i in 0..<perPublisher {
-                            try c.publish("hub/request/command", command(i, device: (p * perPublisher + i) % 100, id: "flood-\(p)-\(i)"), qos: 1)
+                            try c.publish(
+                                "hub/request/command", command(i, device: (p * perPublisher + i) % 100, id: "flood-\(p)-\(i)"), qos: 1)
                         }
                     }
                 }
                 try await group.waitForAll()
             }
             try await waitAnswered(surface, before + perPublisher * publishers)
-            rows.append(row("flood: \(publishers) publishers, no pause (\(perPublisher * publishers) commands)", surface.commandWindow.stopRecording(),
-                            peak: surface.commandWindow.maximum))
+            rows.append(
+                row(
+                    "flood: \(publishers) publishers, no pause (\(perPublisher * publishers) commands)",
+                    surface.commandWindow.stopRecording(),
+                    peak: surface.commandWindow.maximum))
             Console.note("bench: \(rows.last!)")
             for c in clients { await c.stop(finalMessage: nil) }
             try await service.stop()
 
-            print("""
-            | load | receipt -> lane takes it p50 / p99 / max | receipt -> durable p50 / p99 / max | receipt -> answered p50 / p99 / max | most commands received, not yet durable |
-            |---|---:|---:|---:|---:|
-            \(rows.joined(separator: "\n"))
-            """)
+            print(
+                """
+                | load | receipt -> lane takes it p50 / p99 / max | receipt -> durable p50 / p99 / max | receipt -> answered p50 / p99 / max | most commands received, not yet durable |
+                |---|---:|---:|---:|---:|
+                \(rows.joined(separator: "\n"))
+                """)
         }
     }
 
     func command(_ i: Int, device: Int, id: String) -> [UInt8] {
-        Array(#"{"command":"record_reading","device":"meter-\#(device)","quantity":"power","value":\#(100 + i % 50),"command_id":"\#(id)","transaction":"\#(id)"}"#.utf8)
+        Array(
+            #"{"command":"record_reading","device":"meter-\#(device)","quantity":"power","value":\#(100 + i % 50),"command_id":"\#(id)","transaction":"\#(id)"}"#
+                .utf8)
     }
-
 
     func waitAnswered(_ surface: MQTTSurface, _ target: Int) async throws {
         let start = ContinuousClock.now
         while surface.answered < target {
-            if ContinuousClock.now - start > .seconds(300) { throw HubError.failed("qos-window: \(target - surface.answered) commands unanswered after 300 s") }
+            if ContinuousClock.now - start > .seconds(300) {
+                throw HubError.failed("qos-window: \(target - surface.answered) commands unanswered after 300 s")
+            }
             try await Task.sleep(for: .milliseconds(1))
         }
     }

@@ -3,12 +3,12 @@ import BeaconSimulator
 import BrokerHarness
 import CLISupport
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 import MQTT
 import Synchronization
 
@@ -57,15 +57,22 @@ struct SoakBench: AsyncParsableCommand {
             children.append(hub)
             let started = ContinuousClock.now
             while !counts.online {
-                guard ContinuousClock.now - started < .seconds(60), hub.isRunning else { throw HubError.failed("the hub did not come online") }
+                guard ContinuousClock.now - started < .seconds(60), hub.isRunning else {
+                    throw HubError.failed("the hub did not come online")
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
             try await setUpHousehold(watcher, counts: counts)
             var options = BeaconSimulator.Options()
             options.animals = animals
             options.rooms = rooms
-            children.append(try launch(exe, ["sim", "beacons", "--port", "\(broker.port)", "--animals", "\(animals)", "--rooms", "\(rooms)",
-                                             "--rate", "\(rate)", "--move-every", "30"]))
+            children.append(
+                try launch(
+                    exe,
+                    [
+                        "sim", "beacons", "--port", "\(broker.port)", "--animals", "\(animals)", "--rooms", "\(rooms)",
+                        "--rate", "\(rate)", "--move-every", "30"
+                    ]))
             let commander = Task { await sendCommands(watcher) }
             defer { commander.cancel() }
 
@@ -75,7 +82,8 @@ struct SoakBench: AsyncParsableCommand {
             let cpu0 = try cpuSeconds(pid), events0 = counts.events, t0 = ContinuousClock.now
             // RSS, and its two parts: anonymous pages (heap, stacks) and file-backed pages (the
             // program's and libraries' code and data, read in as paths run for the first time).
-            var points: [(minutes: Double, kib: Double)] = [], anon: [(minutes: Double, kib: Double)] = [], file: [(minutes: Double, kib: Double)] = []
+            var points: [(minutes: Double, kib: Double)] = [], anon: [(minutes: Double, kib: Double)] = [],
+                file: [(minutes: Double, kib: Double)] = []
             while true {
                 guard hub.isRunning else { throw HubError.failed("the hub exited with status \(hub.terminationStatus)") }
                 let elapsed = (ContinuousClock.now - t0).inSeconds / 60
@@ -83,7 +91,12 @@ struct SoakBench: AsyncParsableCommand {
                 points.append((elapsed, Double(rss)))
                 anon.append((elapsed, Double(rssAnon)))
                 file.append((elapsed, Double(rssFile)))
-                if samples { Console.note(String(format: "soak: %6.2f min  RSS %d KiB (anonymous %d, file %d)  events %d", elapsed, rss, rssAnon, rssFile, counts.events - events0)) }
+                if samples {
+                    Console.note(
+                        String(
+                            format: "soak: %6.2f min  RSS %d KiB (anonymous %d, file %d)  events %d", elapsed, rss, rssAnon, rssFile,
+                            counts.events - events0))
+                }
                 if elapsed >= minutes { break }
                 try await Task.sleep(for: .seconds(sampleEvery))
             }
@@ -96,17 +109,18 @@ struct SoakBench: AsyncParsableCommand {
             hub.waitUntilExit()
             await watcher.stop(finalMessage: nil)
             let fit = LeastSquares(points), anonFit = LeastSquares(anon), fileFit = LeastSquares(file)
-            print("""
-            | soak: \(animals) collars x \(rooms) rooms x \(rate) msg/s, \(Self.plugs) TCP + \(Self.kasa) Kasa + \(Self.tasmota) Tasmota + 1 Shelly plugs, an edge a minute, a command every 10 s; \(String(format: "%.1f", measured / 60)) min after \(warmup) s warm-up | value |
-            |---|---:|
-            | hub RSS after warm-up / at the end / peak | \(Int(points.first!.kib) / 1024) MiB / \(Int(points.last!.kib) / 1024) MiB / \(peak / 1024) MiB |
-            | RSS slope (least squares over \(points.count) samples, every \(sampleEvery) s) | \(String(format: "%+.1f", fit.slope)) KB/min |
-            | of which anonymous (heap, stacks): RssAnon \(Int(anon.first!.kib) / 1024) -> \(Int(anon.last!.kib) / 1024) MiB | \(String(format: "%+.1f", anonFit.slope)) KB/min |
-            | of which file-backed (code and data read in): RssFile \(Int(file.first!.kib) / 1024) -> \(Int(file.last!.kib) / 1024) MiB | \(String(format: "%+.1f", fileFit.slope)) KB/min |
-            | hub CPU | \(String(format: "%.1f", cpu)) s (\(String(format: "%.2f %%", cpu / measured * 100)) of one core) |
-            | events logged | \(events) (\(Int(Double(events) * 3600 / measured)) per hour) |
-            | commands answered over MQTT | \(counts.answers) |
-            """)
+            print(
+                """
+                | soak: \(animals) collars x \(rooms) rooms x \(rate) msg/s, \(Self.plugs) TCP + \(Self.kasa) Kasa + \(Self.tasmota) Tasmota + 1 Shelly plugs, an edge a minute, a command every 10 s; \(String(format: "%.1f", measured / 60)) min after \(warmup) s warm-up | value |
+                |---|---:|
+                | hub RSS after warm-up / at the end / peak | \(Int(points.first!.kib) / 1024) MiB / \(Int(points.last!.kib) / 1024) MiB / \(peak / 1024) MiB |
+                | RSS slope (least squares over \(points.count) samples, every \(sampleEvery) s) | \(String(format: "%+.1f", fit.slope)) KB/min |
+                | of which anonymous (heap, stacks): RssAnon \(Int(anon.first!.kib) / 1024) -> \(Int(anon.last!.kib) / 1024) MiB | \(String(format: "%+.1f", anonFit.slope)) KB/min |
+                | of which file-backed (code and data read in): RssFile \(Int(file.first!.kib) / 1024) -> \(Int(file.last!.kib) / 1024) MiB | \(String(format: "%+.1f", fileFit.slope)) KB/min |
+                | hub CPU | \(String(format: "%.1f", cpu)) s (\(String(format: "%.2f %%", cpu / measured * 100)) of one core) |
+                | events logged | \(events) (\(Int(Double(events) * 3600 / measured)) per hour) |
+                | commands answered over MQTT | \(counts.answers) |
+                """)
         }
     }
 
@@ -115,7 +129,9 @@ struct SoakBench: AsyncParsableCommand {
         var children: [Process] = []
         children.append(try launch(exe, ["sim", "powerplug", "--port", "\(basePort)", "--count", "\(Self.plugs)", "--check-interval", "5"]))
         children.append(try launch(exe, ["sim", "kasa", "--port", "\(basePort + 100)", "--count", "\(Self.kasa)"]))
-        children.append(try launch(exe, ["sim", "tasmota", "--port", "\(broker)", "--topic", "soak", "--count", "\(Self.tasmota)", "--tele-period", "10"]))
+        children.append(
+            try launch(
+                exe, ["sim", "tasmota", "--port", "\(broker)", "--topic", "soak", "--count", "\(Self.tasmota)", "--tele-period", "10"]))
         children.append(try launch(exe, ["sim", "shelly", "--port", "\(broker)", "--gen", "2", "--status-period", "10"]))
         try await waitForPort(basePort + Self.plugs - 1)
         try await waitForPort(basePort + 100 + Self.kasa - 1)
@@ -123,15 +139,20 @@ struct SoakBench: AsyncParsableCommand {
     }
 
     var deviceIds: [String] {
-        (0..<Self.plugs).map { "pp-\($0)" } + (0..<Self.kasa).map { "kasa-\($0)" } + (1...Self.tasmota).map { "tasmota-\($0)" } + ["shelly", "lamp"]
+        (0..<Self.plugs).map { "pp-\($0)" } + (0..<Self.kasa).map { "kasa-\($0)" } + (1...Self.tasmota).map { "tasmota-\($0)" } + [
+            "shelly", "lamp"
+        ]
     }
 
     func configJSON(broker: Int) -> String {
-        let devices = (0..<Self.plugs).map { #"{"id":"pp-\#($0)","driver":"powerplug","config":{"host":"127.0.0.1","port":\#(basePort + $0)}}"# }
+        let devices =
+            (0..<Self.plugs).map { #"{"id":"pp-\#($0)","driver":"powerplug","config":{"host":"127.0.0.1","port":\#(basePort + $0)}}"# }
             + (0..<Self.kasa).map { #"{"id":"kasa-\#($0)","driver":"kasa","config":{"host":"127.0.0.1","port":\#(basePort + 100 + $0)}}"# }
             + (1...Self.tasmota).map { #"{"id":"tasmota-\#($0)","driver":"tasmota","config":{"topic":"soak_\#($0)"}}"# }
-            + [#"{"id":"shelly","driver":"shelly","config":{"id":"shellyplus1pm-441793ab3fb4","gen":2}}"#,
-               #"{"id":"lamp","driver":"virtual","config":{}}"#]
+            + [
+                #"{"id":"shelly","driver":"shelly","config":{"id":"shellyplus1pm-441793ab3fb4","gen":2}}"#,
+                #"{"id":"lamp","driver":"virtual","config":{}}"#
+            ]
         return #"{"mqtt":{"port":\#(broker),"client_id":"soak-hub"},"devices":[\#(devices.joined(separator: ","))]}"#
     }
 
@@ -141,11 +162,14 @@ struct SoakBench: AsyncParsableCommand {
         options.animals = animals
         options.rooms = rooms
         for (i, beacon) in BeaconSimulator(options: options).beaconIds.enumerated() {
-            try client.publish("hub/animal/admit", Array(#"{"id":"pet-\#(i)","name":"Pet \#(i)","species":"cat","weight_kg":4,"beacon":"\#(beacon)"}"#.utf8), qos: 1)
+            try client.publish(
+                "hub/animal/admit",
+                Array(#"{"id":"pet-\#(i)","name":"Pet \#(i)","species":"cat","weight_kg":4,"beacon":"\#(beacon)"}"#.utf8), qos: 1)
         }
         let start = ISO8601.format(micros: Int64(Date().timeIntervalSince1970 * 1_000_000) + 30_000_000)
-        try client.publish("hub/device/lamp/activations/set",
-                           Array(#"{"op":"add","name":"every-minute","start":"\#(start)","length":1,"period":2,"id":"soak-activation"}"#.utf8), qos: 1)
+        try client.publish(
+            "hub/device/lamp/activations/set",
+            Array(#"{"op":"add","name":"every-minute","start":"\#(start)","length":1,"period":2,"id":"soak-activation"}"#.utf8), qos: 1)
         let deadline = ContinuousClock.now + .seconds(30)
         while counts.answers < animals + 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         Console.note("soak: \(counts.answers) of \(animals + 1) set-up commands answered")
@@ -186,9 +210,13 @@ final class SoakCounts: Sendable {
 
     func record(_ topic: String, _ payload: [UInt8]) {
         state.withLock { s in
-            if topic == "hub/status" { s.online = String(decoding: payload, as: UTF8.self) == "online" }
-            else if topic.hasPrefix("hub/events/") { s.events += 1 }
-            else if topic.hasPrefix("hub/response/") { s.answers += 1 }
+            if topic == "hub/status" {
+                s.online = String(decoding: payload, as: UTF8.self) == "online"
+            } else if topic.hasPrefix("hub/events/") {
+                s.events += 1
+            } else if topic.hasPrefix("hub/response/") {
+                s.answers += 1
+            }
         }
     }
 

@@ -1,13 +1,13 @@
 import ArgumentParser
 import CLISupport
 import Foundation
-import HubDomain
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubDomain
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 
 /// `hub-bench startup`: the hub's start-up with a fresh snapshot, at a log of N events. Writes N
 /// real domain events (the log benchmark's workload, `--per-append` events per command), starts
@@ -42,14 +42,15 @@ struct StartupBench: AsyncParsableCommand {
                 notes = said
             }
             let fast = withCheckpoint.sorted()[1], slow = withoutCheckpoint.sorted()[1]
-            print("""
-            | hub start-up, \(written) events (\(logBytes / 1_048_576) MiB of segments), \(perAppend) per command | seconds |
-            |---|---:|
-            | first start, no snapshot (replays every event) | \(String(format: "%.2f", replayAll)) |
-            | with a fresh snapshot and the recovery checkpoint (median of 3: \(list(withCheckpoint))) | \(String(format: "%.3f", fast)) |
-            | with a fresh snapshot, recovery.ckpt deleted (every frame scanned; median of 3: \(list(withoutCheckpoint))) | \(String(format: "%.3f", slow)) |
-            | ratio | \(String(format: "%.3f", fast / max(slow, 1e-9))) |
-            """)
+            print(
+                """
+                | hub start-up, \(written) events (\(logBytes / 1_048_576) MiB of segments), \(perAppend) per command | seconds |
+                |---|---:|
+                | first start, no snapshot (replays every event) | \(String(format: "%.2f", replayAll)) |
+                | with a fresh snapshot and the recovery checkpoint (median of 3: \(list(withCheckpoint))) | \(String(format: "%.3f", fast)) |
+                | with a fresh snapshot, recovery.ckpt deleted (every frame scanned; median of 3: \(list(withoutCheckpoint))) | \(String(format: "%.3f", slow)) |
+                | ratio | \(String(format: "%.3f", fast / max(slow, 1e-9))) |
+                """)
             Console.note("startup: without the checkpoint the hub said: \(notes)")
         }
     }

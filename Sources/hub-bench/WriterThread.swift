@@ -6,7 +6,7 @@ import Synchronization
 /// everything queued since its last batch and hands it to `commit`, on that thread. Between batches
 /// it looks for the next item as the log's writer does (`WriterLook`) before it sleeps on a
 /// condition.
-final class WriterThread<Item>: @unchecked Sendable { // state guarded by `condition`; `commit` runs on the thread only
+final class WriterThread<Item>: @unchecked Sendable {  // state guarded by `condition`; `commit` runs on the thread only
     private let condition = NSCondition()
     private var queue: [Item] = []
     /// When the first of `queue` came.

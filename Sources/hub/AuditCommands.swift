@@ -1,14 +1,14 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import HubApp
 import HubAudit
+import HubEngine
+import HubHTTP
+import HubHistory
 import HubJSON
 import HubLog
-import HubEngine
-import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// `hub audit`: the Merkle tree over the log, its signed heads, and proofs an outsider checks
 /// offline with the public key alone (docs/audit.md).
@@ -26,8 +26,9 @@ struct AuditCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Console.guarded {
-                try FileManager.default.createDirectory(atPath: AuditTrail.directory(dataDirectory: data.dataDir),
-                                                        withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: AuditTrail.directory(dataDirectory: data.dataDir),
+                    withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 let key = try AuditKey.load(path: AuditTrail.directory(dataDirectory: data.dataDir) + "/key", create: true)
                 print(pem ? AuditKey.publicKeyPEM(key.publicKey) : AuditKey.publicKeyHex(key.publicKey), terminator: pem ? "" : "\n")
             }
@@ -39,7 +40,8 @@ struct AuditCommand: AsyncParsableCommand {
             abstract: "Print the newest signed tree head (or every one); --sign brings the tree up to the log and signs a new one.")
         @OptionGroup var data: DataOptions
         @Flag(help: "Every head in <data-dir>/audit/heads, oldest first.") var all = false
-        @Flag(help: "Add the log's new records to the tree and sign a head now (not while a hub runs on this data directory: it signs them).")
+        @Flag(
+            help: "Add the log's new records to the tree and sign a head now (not while a hub runs on this data directory: it signs them).")
         var sign = false
 
         func run() async throws {
@@ -58,7 +60,8 @@ struct AuditCommand: AsyncParsableCommand {
                 }
                 let heads = try AuditTrail.heads(directory: directory)
                 guard let newest = heads.last else {
-                    throw HubError.failed("no signed tree head in \(directory)/heads yet (the running hub signs them; `hub audit head --sign` signs one now)")
+                    throw HubError.failed(
+                        "no signed tree head in \(directory)/heads yet (the running hub signs them; `hub audit head --sign` signs one now)")
                 }
                 for head in all ? heads : [newest] { print(head.line) }
             }
@@ -87,10 +90,15 @@ struct AuditCommand: AsyncParsableCommand {
         func run() async throws {
             try await Console.guarded {
                 let (tree, size) = try openTree(data, size: size)
-                guard seq >= 1, seq <= size else { throw HubError.usage("record \(seq) is not in the tree of \(size) records (1...\(size))") }
+                guard seq >= 1, seq <= size else {
+                    throw HubError.usage("record \(seq) is not in the tree of \(size) records (1...\(size))")
+                }
                 let path = try Merkle.inclusionProof(index: seq - 1, size: size, tree)
-                print(JSONValue.object([("seq", .number(Double(seq))), ("size", .number(Double(size))),
-                                        ("path", .array(path.map { .string(Hex.string($0)) }))]).serialized())
+                print(
+                    JSONValue.object([
+                        ("seq", .number(Double(seq))), ("size", .number(Double(size))),
+                        ("path", .array(path.map { .string(Hex.string($0)) }))
+                    ]).serialized())
             }
         }
     }
@@ -107,15 +115,20 @@ struct AuditCommand: AsyncParsableCommand {
                 let (tree, _) = try openTree(data, size: new)
                 guard old >= 1, old <= new else { throw HubError.usage("OLD must be from 1 to NEW (\(new)), not \(old)") }
                 let path = try Merkle.consistencyProof(old: old, new: new, tree)
-                print(JSONValue.object([("from", .number(Double(old))), ("to", .number(Double(new))),
-                                        ("path", .array(path.map { .string(Hex.string($0)) }))]).serialized())
+                print(
+                    JSONValue.object([
+                        ("from", .number(Double(old))), ("to", .number(Double(new))),
+                        ("path", .array(path.map { .string(Hex.string($0)) }))
+                    ]).serialized())
             }
         }
     }
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check offline, with the public key alone: a record's exported line against a head (--line, --proof), or two heads against each other (--head twice, --proof).")
+            abstract:
+                "Check offline, with the public key alone: a record's exported line against a head (--line, --proof), or two heads against each other (--head twice, --proof)."
+        )
         @Option(help: "The hub's public key: 64 hex digits, a PEM PUBLIC KEY, or a file holding either.") var key: String
         @Option(help: "A file holding a signed head's JSON line (give two, older first, for a consistency proof).") var head: [String]
         @Option(help: "A file holding the proof (the JSON `hub audit prove` or `hub audit consistency` prints).") var proof: String
@@ -123,10 +136,12 @@ struct AuditCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await Console.guarded {
-                let publicKey = try AuditKey.publicKey(parsing: FileManager.default.fileExists(atPath: key)
-                                                       ? String(decoding: try read(key), as: UTF8.self) : key)
+                let publicKey = try AuditKey.publicKey(
+                    parsing: FileManager.default.fileExists(atPath: key)
+                        ? String(decoding: try read(key), as: UTF8.self) : key)
                 let heads = try head.map { file in
-                    let head = try SignedHead(line: String(decoding: try read(file), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+                    let head = try SignedHead(
+                        line: String(decoding: try read(file), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
                     guard head.isSigned(by: publicKey) else {
                         throw HubError.failed("\(file): the head (size \(head.size), \(head.time)) is not signed by this key")
                     }
@@ -143,7 +158,9 @@ struct AuditCommand: AsyncParsableCommand {
                     guard heads.count == 1 else { throw HubError.usage("an inclusion check takes one --head") }
                     try checkInclusion(lineFile: line, head: heads[0], proof: proof, path: path)
                 } else {
-                    guard heads.count == 2 else { throw HubError.usage("a consistency check takes two --head (older first); an inclusion check takes --line") }
+                    guard heads.count == 2 else {
+                        throw HubError.usage("a consistency check takes two --head (older first); an inclusion check takes --line")
+                    }
                     try checkConsistency(old: heads[0], new: heads[1], proof: proof, path: path)
                 }
             }
@@ -161,23 +178,31 @@ struct AuditCommand: AsyncParsableCommand {
                 throw HubError.usage("\(lineFile): not a line of `hub export` (a JSON object with \"seq\")")
             }
             guard proof["seq"]?.doubleValue.map(UInt64.init) == seq, proof["size"]?.doubleValue.map(UInt64.init) == head.size else {
-                throw HubError.failed("the proof is for record \(proof["seq"]?.serialized() ?? "?") in a tree of \(proof["size"]?.serialized() ?? "?"), not record \(seq) in the head's tree of \(head.size)")
+                throw HubError.failed(
+                    "the proof is for record \(proof["seq"]?.serialized() ?? "?") in a tree of \(proof["size"]?.serialized() ?? "?"), not record \(seq) in the head's tree of \(head.size)"
+                )
             }
             guard let root = Merkle.rootFromInclusion(leafHash: Merkle.leafHash(bytes), index: seq - 1, size: head.size, path: path) else {
                 throw HubError.failed("the proof has the wrong length for record \(seq) in a tree of \(head.size)")
             }
             guard root == head.root else {
-                throw HubError.failed("record \(seq) is not in the tree the head signed (size \(head.size), \(head.time)): its line and the proof lead to root \(Hex.string(root)), the head signed \(Hex.string(head.root)); the line was altered, or the log holds another record \(seq)")
+                throw HubError.failed(
+                    "record \(seq) is not in the tree the head signed (size \(head.size), \(head.time)): its line and the proof lead to root \(Hex.string(root)), the head signed \(Hex.string(head.root)); the line was altered, or the log holds another record \(seq)"
+                )
             }
             print("ok: record \(seq) is in the tree of \(head.size) records signed at \(head.time) (root \(Hex.string(head.root)))")
         }
 
         func checkConsistency(old: SignedHead, new: SignedHead, proof: JSONValue, path: [[UInt8]]) throws {
             guard proof["from"]?.doubleValue.map(UInt64.init) == old.size, proof["to"]?.doubleValue.map(UInt64.init) == new.size else {
-                throw HubError.failed("the proof is from \(proof["from"]?.serialized() ?? "?") to \(proof["to"]?.serialized() ?? "?"), the heads' sizes are \(old.size) and \(new.size)")
+                throw HubError.failed(
+                    "the proof is from \(proof["from"]?.serialized() ?? "?") to \(proof["to"]?.serialized() ?? "?"), the heads' sizes are \(old.size) and \(new.size)"
+                )
             }
             guard Merkle.verifyConsistency(old: old.size, new: new.size, oldRoot: old.root, newRoot: new.root, path: path) else {
-                throw HubError.failed("the tree of \(new.size) records signed at \(new.time) does not extend the tree of \(old.size) signed at \(old.time): the history up to record \(old.size) was rewritten (or the proof is not theirs)")
+                throw HubError.failed(
+                    "the tree of \(new.size) records signed at \(new.time) does not extend the tree of \(old.size) signed at \(old.time): the history up to record \(old.size) was rewritten (or the proof is not theirs)"
+                )
             }
             print("ok: the tree of \(new.size) records signed at \(new.time) extends the tree of \(old.size) signed at \(old.time)")
         }
@@ -189,7 +214,9 @@ func openTree(_ data: DataOptions, size: UInt64?) throws -> (TreeFile, UInt64) {
     let trail = try AuditTrail(dataDirectory: data.dataDir, readOnly: true)
     let size = try size ?? AuditTrail.newestHead(directory: trail.directory)?.size ?? trail.tree.size
     guard size <= trail.tree.size else {
-        throw HubError.usage("the tree in \(trail.treePath) holds \(trail.tree.size) records, not \(size) (the running hub adds records as they are appended; `hub audit head --sign` without a running hub)")
+        throw HubError.usage(
+            "the tree in \(trail.treePath) holds \(trail.tree.size) records, not \(size) (the running hub adds records as they are appended; `hub audit head --sign` without a running hub)"
+        )
     }
     return (trail.tree, size)
 }
@@ -199,7 +226,8 @@ extension VerifyCommand {
     /// node, and checks every signed head against the log; a mismatch names the record or head.
     func checkAudit(_ store: any EventStore) throws {
         let directory = AuditTrail.directory(dataDirectory: data.dataDir)
-        guard FileManager.default.fileExists(atPath: directory + "/tree") || FileManager.default.fileExists(atPath: directory + "/heads") else { return }
+        guard FileManager.default.fileExists(atPath: directory + "/tree") || FileManager.default.fileExists(atPath: directory + "/heads")
+        else { return }
         // Beside a running hub, a tree or heads past the log as it was opened are the hub's progress.
         let running = Self.heldByRunningHub(directory + "/LOCK") == true
         let report = try AuditVerifier.check(store: store, dataDirectory: data.dataDir, leaf: AuditLeaf.bytes, running: running)
@@ -207,9 +235,12 @@ extension VerifyCommand {
         guard report.problems.isEmpty else {
             throw HubError.failed("the audit tree or heads do not match the log (named above)")
         }
-        let lag = store.lastSequence > report.treeSize && !running ? "; records \(report.treeSize + 1)...\(store.lastSequence) are not in it yet (the hub adds them)" : ""
+        let lag =
+            store.lastSequence > report.treeSize && !running
+            ? "; records \(report.treeSize + 1)...\(store.lastSequence) are not in it yet (the hub adds them)" : ""
         let beyond = report.headsBeyond > 0 ? " (\(report.headsBeyond) more signed by the running hub since, not compared)" : ""
-        print("audit tree: \(report.compared) records match the log\(lag); \(report.heads - report.headsBeyond) signed head(s) match it\(beyond); "
-              + "root \(Hex.string(report.root)) at \(store.lastSequence)")
+        print(
+            "audit tree: \(report.compared) records match the log\(lag); \(report.heads - report.headsBeyond) signed head(s) match it\(beyond); "
+                + "root \(Hex.string(report.root)) at \(store.lastSequence)")
     }
 }

@@ -1,12 +1,12 @@
+import BeaconSimulator
 import CLISupport
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
-import BeaconSimulator
 import Kasa
 import KasaSimulator
 import PowerPlug
@@ -32,21 +32,30 @@ struct Demo {
     let beacons: BeaconSimulator?
 
     static func devices(withMQTT: Bool) -> [HubConfig.Device] {
-        devices() + (withMQTT ? [
-            HubConfig.Device(id: "demo-tasmota", driver: "tasmota", name: "Desk lamp (simulated Tasmota)",
-                             config: #"{"topic":"\#(tasmotaTopic)"}"#),
-            HubConfig.Device(id: "demo-shelly", driver: "shelly", name: "Boiler (simulated Shelly Plus 1PM)",
-                             config: #"{"id":"\#(shellyId)","gen":2}"#),
-        ] : [])
+        devices()
+            + (withMQTT
+                ? [
+                    HubConfig.Device(
+                        id: "demo-tasmota", driver: "tasmota", name: "Desk lamp (simulated Tasmota)",
+                        config: #"{"topic":"\#(tasmotaTopic)"}"#),
+                    HubConfig.Device(
+                        id: "demo-shelly", driver: "shelly", name: "Boiler (simulated Shelly Plus 1PM)",
+                        config: #"{"id":"\#(shellyId)","gen":2}"#)
+                ] : [])
     }
 
     static func devices() -> [HubConfig.Device] {
-        [HubConfig.Device(id: "demo-pump", driver: "powerplug", name: "Lawn pump (simulated TCP plug)",
-                          config: #"{"host":"127.0.0.1","port":\#(pumpPort)}"#),
-         HubConfig.Device(id: "demo-heater", driver: "powerplug", name: "Patio heater (simulated TCP plug)",
-                          config: #"{"host":"127.0.0.1","port":\#(heaterPort)}"#),
-         HubConfig.Device(id: "demo-kettle", driver: "kasa", name: "Kettle (simulated Kasa HS110)",
-                          config: #"{"host":"127.0.0.1","port":\#(kasaPort),"poll_interval":2}"#)]
+        [
+            HubConfig.Device(
+                id: "demo-pump", driver: "powerplug", name: "Lawn pump (simulated TCP plug)",
+                config: #"{"host":"127.0.0.1","port":\#(pumpPort)}"#),
+            HubConfig.Device(
+                id: "demo-heater", driver: "powerplug", name: "Patio heater (simulated TCP plug)",
+                config: #"{"host":"127.0.0.1","port":\#(heaterPort)}"#),
+            HubConfig.Device(
+                id: "demo-kettle", driver: "kasa", name: "Kettle (simulated Kasa HS110)",
+                config: #"{"host":"127.0.0.1","port":\#(kasaPort),"poll_interval":2}"#)
+        ]
     }
 
     /// Starts the simulators; their state files live in `<data-dir>/demo`. The MQTT ones connect to
@@ -62,7 +71,8 @@ struct Demo {
             options.checkInterval = .seconds(5)
             let plug = PowerPlugSimulator(options: options)
             do { _ = try await plug.start() } catch {
-                throw HubError.usage("demo: cannot listen on 127.0.0.1:\(port) for a simulated power plug (\(error)); is another demo hub running?")
+                throw HubError.usage(
+                    "demo: cannot listen on 127.0.0.1:\(port) for a simulated power plug (\(error)); is another demo hub running?")
             }
             plugs.append(plug)
         }
@@ -72,13 +82,18 @@ struct Demo {
         kasaOptions.loadWatts = 1800
         let kasa = KasaSimulator(options: kasaOptions)
         do { _ = try await kasa.start() } catch {
-            throw HubError.usage("demo: cannot listen on 127.0.0.1:\(kasaPort) for a simulated Kasa plug (\(error)); is another demo hub running?")
+            throw HubError.usage(
+                "demo: cannot listen on 127.0.0.1:\(kasaPort) for a simulated Kasa plug (\(error)); is another demo hub running?")
         }
         guard let mqtt else { return Demo(plugs: plugs, kasa: kasa, tasmota: nil, shelly: nil, beacons: nil) }
-        let tasmota = TasmotaSimulator(options: TasmotaSimulator.Options(host: mqtt.host, port: mqtt.port, topic: tasmotaTopic,
-                                                                         telePeriod: 10, loadWatts: 40))
-        let shelly = ShellySimulator(options: ShellySimulator.Options(host: mqtt.host, port: mqtt.port, gen: 2, id: shellyId,
-                                                                      loadWatts: 2000, statusPeriod: 10))
+        let tasmota = TasmotaSimulator(
+            options: TasmotaSimulator.Options(
+                host: mqtt.host, port: mqtt.port, topic: tasmotaTopic,
+                telePeriod: 10, loadWatts: 40))
+        let shelly = ShellySimulator(
+            options: ShellySimulator.Options(
+                host: mqtt.host, port: mqtt.port, gen: 2, id: shellyId,
+                loadWatts: 2000, statusPeriod: 10))
         var beaconOptions = BeaconSimulator.Options()
         beaconOptions.host = mqtt.host
         beaconOptions.port = mqtt.port
@@ -98,21 +113,25 @@ struct Demo {
         let now = currentMicros()
         if await service.hub.state.activations["demo-pump"].isEmpty {
             let nextMinute = (now / 60_000_000 + 1) * 60
-            await service.commands.execute(.setActivation(device: "demo-pump", op: .add, name: "demo", start: nextMinute,
-                                                          lengthMinutes: 1, periodMinutes: 2),
-                                           actor: "demo", now: now)
+            await service.commands.execute(
+                .setActivation(
+                    device: "demo-pump", op: .add, name: "demo", start: nextMinute,
+                    lengthMinutes: 1, periodMinutes: 2),
+                actor: "demo", now: now)
             note("demo: demo-pump runs 1 minute in every 2 from \(ISO8601.format(seconds: nextMinute)) (its own scheduler)")
         }
         if let beacons {
             for (i, name) in ["Rex", "Tom"].enumerated() where i < beacons.beaconIds.count {
                 let id = "demo-" + name.lowercased()
                 guard await service.hub.state.animals[id]?.isAdmitted != true else { continue }
-                let admission = Admission(animal: id, name: name, weightKg: i == 0 ? 23.5 : 4.2, species: i == 0 ? "dog" : "cat",
-                                          ownerName: "Demo Owner", motive: "demo", beacon: beacons.beaconIds[i])
+                let admission = Admission(
+                    animal: id, name: name, weightKg: i == 0 ? 23.5 : 4.2, species: i == 0 ? "dog" : "cat",
+                    ownerName: "Demo Owner", motive: "demo", beacon: beacons.beaconIds[i])
                 await service.commands.execute(.admitAnimal(admission), actor: "demo", now: now)
             }
-            note("demo: demo-rex and demo-tom wear beacons walking between \(beacons.roomNames.joined(separator: ", ")); "
-                 + "a third beacon nobody wears shows in request/beacons/unknown")
+            note(
+                "demo: demo-rex and demo-tom wear beacons walking between \(beacons.roomNames.joined(separator: ", ")); "
+                    + "a third beacon nobody wears shows in request/beacons/unknown")
         }
         // Give the kettle's driver its first poll before switching it.
         for _ in 0..<50 where await service.hub.device("demo-kettle")?.available != true {

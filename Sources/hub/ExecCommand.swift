@@ -1,22 +1,22 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 struct ExecCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Execute commands given as JSON objects (or JSON Lines on stdin with '-'); print each outcome.",
         discussion: """
-        Example: hub exec '{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}'
-        Commands: \(CommandJSON.names.joined(separator: ", ")). The hub must not be running on the same data directory.
-        Queries: {"query":"history","subject":"device/lamp","quantity":"power","from":"<ISO-8601>","to":"<ISO-8601>","bucket":"1h"}.
-        """)
+            Example: hub exec '{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}'
+            Commands: \(CommandJSON.names.joined(separator: ", ")). The hub must not be running on the same data directory.
+            Queries: {"query":"history","subject":"device/lamp","quantity":"power","from":"<ISO-8601>","to":"<ISO-8601>","bucket":"1h"}.
+            """)
 
     @OptionGroup var data: DataOptions
     @OptionGroup var log: LogLevelOption
@@ -40,13 +40,15 @@ struct ExecCommand: AsyncParsableCommand {
         }
         // What opening repaired, rebuilt or set aside (a torn tail cut into quarantine, the command
         // index rebuilt by a scan, a snapshot the log disowns).
-        for note in hub.openingNotes where note.hasPrefix("recovered") || note.hasPrefix("the command index") || note.contains("set aside") {
+        for note in hub.openingNotes where note.hasPrefix("recovered") || note.hasPrefix("the command index") || note.contains("set aside")
+        {
             Console.note("hub: \(note)")
         }
         // The same command path as `hub run`, with no drivers running: members of a group or scene
         // are sent their switch and stay pending until a running hub's drivers carry it out.
-        let service = CommandService(hub: hub, catalog: DriverCatalog(LinkedDrivers.all), confirmTimeout: .zero,
-                                     logger: Console.logger(level: log.logLevel ?? .info))
+        let service = CommandService(
+            hub: hub, catalog: DriverCatalog(LinkedDrivers.all), confirmTimeout: .zero,
+            logger: Console.logger(level: log.logLevel ?? .info))
         var texts = commands
         if texts == ["-"] {
             texts = []
@@ -76,7 +78,9 @@ struct ExecCommand: AsyncParsableCommand {
             }
             print(answer.serialized())
         }
-        if let lease { do { try await lease.release() } catch { Console.note("hub: the lease was not released (it lapses in 3 s): \(error)") } }
+        if let lease {
+            do { try await lease.release() } catch { Console.note("hub: the lease was not released (it lapses in 3 s): \(error)") }
+        }
         if let problem = try await Console.guarded({ try await hub.close() }) { Console.note("hub: \(problem)") }
         if failures > 0 { throw ExitCode.failure }
     }

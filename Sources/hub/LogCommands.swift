@@ -1,13 +1,13 @@
 import ArgumentParser
 import CLISupport
 import Foundation
-import HubDomain
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubDomain
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 
 /// Opens the log read-only (beside a running hub, without repairing anything).
 func openLogReadOnly(_ data: DataOptions) throws -> any EventStore {
@@ -64,8 +64,11 @@ struct EventsCommand: AsyncParsableCommand {
                 if let untilBound, !untilBound.admits(sequence: record.sequence, timestamp: record.timestamp) { return false }
                 if case .time(let t)? = sinceBound, record.timestamp < t { return true }
                 if let stream {
-                    if let streamPrefix { if !record.stream.hasPrefix(streamPrefix) { return true } }
-                    else if record.stream != stream { return true }
+                    if let streamPrefix {
+                        if !record.stream.hasPrefix(streamPrefix) { return true }
+                    } else if record.stream != stream {
+                        return true
+                    }
                 }
                 if let type, record.type != type { return true }
                 out.write(EventLines.render(record))
@@ -94,8 +97,10 @@ struct ReplayCommand: AsyncParsableCommand {
     var until: String?
     @Flag(help: "Print JSON instead of tables.")
     var json = false
-    @Option(help: ArgumentHelp("Print only this history, as of the bound: SUBJECT:QUANTITY:BUCKET (e.g. device/kettle:power:1h).",
-                               valueName: "subject:quantity:bucket"))
+    @Option(
+        help: ArgumentHelp(
+            "Print only this history, as of the bound: SUBJECT:QUANTITY:BUCKET (e.g. device/kettle:power:1h).",
+            valueName: "subject:quantity:bucket"))
     var history: String?
     @Option(help: "With --history: the range's start (ISO-8601; default: 60 minutes, 24 hours or 30 days before --to).")
     var from: String?
@@ -149,8 +154,9 @@ struct VerifyCommand: AsyncParsableCommand {
         let bad = audit.findings.filter { $0.problem != nil }
         for finding in bad { Console.note("hub: snapshot \(paths.snapshots)/\(finding.name) does not match the log: \(finding.problem!)") }
         guard bad.isEmpty else {
-            throw HubError.failed("\(bad.count) snapshot(s) do not match the log (named above); the log is sound: "
-                                  + "move them out of \(paths.snapshots) and the hub replays from the log")
+            throw HubError.failed(
+                "\(bad.count) snapshot(s) do not match the log (named above); the log is sound: "
+                    + "move them out of \(paths.snapshots) and the hub replays from the log")
         }
     }
 
@@ -162,8 +168,9 @@ struct VerifyCommand: AsyncParsableCommand {
         guard let found = HistoryFiles.inspect(directory: directory) else { return }
         if let reason = try HistoryFiles.distrust(found.mark, hasSeries: found.series > 0, store: store) {
             if found.mark == nil, paths.logURL == nil, Self.heldByRunningHub(paths.log + "/LOCK") == true {
-                print("history files: \(found.series) series, being written by the hub running on this log; "
-                      + "it syncs them with its next snapshot and when it stops (nothing to do)")
+                print(
+                    "history files: \(found.series) series, being written by the hub running on this log; "
+                        + "it syncs them with its next snapshot and when it stops (nothing to do)")
                 return
             }
             print("note: the history files in \(directory) are rebuilt from the log at the next start: \(reason)")
@@ -177,14 +184,16 @@ struct VerifyCommand: AsyncParsableCommand {
     /// nil when that cannot be told.
     static func heldByRunningHub(_ lockPath: String) -> Bool? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: lockPath),
-              let inode = (attributes[.systemFileNumber] as? NSNumber)?.uint64Value,
-              let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+            let inode = (attributes[.systemFileNumber] as? NSNumber)?.uint64Value,
+            let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)
+        else { return nil }
         // `1: FLOCK  ADVISORY  WRITE 4242 00:2f:1234567 0 EOF`: the file is major:minor:inode.
         return locks.split(separator: "\n").contains { line in
-            line.contains("FLOCK") && line.split(separator: " ").contains { field in
-                let parts = field.split(separator: ":")
-                return parts.count == 3 && UInt64(parts[2]) == inode
-            }
+            line.contains("FLOCK")
+                && line.split(separator: " ").contains { field in
+                    let parts = field.split(separator: ":")
+                    return parts.count == 3 && UInt64(parts[2]) == inode
+                }
         }
     }
 
@@ -197,7 +206,8 @@ struct VerifyCommand: AsyncParsableCommand {
                 if ContinuousClock.now - started > .milliseconds(500) { bar.show(done: done, total: total) }
             }
             bar.finish()
-            let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+            let seconds =
+                Double((ContinuousClock.now - started).components.attoseconds) / 1e18
                 + Double((ContinuousClock.now - started).components.seconds)
             let storage = report.segments > 0 ? " in \(report.segments) segment(s), \(report.bytes) bytes," : ""
             print("log sound: \(report.records) events\(storage) checked in " + String(format: "%.2f", seconds) + " s")
@@ -226,7 +236,8 @@ final class ProgressBar {
         let fraction = min(1, Double(done) / Double(total))
         let width = 40
         let filled = Int(fraction * Double(width))
-        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
+        let line =
+            "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
             + String(format: "%3.0f%%", fraction * 100)
         FileHandle.standardError.write(Data(line.utf8))
         shown = true

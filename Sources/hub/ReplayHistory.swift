@@ -1,10 +1,10 @@
 import CLISupport
+import HubApp
 import HubDomain
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// `hub replay --history SUBJECT:QUANTITY:BUCKET [--from T] [--to T]`: one history query answered
 /// from the read models as replayed to the bound, with the same checks and codes as
@@ -52,11 +52,12 @@ struct ReplayHistory {
         let query = try query(state)
         let answer = try state.history(query)
         if json {
-            Swift.print(JSONValue.object([
-                ("as_of", .string(asOf)), ("subject", .string(subject)), ("quantity", .string(quantity)), ("bucket", .string(bucket)),
-                ("from", .string(ISO8601.format(micros: query.from))), ("to", .string(ISO8601.format(micros: query.to))),
-                ("data", HistoryJSON.data(answer)),
-            ]).serialized())
+            Swift.print(
+                JSONValue.object([
+                    ("as_of", .string(asOf)), ("subject", .string(subject)), ("quantity", .string(quantity)), ("bucket", .string(bucket)),
+                    ("from", .string(ISO8601.format(micros: query.from))), ("to", .string(ISO8601.format(micros: query.to))),
+                    ("data", HistoryJSON.data(answer))
+                ]).serialized())
         } else {
             Swift.print("as of \(asOf)")
             Swift.print(HistoryJSON.table(answer, query: query), terminator: "")

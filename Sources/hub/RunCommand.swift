@@ -1,14 +1,14 @@
 import ArgumentParser
+import BeaconBridge
 import CLISupport
+import CoreMetrics
+import DriverAPI
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
-import DriverAPI
-import BeaconBridge
-import CoreMetrics
 import Kasa
 import PowerPlug
 import Prometheus
@@ -38,17 +38,26 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The base of every hub topic.") var baseTopic: String?
     @Option(help: "Home Assistant's discovery prefix.") var discoveryPrefix: String?
     @Flag(help: "Run without the MQTT surface.") var noMqtt = false
-    @Flag(help: "With no devices in the configuration: simulate two TCP power plugs and a Kasa plug in this process and register them (demo-pump, demo-heater, demo-kettle).") var demo = false
+    @Flag(
+        help:
+            "With no devices in the configuration: simulate two TCP power plugs and a Kasa plug in this process and register them (demo-pump, demo-heater, demo-kettle)."
+    ) var demo = false
     @Option(help: "Write a read-model snapshot after this many new events.") var snapshotEvery: UInt64 = 10_000
-    @Option(help: ArgumentHelp("Serve the console, the JSON API, /metrics, /healthz and /readyz here (default 127.0.0.1:8080). Any address other than loopback requires a token (hub token).",
-                               valueName: "address:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve the console, the JSON API, /metrics, /healthz and /readyz here (default 127.0.0.1:8080). Any address other than loopback requires a token (hub token).",
+            valueName: "address:port"))
     var http: String?
     @Flag(help: "Run without the HTTP listener (no console, API or /metrics).") var noHttp = false
-    @Option(help: ArgumentHelp("This hub's name among several sharing one PostgreSQL log (--log postgres://...): the one holding the lease is active, the others follow the log as standbys and take over when it lapses. Its MQTT client id gets -NAME appended.",
-                               valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "This hub's name among several sharing one PostgreSQL log (--log postgres://...): the one holding the lease is active, the others follow the log as standbys and take over when it lapses. Its MQTT client id gets -NAME appended.",
+            valueName: "name"))
     var instance: String?
-    @Option(help: ArgumentHelp("How long readings, sightings and availability reports may wait for their sync, so that they share pages on disk (0 to 300; default 10; 0 syncs every event before going on). Commands are synced before they are answered.",
-                               valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "How long readings, sightings and availability reports may wait for their sync, so that they share pages on disk (0 to 300; default 10; 0 syncs every event before going on). Commands are synced before they are answered.",
+            valueName: "seconds"))
     var observationCommitDelay: Double?
     @OptionGroup var log: LogLevelOption
 
@@ -74,7 +83,9 @@ struct RunCommand: AsyncParsableCommand {
         if let mqttKeyFile { settings.mqtt.keyFile = mqttKeyFile }
         if mqttTlsInsecure { settings.mqtt.tlsInsecure = true }
         if let baseTopic {
-            guard MQTTNames.isValidBase(baseTopic) else { throw HubError.usage("--base-topic \(baseTopic): no + or #, no leading or trailing /") }
+            guard MQTTNames.isValidBase(baseTopic) else {
+                throw HubError.usage("--base-topic \(baseTopic): no + or #, no leading or trailing /")
+            }
             settings.mqtt.baseTopic = baseTopic
         }
         if let discoveryPrefix {
@@ -136,8 +147,9 @@ struct RunCommand: AsyncParsableCommand {
     /// and the demo's simulated devices when asked for.
     func prepare() async throws -> (options: HubServiceOptions, demo: Demo?) {
         let config = try settings()
-        var options = HubServiceOptions(paths: try data.paths(fallback: config.log), config: config,
-                                        factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
+        var options = HubServiceOptions(
+            paths: try data.paths(fallback: config.log), config: config,
+            factories: LinkedDrivers.all, demo: demo, snapshotEvery: snapshotEvery)
         options.bridgeFactories = LinkedDrivers.bridges
         // The one place the process-wide metrics system is bootstrapped; /metrics renders its registry.
         let registry = PrometheusCollectorRegistry()
@@ -147,17 +159,21 @@ struct RunCommand: AsyncParsableCommand {
         options.http = config.http
         // On PostgreSQL a hub always holds the lease: without --instance under a name derived from
         // this machine and data directory, so a second hub on the same log cannot write it too.
-        options.lease = config.lease ?? (options.paths.logURL == nil ? nil
-            : LeaseSettings.derived(dataDirectory: data.dataDir, ttl: .milliseconds(Int64(config.leaseSeconds * 1000))))
+        options.lease =
+            config.lease
+            ?? (options.paths.logURL == nil
+                ? nil
+                : LeaseSettings.derived(dataDirectory: data.dataDir, ttl: .milliseconds(Int64(config.leaseSeconds * 1000))))
         options.stopStandby = { EarlySignals.pending }
         options.memoryTrim = .seconds(30)
         var simulators: Demo? = nil
         if demo && config.devices.isEmpty {
             simulators = try await Demo.start(dataDirectory: data.dataDir, mqtt: config.mqtt.enabled ? config.mqtt : nil)
             options.demoDevices = Demo.devices(withMQTT: config.mqtt.enabled)
-            Console.note("hub: demo: simulating power plugs on 127.0.0.1:\(Demo.pumpPort) and :\(Demo.heaterPort), "
-                         + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)"
-                         + (config.mqtt.enabled ? ", and on the broker a Tasmota plug, a Shelly Plus 1PM and three beacon collars" : ""))
+            Console.note(
+                "hub: demo: simulating power plugs on 127.0.0.1:\(Demo.pumpPort) and :\(Demo.heaterPort), "
+                    + "a Kasa HS110 on 127.0.0.1:\(Demo.kasaPort)"
+                    + (config.mqtt.enabled ? ", and on the broker a Tasmota plug, a Shelly Plus 1PM and three beacon collars" : ""))
         }
         return (options, simulators)
     }
@@ -178,8 +194,9 @@ struct RunCommand: AsyncParsableCommand {
                 // SIGINT/SIGTERM shut the services down gracefully, in order.
                 // After a step-down, the signals stay with EarlySignals (watched below): a second
                 // service group's signal sources for the same signals did not reliably fire.
-                return try await HubService.start(options, logger: Console.logger(level: options.config.logLevel),
-                                                  signals: options.retryOpeningLog ? [] : Self.signals)
+                return try await HubService.start(
+                    options, logger: Console.logger(level: options.config.logLevel),
+                    signals: options.retryOpeningLog ? [] : Self.signals)
             } catch is StandbyStopped {
                 await demoSimulators?.stop()
                 Console.note("hub: stopped while standby (instance \(options.lease?.instance ?? "-"))")
@@ -199,17 +216,21 @@ struct RunCommand: AsyncParsableCommand {
         EarlySignals.redeliver()
         let state = await service.hub.state
         let animals = state.animals.admitted.count
-        Console.note("hub: running with data directory \(data.dataDir)\(logNote): \(state.lastSequence) events, "
-                     + "\(state.devices.active.count) device(s), \(animals) animal(s) admitted. Ctrl-C stops.")
+        Console.note(
+            "hub: running with data directory \(data.dataDir)\(logNote): \(state.lastSequence) events, "
+                + "\(state.devices.active.count) device(s), \(animals) animal(s) admitted. Ctrl-C stops.")
         if let settings = service.httpSettings, let port = await service.httpPort() {
             let shown = HTTPSettings(host: settings.host == "0.0.0.0" || settings.host == "::" ? "127.0.0.1" : settings.host, port: port)
-            Console.note("hub: console and API on http://\(shown.description)/"
-                         + (settings.isLoopback ? "" : " (listening on \(settings.host); sign in with the token, docs/http.md)"))
+            Console.note(
+                "hub: console and API on http://\(shown.description)/"
+                    + (settings.isLoopback ? "" : " (listening on \(settings.host); sign in with the token, docs/http.md)"))
         }
-        let watcher: Task<Void, Never>? = options.retryOpeningLog ? Task {
-            while !Task.isCancelled, !EarlySignals.pending { try? await Task.sleep(for: .milliseconds(100)) }
-            if EarlySignals.pending { try? await service.stop() }
-        } : nil
+        let watcher: Task<Void, Never>? =
+            options.retryOpeningLog
+            ? Task {
+                while !Task.isCancelled, !EarlySignals.pending { try? await Task.sleep(for: .milliseconds(100)) }
+                if EarlySignals.pending { try? await service.stop() }
+            } : nil
         defer { watcher?.cancel() }
         // Until a signal, or until the service cannot go on (then exit non-zero, so a supervisor
         // such as systemd restarts it; or, stepped down, wait as a standby again).
@@ -225,7 +246,9 @@ extension RunCommand {
 
 /// The driver plugins this executable links.
 enum LinkedDrivers {
-    static let all: [any DriverFactory] = [VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), TasmotaDriverFactory(),
-                                                   ShellyDriverFactory()]
+    static let all: [any DriverFactory] = [
+        VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), TasmotaDriverFactory(),
+        ShellyDriverFactory()
+    ]
     static let bridges: [any BridgeFactory] = [BeaconBridgeFactory()]
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
+import BeaconSimulator
 import CLISupport
 import Foundation
-import BeaconSimulator
 import Kasa
 import KasaSimulator
 import PowerPlug
@@ -25,10 +25,14 @@ struct PowerPlugSim: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "TCP port (the plug's is 230, which needs root); with --count, the first of consecutive ports.") var port = 230
     @Option(help: "Activation slots.") var slots = 10
-    @Option(help: "File keeping the activations and mode across restarts (with --count N > 1, one file per plug: F.0 ... F.<N-1>).") var stateFile: String?
+    @Option(help: "File keeping the activations and mode across restarts (with --count N > 1, one file per plug: F.0 ... F.<N-1>).")
+    var stateFile: String?
     @Option(help: "How many plugs to simulate.") var count = 1
     @Option(help: "Seconds between the plug's scheduler checks.") var checkInterval = 60
-    @Flag(help: "Pause the plug's own scheduler while a client is connected, as the seed's sketch does (the hub stays connected, so activations would not run).")
+    @Flag(
+        help:
+            "Pause the plug's own scheduler while a client is connected, as the seed's sketch does (the hub stays connected, so activations would not run)."
+    )
     var pauseWhileConnected = false
 
     func validate() throws {
@@ -122,8 +126,9 @@ struct ShellySim: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let options = ShellySimulator.Options(host: host, port: port, gen: gen == 1 ? 1 : 2, id: id, loadWatts: load,
-                                              statusPeriod: statusPeriod)
+        let options = ShellySimulator.Options(
+            host: host, port: port, gen: gen == 1 ? 1 : 2, id: id, loadWatts: load,
+            statusPeriod: statusPeriod)
         let count = self.count
         try await serveUntilTerminated { try await ShellySimulator.runForever(options: options, count: count, print: printLine) }
     }
@@ -132,7 +137,8 @@ struct ShellySim: AsyncParsableCommand {
 struct BeaconSim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "beacons",
-        abstract: "Simulate animals wearing BLE beacons walking between rooms, as ESPresense / OpenMQTTGateway / Theengs bridges report them.")
+        abstract:
+            "Simulate animals wearing BLE beacons walking between rooms, as ESPresense / OpenMQTTGateway / Theengs bridges report them.")
 
     @Option(help: "Broker host.") var host = "127.0.0.1"
     @Option(help: "Broker port.") var port = 1883
@@ -142,7 +148,9 @@ struct BeaconSim: AsyncParsableCommand {
     @Option(help: "Seconds between an animal's moves (0: never).") var moveEvery = 30.0
 
     func validate() throws {
-        guard (1...10_000).contains(animals), (1...100).contains(rooms) else { throw ValidationError("--animals 1 to 10000, --rooms 1 to 100") }
+        guard (1...10_000).contains(animals), (1...100).contains(rooms) else {
+            throw ValidationError("--animals 1 to 10000, --rooms 1 to 100")
+        }
         guard rate > 0, rate <= 50 else { throw ValidationError("--rate must be above 0 and at most 50") }
     }
 

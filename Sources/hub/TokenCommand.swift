@@ -1,11 +1,11 @@
 import ArgumentParser
 import CLISupport
 import Foundation
+import HubApp
 import HubEngine
+import HubHTTP
 import HubHistory
 import HubMQTT
-import HubHTTP
-import HubApp
 
 /// `hub token`: the HTTP listener's access tokens (needed on any bind other than loopback).
 struct TokenCommand: AsyncParsableCommand {

@@ -24,7 +24,8 @@ struct BridgeRig {
         let context = CollectingBridgeContext(mqtt: mqtt)
         try await bridge.start(context: context)
         // Probe until the subscription is active: a foreign-but-in-scope message counted as dropped.
-        let probe = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "probe-\(UUID().uuidString.prefix(6))", cleanSession: true))
+        let probe = try MQTTClient(
+            options: MQTTOptions(port: broker.port, clientId: "probe-\(UUID().uuidString.prefix(6))", cleanSession: true))
         try probe.start()
         try await probe.waitUntilConnected(timeout: .seconds(5))
         let deadline = ContinuousClock.now + .seconds(10)
@@ -88,10 +89,11 @@ struct BridgeRig {
             return false
         }
         #expect(moved != nil, "move not reported: \(rig.context.facts.dropFirst(before))")
-        #expect(await rig.context.waitFor(timeout: .seconds(5)) { fact in
-            if case .present(sim.beaconIds[0], "room-3", _) = fact { return true }
-            return false
-        } != nil)
+        #expect(
+            await rig.context.waitFor(timeout: .seconds(5)) { fact in
+                if case .present(sim.beaconIds[0], "room-3", _) = fact { return true }
+                return false
+            } != nil)
 
         // Silence.
         await sim.stop()
@@ -129,7 +131,7 @@ struct BridgeRig {
             ("home/gw/BTtoMQTT/aa", junk), ("home/gw/BTtoMQTT/aa", "{" + junk), ("espresense/devices/x/y", "NaN"),
             ("espresense/devices/x/y", #"{"rssi":50}"#), ("espresense/devices/x/y", #"{"rssi":-500}"#),
             ("espresense/devices/x", #"{"rssi":-50}"#), ("home/gw/BTtoMQTT", #"{"rssi":-50}"#),
-            ("espresense/devices/x/y/z", "{}"), ("home/gw/BTtoMQTT/aa", #"{"rssi":"loud"}"#), ("home/gw/BTtoMQTT/aa", ""),
+            ("espresense/devices/x/y/z", "{}"), ("home/gw/BTtoMQTT/aa", #"{"rssi":"loud"}"#), ("home/gw/BTtoMQTT/aa", "")
         ]
         for (topic, payload) in garbage {
             try client.publish(topic, Array(payload.utf8), qos: 1)
@@ -184,7 +186,9 @@ struct BridgeRig {
         let base = 1  // at least the probe
         let drained = await rig.waitForMessages(sent + base, timeout: .seconds(20))
         let c = rig.bridge.counters
-        print("load: 100 beacons x 10 rooms x 2 msg/s for \(elapsed): sent \(sent), bridge counted \(c.observations) observations of \(c.messages) messages, facts \(c.facts) (sighted \(c.sighted), present \(c.present), unseen \(c.unseen)), tracked \(c.tracked)")
+        print(
+            "load: 100 beacons x 10 rooms x 2 msg/s for \(elapsed): sent \(sent), bridge counted \(c.observations) observations of \(c.messages) messages, facts \(c.facts) (sighted \(c.sighted), present \(c.present), unseen \(c.unseen)), tracked \(c.tracked)"
+        )
         #expect(drained)
         #expect(Double(c.observations) >= 0.99 * Double(sent))
         #expect(sent >= 5000)  // ~10 000 expected; a busy machine may lag a little

@@ -15,26 +15,37 @@ import Testing
     }
 
     @Test func espresenseCurrentFirmware() throws {
-        let o = try ok("espresense/devices/apple:1006:10-12/kitchen",
-                       #"{"mac":"67518126293a","id":"apple:1006:10-12","rssi@1m":-65,"rssi":-84.77,"rxAdj":0,"rssiVar":9.56,"distance":2.49,"var":0.16,"int":626}"#)
+        let o = try ok(
+            "espresense/devices/apple:1006:10-12/kitchen",
+            #"{"mac":"67518126293a","id":"apple:1006:10-12","rssi@1m":-65,"rssi":-84.77,"rxAdj":0,"rssiVar":9.56,"distance":2.49,"var":0.16,"int":626}"#
+        )
         #expect(o == BeaconObservation(beacon: "apple:1006:10-12", room: "kitchen", distance: 2.49, rssi: -84.77, format: .espresense))
     }
 
     @Test func espresenseOlderFirmware() throws {
-        let o = try ok("espresense/devices/244b03d72780/office",
-                       #"{"id":"244b03d72780","idType":55,"rssi@1m":-71,"rssi":-84,"raw":2.35,"distance":2.25,"speed":0.02,"mac":"244b03d72780","interval":615}"#)
+        let o = try ok(
+            "espresense/devices/244b03d72780/office",
+            #"{"id":"244b03d72780","idType":55,"rssi@1m":-71,"rssi":-84,"raw":2.35,"distance":2.25,"speed":0.02,"mac":"244b03d72780","interval":615}"#
+        )
         #expect(o == BeaconObservation(beacon: "244b03d72780", room: "office", distance: 2.25, rssi: -84, format: .espresense))
     }
 
     @Test func openMQTTGatewayIBeacon() throws {
-        let o = try ok("home/gw1/BTtoMQTT/6087574C9BC2",
-                       #"{"id":"60:87:57:4C:9B:C2","mac_type":1,"rssi":-78,"distance":7.85288,"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"1de4b189115e45f6b44e509352269977","major":0,"minor":0,"txpower":-66}"#)
-        #expect(o == BeaconObservation(beacon: "1de4b189115e45f6b44e509352269977", room: "ward", distance: 7.85288, rssi: -78, format: .openMQTTGateway))
+        let o = try ok(
+            "home/gw1/BTtoMQTT/6087574C9BC2",
+            #"{"id":"60:87:57:4C:9B:C2","mac_type":1,"rssi":-78,"distance":7.85288,"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"1de4b189115e45f6b44e509352269977","major":0,"minor":0,"txpower":-66}"#
+        )
+        #expect(
+            o
+                == BeaconObservation(
+                    beacon: "1de4b189115e45f6b44e509352269977", room: "ward", distance: 7.85288, rssi: -78, format: .openMQTTGateway))
     }
 
     @Test func theengsWithoutDistanceUsesTxPower() throws {
-        let o = try ok("home/TheengsGateway/BTtoMQTT/6087574C9BC2",
-                       #"{"id":"60:87:57:4C:9B:C2","rssi":-78,"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"1DE4B189-115E-45F6-B44E-509352269977","major":3,"minor":7,"txpower":-66}"#)
+        let o = try ok(
+            "home/TheengsGateway/BTtoMQTT/6087574C9BC2",
+            #"{"id":"60:87:57:4C:9B:C2","rssi":-78,"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"1DE4B189-115E-45F6-B44E-509352269977","major":3,"minor":7,"txpower":-66}"#
+        )
         #expect(o.beacon == "1de4b189115e45f6b44e509352269977-3-7")
         #expect(o.room == "TheengsGateway")  // not in gateway_rooms: its own name
         #expect(o.format == .theengs)
@@ -42,7 +53,8 @@ import Testing
     }
 
     @Test func espresenseIBeaconIdMapsToTheGatewayIdentity() throws {
-        let plain = try ok("espresense/devices/x/hall", #"{"id":"iBeacon:1de4b189-115e-45f6-b44e-509352269977-0-0","rssi":-70,"rssi@1m":-59}"#)
+        let plain = try ok(
+            "espresense/devices/x/hall", #"{"id":"iBeacon:1de4b189-115e-45f6-b44e-509352269977-0-0","rssi":-70,"rssi@1m":-59}"#)
         #expect(plain.beacon == "1de4b189115e45f6b44e509352269977")
         #expect(abs(plain.distance - pow(10, 11.0 / 27)) < 1e-9)  // computed from rssi@1m
         let numbered = try ok("espresense/devices/iBeacon:1de4b189-115e-45f6-b44e-509352269977-3-7/hall", #"{"rssi":-70}"#)
@@ -51,11 +63,17 @@ import Testing
     }
 
     @Test func configuredIds() throws {
-        let p = BeaconParser(beaconIds: ["24:4B:03:D7:27:80": "collar-7", "apple:1006:10-12": "phone-ann",
-                                         "1DE4B189-115E-45F6-B44E-509352269977": "rex"])
+        let p = BeaconParser(beaconIds: [
+            "24:4B:03:D7:27:80": "collar-7", "apple:1006:10-12": "phone-ann",
+            "1DE4B189-115E-45F6-B44E-509352269977": "rex"
+        ])
         #expect(try ok("espresense/devices/244b03d72780/office", #"{"id":"244b03d72780","rssi":-80}"#, p).beacon == "collar-7")
         #expect(try ok("espresense/devices/a/office", #"{"id":"apple:1006:10-12","rssi":-80}"#, p).beacon == "phone-ann")
-        #expect(try ok("home/gw/BTtoMQTT/AABBCCDDEEFF", #"{"id":"AA:BB:CC:DD:EE:FF","rssi":-80,"uuid":"1de4b189115e45f6b44e509352269977","major":0,"minor":0}"#, p).beacon == "rex")
+        #expect(
+            try ok(
+                "home/gw/BTtoMQTT/AABBCCDDEEFF",
+                #"{"id":"AA:BB:CC:DD:EE:FF","rssi":-80,"uuid":"1de4b189115e45f6b44e509352269977","major":0,"minor":0}"#, p
+            ).beacon == "rex")
         // A plain BLE device without uuid: its MAC.
         #expect(try ok("home/gw/BTtoMQTT/AABBCCDDEEFF", #"{"id":"AA:BB:CC:DD:EE:FF","rssi":-80}"#, p).beacon == "aabbccddeeff")
     }
@@ -93,7 +111,7 @@ import Testing
             ("home/gw/BTtoMQTT/aa", #"{"rssi":-70,"uuid":42}"#, .noIdentity),
             ("home/gw/BTtoMQTT/aa", #"{"rssi":-70,"uuid":"abc"}"#, .noIdentity),
             ("home/gw/BTtoMQTT/aa", #"{"rssi":-70,"uuid":"1de4b189115e45f6b44e509352269977","major":-1}"#, .noIdentity),
-            ("home/gw/BTtoMQTT/aa", #"{"rssi":{"a":1}}"#, .badSignal),
+            ("home/gw/BTtoMQTT/aa", #"{"rssi":{"a":1}}"#, .badSignal)
         ]
         for (topic, payload, reason) in cases {
             #expect(parse(topic, payload) == .failure(reason), "\(topic) \(payload.prefix(40))")
@@ -120,7 +138,10 @@ import Testing
     }
 
     @Test func allKeys() throws {
-        let s = try BeaconSettings(json: #"{"espresense_prefix":"esp","gateway_prefix":"omg","gateway_rooms":{"gw1":"ward"},"beacon_ids":{"aa":"rex"},"path_loss":3,"window_seconds":5,"hysteresis_db":3,"hysteresis_confirmations":3,"unseen_seconds":60,"present_every_seconds":10,"max_beacons":100}"#)
+        let s = try BeaconSettings(
+            json:
+                #"{"espresense_prefix":"esp","gateway_prefix":"omg","gateway_rooms":{"gw1":"ward"},"beacon_ids":{"aa":"rex"},"path_loss":3,"window_seconds":5,"hysteresis_db":3,"hysteresis_confirmations":3,"unseen_seconds":60,"present_every_seconds":10,"max_beacons":100}"#
+        )
         #expect(s.mqttScope == ["esp/devices/#", "omg/+/BTtoMQTT/#"])
         #expect(s.gatewayRooms == ["gw1": "ward"] && s.beaconIds == ["aa": "rex"])
         #expect(s.hysteresis == .decibels(3) && s.confirmations == 3 && s.maxBeacons == 100 && s.pathLoss == 3)
@@ -130,9 +151,11 @@ import Testing
     }
 
     @Test func errors() {
-        for bad in [#"{"unknown":1}"#, #"{"hysteresis_m":1,"hysteresis_db":2}"#, #"{"gateway_rooms":["a"]}"#,
-                    #"{"beacon_ids":{"a":1}}"#, #"{"max_beacons":0}"#, #"{"path_loss":"x"}"#, #"{"gateway_prefix":"a/+"}"#,
-                    "[]", "nope", #"{"unseen_seconds":-1}"#] {
+        for bad in [
+            #"{"unknown":1}"#, #"{"hysteresis_m":1,"hysteresis_db":2}"#, #"{"gateway_rooms":["a"]}"#,
+            #"{"beacon_ids":{"a":1}}"#, #"{"max_beacons":0}"#, #"{"path_loss":"x"}"#, #"{"gateway_prefix":"a/+"}"#,
+            "[]", "nope", #"{"unseen_seconds":-1}"#
+        ] {
             #expect(throws: DriverError.self, "\(bad)") { try BeaconSettings(json: bad) }
         }
     }

@@ -147,7 +147,7 @@ func obs(_ beacon: String, _ room: String, _ d: Double) -> BeaconObservation {
         #expect(t.trackedCount <= 100)
         #expect(t.evicted >= 900)
         #expect(t.room(of: "b999") == "a")  // the most recent stays
-        #expect(t.room(of: "b0") == nil)    // the least recently heard went
+        #expect(t.room(of: "b0") == nil)  // the least recently heard went
         for r in 0..<100 { _ = t.observe(obs("roamer", "r\(r)", 5 + Double(r)), at: t0 + 10_000 + Int64(r)) }
         var n = 0
         for r in 0..<100 where t.distance(of: "roamer", in: "r\(r)").isFinite { n += 1 }
@@ -170,8 +170,9 @@ final class FakeMQTT: DriverMQTT {
 @Suite struct BridgeClockTests {
     @Test func unseenByTheTimerWithAnInjectedClock() async throws {
         let now = Mutex<Int64>(t0)
-        let bridge = BeaconBridge(settings: try BeaconSettings(json: #"{"unseen_seconds":60}"#),
-                                  clock: { now.withLock { $0 } }, checkInterval: .milliseconds(20))
+        let bridge = BeaconBridge(
+            settings: try BeaconSettings(json: #"{"unseen_seconds":60}"#),
+            clock: { now.withLock { $0 } }, checkInterval: .milliseconds(20))
         let mqtt = FakeMQTT()
         let context = CollectingBridgeContext(mqtt: mqtt)
         try await bridge.start(context: context)

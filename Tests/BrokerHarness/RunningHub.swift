@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,8 +25,10 @@ public final class RunningHub: @unchecked Sendable {
     /// Starts `hub run` with `arguments` and waits until it runs.
     /// - Throws: `BrokerHarnessError` with the hub's output when it exits or does not say it runs
     ///   within `timeout`.
-    public static func start(_ arguments: [String], environment: [String: String] = [:],
-                             timeout: Duration = .seconds(60)) async throws -> RunningHub {
+    public static func start(
+        _ arguments: [String], environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) async throws -> RunningHub {
         guard let path = builtExecutable("hub") else { throw BrokerHarnessError("the hub executable was not built") }
         let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("hub-run-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: logURL.path, contents: nil)

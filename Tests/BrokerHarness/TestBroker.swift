@@ -6,6 +6,7 @@
 //     broker.stop()          // also done by deinit
 
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,8 +50,10 @@ public final class TestBroker: @unchecked Sendable {
     /// - secured: `allow_anonymous false` and a password file made from `users` (name, password).
     /// - acl: text of an `acl_file` (`user <name>` / `topic read|write|readwrite <filter>` / `pattern ...`).
     /// - persistence: keep sessions and retained messages across stop()/restart() (saved on SIGTERM).
-    public static func start(secured: Bool = false, users: [(String, String)] = [], acl: String? = nil,
-                             persistence: Bool = false) throws -> TestBroker {
+    public static func start(
+        secured: Bool = false, users: [(String, String)] = [], acl: String? = nil,
+        persistence: Bool = false
+    ) throws -> TestBroker {
         let executable = try findMosquitto()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("hub-test-broker-\(UUID().uuidString)", isDirectory: true)
@@ -82,8 +85,10 @@ public final class TestBroker: @unchecked Sendable {
     // Testing runs tests in parallel on a small cooperative pool (2 threads on a 2-core machine),
     // so async tests should use these: the blocking work runs on a thread of its own.
 
-    public static func startAsync(secured: Bool = false, users: [(String, String)] = [], acl: String? = nil,
-                                  persistence: Bool = false) async throws -> TestBroker {
+    public static func startAsync(
+        secured: Bool = false, users: [(String, String)] = [], acl: String? = nil,
+        persistence: Bool = false
+    ) async throws -> TestBroker {
         try await offThread {
             try TestBroker.start(secured: secured, users: users, acl: acl, persistence: persistence)
         }
@@ -170,7 +175,9 @@ public final class TestBroker: @unchecked Sendable {
         for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
             return candidate
         }
-        throw BrokerHarnessError("the mosquitto broker is not installed (looked in /usr/sbin and PATH); run scripts/setup-system to install mosquitto and mosquitto-clients")
+        throw BrokerHarnessError(
+            "the mosquitto broker is not installed (looked in /usr/sbin and PATH); run scripts/setup-system to install mosquitto and mosquitto-clients"
+        )
     }
 
     private static func findTool(_ name: String) -> String? {
@@ -239,7 +246,7 @@ public final class TestBroker: @unchecked Sendable {
             "log_type notice",
             "log_type information",
             "connection_messages true",
-            "log_timestamp_format %H:%M:%S",
+            "log_timestamp_format %H:%M:%S"
         ]
         if getuid() == 0 {
             // mosquitto started as root would switch to the "mosquitto" user and then fail to read
@@ -317,7 +324,9 @@ public final class TestBroker: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if !process.isRunning {
-                throw BrokerHarnessError("mosquitto exited with status \(process.terminationStatus) before accepting connections on 127.0.0.1:\(port). Broker log:\n\(logTail())")
+                throw BrokerHarnessError(
+                    "mosquitto exited with status \(process.terminationStatus) before accepting connections on 127.0.0.1:\(port). Broker log:\n\(logTail())"
+                )
             }
             if Self.canConnect(port: port) { return }
             usleep(20_000)

@@ -12,6 +12,7 @@
 import Foundation
 import HubJSON
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,21 +43,26 @@ public final class Browser: Sendable {
     ///   - timeout: how long it may take to answer its first call.
     /// - Throws: `BrowserError` naming the package to install when there is no browser, or with the
     ///   tail of the browser's own log when it does not start.
-    public static func launch(executable: String? = nil, width: Int = 1280, height: Int = 900,
-                              timeout: Duration = .seconds(30)) async throws -> Browser {
+    public static func launch(
+        executable: String? = nil, width: Int = 1280, height: Int = 900,
+        timeout: Duration = .seconds(30)
+    ) async throws -> Browser {
         guard let path = executable ?? findChromium(), FileManager.default.isExecutableFile(atPath: path) else {
             let chosen = ProcessInfoEnvironment.value("HUB_CHROMIUM").map { "$HUB_CHROMIUM=\($0)" }
-            throw BrowserError(BrowserRequirement.missingMessage(executable ?? chosen ?? "chromium, chromium-browser, google-chrome on PATH"))
+            throw BrowserError(
+                BrowserRequirement.missingMessage(executable ?? chosen ?? "chromium, chromium-browser, google-chrome on PATH"))
         }
         // A browser that dies makes our writes fail with EPIPE instead of killing the test process.
         signal(SIGPIPE, SIG_IGN)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-test-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var arguments = [path, "--headless=new", "--disable-gpu", "--remote-debugging-pipe",
-                         "--user-data-dir=\(directory.path)", "--no-first-run", "--no-default-browser-check",
-                         "--disable-extensions", "--disable-background-networking", "--disable-sync",
-                         "--disable-dev-shm-usage", "--mute-audio", "--hide-scrollbars", "--password-store=basic",
-                         "--window-size=\(width),\(height)", "about:blank"]
+        var arguments = [
+            path, "--headless=new", "--disable-gpu", "--remote-debugging-pipe",
+            "--user-data-dir=\(directory.path)", "--no-first-run", "--no-default-browser-check",
+            "--disable-extensions", "--disable-background-networking", "--disable-sync",
+            "--disable-dev-shm-usage", "--mute-audio", "--hide-scrollbars", "--password-store=basic",
+            "--window-size=\(width),\(height)", "about:blank"
+        ]
         if getuid() == 0 { arguments.insert("--no-sandbox", at: 1) }
         let spawned: (pid: pid_t, toBrowser: Int32, fromBrowser: Int32)
         do {
@@ -65,8 +71,9 @@ public final class Browser: Sendable {
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
-        let browser = Browser(pid: spawned.pid, directory: directory,
-                              pipe: DevToolsPipe(toBrowser: spawned.toBrowser, fromBrowser: spawned.fromBrowser))
+        let browser = Browser(
+            pid: spawned.pid, directory: directory,
+            pipe: DevToolsPipe(toBrowser: spawned.toBrowser, fromBrowser: spawned.fromBrowser))
         do {
             _ = try await browser.pipe.call("Browser.getVersion", timeout: timeout)
         } catch {
@@ -82,7 +89,9 @@ public final class Browser: Sendable {
         let target = try await pipe.call("Target.createTarget", ["url": "about:blank"], timeout: timeout)
         guard let targetId = target["targetId"]?.stringValue else { throw BrowserError("Target.createTarget: no targetId in \(target)") }
         let attached = try await pipe.call("Target.attachToTarget", ["targetId": .string(targetId), "flatten": true], timeout: timeout)
-        guard let session = attached["sessionId"]?.stringValue else { throw BrowserError("Target.attachToTarget: no sessionId in \(attached)") }
+        guard let session = attached["sessionId"]?.stringValue else {
+            throw BrowserError("Target.attachToTarget: no sessionId in \(attached)")
+        }
         for domain in ["Page", "Runtime", "Log"] {
             _ = try await pipe.call("\(domain).enable", session: session, timeout: timeout)
         }
@@ -92,7 +101,11 @@ public final class Browser: Sendable {
     /// Asks the browser to close, then ends its whole process group (renderers included) and
     /// removes its profile. Safe to call twice.
     public func close() async {
-        guard !closed.withLock({ let was = $0; $0 = true; return was }) else { return }
+        guard
+            !closed.withLock({
+                let was = $0; $0 = true; return was
+            })
+        else { return }
         _ = try? await pipe.call("Browser.close", timeout: .seconds(3))
         var status: Int32 = 0
         for _ in 0..<60 {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What went wrong driving the browser, in words a test failure can show as it is: which call,
 /// what the browser said, and what its pages logged.
 public struct BrowserError: Error, CustomStringConvertible, Sendable {
@@ -24,8 +26,6 @@ public enum BrowserRequirement {
             + "or set \(skipVariable)=1 to skip the real-browser tests"
     }
 }
-
-import Foundation
 
 enum ProcessInfoEnvironment {
     static func value(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }

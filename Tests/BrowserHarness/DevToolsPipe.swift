@@ -1,6 +1,7 @@
 import Foundation
 import HubJSON
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +44,10 @@ final class DevToolsPipe: Sendable {
     /// answer's `result`.
     /// - Throws: `BrowserError` when the browser answers with an error, does not answer within
     ///   `timeout`, or the pipe is closed.
-    func call(_ method: String, _ params: JSONValue = [:], session: String? = nil,
-              timeout: Duration = .seconds(10)) async throws -> JSONValue {
+    func call(
+        _ method: String, _ params: JSONValue = [:], session: String? = nil,
+        timeout: Duration = .seconds(10)
+    ) async throws -> JSONValue {
         try await withCheckedThrowingContinuation { continuation in
             let id: Int? = state.withLock { state in
                 if state.closed != nil { return nil }
@@ -154,8 +157,10 @@ final class DevToolsPipe: Sendable {
                 defer { state.nextId += 1 }
                 return state.nextId
             }
-            let accept: JSONValue = ["id": .number(Double(id)), "method": "Page.handleJavaScriptDialog",
-                                     "params": ["accept": true], "sessionId": .string(session)]
+            let accept: JSONValue = [
+                "id": .number(Double(id)), "method": "Page.handleJavaScriptDialog",
+                "params": ["accept": true], "sessionId": .string(session)
+            ]
             _ = write(Array(accept.serialized().utf8) + [0])
         }
         let line = Self.pageLogLine(method, message["params"] ?? [:])

@@ -32,9 +32,10 @@ public struct Page: Sendable {
     /// - Throws: `BrowserError` with the exception's text when the expression throws.
     @discardableResult
     public func evaluate(_ expression: String, timeout: Duration = .seconds(10)) async throws -> JSONValue {
-        let answer = try await pipe.call("Runtime.evaluate",
-                                         ["expression": .string(expression), "returnByValue": true, "awaitPromise": true],
-                                         session: session, timeout: timeout)
+        let answer = try await pipe.call(
+            "Runtime.evaluate",
+            ["expression": .string(expression), "returnByValue": true, "awaitPromise": true],
+            session: session, timeout: timeout)
         if let details = answer["exceptionDetails"] {
             let text = details["exception"]?["description"]?.stringValue ?? details["text"]?.stringValue ?? details.serialized()
             throw BrowserError("the page threw evaluating `\(expression)`: \(text)")
@@ -69,7 +70,8 @@ public struct Page: Sendable {
     /// - Throws: `BrowserError` when nothing matches.
     public func click(_ selector: String) async throws {
         let literal = JSONValue.string(selector).serialized()
-        let found = try await evaluate("(() => { const e = document.querySelector(\(literal)); if (!e) return false; e.click(); return true })()")
+        let found = try await evaluate(
+            "(() => { const e = document.querySelector(\(literal)); if (!e) return false; e.click(); return true })()")
         guard found == .bool(true) else { throw BrowserError("nothing to click: no element matches \(selector)\(logSuffix())") }
     }
 
@@ -88,12 +90,15 @@ public struct Page: Sendable {
             let metrics = try await pipe.call("Page.getLayoutMetrics", session: session)
             let size = metrics["cssContentSize"] ?? metrics["contentSize"] ?? [:]
             let width = size["width"]?.doubleValue ?? 1280, height = min(size["height"]?.doubleValue ?? 900, 8000)
-            params += [("captureBeyondViewport", true),
-                       ("clip", ["x": 0, "y": 0, "width": .number(width.rounded(.up)), "height": .number(height.rounded(.up)), "scale": 1])]
+            params += [
+                ("captureBeyondViewport", true),
+                ("clip", ["x": 0, "y": 0, "width": .number(width.rounded(.up)), "height": .number(height.rounded(.up)), "scale": 1])
+            ]
         }
         let shot = try await pipe.call("Page.captureScreenshot", .object(params), session: session, timeout: .seconds(20))
         guard let base64 = shot["data"]?.stringValue, let png = Data(base64Encoded: base64),
-              png.starts(with: [0x89, 0x50, 0x4E, 0x47]) else {
+            png.starts(with: [0x89, 0x50, 0x4E, 0x47])
+        else {
             throw BrowserError("Page.captureScreenshot: no PNG in the answer")
         }
         let url = URL(fileURLWithPath: path)

@@ -10,7 +10,8 @@ extension Page {
     /// - Throws: `BrowserError` when nothing matches or the element has no size (hidden).
     func centre(of selector: String) async throws -> (x: Double, y: Double) {
         let literal = JSONValue.string(selector).serialized()
-        let box = try await evaluate("""
+        let box = try await evaluate(
+            """
             (() => { const e = document.querySelector(\(literal)); if (!e) return null;
               e.scrollIntoView({block: "center", inline: "center"}); const r = e.getBoundingClientRect();
               return r.width > 0 && r.height > 0 ? [r.x + r.width / 2, r.y + r.height / 2] : "hidden"; })()
@@ -29,7 +30,8 @@ extension Page {
     public func mouseClick(_ selector: String) async throws {
         let (x, y) = try await centre(of: selector)
         let literal = JSONValue.string(selector).serialized()
-        let hit = try await evaluate("""
+        let hit = try await evaluate(
+            """
             (() => { const e = document.querySelector(\(literal)), h = document.elementFromPoint(\(x), \(y));
               return e === h || e.contains(h) || (h && h.control === e) ? true : (h ? h.outerHTML.slice(0, 120) : "nothing"); })()
             """)
@@ -37,8 +39,12 @@ extension Page {
             throw BrowserError("a click on \(selector) would land on \(hit.stringValue ?? hit.serialized()) instead\(logSuffix())")
         }
         for type in ["mousePressed", "mouseReleased"] {
-            _ = try await pipe.call("Input.dispatchMouseEvent", ["type": .string(type), "x": .number(x), "y": .number(y),
-                                                                 "button": "left", "clickCount": 1], session: session)
+            _ = try await pipe.call(
+                "Input.dispatchMouseEvent",
+                [
+                    "type": .string(type), "x": .number(x), "y": .number(y),
+                    "button": "left", "clickCount": 1
+                ], session: session)
         }
     }
 
@@ -62,7 +68,8 @@ extension Page {
     public func pick(_ selector: String, _ value: String) async throws {
         _ = try await centre(of: selector)
         let literal = JSONValue.string(selector).serialized(), text = JSONValue.string(value).serialized()
-        let taken = try await evaluate("""
+        let taken = try await evaluate(
+            """
             (() => { const e = document.querySelector(\(literal)); e.focus(); e.value = \(text);
               e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true}));
               return e.value === \(text); })()
@@ -74,12 +81,18 @@ extension Page {
     public func press(_ key: String) async throws {
         let codes: [String: (code: Int, text: String?)] = ["Enter": (13, "\r"), "Backspace": (8, nil), "Tab": (9, nil)]
         guard let k = codes[key] else { throw BrowserError("press: no key named \(key)") }
-        var down: [(String, JSONValue)] = [("type", k.text == nil ? "rawKeyDown" : "keyDown"), ("key", .string(key)), ("code", .string(key)),
-                                           ("windowsVirtualKeyCode", .number(Double(k.code)))]
+        var down: [(String, JSONValue)] = [
+            ("type", k.text == nil ? "rawKeyDown" : "keyDown"), ("key", .string(key)), ("code", .string(key)),
+            ("windowsVirtualKeyCode", .number(Double(k.code)))
+        ]
         if let text = k.text { down.append(("text", .string(text))) }
         _ = try await pipe.call("Input.dispatchKeyEvent", .object(down), session: session)
-        _ = try await pipe.call("Input.dispatchKeyEvent", ["type": "keyUp", "key": .string(key), "code": .string(key),
-                                                           "windowsVirtualKeyCode": .number(Double(k.code))], session: session)
+        _ = try await pipe.call(
+            "Input.dispatchKeyEvent",
+            [
+                "type": "keyUp", "key": .string(key), "code": .string(key),
+                "windowsVirtualKeyCode": .number(Double(k.code))
+            ], session: session)
     }
 
     /// Chooses `paths` in the file input matching `selector`, as the file picker does.

@@ -9,9 +9,10 @@ import Testing
 @Suite(.serialized, .enabled(if: !BrowserRequirement.skipRequested, "HUB_SKIP_BROWSER=1 skips the real-browser tests"))
 struct BrowserHarnessTests {
     /// A page whose button says `on` 200 ms after a click, as a page waiting for its server would.
-    static let page = "data:text/html," + """
-        <p id="state">off</p><button onclick="setTimeout(() => { document.getElementById('state').textContent = 'on' }, 200)">switch</button>
-        """.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    static let page =
+        "data:text/html," + """
+            <p id="state">off</p><button onclick="setTimeout(() => { document.getElementById('state').textContent = 'on' }, 200)">switch</button>
+            """.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
 
     @Test func clicksRunThePagesHandlersAndWaitsSeeTheirEffect() async throws {
         let browser = try await Browser.launch()

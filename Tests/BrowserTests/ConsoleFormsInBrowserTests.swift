@@ -20,7 +20,8 @@ struct ConsoleFormsInBrowserTests {
                 ("id", "rex"), ("name", "Rex"), ("species", "dog"), ("breed", "Labrador"), ("weight_kg", "31.5"), ("coat", "black"),
                 ("beacon", "iBeacon:1de4b189-115e-45f6-b44e-509352269977-0-0"), ("owner_name", "Ana Silva"),
                 ("owner_phone", "+351 912 345 678"), ("owner_address", "Rua das Flores 12, Lisboa"), ("motive", "limping, left foreleg"),
-                ("veterinarian", "Dr. Costa")]
+                ("veterinarian", "Dr. Costa")
+            ]
             for (name, value) in admission { try await page.type("#admit ~ form [name=\"\(name)\"]", value) }
             try await page.pick("#admit ~ form [name=\"gender\"]", "male")
             try await page.pick("#admit ~ form [name=\"birth_date\"]", "2019-04-02")
@@ -64,10 +65,12 @@ struct ConsoleFormsInBrowserTests {
             let temperature = try await Self.event(page, "ReadingRecorded")
             #expect(temperature["data"]?["quantity"]?.stringValue == "temperature" && temperature["data"]?["value"]?.doubleValue == 38.6)
             let whereabouts = try await page.text("main") ?? ""
-            #expect(whereabouts.contains("92 bpm") && whereabouts.contains("38.6 °C"), "latest vitals not shown: \(whereabouts.prefix(600))")
+            #expect(
+                whereabouts.contains("92 bpm") && whereabouts.contains("38.6 °C"), "latest vitals not shown: \(whereabouts.prefix(600))")
             // The 24 h charts hold the two measurements, their values written beside them.
             #expect(try await page.evaluate("document.querySelectorAll('svg.chart circle.dot').length") == .number(2))
-            #expect(try await page.evaluate("[...document.querySelectorAll('svg.chart text.value')].map(t => t.textContent).join(' ')")
+            #expect(
+                try await page.evaluate("[...document.querySelectorAll('svg.chart text.value')].map(t => t.textContent).join(' ')")
                     == .string("92 38.6"))
             try await page.screenshot(to: shots + "/animal.png")
 
@@ -209,8 +212,10 @@ struct ConsoleFormsInBrowserTests {
             try await page.type(#"form[action="/audit"] [name=stream]"#, "device/lamp")
             try await page.pick(#"form[action="/audit"] [name=from]"#, "2020-01-01T00:00")
             try await page.mouseClick(#"form[action="/audit"] button[type=submit]"#)
-            try await page.waitFor("location.search.includes('stream=device%2Flamp') && document.readyState === 'complete'", timeout: .seconds(10))
-            let streams = try await page.evaluate("[...document.querySelectorAll('main table tbody tr')].map(r => r.children[2].textContent)")
+            try await page.waitFor(
+                "location.search.includes('stream=device%2Flamp') && document.readyState === 'complete'", timeout: .seconds(10))
+            let streams = try await page.evaluate(
+                "[...document.querySelectorAll('main table tbody tr')].map(r => r.children[2].textContent)")
             let shown = streams.arrayValue?.compactMap(\.stringValue) ?? []
             #expect(!shown.isEmpty && shown.allSatisfy { $0 == "device/lamp" }, "the filtered timeline shows \(shown)")
             try await page.mouseClick("a[href=\"/audit?verify=1\"]")
@@ -270,10 +275,13 @@ struct ConsoleFormsInBrowserTests {
                                               {"id": "fan", "driver": "virtual", "name": "Fan"}]}
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let port = try TestBroker.freePort()
-        let hub = try await RunningHub.start(["--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)",
-                                              "--http", "127.0.0.1:\(port)"])
+        let hub = try await RunningHub.start([
+            "--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)",
+            "--http", "127.0.0.1:\(port)"
+        ])
         defer { hub.stop() }
-        let shots = ProcessInfo.processInfo.environment["HUB_WRITE_SCREENSHOTS"] == "1"
+        let shots =
+            ProcessInfo.processInfo.environment["HUB_WRITE_SCREENSHOTS"] == "1"
             ? ConsoleInBrowserTests.screenshotDirectory : dir + "/screenshots"
         let browser = try await Browser.launch(width: 1280, height: 900)
         do {
@@ -324,11 +332,13 @@ struct ConsoleFormsInBrowserTests {
 
     /// A 2 x 1 PNG in a temporary file.
     static func pngFile() throws -> String {
-        let bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
-                              0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x7B, 0x40, 0xE8,
-                              0xDD, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0x00, 0x04,
-                              0xFF, 0x01, 0x07, 0x00, 0x01, 0xFF, 0xE2, 0x23, 0x9E, 0x59, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
-                              0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
+        let bytes: [UInt8] = [
+            0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+            0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x7B, 0x40, 0xE8,
+            0xDD, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0x00, 0x04,
+            0xFF, 0x01, 0x07, 0x00, 0x01, 0xFF, 0xE2, 0x23, 0x9E, 0x59, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+            0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82
+        ]
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hub-photo-\(UUID().uuidString).png").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path

@@ -18,10 +18,13 @@ struct ConsoleInBrowserTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let config = dir + "/hub.json"
-        try #"{"devices": [{"id": "lamp", "driver": "virtual", "name": "Desk lamp"}]}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try #"{"devices": [{"id": "lamp", "driver": "virtual", "name": "Desk lamp"}]}"#.write(
+            toFile: config, atomically: true, encoding: .utf8)
         let port = try TestBroker.freePort()
-        let hub = try await RunningHub.start(["--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)",
-                                              "--http", "127.0.0.1:\(port)"])
+        let hub = try await RunningHub.start([
+            "--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)",
+            "--http", "127.0.0.1:\(port)"
+        ])
         defer { hub.stop() }
         let browser = try await Browser.launch()
         do {
@@ -62,8 +65,10 @@ struct ConsoleInBrowserTests {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let port = try TestBroker.freePort()
-        let hub = try await startDemoHub(["--demo", "--data-dir", dir + "/data", "--mqtt-port", "\(broker.port)",
-                                          "--http", "127.0.0.1:\(port)"])
+        let hub = try await startDemoHub([
+            "--demo", "--data-dir", dir + "/data", "--mqtt-port", "\(broker.port)",
+            "--http", "127.0.0.1:\(port)"
+        ])
         defer { hub.stop() }
         let shots = ProcessInfo.processInfo.environment["HUB_WRITE_SCREENSHOTS"] == "1" ? Self.screenshotDirectory : dir + "/screenshots"
         let browser = try await Browser.launch(width: 1280, height: 900)
@@ -81,13 +86,16 @@ struct ConsoleInBrowserTests {
             try await page.goto("http://127.0.0.1:\(port)/devices/demo-kettle")
             try await page.waitFor("document.querySelectorAll('svg').length > 0", timeout: .seconds(5))
             // The Kasa plug's meter reports voltage and current: shown as rows, not as markup text.
-            #expect(try await page.evaluate(#"document.querySelector('[data-field="voltage"]')?.textContent.endsWith(' V') === true"#) == true)
-            #expect(try await page.evaluate(#"document.querySelector('[data-field="current"]')?.textContent.endsWith(' A') === true"#) == true)
+            #expect(
+                try await page.evaluate(#"document.querySelector('[data-field="voltage"]')?.textContent.endsWith(' V') === true"#) == true)
+            #expect(
+                try await page.evaluate(#"document.querySelector('[data-field="current"]')?.textContent.endsWith(' A') === true"#) == true)
             #expect(try await page.text("main")?.contains("<dt>") == false)
             try await page.screenshot(to: shots + "/device.png")
 
             try await page.goto("http://127.0.0.1:\(port)/animals")
-            try await page.waitFor("document.body.textContent.includes('Rex') && document.body.textContent.includes('Tom')", timeout: .seconds(5))
+            try await page.waitFor(
+                "document.body.textContent.includes('Rex') && document.body.textContent.includes('Tom')", timeout: .seconds(5))
             try await page.screenshot(to: shots + "/animals.png")
             for name in ["devices", "device", "animals"] {
                 let size = try FileManager.default.attributesOfItem(atPath: "\(shots)/\(name).png")[.size] as? Int ?? 0

@@ -1,5 +1,6 @@
 import BrokerHarness
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,7 +50,7 @@ public final class SmallDisk: @unchecked Sendable {
         let file = path + "/ballast-\(ballastCount)"
         let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else {
-            if errno == ENOSPC { return } // not even an inode left: full already
+            if errno == ENOSPC { return }  // not even an inode left: full already
             throw SmallDiskError(message: "cannot create \(file): errno \(errno)")
         }
         defer { close(fd) }

@@ -28,7 +28,9 @@ public final class ClientDriverMQTT: DriverMQTT {
     }
 
     public func subscribe(_ filter: String) throws {
-        guard scope.contains(where: { mqttTopic(filter, matches: $0) || $0 == "#" }) else { throw DriverError("filter \(filter) is outside the scope") }
+        guard scope.contains(where: { mqttTopic(filter, matches: $0) || $0 == "#" }) else {
+            throw DriverError("filter \(filter) is outside the scope")
+        }
         try client.subscribe(filter, qos: 1)
     }
 
@@ -81,8 +83,12 @@ public final class CollectingBridgeContext: BridgeContext {
 
     public init(mqtt: any DriverMQTT) { self.mqtt = mqtt }
 
-    public func sighted(beacon: String, room: String, at: Int64) async { seen.withLock { $0.append(.sighted(beacon: beacon, room: room, at: at)) } }
-    public func present(beacon: String, room: String, at: Int64) async { seen.withLock { $0.append(.present(beacon: beacon, room: room, at: at)) } }
+    public func sighted(beacon: String, room: String, at: Int64) async {
+        seen.withLock { $0.append(.sighted(beacon: beacon, room: room, at: at)) }
+    }
+    public func present(beacon: String, room: String, at: Int64) async {
+        seen.withLock { $0.append(.present(beacon: beacon, room: room, at: at)) }
+    }
     public func unseen(beacon: String, lastRoom: String, lastSeen: Int64) async {
         seen.withLock { $0.append(.unseen(beacon: beacon, lastRoom: lastRoom, lastSeen: lastSeen)) }
     }

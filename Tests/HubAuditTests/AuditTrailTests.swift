@@ -1,6 +1,7 @@
 import Foundation
 import HubLog
 import Testing
+
 @testable import HubAudit
 
 /// The audit files of a data directory over a real segment log: catching up, signing, a tree that
@@ -12,9 +13,14 @@ import Testing
     func log(_ dir: String, records: Int, payload: UInt8 = 0) async throws -> SegmentStore {
         let store = try SegmentStore(directory: dir + "/log")
         for n in 0..<records {
-            _ = try await store.append(AppendRequest(stream: "device/lamp", expected: .any, causation: Causation(actor: "test"),
-                                                     events: [ProposedEvent(type: "SwitchRequested", schemaVersion: 1,
-                                                                            timestamp: 1_795_000_000_000_000 + Int64(n), payload: [UInt8(n & 255), payload])]))
+            _ = try await store.append(
+                AppendRequest(
+                    stream: "device/lamp", expected: .any, causation: Causation(actor: "test"),
+                    events: [
+                        ProposedEvent(
+                            type: "SwitchRequested", schemaVersion: 1,
+                            timestamp: 1_795_000_000_000_000 + Int64(n), payload: [UInt8(n & 255), payload])
+                    ]))
         }
         return store
     }
@@ -31,7 +37,9 @@ import Testing
         let head = try trail.signHead(key: key, unixSeconds: 1_795_780_805)
         #expect(head.size == 21 && head.time == "2026-11-27T12:00:05Z" && head.isSigned(by: key.publicKey))
         var views: [[UInt8]] = []
-        try store.readViews(from: 1, through: 21) { views.append(Merkle.leafHash(Self.leaf($0))); return true }
+        try store.readViews(from: 1, through: 21) {
+            views.append(Merkle.leafHash(Self.leaf($0))); return true
+        }
         #expect(head.root == Merkle.root(leafHashes: views[...]))
         #expect(try AuditTrail.newestHead(directory: trail.directory) == head)
         // A second writer is refused while this one holds the lock.
@@ -51,11 +59,13 @@ import Testing
         _ = try trail.signHead(key: try AuditKey.load(path: trail.keyPath, create: true), unixSeconds: 1_795_780_805)
         store.close()
         try FileManager.default.removeItem(atPath: dir + "/log")
-        let other = try await log(dir, records: 12, payload: 1) // every record differs
+        let other = try await log(dir, records: 12, payload: 1)  // every record differs
         #expect(try trail.misfit(store: other, leaf: Self.leaf) == "record 12 is not the record the tree holds")
         let report = try AuditVerifier.check(store: other, dataDirectory: dir, leaf: Self.leaf)
         #expect(report.problems.first?.hasPrefix("record 1: its leaf in") == true, "\(report.problems)")
-        #expect(report.problems.contains { $0.contains("head 1 in") && $0.contains("the history up to record 12 was rewritten") }, "\(report.problems)")
+        #expect(
+            report.problems.contains { $0.contains("head 1 in") && $0.contains("the history up to record 12 was rewritten") },
+            "\(report.problems)")
         let name = try trail.setAsideTree(unixSeconds: 1_795_780_900)
         #expect(name == "tree.set-aside-1795780900" && FileManager.default.fileExists(atPath: trail.directory + "/" + name))
         #expect(trail.tree.size == 0)

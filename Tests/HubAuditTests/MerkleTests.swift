@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubAudit
 
 /// RFC 6962 / RFC 9162 test vectors, as published with transparency-dev/merkle (proof/verify_test.go).
@@ -16,36 +17,71 @@ enum Vectors {
         "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
         "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
         "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
-        "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+        "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328"
     ]
     /// (leaf index, tree size, audit path).
     static let inclusion: [(UInt64, UInt64, [String])] = [
         (0, 1, []),
-        (0, 8, ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+        (
+            0, 8,
+            [
+                "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
                 "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-                "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"]),
-        (5, 8, ["bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+                "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"
+            ]
+        ),
+        (
+            5, 8,
+            [
+                "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
                 "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
-                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"]),
+                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"
+            ]
+        ),
         (2, 3, ["fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125"]),
-        (1, 5, ["6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+        (
+            1, 5,
+            [
+                "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
                 "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-                "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"]),
+                "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"
+            ]
+        )
     ]
     /// (old size, new size, proof).
     static let consistency: [(UInt64, UInt64, [String])] = [
         (1, 1, []),
-        (1, 8, ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+        (
+            1, 8,
+            [
+                "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
                 "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-                "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"]),
-        (6, 8, ["0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+                "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"
+            ]
+        ),
+        (
+            6, 8,
+            [
+                "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
                 "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
-                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"]),
-        (2, 5, ["5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-                "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"]),
-        (6, 7, ["0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"
+            ]
+        ),
+        (
+            2, 5,
+            [
+                "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+                "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"
+            ]
+        ),
+        (
+            6, 7,
+            [
+                "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
                 "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
-                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"]),
+                "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"
+            ]
+        )
     ]
     static var leafHashes: [[UInt8]] { leaves.map { Merkle.leafHash($0) } }
 }
@@ -82,8 +118,10 @@ func temporaryDirectory(_ name: String = #function) -> String {
         for (old, new, path) in Vectors.consistency {
             let proof = try Merkle.consistencyProof(old: old, new: new, LeafHashList(Array(Vectors.leafHashes.prefix(Int(new)))))
             #expect(proof.map(Hex.string) == path, "\(old) -> \(new)")
-            #expect(Merkle.verifyConsistency(old: old, new: new, oldRoot: Hex.bytes(Vectors.roots[Int(old)])!,
-                                             newRoot: Hex.bytes(Vectors.roots[Int(new)])!, path: proof))
+            #expect(
+                Merkle.verifyConsistency(
+                    old: old, new: new, oldRoot: Hex.bytes(Vectors.roots[Int(old)])!,
+                    newRoot: Hex.bytes(Vectors.roots[Int(new)])!, path: proof))
         }
     }
 
@@ -141,7 +179,7 @@ func temporaryDirectory(_ name: String = #function) -> String {
     @Test func aSmallTreeByHand() throws {
         let a = Merkle.leafHash([0x61]), b = Merkle.leafHash([0x62]), c = Merkle.leafHash([0x63])
         let ab = Merkle.nodeHash(a, b)
-        let root = Merkle.nodeHash(ab, c) // 3 splits at 2: ((a b) c)
+        let root = Merkle.nodeHash(ab, c)  // 3 splits at 2: ((a b) c)
         #expect(Merkle.root(leafHashes: [a, b, c][...]) == root)
         #expect(try Merkle.inclusionProof(index: 2, size: 3, LeafHashList([a, b, c])) == [ab])
         #expect(try Merkle.inclusionProof(index: 0, size: 3, LeafHashList([a, b, c])) == [b, c])

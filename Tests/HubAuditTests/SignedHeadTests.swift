@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import HubAudit
 
 @Suite struct SignedHeadTests {
@@ -8,7 +9,8 @@ import Testing
         let key = Curve25519.Signing.PrivateKey()
         let root = Hex.bytes(Vectors.roots[8])!
         let head = try SignedHead.sign(size: 8, root: root, time: "2026-11-27T12:00:00Z", key: key)
-        #expect(String(decoding: head.signedBytes, as: UTF8.self)
+        #expect(
+            String(decoding: head.signedBytes, as: UTF8.self)
                 == "hub-tree-head/1 8 5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328 2026-11-27T12:00:00Z")
         #expect(head.isSigned(by: key.publicKey))
         let read = try SignedHead(line: head.line)

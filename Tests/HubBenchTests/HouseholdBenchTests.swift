@@ -18,8 +18,9 @@ import Testing
         #expect(half.cpuSecondsPerDay == 6)
         #expect(half.writeAmplification == 20)
         #expect(half.row == "| mean per day | 200 | 60000 | 819200 | 180 | 1200000 | 20.00x | 6.0 | 30.0 MiB |")
-        let noDevice = HouseholdPeriod(label: "day 1", from: HouseholdCounters(), to: HouseholdCounters(events: 1, eventBytes: 9),
-                                       simulatedDays: 1, peakRSSKiB: 0)
+        let noDevice = HouseholdPeriod(
+            label: "day 1", from: HouseholdCounters(), to: HouseholdCounters(events: 1, eventBytes: 9),
+            simulatedDays: 1, peakRSSKiB: 0)
         #expect(noDevice.writeAmplification == nil)
         #expect(noDevice.row.contains("| not found | - |"))
         #expect(throws: HouseholdClock.Invalid.self) { try HouseholdClock(dayMinutes: 14) }
@@ -34,7 +35,9 @@ import Testing
         let p = Process()
         p.executableURL = URL(fileURLWithPath: bench)
         // 0.008 of a 60-minute day (24x, so a busy machine keeps up): a 29-second window, one command.
-        p.arguments = ["household", "--day-minutes", "60", "--days", "0.008", "--dir", dir, "--base-port", "\(26000 + Int.random(in: 0..<2000))"]
+        p.arguments = [
+            "household", "--day-minutes", "60", "--days", "0.008", "--dir", dir, "--base-port", "\(26000 + Int.random(in: 0..<2000))"
+        ]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -60,8 +63,9 @@ import Testing
             let device = try #require(Int(cells[5]))
             let amplification = try #require(Double(cells[6].dropLast()))
             #expect(device > 0)
-            #expect(abs(amplification - Double(device) / Double(eventBytes)) <= 0.01 * amplification + 0.01,
-                    "amplification \(amplification) is not device \(device) / event bytes \(eventBytes)")
+            #expect(
+                abs(amplification - Double(device) / Double(eventBytes)) <= 0.01 * amplification + 0.01,
+                "amplification \(amplification) is not device \(device) / event bytes \(eventBytes)")
         } else {
             #expect(printed.contains("Device counters: not found:"))
         }

@@ -7,8 +7,9 @@ import Testing
         try await withTempDirectory { dir in
             let store = try SQLiteEventStore(path: dir + "/bench.sqlite")
             defer { store.close() }
-            let config = LogBenchmark.Configuration(replayEventCount: 200, sequentialAppends: 30,
-                                                    concurrentWriters: 8, concurrentAppendsTotal: 50, bulkBatchSize: 20)
+            let config = LogBenchmark.Configuration(
+                replayEventCount: 200, sequentialAppends: 30,
+                concurrentWriters: 8, concurrentAppendsTotal: 50, bulkBatchSize: 20)
             let benchmark = LogBenchmark(configuration: config)
             var replayed: [UInt64] = []
             var streams: Set<String> = []

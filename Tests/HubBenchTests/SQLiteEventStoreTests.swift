@@ -13,13 +13,16 @@ func withTempDirectory<T>(_ body: (String) async throws -> T) async throws -> T 
 }
 
 func event(_ type: String, _ n: Int, bytes: Int = 48) -> ProposedEvent {
-    ProposedEvent(type: type, schemaVersion: 1, timestamp: Int64(1_000 + n),
-                  payload: (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &+ n) })
+    ProposedEvent(
+        type: type, schemaVersion: 1, timestamp: Int64(1_000 + n),
+        payload: (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &+ n) })
 }
 
 func readAll(_ store: any EventStore) throws -> [EventRecord] {
     var records: [EventRecord] = []
-    try store.read(from: 1, through: .max) { records.append($0); return true }
+    try store.read(from: 1, through: .max) {
+        records.append($0); return true
+    }
     return records
 }
 
@@ -31,15 +34,18 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             #expect(store.lastSequence == 0)
             #expect(store.streamVersion("device/plug-1") == nil)
 
-            let r1 = try await store.append(AppendRequest(
-                stream: "device/plug-1", causation: Causation(commandId: "c1", actor: "test"),
-                events: [event("SwitchToggled", 1), event("ReadingRecorded", 2)]))
+            let r1 = try await store.append(
+                AppendRequest(
+                    stream: "device/plug-1", causation: Causation(commandId: "c1", actor: "test"),
+                    events: [event("SwitchToggled", 1), event("ReadingRecorded", 2)]))
             #expect(r1 == AppendResult(firstSequence: 1, lastSequence: 2, streamVersion: 1, duplicate: false))
-            let r2 = try await store.append(AppendRequest(
-                stream: "animal/a-1", causation: Causation(actor: "driver:x"), events: [event("ActivationChanged", 3, bytes: 0)]))
+            let r2 = try await store.append(
+                AppendRequest(
+                    stream: "animal/a-1", causation: Causation(actor: "driver:x"), events: [event("ActivationChanged", 3, bytes: 0)]))
             #expect(r2 == AppendResult(firstSequence: 3, lastSequence: 3, streamVersion: 0, duplicate: false))
-            let r3 = try await store.append(AppendRequest(
-                stream: "device/plug-1", causation: Causation(commandId: "c3", actor: "test"), events: [event("ReadingRecorded", 4)]))
+            let r3 = try await store.append(
+                AppendRequest(
+                    stream: "device/plug-1", causation: Causation(commandId: "c3", actor: "test"), events: [event("ReadingRecorded", 4)]))
             #expect(r3 == AppendResult(firstSequence: 4, lastSequence: 4, streamVersion: 2, duplicate: false))
             // An empty append: last == first - 1, nothing written.
             let empty = try await store.append(AppendRequest(stream: "device/plug-1", causation: Causation(actor: "t"), events: []))
@@ -53,19 +59,26 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             #expect(records.map(\.sequence) == [1, 2, 3, 4])
             #expect(records.map(\.stream) == ["device/plug-1", "device/plug-1", "animal/a-1", "device/plug-1"])
             #expect(records.map(\.streamVersion) == [0, 1, 0, 2])
-            #expect(records[0] == EventRecord(sequence: 1, stream: "device/plug-1", streamVersion: 0, type: "SwitchToggled",
-                                              schemaVersion: 1, timestamp: 1_001,
-                                              causation: Causation(commandId: "c1", actor: "test"),
-                                              payload: event("SwitchToggled", 1).payload))
+            #expect(
+                records[0]
+                    == EventRecord(
+                        sequence: 1, stream: "device/plug-1", streamVersion: 0, type: "SwitchToggled",
+                        schemaVersion: 1, timestamp: 1_001,
+                        causation: Causation(commandId: "c1", actor: "test"),
+                        payload: event("SwitchToggled", 1).payload))
             #expect(records[2].causation == Causation(commandId: nil, actor: "driver:x"))
             #expect(records[2].payload == [])
 
             // Sub-ranges and early stop.
             var some: [UInt64] = []
-            try store.read(from: 2, through: 3) { some.append($0.sequence); return true }
+            try store.read(from: 2, through: 3) {
+                some.append($0.sequence); return true
+            }
             #expect(some == [2, 3])
             var stopped: [UInt64] = []
-            try store.read(from: 1, through: 4) { stopped.append($0.sequence); return stopped.count < 2 }
+            try store.read(from: 1, through: 4) {
+                stopped.append($0.sequence); return stopped.count < 2
+            }
             #expect(stopped == [1, 2])
         }
     }
@@ -93,24 +106,34 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             let store = try SQLiteEventStore(path: dir + "/events.sqlite")
             defer { store.close() }
             let stream = "device/plug-7"
-            let first = try await store.append(AppendRequest(stream: stream, expected: .noStream,
-                                                             causation: Causation(actor: "t"), events: [event("A", 1)]))
+            let first = try await store.append(
+                AppendRequest(
+                    stream: stream, expected: .noStream,
+                    causation: Causation(actor: "t"), events: [event("A", 1)]))
             #expect(first.streamVersion == 0)
 
             await #expect(throws: EventLogError.wrongExpectedVersion(stream: stream, expected: .noStream, actual: 0)) {
-                try await store.append(AppendRequest(stream: stream, expected: .noStream,
-                                                     causation: Causation(actor: "t"), events: [event("A", 2)]))
+                try await store.append(
+                    AppendRequest(
+                        stream: stream, expected: .noStream,
+                        causation: Causation(actor: "t"), events: [event("A", 2)]))
             }
             await #expect(throws: EventLogError.wrongExpectedVersion(stream: stream, expected: .exact(5), actual: 0)) {
-                try await store.append(AppendRequest(stream: stream, expected: .exact(5),
-                                                     causation: Causation(actor: "t"), events: [event("A", 3)]))
+                try await store.append(
+                    AppendRequest(
+                        stream: stream, expected: .exact(5),
+                        causation: Causation(actor: "t"), events: [event("A", 3)]))
             }
             await #expect(throws: EventLogError.wrongExpectedVersion(stream: "device/none", expected: .exact(0), actual: nil)) {
-                try await store.append(AppendRequest(stream: "device/none", expected: .exact(0),
-                                                     causation: Causation(actor: "t"), events: [event("A", 4)]))
+                try await store.append(
+                    AppendRequest(
+                        stream: "device/none", expected: .exact(0),
+                        causation: Causation(actor: "t"), events: [event("A", 4)]))
             }
-            let ok = try await store.append(AppendRequest(stream: stream, expected: .exact(0),
-                                                          causation: Causation(actor: "t"), events: [event("A", 5), event("A", 6)]))
+            let ok = try await store.append(
+                AppendRequest(
+                    stream: stream, expected: .exact(0),
+                    causation: Causation(actor: "t"), events: [event("A", 5), event("A", 6)]))
             #expect(ok == AppendResult(firstSequence: 2, lastSequence: 3, streamVersion: 2, duplicate: false))
             // Failed appends left no gap.
             #expect(try readAll(store).map(\.sequence) == [1, 2, 3])
@@ -121,10 +144,13 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
         try await withTempDirectory { dir in
             let store = try SQLiteEventStore(path: dir + "/events.sqlite")
             defer { store.close() }
-            _ = try await store.append(AppendRequest(stream: "s/0", causation: Causation(commandId: "other", actor: "t"),
-                                                     events: [event("A", 0)]))
-            let request = AppendRequest(stream: "s/1", expected: .noStream, causation: Causation(commandId: "cmd-42", actor: "t"),
-                                        events: [event("A", 1), event("B", 2), event("C", 3)])
+            _ = try await store.append(
+                AppendRequest(
+                    stream: "s/0", causation: Causation(commandId: "other", actor: "t"),
+                    events: [event("A", 0)]))
+            let request = AppendRequest(
+                stream: "s/1", expected: .noStream, causation: Causation(commandId: "cmd-42", actor: "t"),
+                events: [event("A", 1), event("B", 2), event("C", 3)])
             let original = try await store.append(request)
             #expect(original == AppendResult(firstSequence: 2, lastSequence: 4, streamVersion: 2, duplicate: false))
             _ = try await store.append(AppendRequest(stream: "s/1", causation: Causation(actor: "t"), events: [event("D", 4)]))
@@ -146,9 +172,11 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             do {
                 let store = try SQLiteEventStore(path: path)
                 for i in 0..<10 {
-                    _ = try await store.append(AppendRequest(stream: "device/plug-\(i % 3)",
-                                                             causation: Causation(commandId: "c\(i)", actor: "t"),
-                                                             events: [event("ReadingRecorded", i)]))
+                    _ = try await store.append(
+                        AppendRequest(
+                            stream: "device/plug-\(i % 3)",
+                            causation: Causation(commandId: "c\(i)", actor: "t"),
+                            events: [event("ReadingRecorded", i)]))
                 }
                 store.close()
                 await #expect(throws: EventLogError.closed) {
@@ -164,11 +192,15 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             #expect(records.map(\.sequence) == Array(1...10))
             #expect(records[9].payload == event("ReadingRecorded", 9).payload)
             // Idempotency survives the reopen; sequences continue.
-            let retry = try await reopened.append(AppendRequest(stream: "device/plug-1", causation: Causation(commandId: "c4", actor: "t"),
-                                                                events: [event("ReadingRecorded", 4)]))
+            let retry = try await reopened.append(
+                AppendRequest(
+                    stream: "device/plug-1", causation: Causation(commandId: "c4", actor: "t"),
+                    events: [event("ReadingRecorded", 4)]))
             #expect(retry == AppendResult(firstSequence: 5, lastSequence: 5, streamVersion: 1, duplicate: true))
-            let next = try await reopened.append(AppendRequest(stream: "device/plug-1", causation: Causation(actor: "t"),
-                                                               events: [event("ReadingRecorded", 10)]))
+            let next = try await reopened.append(
+                AppendRequest(
+                    stream: "device/plug-1", causation: Causation(actor: "t"),
+                    events: [event("ReadingRecorded", 10)]))
             #expect(next.firstSequence == 11)
         }
     }
@@ -183,9 +215,10 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
                     group.addTask {
                         var results: [AppendResult] = []
                         for i in 0..<perTask {
-                            let request = AppendRequest(stream: "device/plug-\(t % 4)",
-                                                        causation: Causation(commandId: "t\(t)-\(i)", actor: "t\(t)"),
-                                                        events: [event("ReadingRecorded", t * 1000 + i)])
+                            let request = AppendRequest(
+                                stream: "device/plug-\(t % 4)",
+                                causation: Causation(commandId: "t\(t)-\(i)", actor: "t\(t)"),
+                                events: [event("ReadingRecorded", t * 1000 + i)])
                             results.append(try await store.append(request))
                             // Retrying the same command concurrently must not append again.
                             if i % 5 == 0 { results.append(try await store.append(request)) }
@@ -238,7 +271,7 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
         try await withTempDirectory { dir in
             let store = try SQLiteEventStore(path: dir + "/events.sqlite")
             _ = try await store.append(AppendRequest(stream: "s", causation: Causation(actor: "t"), events: [event("A", 0)]))
-            try await store.waitForAppend(after: 0) // already satisfied
+            try await store.waitForAppend(after: 0)  // already satisfied
 
             // Cancellation ends the wait.
             let cancelled = Task { try await store.waitForAppend(after: 1) }

@@ -1,12 +1,12 @@
 import Foundation
+import HubApp
 import HubBench
 import HubDomain
-import HubLog
 import HubEngine
-import HubHistory
-import HubMQTT
 import HubHTTP
-import HubApp
+import HubHistory
+import HubLog
+import HubMQTT
 import Testing
 
 /// The SQLite peer is a second backend written against the protocol alone (its `readViews`,
@@ -19,7 +19,7 @@ import Testing
         .reportSwitch(id: "lamp", state: .on, manual: false),
         .recordReading(subject: .device("lamp"), quantity: .power, value: 60.5, measuredAt: 1_795_000_000_000_000),
         .switchDevice(id: "ghost", target: .toggle),
-        .renameDevice(id: "lamp", name: "Desk lamp"),
+        .renameDevice(id: "lamp", name: "Desk lamp")
     ]
 
     /// Runs the same commands through a hub on `store` and exports its log.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 /// An animal admitted with any form of its collar's id is found under the identity the beacon
@@ -31,7 +32,7 @@ import Testing
         ("60-87-57-4c-9b-c2", "6087574c9bc2"),
         // other ESPresense ids and configured ids (`beacon_ids`) are kept, lowercased
         ("apple:1006:10-12", "apple:1006:10-12"),
-        ("Collar-7", "collar-7"),
+        ("Collar-7", "collar-7")
     ]
 
     @Test(arguments: forms) func admissionFindsWhatTheBridgeReports(given: String, bridge: String) {
@@ -56,8 +57,8 @@ import Testing
 
     /// Near misses are refused with the form to use, and change nothing.
     static let refused: [(given: String, says: String)] = [
-        ("iBeacon:1de4b189-115e-45f6-b44e-50935226997-0-0", "iBeacon:<uuid>-<major>-<minor>"), // 31 hex digits
-        ("iBeacon:1de4b189-115e-45f6-b44e-509352269977", "iBeacon:<uuid>-<major>-<minor>"),     // no major/minor
+        ("iBeacon:1de4b189-115e-45f6-b44e-50935226997-0-0", "iBeacon:<uuid>-<major>-<minor>"),  // 31 hex digits
+        ("iBeacon:1de4b189-115e-45f6-b44e-509352269977", "iBeacon:<uuid>-<major>-<minor>"),  // no major/minor
         ("iBeacon:1de4b189-115e-45f6-b44e-509352269977-70000-0", "0 to 65535"),
         ("1de4b189-115e-45f6-b44e-50935226997", "32 hex digits"),
         ("1de4b189115e45f6b44e509352269977a", "32 hex digits"),
@@ -67,7 +68,7 @@ import Testing
         ("1de4b189115e45f6b44e509352269977/1", "<uuid>/<major>/<minor>"),
         ("1de4b189115e45f6b44e509352269977/1/70000", "0 to 65535"),
         ("1de4b189115e45f6b44e50935226997/1/2", "<uuid>/<major>/<minor>"),
-        ("collar/7", "<uuid>/<major>/<minor>"),
+        ("collar/7", "<uuid>/<major>/<minor>")
     ]
 
     @Test(arguments: refused) func nearMissesAreRefused(given: String, says: String) {
@@ -78,10 +79,13 @@ import Testing
         #expect(rejection.code == "invalid_beacon", "\(given)")
         #expect(rejection.message.contains(says), "\(given): \(rejection.message)")
         #expect(rejection.message.contains("rex"), "\(rejection.message)")
-        #expect(rejection.message.contains("1de4b189115e45f6b44e509352269977") || rejection.message.contains("6087574c9bc2"),
-                "the message shows the canonical form: \(rejection.message)")
+        #expect(
+            rejection.message.contains("1de4b189115e45f6b44e509352269977") || rejection.message.contains("6087574c9bc2"),
+            "the message shows the canonical form: \(rejection.message)")
         // ... and every form accepted.
-        for form in ["a uuid (32 hex digits", "<uuid>/<major>/<minor>", "iBeacon:<uuid>-<major>-<minor>", "a MAC", "request/beacons/unknown"] {
+        for form in [
+            "a uuid (32 hex digits", "<uuid>/<major>/<minor>", "iBeacon:<uuid>-<major>-<minor>", "a MAC", "request/beacons/unknown"
+        ] {
             #expect(rejection.message.contains(form), "\(given): \(rejection.message)")
         }
     }
@@ -89,13 +93,15 @@ import Testing
     /// An admission logged before beacon ids were made canonical is indexed under the bridge's identity.
     @Test func anOlderAdmissionIsIndexedUnderTheBridgesIdentity() {
         var s = HubState()
-        let old = AnimalAdmitted(animal: "rex", name: "Rex", weightKg: 30, species: "dog",
-                                 beacon: "ibeacon:1de4b189-115e-45f6-b44e-509352269977-0-0")
+        let old = AnimalAdmitted(
+            animal: "rex", name: "Rex", weightKg: 30, species: "dog",
+            beacon: "ibeacon:1de4b189-115e-45f6-b44e-509352269977-0-0")
         s.apply(.animalAdmitted(old), context: ctx(1, t0))
         #expect(s.animals.beaconIndex[Self.uuid] == "rex")
         #expect(s.animals.animal(withBeacon: "iBeacon:1de4b189-115e-45f6-b44e-509352269977-0-0")?.id == "rex")
-        s.apply(.animalDischarged(AnimalDischarged(animal: "rex", exitWeightKg: 29, veterinarian: nil, observations: nil)),
-                context: ctx(2, t0 + 1))
+        s.apply(
+            .animalDischarged(AnimalDischarged(animal: "rex", exitWeightKg: 29, veterinarian: nil, observations: nil)),
+            context: ctx(2, t0 + 1))
         #expect(s.animals.beaconIndex.isEmpty)
     }
 }
@@ -121,7 +127,7 @@ import Testing
         ("msft:cdp:0109", "msft:cdp:0109"),
         ("BEACON-1", "beacon-1"),
         ("b1", "b1"),
-        ("1de4b189-aa", "1de4b189-aa"),
+        ("1de4b189-aa", "1de4b189-aa")
     ]
 
     @Test(arguments: accepted) func canonical(given: String, identity: String) throws {
@@ -143,7 +149,7 @@ import Testing
         ("60:87:57:4C:9B:C2:00", "six two-digit hex groups"),
         ("a b", "space"),
         ("a\u{1}b", "control"),
-        (String(repeating: "x", count: 129), "longer than 128"),
+        (String(repeating: "x", count: 129), "longer than 128")
     ]
 
     @Test(arguments: refused) func refusedWithTheFormToUse(given: String, says: String) {

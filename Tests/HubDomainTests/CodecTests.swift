@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 @Suite struct BinaryCodecTests {
@@ -54,7 +55,7 @@ import Testing
 
     @Test func badEnumByteNamesTheField() {
         var p = HubEvent.switchToggled(SwitchToggled(device: "d", state: .on, cause: .manual)).encodePayload()
-        p[p.count - 1] = 9 // cause
+        p[p.count - 1] = 9  // cause
         do {
             _ = try HubEvent.decode(type: "SwitchToggled", schemaVersion: 1, payload: p)
             Issue.record("expected failure")
@@ -66,7 +67,7 @@ import Testing
         q[0] = 7
         #expect(throws: DecodingFailure.self) { try HubEvent.decode(type: "ReadingRecorded", schemaVersion: 1, payload: q) }
         var r = HubEvent.readingRecorded(ReadingRecorded(subject: .device("d"), quantity: .power, value: 1, measuredAt: 0)).encodePayload()
-        r[6] = 6 // quantity byte after kind(1)+len(4)+"d"(1)
+        r[6] = 6  // quantity byte after kind(1)+len(4)+"d"(1)
         do {
             _ = try HubEvent.decode(type: "ReadingRecorded", schemaVersion: 1, payload: r)
             Issue.record("expected failure")
@@ -77,7 +78,8 @@ import Testing
         var p = HubEvent.availabilityChanged(AvailabilityChanged(device: "d", available: true, reason: "")).encodePayload()
         p[5] = 2
         #expect(throws: DecodingFailure.self) { try HubEvent.decode(type: "AvailabilityChanged", schemaVersion: 1, payload: p) }
-        var q = HubEvent.deviceRegistered(DeviceRegistered(device: "d", driver: "x", name: "n", config: "{}", hardwareId: nil)).encodePayload()
+        var q = HubEvent.deviceRegistered(DeviceRegistered(device: "d", driver: "x", name: "n", config: "{}", hardwareId: nil))
+            .encodePayload()
         q[q.count - 1] = 3
         do {
             _ = try HubEvent.decode(type: "DeviceRegistered", schemaVersion: 1, payload: q)
@@ -125,12 +127,18 @@ import Testing
 
     @Test func snakeCaseShape() {
         let e = HubEvent.readingRecorded(ReadingRecorded(subject: .device("m1"), quantity: .heartRate, value: 72, measuredAt: t0))
-        #expect(e.jsonBody().serialized() ==
-            #"{"subject":{"kind":"device","id":"m1"},"quantity":"heart_rate","value":72,"unit":"bpm","measured_at":"2026-11-22T18:00:00.000000Z"}"#)
-        let a = HubEvent.activationChanged(ActivationChanged(device: "p", change: .updated, name: "n", start: 1_795_370_400,
-                                                             lengthMinutes: 30, periodMinutes: 1440))
-        #expect(a.jsonBody().serialized() ==
-            #"{"device":"p","change":"updated","name":"n","start":"2026-11-22T18:00:00.000000Z","length_minutes":30,"period_minutes":1440,"repeat":null}"#)
+        #expect(
+            e.jsonBody().serialized()
+                == #"{"subject":{"kind":"device","id":"m1"},"quantity":"heart_rate","value":72,"unit":"bpm","measured_at":"2026-11-22T18:00:00.000000Z"}"#
+        )
+        let a = HubEvent.activationChanged(
+            ActivationChanged(
+                device: "p", change: .updated, name: "n", start: 1_795_370_400,
+                lengthMinutes: 30, periodMinutes: 1440))
+        #expect(
+            a.jsonBody().serialized()
+                == #"{"device":"p","change":"updated","name":"n","start":"2026-11-22T18:00:00.000000Z","length_minutes":30,"period_minutes":1440,"repeat":null}"#
+        )
         let t = HubEvent.switchToggled(SwitchToggled(device: "p", state: .on, cause: .deviceReport))
         #expect(t.jsonBody().serialized() == #"{"device":"p","state":"on","cause":"device_report"}"#)
     }
@@ -145,15 +153,41 @@ import Testing
         #expect(failure("SwitchRequested", #"{"device":"p"}"#)?.field == "state")
         #expect(failure("SwitchRequested", #"{"device":"p","state":"dim"}"#)?.field == "state")
         #expect(failure("SwitchRequested", #"{"device":5,"state":"on"}"#)?.field == "device")
-        #expect(failure("ActivationChanged", #"{"device":"p","change":"added","name":"n","start":"2026-11-22T18:00:00.5Z","length_minutes":1,"period_minutes":0}"#)?.field == "start")
-        #expect(failure("ActivationChanged", #"{"device":"p","change":"added","name":"n","start":"2026-11-22T18:00:00Z","length_minutes":1.5,"period_minutes":0}"#)?.field == "length_minutes")
-        #expect(failure("ActivationChanged", #"{"device":"p","change":"added","name":"n","start":"2026-11-22T18:00:00Z","length_minutes":1,"period_minutes":70000}"#)?.field == "period_minutes")
-        #expect(failure("ReadingRecorded", #"{"subject":{"kind":"robot","id":"x"},"quantity":"power","value":1,"measured_at":"2026-11-22T18:00:00Z"}"#)?.field == "subject.kind")
-        #expect(failure("ReadingRecorded", #"{"subject":{"kind":"device"},"quantity":"power","value":1,"measured_at":"2026-11-22T18:00:00Z"}"#)?.field == "subject.id")
-        #expect(failure("ReadingRecorded", #"{"subject":{"kind":"device","id":"x"},"quantity":"power","value":"1","measured_at":"2026-11-22T18:00:00Z"}"#)?.field == "value")
-        #expect(failure("ReadingRecorded", #"{"subject":{"kind":"device","id":"x"},"quantity":"power","value":1,"measured_at":"yesterday"}"#)?.field == "measured_at")
+        #expect(
+            failure(
+                "ActivationChanged",
+                #"{"device":"p","change":"added","name":"n","start":"2026-11-22T18:00:00.5Z","length_minutes":1,"period_minutes":0}"#)?
+                .field == "start")
+        #expect(
+            failure(
+                "ActivationChanged",
+                #"{"device":"p","change":"added","name":"n","start":"2026-11-22T18:00:00Z","length_minutes":1.5,"period_minutes":0}"#)?
+                .field == "length_minutes")
+        #expect(
+            failure(
+                "ActivationChanged",
+                #"{"device":"p","change":"added","name":"n","start":"2026-11-22T18:00:00Z","length_minutes":1,"period_minutes":70000}"#)?
+                .field == "period_minutes")
+        #expect(
+            failure(
+                "ReadingRecorded",
+                #"{"subject":{"kind":"robot","id":"x"},"quantity":"power","value":1,"measured_at":"2026-11-22T18:00:00Z"}"#)?.field
+                == "subject.kind")
+        #expect(
+            failure("ReadingRecorded", #"{"subject":{"kind":"device"},"quantity":"power","value":1,"measured_at":"2026-11-22T18:00:00Z"}"#)?
+                .field == "subject.id")
+        #expect(
+            failure(
+                "ReadingRecorded",
+                #"{"subject":{"kind":"device","id":"x"},"quantity":"power","value":"1","measured_at":"2026-11-22T18:00:00Z"}"#)?.field
+                == "value")
+        #expect(
+            failure("ReadingRecorded", #"{"subject":{"kind":"device","id":"x"},"quantity":"power","value":1,"measured_at":"yesterday"}"#)?
+                .field == "measured_at")
         #expect(failure("AvailabilityChanged", #"{"device":"p","available":"yes","reason":""}"#)?.field == "available")
-        #expect(failure("AnimalAdmitted", #"{"animal":"a","name":"n","weight_kg":1,"species":"dog","beacon":"b","gender":3}"#)?.field == "gender")
+        #expect(
+            failure("AnimalAdmitted", #"{"animal":"a","name":"n","weight_kg":1,"species":"dog","beacon":"b","gender":3}"#)?.field
+                == "gender")
         #expect(failure("DeviceRemoved", "[]") != nil)
         #expect(failure("Nope", "{}")?.reason == "unknown event type")
         #expect(failure("DeviceRemoved", #"{"device":"p"}"#) == nil)
@@ -164,11 +198,13 @@ import Testing
     }
 
     @Test func offsetTimesAreAcceptedAndOptionalsMayBeAbsent() throws {
-        let e = try HubEvent.fromJSON(type: "AnimalSighted", schemaVersion: 1,
-                                      body: try JSONValue.parse(#"{"animal":"rex","room":"r","beacon":"b","at":"2026-11-22T19:00:00+01:00"}"#))
+        let e = try HubEvent.fromJSON(
+            type: "AnimalSighted", schemaVersion: 1,
+            body: try JSONValue.parse(#"{"animal":"rex","room":"r","beacon":"b","at":"2026-11-22T19:00:00+01:00"}"#))
         #expect(e == .animalSighted(AnimalSighted(animal: "rex", room: "r", beacon: "b", at: t0)))
-        let d = try HubEvent.fromJSON(type: "DeviceRegistered", schemaVersion: 1,
-                                      body: try JSONValue.parse(#"{"device":"p","driver":"k","name":"n","config":"{}"}"#))
+        let d = try HubEvent.fromJSON(
+            type: "DeviceRegistered", schemaVersion: 1,
+            body: try JSONValue.parse(#"{"device":"p","driver":"k","name":"n","config":"{}"}"#))
         #expect(d == .deviceRegistered(DeviceRegistered(device: "p", driver: "k", name: "n", config: "{}", hardwareId: nil)))
     }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 @Suite struct DecideAnimalTests {
@@ -36,8 +37,10 @@ import Testing
         run(.admitAnimal(admission("rex", beacon: "B1")), &s)
         #expect(code(.dischargeAnimal(id: "nobody", exitWeightKg: 1, veterinarian: nil, observations: nil), s) == "unknown_animal")
         #expect(code(.dischargeAnimal(id: "rex", exitWeightKg: -1, veterinarian: nil, observations: nil), s) == "weight_out_of_range")
-        #expect(run(.dischargeAnimal(id: "rex", exitWeightKg: 11.5, veterinarian: "Dr. Lee", observations: ""), &s) ==
-                [.animalDischarged(AnimalDischarged(animal: "rex", exitWeightKg: 11.5, veterinarian: "Dr. Lee", observations: nil))])
+        #expect(
+            run(.dischargeAnimal(id: "rex", exitWeightKg: 11.5, veterinarian: "Dr. Lee", observations: ""), &s) == [
+                .animalDischarged(AnimalDischarged(animal: "rex", exitWeightKg: 11.5, veterinarian: "Dr. Lee", observations: nil))
+            ])
         #expect(s.animals["rex"]?.status == .discharged)
         #expect(s.animals.beaconIndex["b1"] == nil)
         #expect(code(.dischargeAnimal(id: "rex", exitWeightKg: 11, veterinarian: nil, observations: nil), s) == "animal_not_admitted")
@@ -57,8 +60,10 @@ import Testing
         #expect(code(.sightAnimal(id: "ghost", room: "r", beacon: "b1", at: t0), s) == "unknown_animal")
         #expect(code(.sightAnimal(id: "rex", room: " ", beacon: "b1", at: t0), s) == "missing_field")
         #expect(code(.sightAnimal(id: "rex", room: "ward", beacon: "b7", at: t0), s) == "beacon_mismatch")
-        #expect(run(.sightAnimal(id: "rex", room: "ward", beacon: "B1", at: t0), &s) ==
-                [.animalSighted(AnimalSighted(animal: "rex", room: "ward", beacon: "b1", at: t0))])
+        #expect(
+            run(.sightAnimal(id: "rex", room: "ward", beacon: "B1", at: t0), &s) == [
+                .animalSighted(AnimalSighted(animal: "rex", room: "ward", beacon: "b1", at: t0))
+            ])
         #expect(run(.sightAnimal(id: "rex", room: "ward", beacon: "b1", at: t0 + 5), &s) == [])
         #expect(run(.sightAnimal(id: "rex", room: "yard", beacon: "b1", at: t0 + 9), &s).count == 1)
         #expect(s.animals["rex"]?.lastRoom == "yard")

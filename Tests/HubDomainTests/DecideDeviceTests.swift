@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 @Suite struct DecideDeviceTests {
@@ -12,7 +13,9 @@ import Testing
         #expect(code(.registerDevice(id: "", driver: "kasa", name: "x", config: "{}", hardwareId: nil), s) == "invalid_id")
         #expect(code(.registerDevice(id: "p2", driver: " ", name: "x", config: "{}", hardwareId: nil), s) == "missing_field")
         #expect(code(.registerDevice(id: "p2", driver: "k", name: "", config: "{}", hardwareId: nil), s) == "invalid_name")
-        #expect(code(.registerDevice(id: "p2", driver: "k", name: String(repeating: "n", count: 65), config: "{}", hardwareId: nil), s) == "invalid_name")
+        #expect(
+            code(.registerDevice(id: "p2", driver: "k", name: String(repeating: "n", count: 65), config: "{}", hardwareId: nil), s)
+                == "invalid_name")
         #expect(code(.registerDevice(id: "p2", driver: "k", name: "n", config: "{", hardwareId: nil), s) == "invalid_config")
         #expect(code(.registerDevice(id: "p2", driver: "k", name: "n", config: "[1]", hardwareId: nil), s) == "invalid_config")
         run(.registerDevice(id: "p2", driver: "k", name: "n", config: "{}", hardwareId: "HW1"), &s)
@@ -32,12 +35,13 @@ import Testing
         #expect(code(.removeDevice(id: "p1"), s) == "device_removed")
         #expect(code(.renameDevice(id: "p1", name: "x"), s) == "device_removed")
         #expect(code(.switchDevice(id: "p1", target: .on), s) == "device_removed")
-        #expect(code(.setActivation(device: "p1", op: .add, name: "a", start: 0, lengthMinutes: 1, periodMinutes: 0), s) == "device_removed")
+        #expect(
+            code(.setActivation(device: "p1", op: .add, name: "a", start: 0, lengthMinutes: 1, periodMinutes: 0), s) == "device_removed")
         #expect(code(.recordReading(subject: .device("p1"), quantity: .power, value: 1, measuredAt: t0), s) == "device_removed")
         #expect(code(.reportSwitch(id: "p1", state: .on, manual: nil), s) == "device_removed")
         #expect(code(.reportAvailability(id: "p1", available: true, reason: ""), s) == "device_removed")
         #expect(code(.removeDevice(id: "nope"), s) == "unknown_device")
-        register("p1", &s) // a removed id may be registered again
+        register("p1", &s)  // a removed id may be registered again
         #expect(s.devices["p1"]?.removed == false)
         #expect(s.devices["p1"]?.switchState == .unknown)
     }
@@ -58,29 +62,37 @@ import Testing
         var s = HubState()
         register("p", &s)
         // No pending request: a device report.
-        #expect(run(.reportSwitch(id: "p", state: .off, manual: nil), &s) ==
-                [.switchToggled(SwitchToggled(device: "p", state: .off, cause: .deviceReport))])
+        #expect(
+            run(.reportSwitch(id: "p", state: .off, manual: nil), &s) == [
+                .switchToggled(SwitchToggled(device: "p", state: .off, cause: .deviceReport))
+            ])
         // Repeat: nothing.
         #expect(run(.reportSwitch(id: "p", state: .off, manual: nil), &s) == [])
         // Commanded then confirmed.
         run(.switchDevice(id: "p", target: .on), &s, commandId: "cmd-7")
         #expect(s.devices["p"]?.pending == PendingSwitch(state: .on, since: t0, commandId: "cmd-7"))
-        #expect(run(.reportSwitch(id: "p", state: .on, manual: false), &s) ==
-                [.switchToggled(SwitchToggled(device: "p", state: .on, cause: .command))])
+        #expect(
+            run(.reportSwitch(id: "p", state: .on, manual: false), &s) == [
+                .switchToggled(SwitchToggled(device: "p", state: .on, cause: .command))
+            ])
         #expect(s.devices["p"]?.pending == nil)
         #expect(s.devices["p"]?.switchState == .on)
         // By hand, entering manual mode.
-        #expect(run(.reportSwitch(id: "p", state: .off, manual: true), &s) ==
-                [.switchToggled(SwitchToggled(device: "p", state: .off, cause: .manual)),
-                 .modeChanged(ModeChanged(device: "p", mode: .manual))])
+        #expect(
+            run(.reportSwitch(id: "p", state: .off, manual: true), &s) == [
+                .switchToggled(SwitchToggled(device: "p", state: .off, cause: .manual)),
+                .modeChanged(ModeChanged(device: "p", mode: .manual))
+            ])
         #expect(s.devices["p"]?.mode == .manual)
         // Only the mode changes.
         #expect(run(.reportSwitch(id: "p", state: .off, manual: false), &s) == [.modeChanged(ModeChanged(device: "p", mode: .automatic))])
         #expect(run(.reportSwitch(id: "p", state: .off, manual: false), &s) == [])
         // Requested state already current: the report confirms the request.
         run(.switchDevice(id: "p", target: .off), &s)
-        #expect(run(.reportSwitch(id: "p", state: .off, manual: nil), &s) ==
-                [.switchToggled(SwitchToggled(device: "p", state: .off, cause: .command))])
+        #expect(
+            run(.reportSwitch(id: "p", state: .off, manual: nil), &s) == [
+                .switchToggled(SwitchToggled(device: "p", state: .off, cause: .command))
+            ])
         #expect(s.devices["p"]?.pending == nil)
         #expect(code(.reportSwitch(id: "x", state: .off, manual: nil), s) == "unknown_device")
     }
@@ -90,7 +102,8 @@ import Testing
         register("p", &s)
         #expect(run(.failSwitch(id: "p", reason: "timeout"), &s) == [])
         run(.switchDevice(id: "p", target: .on), &s)
-        #expect(run(.failSwitch(id: "p", reason: "timeout"), &s) == [.switchFailed(SwitchFailed(device: "p", state: .on, reason: "timeout"))])
+        #expect(
+            run(.failSwitch(id: "p", reason: "timeout"), &s) == [.switchFailed(SwitchFailed(device: "p", state: .on, reason: "timeout"))])
         #expect(s.devices["p"]?.pending == nil)
         #expect(s.devices["p"]?.lastFailure?.reason == "timeout")
         #expect(code(.failSwitch(id: "q", reason: ""), s) == "unknown_device")
@@ -99,8 +112,10 @@ import Testing
     @Test func availability() {
         var s = HubState()
         register("p", &s)
-        #expect(run(.reportAvailability(id: "p", available: true, reason: "connected"), &s) ==
-                [.availabilityChanged(AvailabilityChanged(device: "p", available: true, reason: "connected"))])
+        #expect(
+            run(.reportAvailability(id: "p", available: true, reason: "connected"), &s) == [
+                .availabilityChanged(AvailabilityChanged(device: "p", available: true, reason: "connected"))
+            ])
         #expect(run(.reportAvailability(id: "p", available: true, reason: "still"), &s) == [])
         #expect(run(.reportAvailability(id: "p", available: false, reason: "lost"), &s).count == 1)
         #expect(s.devices["p"]?.available == false)
@@ -111,13 +126,22 @@ import Testing
     @Test func activations() {
         var s = HubState()
         register("p", &s)
-        let add = HubCommand.setActivation(device: "p", op: .add, name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440)
-        #expect(run(add, &s) == [.activationChanged(ActivationChanged(device: "p", change: .added, name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440))])
+        let add = HubCommand.setActivation(
+            device: "p", op: .add, name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440)
+        #expect(
+            run(add, &s) == [
+                .activationChanged(
+                    ActivationChanged(
+                        device: "p", change: .added, name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440))
+            ])
         #expect(code(add, s) == "activation_exists")
         func c(_ op: ActivationOp, _ name: String = "x", start: Int64? = 0, length: Int? = 1, period: Int? = 0) -> String? {
             code(.setActivation(device: "p", op: op, name: name, start: start, lengthMinutes: length, periodMinutes: period), s)
         }
-        let long = decide(.setActivation(device: "p", op: .add, name: "waterthelawnforthirtyminutes", start: 0, lengthMinutes: 1, periodMinutes: 0), state: s, now: t0).rejection
+        let long = decide(
+            .setActivation(device: "p", op: .add, name: "waterthelawnforthirtyminutes", start: 0, lengthMinutes: 1, periodMinutes: 0),
+            state: s, now: t0
+        ).rejection
         #expect(long?.code == "activation_name_too_long")
         #expect(long?.message == "activation name \"waterthelawnforthirtyminutes\" is 28 characters; at most 20 ASCII characters")
         #expect(c(.add, "rega do relvado ☀") == "activation_name_not_ascii")
@@ -138,8 +162,12 @@ import Testing
         #expect(c(.remove, "nope") == "unknown_activation")
         #expect(code(.setActivation(device: "q", op: .add, name: "x", start: 0, lengthMinutes: 1, periodMinutes: 0), s) == "unknown_device")
         // Update keeps missing fields.
-        #expect(run(.setActivation(device: "p", op: .update, name: "lawn", start: nil, lengthMinutes: 45, periodMinutes: nil), &s) ==
-                [.activationChanged(ActivationChanged(device: "p", change: .updated, name: "lawn", start: 1_795_370_400, lengthMinutes: 45, periodMinutes: 1440))])
+        #expect(
+            run(.setActivation(device: "p", op: .update, name: "lawn", start: nil, lengthMinutes: 45, periodMinutes: nil), &s) == [
+                .activationChanged(
+                    ActivationChanged(
+                        device: "p", change: .updated, name: "lawn", start: 1_795_370_400, lengthMinutes: 45, periodMinutes: 1440))
+            ])
         #expect(run(.setActivation(device: "p", op: .update, name: "lawn", start: nil, lengthMinutes: 45, periodMinutes: nil), &s) == [])
         #expect(c(.update, "lawn", start: nil, length: 0, period: nil) == "activation_length_zero")
         #expect(s.activations["p"] == [Activation(name: "lawn", start: 1_795_370_400, lengthMinutes: 45, periodMinutes: 1440)])
@@ -150,8 +178,11 @@ import Testing
         #expect(c(.add, "eleventh") == "activation_slots_full")
         #expect(s.activations["p"].map(\.name) == ["lawn"] + (1..<10).map { "a\($0)" })
         // Remove.
-        #expect(run(.setActivation(device: "p", op: .remove, name: "a3", start: nil, lengthMinutes: nil, periodMinutes: nil), &s) ==
-                [.activationChanged(ActivationChanged(device: "p", change: .removed, name: "a3", start: 0, lengthMinutes: 1, periodMinutes: 0))])
+        #expect(
+            run(.setActivation(device: "p", op: .remove, name: "a3", start: nil, lengthMinutes: nil, periodMinutes: nil), &s) == [
+                .activationChanged(
+                    ActivationChanged(device: "p", change: .removed, name: "a3", start: 0, lengthMinutes: 1, periodMinutes: 0))
+            ])
         #expect(s.activations["p"].count == 9)
         run(.removeDevice(id: "p"), &s)
         #expect(s.activations["p"].isEmpty)
@@ -174,8 +205,11 @@ import Testing
         run(.recordReading(subject: .device("m"), quantity: .energy, value: 100, measuredAt: t0), &s)
         #expect(run(.recordReading(subject: .device("m"), quantity: .energy, value: 150, measuredAt: t0 + 1), &s).count == 1)
         let events = run(.recordReading(subject: .device("m"), quantity: .energy, value: 3, measuredAt: t0 + 2), &s)
-        #expect(events == [.energyCounterReset(EnergyCounterReset(device: "m", previousWh: 150, newWh: 3)),
-                           .readingRecorded(ReadingRecorded(subject: .device("m"), quantity: .energy, value: 3, measuredAt: t0 + 2))])
+        #expect(
+            events == [
+                .energyCounterReset(EnergyCounterReset(device: "m", previousWh: 150, newWh: 3)),
+                .readingRecorded(ReadingRecorded(subject: .device("m"), quantity: .energy, value: 3, measuredAt: t0 + 2))
+            ])
         #expect(s.energy["m"]?.lifetimeWh == 53)
     }
 
@@ -186,7 +220,10 @@ import Testing
         #expect(r.code == "unknown_device")
         #expect(r.message.contains("ghost"))
         let e = rejectionEvent(for: cmd, rejection: r, commandId: "c9")
-        #expect(e == .commandRejected(CommandRejected(command: "switch", target: "ghost", code: "unknown_device", message: r.message, commandId: "c9")))
+        #expect(
+            e
+                == .commandRejected(
+                    CommandRejected(command: "switch", target: "ghost", code: "unknown_device", message: r.message, commandId: "c9")))
         #expect(e.stream == "hub")
         #expect(HubCommand.admitAnimal(admission("a")).name == "admit_animal")
         #expect(HubCommand.registerDevice(id: "d", driver: "", name: "", config: "", hardwareId: nil).name == "register_device")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 @Suite struct ActivationDivergenceTests {
@@ -9,8 +10,10 @@ import Testing
         var s = HubState()
         register("p", &s)
         for a in list {
-            run(.setActivation(device: "p", op: .add, name: a.name, start: a.start, lengthMinutes: Int(a.lengthMinutes),
-                               periodMinutes: Int(a.periodMinutes)), &s)
+            run(
+                .setActivation(
+                    device: "p", op: .add, name: a.name, start: a.start, lengthMinutes: Int(a.lengthMinutes),
+                    periodMinutes: Int(a.periodMinutes)), &s)
         }
         return s
     }
@@ -53,8 +56,12 @@ import Testing
         let extra = Activation(name: "night", start: 1_795_400_000, lengthMinutes: 60, periodMinutes: 1440)
         let events = run(.reportActivations(device: "p", found: [longer, extra], policy: .adopt), &s)
         #expect(events.count == 4)
-        #expect(events.first == .activationsDiverged(ActivationsDiverged(device: "p", expected: [lawn, once], found: [longer, extra],
-                                                                         resolution: .adopt)))
+        #expect(
+            events.first
+                == .activationsDiverged(
+                    ActivationsDiverged(
+                        device: "p", expected: [lawn, once], found: [longer, extra],
+                        resolution: .adopt)))
         #expect(sameActivations(s.activations["p"], [longer, extra]))
         // The next read-back of the same list is in line: nothing more.
         #expect(run(.reportActivations(device: "p", found: [longer, extra], policy: .adopt), &s).isEmpty)

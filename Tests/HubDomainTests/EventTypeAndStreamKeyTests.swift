@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubDomain
 
 @Suite struct EventTypeAndStreamKeyTests {
@@ -27,7 +28,7 @@ import Testing
     @Test func streamNamesAreBuiltAndReadInOnePlace() {
         let cases: [(StreamKey, String)] = [
             (.device("lamp"), "device/lamp"), (.animal("rex"), "animal/rex"), (.group("kitchen"), "group/kitchen"),
-            (.scene("movie"), "scene/movie"), (.hub, "hub"), (.device("a/b"), "device/a/b"),
+            (.scene("movie"), "scene/movie"), (.hub, "hub"), (.device("a/b"), "device/a/b")
         ]
         for (key, stream) in cases {
             #expect(key.stream == stream)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubDomain
 
 private let minute: Int64 = 60_000_000
@@ -16,16 +17,21 @@ private func powered(_ readings: [(Int64, Double)], quantity: Quantity = .power)
     return s
 }
 
-private func buckets(_ s: HubState, _ subject: String = "device/p", _ quantity: String = "power", from: Int64, to: Int64,
-                     _ bucket: String) throws -> [HistoryBucket] {
-    let q = try HistoryQuery.parse(subject: subject, quantity: quantity, from: ISO8601.format(micros: from),
-                                   to: ISO8601.format(micros: to), bucket: bucket)
+private func buckets(
+    _ s: HubState, _ subject: String = "device/p", _ quantity: String = "power", from: Int64, to: Int64,
+    _ bucket: String
+) throws -> [HistoryBucket] {
+    let q = try HistoryQuery.parse(
+        subject: subject, quantity: quantity, from: ISO8601.format(micros: from),
+        to: ISO8601.format(micros: to), bucket: bucket)
     guard case .buckets(let b) = try s.history(q) else { Issue.record("not buckets"); return [] }
     return b
 }
 
-private func refusal(_ s: HubState, _ subject: String = "device/p", _ quantity: String = "power", from: String, to: String,
-                     _ bucket: String) -> String? {
+private func refusal(
+    _ s: HubState, _ subject: String = "device/p", _ quantity: String = "power", from: String, to: String,
+    _ bucket: String
+) -> String? {
     do {
         _ = try s.history(try HistoryQuery.parse(subject: subject, quantity: quantity, from: from, to: to, bucket: bucket))
         return nil
@@ -91,11 +97,14 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
 /// A model for one series (`hub replay --history`) folds that series only; its clock moves with every event.
 @Test func aModelForOneSeriesFoldsOnlyThatSeries() {
     var model = HistoryModel(only: HistorySeriesKey(subject: .device("p"), quantity: .power))
-    let readings: [(Subject, Quantity, Int64)] = [(.device("p"), .power, 0), (.device("q"), .power, minute),
-                                                   (.device("p"), .voltage, 2 * minute), (.animal("rex"), .heartRate, 3 * day)]
+    let readings: [(Subject, Quantity, Int64)] = [
+        (.device("p"), .power, 0), (.device("q"), .power, minute),
+        (.device("p"), .voltage, 2 * minute), (.animal("rex"), .heartRate, 3 * day)
+    ]
     for (i, (subject, quantity, offset)) in readings.enumerated() {
-        model.apply(.readingRecorded(ReadingRecorded(subject: subject, quantity: quantity, value: 1, measuredAt: t0 + offset)),
-                    context: EventContext(sequence: UInt64(i + 1), timestamp: t0 + offset, actor: "t"))
+        model.apply(
+            .readingRecorded(ReadingRecorded(subject: subject, quantity: quantity, value: 1, measuredAt: t0 + offset)),
+            context: EventContext(sequence: UInt64(i + 1), timestamp: t0 + offset, actor: "t"))
     }
     #expect(model.seriesCount == 1)
     #expect(model.knows(.device("p")) && !model.knows(.device("q")) && !model.knows(.animal("rex")))
@@ -118,7 +127,8 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
         // The horizon is the model's clock (the newest log time), not the series' newest reading.
         var later = s
         later.apply(.deviceRenamed(DeviceRenamed(device: "p", name: "x")), context: ctx(99, t0 + 400 * day))
-        #expect(refusal(later, from: ISO8601.format(micros: t0 + 30 * day), to: ISO8601.format(micros: t0 + 31 * day), "1h") == "not_retained")
+        #expect(
+            refusal(later, from: ISO8601.format(micros: t0 + 30 * day), to: ISO8601.format(micros: t0 + 31 * day), "1h") == "not_retained")
         #expect(try buckets(later, from: t0, to: t0 + 8 * day, "1d").filter { $0.count > 0 }.count == 2)  // days are kept for ever
     }
 
@@ -163,8 +173,11 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
         // Time held goes into a gap the same way, as a bucket with no reading.
         column.weigh(bucket: b0 + 5, value: 4, micros: minute)
         #expect(column.count == limit && column.start(at: 0) == b0 + 3 && column.start(at: 2) == b0 + 5)
-        #expect(column.bucket(at: 2, width: minute) == HistoryBucket(start: (b0 + 5) * minute, count: 0, min: 4, max: 4, sum: 0, last: 4,
-                                                                        weighted: 4 * Double(minute), covered: minute))
+        #expect(
+            column.bucket(at: 2, width: minute)
+                == HistoryBucket(
+                    start: (b0 + 5) * minute, count: 0, min: 4, max: 4, sum: 0, last: 4,
+                    weighted: 4 * Double(minute), covered: minute))
     }
 }
 
@@ -176,14 +189,20 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
         for (offset, value) in [(Int64(0), 100.0), (hour, 150), (day, 20), (day + hour, 50)] {
             run(.recordReading(subject: .device("k"), quantity: .energy, value: value, measuredAt: t0 + offset), &s, at: t0 + offset)
         }
-        s.apply(.readingRecorded(ReadingRecorded(subject: .device("k"), quantity: .energy, value: 10, measuredAt: t0 + 2 * day)),
-                context: ctx(50, t0 + 2 * day))
+        s.apply(
+            .readingRecorded(ReadingRecorded(subject: .device("k"), quantity: .energy, value: 10, measuredAt: t0 + 2 * day)),
+            context: ctx(50, t0 + 2 * day))
         #expect(s.energy["k"]?.resets == 1)
-        let q = try HistoryQuery.parse(subject: "device/k", quantity: "energy", from: "2026-11-01T00:00:00Z",
-                                       to: "2026-12-01T00:00:00Z", bucket: "1d")
+        let q = try HistoryQuery.parse(
+            subject: "device/k", quantity: "energy", from: "2026-11-01T00:00:00Z",
+            to: "2026-12-01T00:00:00Z", bucket: "1d")
         let midnight = Civil.dayNumber(micros: t0) * Civil.microsPerDay
-        #expect(try s.history(q) == .energy([EnergyDay(start: midnight, wh: 50), EnergyDay(start: midnight + day, wh: 50),
-                                             EnergyDay(start: midnight + 2 * day, wh: 10)]))
+        #expect(
+            try s.history(q)
+                == .energy([
+                    EnergyDay(start: midnight, wh: 50), EnergyDay(start: midnight + day, wh: 50),
+                    EnergyDay(start: midnight + 2 * day, wh: 10)
+                ]))
         // The same figures as the ledger's own days: one rule, not two.
         #expect(s.energy["k"]?.dailyWh == ["2026-11-22": 50, "2026-11-23": 50, "2026-11-24": 10])
         // Counter values are not bucketed as readings.
@@ -210,7 +229,7 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
         ("device/p", "power", "2026-11-22T18:00:00Z", "2026-11-29T18:00:00Z", "1m", "too_many_buckets"),
         ("device/p", "power", "1990-01-01T00:00:00Z", "2026-11-23T00:00:00Z", "1h", "too_many_buckets"),
         ("device/p", "power", "2026-11-14T00:00:00Z", "2026-11-15T00:00:00Z", "1m", "not_retained"),
-        ("device/p", "power", "2025-11-01T00:00:00Z", "2025-11-02T00:00:00Z", "1h", "not_retained"),
+        ("device/p", "power", "2025-11-01T00:00:00Z", "2025-11-02T00:00:00Z", "1h", "not_retained")
     ])
     func refused(_ subject: String, _ quantity: String, _ from: String, _ to: String, _ bucket: String, _ expected: String) {
         #expect(refusal(Self.s, subject, quantity, from: from, to: to, bucket) == expected)
@@ -238,15 +257,23 @@ private func rows(_ b: [HistoryBucket]) -> [[Double]] {
 
 @Suite struct HistorySnapshotTests {
     static func events() -> [(HubEvent, Int64)] {
-        var out: [(HubEvent, Int64)] = [(.deviceRegistered(DeviceRegistered(device: "p", driver: "v", name: "P", config: "{}", hardwareId: nil)), t0)]
+        var out: [(HubEvent, Int64)] = [
+            (.deviceRegistered(DeviceRegistered(device: "p", driver: "v", name: "P", config: "{}", hardwareId: nil)), t0)
+        ]
         // 9 days of readings every 7 minutes (the minute ring prunes), two quantities, one animal.
         var t = t0
         var i = 0
         while t < t0 + 9 * day {
-            out.append((.readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: Double(i % 97), measuredAt: t)), t))
+            out.append(
+                (.readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: Double(i % 97), measuredAt: t)), t))
             if i % 5 == 0 {
-                out.append((.readingRecorded(ReadingRecorded(subject: .animal("rex"), quantity: .temperature, value: 38 + Double(i % 7) / 10,
-                                                             measuredAt: t - 3 * minute)), t))
+                out.append(
+                    (
+                        .readingRecorded(
+                            ReadingRecorded(
+                                subject: .animal("rex"), quantity: .temperature, value: 38 + Double(i % 7) / 10,
+                                measuredAt: t - 3 * minute)), t
+                    ))
             }
             t += 7 * minute
             i += 1

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 @Suite struct ReadModelTests {
@@ -9,13 +10,13 @@ import Testing
     @Test func energyLedgerAcrossResetsAndDays() {
         let day = Civil.microsPerDay
         let s = fold([
-            energy(1000, t0),                       // baseline, counts nothing
-            energy(1500, t0 + 3_600_000_000),       // +500 on 2026-11-22
-            energy(2500, t0 + day),                 // +1000 on 2026-11-23
+            energy(1000, t0),  // baseline, counts nothing
+            energy(1500, t0 + 3_600_000_000),  // +500 on 2026-11-22
+            energy(2500, t0 + day),  // +1000 on 2026-11-23
             .energyCounterReset(EnergyCounterReset(device: "m", previousWh: 2500, newWh: 200)),
-            energy(200, t0 + day + 1),              // +200 (from 0)
-            energy(700, t0 + 2 * day),              // +500 on 2026-11-24
-            energy(100, t0 + 2 * day + 1),          // implicit reset, +100
+            energy(200, t0 + day + 1),  // +200 (from 0)
+            energy(700, t0 + 2 * day),  // +500 on 2026-11-24
+            energy(100, t0 + 2 * day + 1)  // implicit reset, +100
         ])
         let acc = s.energy["m"]!
         #expect(acc.lifetimeWh == 2300)
@@ -33,7 +34,7 @@ import Testing
         let day = Civil.microsPerDay
         let s = fold((0...400).map { energy(Double($0) * 10, t0 + Int64($0) * day) })
         let acc = s.energy["m"]!
-        #expect(acc.dailyWh.count == 366) // EnergyAccount.daysKept
+        #expect(acc.dailyWh.count == 366)  // EnergyAccount.daysKept
         #expect(acc.dailyWh[Civil.dayKey(dayNumber: Civil.dayNumber(micros: t0 + 400 * day))] == 10)
         #expect(acc.dailyWh[Civil.dayKey(dayNumber: Civil.dayNumber(micros: t0 + day))] == nil)
         #expect(acc.lifetimeWh == 4000)
@@ -56,8 +57,10 @@ import Testing
     @Test func auditRingIsBounded() {
         var s = HubState(auditCapacity: 5)
         for i in 1...12 {
-            s.apply(.deviceRenamed(DeviceRenamed(device: "d\(i % 3)", name: "n")),
-                    context: EventContext(sequence: UInt64(i), timestamp: t0 + Int64(i), actor: i % 2 == 0 ? "alice" : "driver:kasa", commandId: "c\(i)"))
+            s.apply(
+                .deviceRenamed(DeviceRenamed(device: "d\(i % 3)", name: "n")),
+                context: EventContext(
+                    sequence: UInt64(i), timestamp: t0 + Int64(i), actor: i % 2 == 0 ? "alice" : "driver:kasa", commandId: "c\(i)"))
         }
         #expect(s.audit.count == 5)
         #expect(s.audit.recent.map(\.sequence) == [8, 9, 10, 11, 12])
@@ -76,7 +79,7 @@ import Testing
         let s = fold([
             sampleEvents[0],
             .switchRequested(SwitchRequested(device: "plug-1", state: .on)),
-            .switchToggled(SwitchToggled(device: "plug-1", state: .off, cause: .manual)), // not matching: stays pending
+            .switchToggled(SwitchToggled(device: "plug-1", state: .off, cause: .manual))  // not matching: stays pending
         ])
         #expect(s.devices["plug-1"]?.pending?.state == .on)
         #expect(s.devices["plug-1"]?.switchState == .off)
@@ -84,9 +87,11 @@ import Testing
         #expect(s.devices["plug-1"]?.hardwareId == "AA:BB")
         #expect(s.devices.active.map(\.id) == ["plug-1"])
         // Events for unknown devices are ignored rather than crashing.
-        let t = fold([.switchToggled(SwitchToggled(device: "ghost", state: .on, cause: .command)),
-                      .switchFailed(SwitchFailed(device: "ghost", state: .on, reason: "")),
-                      .animalDischarged(AnimalDischarged(animal: "ghost", exitWeightKg: 1))])
+        let t = fold([
+            .switchToggled(SwitchToggled(device: "ghost", state: .on, cause: .command)),
+            .switchFailed(SwitchFailed(device: "ghost", state: .on, reason: "")),
+            .animalDischarged(AnimalDischarged(animal: "ghost", exitWeightKg: 1))
+        ])
         #expect(t.devices["ghost"] == nil)
         #expect(t.lastSequence == 3)
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 private let minute: Int64 = 60_000_000
@@ -53,8 +54,13 @@ private func reading(_ subject: Subject, _ quantity: Quantity, _ value: Double, 
     @Test func aReadingMeasuredBeforeTheAdmissionIsRefused() {
         let s = Self.admitted()
         let decision = decide(reading(.animal("rex"), .heartRate, 90, t0 - minute), state: s, now: t0 + hour)
-        #expect(decision.rejection == Rejection(code: "reading_before_admission", message:
-            "heart_rate reading for animal \"rex\" was measured at 2026-11-22T17:59:00.000000Z, before its admission at 2026-11-22T18:00:00.000000Z"))
+        #expect(
+            decision.rejection
+                == Rejection(
+                    code: "reading_before_admission",
+                    message:
+                        "heart_rate reading for animal \"rex\" was measured at 2026-11-22T17:59:00.000000Z, before its admission at 2026-11-22T18:00:00.000000Z"
+                ))
         #expect(code(reading(.animal("rex"), .heartRate, 90, t0), s, now: t0 + hour) == nil)
     }
 
@@ -62,8 +68,13 @@ private func reading(_ subject: Subject, _ quantity: Quantity, _ value: Double, 
         var s = Self.admitted()
         run(.dischargeAnimal(id: "rex", exitWeightKg: 11, veterinarian: nil, observations: nil), &s, at: t0 + hour)
         let decision = decide(reading(.animal("rex"), .temperature, 38, t0 + 2 * hour), state: s, now: t0 + 2 * hour)
-        #expect(decision.rejection == Rejection(code: "reading_after_discharge", message:
-            "temperature reading for animal \"rex\" was measured at 2026-11-22T20:00:00.000000Z, after its discharge at 2026-11-22T19:00:00.000000Z"))
+        #expect(
+            decision.rejection
+                == Rejection(
+                    code: "reading_after_discharge",
+                    message:
+                        "temperature reading for animal \"rex\" was measured at 2026-11-22T20:00:00.000000Z, after its discharge at 2026-11-22T19:00:00.000000Z"
+                ))
         // Measured during the stay, but the animal is gone: refused as before.
         #expect(code(reading(.animal("rex"), .temperature, 38, t0 + minute), s, now: t0 + 2 * hour) == "animal_not_admitted")
     }
@@ -75,8 +86,13 @@ private func reading(_ subject: Subject, _ quantity: Quantity, _ value: Double, 
         #expect(code(reading(.device("p"), .power, 1, t0 + hour + skew), s, now: t0 + hour) == nil)
         #expect(code(reading(.animal("rex"), .heartRate, 80, t0 + hour + skew), s, now: t0 + hour) == nil)
         let decision = decide(reading(.device("p"), .power, 1, t0 + hour + skew + 1), state: s, now: t0 + hour)
-        #expect(decision.rejection == Rejection(code: "reading_in_future", message:
-            "power reading for device \"p\" is dated 2026-11-22T19:01:00.000001Z, more than 60 s after the hub's clock (2026-11-22T19:00:00.000000Z)"))
+        #expect(
+            decision.rejection
+                == Rejection(
+                    code: "reading_in_future",
+                    message:
+                        "power reading for device \"p\" is dated 2026-11-22T19:01:00.000001Z, more than 60 s after the hub's clock (2026-11-22T19:00:00.000000Z)"
+                ))
         #expect(code(reading(.animal("rex"), .heartRate, 80, t0 + 2 * hour), s, now: t0 + hour) == "reading_in_future")
     }
 }

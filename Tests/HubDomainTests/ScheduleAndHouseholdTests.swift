@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 @Suite struct ActivationSchemaTests {
@@ -8,21 +9,24 @@ import Testing
         let e = ActivationChanged(device: "p", change: .added, name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440)
         let v1 = HubEvent.activationChanged(e).encodePayload(schemaVersion: 1)
         let v2 = HubEvent.activationChanged(e).encodePayload()
-        #expect(v2.count == v1.count + 1) // the "no daily repeat" flag
+        #expect(v2.count == v1.count + 1)  // the "no daily repeat" flag
         #expect(try HubEvent.decode(type: "ActivationChanged", schemaVersion: 1, payload: v1) == .activationChanged(e))
         #expect(try HubEvent.decode(type: "ActivationChanged", schemaVersion: 2, payload: v2) == .activationChanged(e))
         // A schema 1 payload read as schema 2 is short: refused, naming the field.
         #expect(throws: DecodingFailure.self) { try HubEvent.decode(type: "ActivationChanged", schemaVersion: 2, payload: v1) }
         // JSON: a schema 1 body has no "repeat".
-        let body = try JSONValue.parse(#"{"device":"p","change":"added","name":"lawn","start":"2026-11-22T18:00:00Z","length_minutes":30,"period_minutes":1440}"#)
+        let body = try JSONValue.parse(
+            #"{"device":"p","change":"added","name":"lawn","start":"2026-11-22T18:00:00Z","length_minutes":30,"period_minutes":1440}"#)
         #expect(try HubEvent.fromJSON(type: "ActivationChanged", schemaVersion: 1, body: body) == .activationChanged(e))
         #expect(throws: DecodingFailure.self) { try HubEvent.fromJSON(type: "ActivationChanged", schemaVersion: 3, body: body) }
     }
 
     @Test func dailyRepeatRoundTripsAndRenders() throws {
-        let e = HubEvent.activationChanged(ActivationChanged(device: "p", change: .added, name: "evening", start: 1_795_370_400,
-                                                             lengthMinutes: 30, periodMinutes: 0,
-                                                             daily: DailyRepeat(minuteOfDay: 18 * 60 + 5, weekdays: 0b1000001, timeZone: "America/New_York")))
+        let e = HubEvent.activationChanged(
+            ActivationChanged(
+                device: "p", change: .added, name: "evening", start: 1_795_370_400,
+                lengthMinutes: 30, periodMinutes: 0,
+                daily: DailyRepeat(minuteOfDay: 18 * 60 + 5, weekdays: 0b1000001, timeZone: "America/New_York")))
         #expect(try HubEvent.decode(type: "ActivationChanged", schemaVersion: 2, payload: e.encodePayload()) == e)
         #expect(try HubEvent.fromJSON(type: "ActivationChanged", schemaVersion: 2, body: e.jsonBody()) == e)
         #expect(e.jsonBody()["repeat"]?.serialized() == #"{"at":"18:05","days":["mon","sun"],"time_zone":"America/New_York"}"#)
@@ -31,18 +35,23 @@ import Testing
     @Test func addUpdateAndValidateDailyRepeats() {
         var s = HubState()
         register("lamp", &s)
-        run(.setActivation(device: "lamp", op: .add, name: "evening", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: nil,
-                           daily: daily), &s)
+        run(
+            .setActivation(
+                device: "lamp", op: .add, name: "evening", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: nil,
+                daily: daily), &s)
         #expect(s.activations["lamp"].first?.daily == daily)
-        #expect(code(.setActivation(device: "lamp", op: .add, name: "both", start: 0, lengthMinutes: 5, periodMinutes: 60, daily: daily), s)
+        #expect(
+            code(.setActivation(device: "lamp", op: .add, name: "both", start: 0, lengthMinutes: 5, periodMinutes: 60, daily: daily), s)
                 == "activation_repeat_conflict")
         var bad = daily
         bad.weekdays = 0
-        #expect(code(.setActivation(device: "lamp", op: .add, name: "x", start: 0, lengthMinutes: 5, periodMinutes: nil, daily: bad), s)
+        #expect(
+            code(.setActivation(device: "lamp", op: .add, name: "x", start: 0, lengthMinutes: 5, periodMinutes: nil, daily: bad), s)
                 == "activation_repeat_invalid")
         bad = daily
         bad.minuteOfDay = 1440
-        #expect(code(.setActivation(device: "lamp", op: .add, name: "x", start: 0, lengthMinutes: 5, periodMinutes: nil, daily: bad), s)
+        #expect(
+            code(.setActivation(device: "lamp", op: .add, name: "x", start: 0, lengthMinutes: 5, periodMinutes: nil, daily: bad), s)
                 == "activation_repeat_invalid")
         // Giving a period on update turns it back into a fixed-period activation.
         run(.setActivation(device: "lamp", op: .update, name: "evening", start: nil, lengthMinutes: nil, periodMinutes: 1440), &s)
@@ -62,7 +71,8 @@ import Testing
     @Test func switchingOnByHandSuspendsTheScheduleUntilSwitchedOff() {
         var s = deviceWithActivation()
         let on = run(.switchDevice(id: "lamp", target: .on), &s)
-        #expect(on == [.switchRequested(SwitchRequested(device: "lamp", state: .on)), .modeChanged(ModeChanged(device: "lamp", mode: .manual))])
+        #expect(
+            on == [.switchRequested(SwitchRequested(device: "lamp", state: .on)), .modeChanged(ModeChanged(device: "lamp", mode: .manual))])
         #expect(code(.scheduleSwitch(id: "lamp", state: .off), s) == "manual_mode")
         let off = run(.switchDevice(id: "lamp", target: .off), &s)
         #expect(off.last == .modeChanged(ModeChanged(device: "lamp", mode: .automatic)))
@@ -109,27 +119,51 @@ import Testing
         #expect(code(.defineGroup(id: "a b", name: "", members: ["lamp"]), s) == "invalid_id")
         #expect(code(.switchGroup(id: "nope", target: .on), s) == "unknown_group")
         let on = run(.switchGroup(id: "living", target: .toggle), &s)
-        #expect(on == [.multiSwitchRequested(MultiSwitchRequested(origin: "group/living", targets: [
-            DeviceTarget(device: "lamp", state: .on), DeviceTarget(device: "tv", state: .on)]))])
+        #expect(
+            on == [
+                .multiSwitchRequested(
+                    MultiSwitchRequested(
+                        origin: "group/living",
+                        targets: [
+                            DeviceTarget(device: "lamp", state: .on), DeviceTarget(device: "tv", state: .on)
+                        ]))
+            ])
         run(.reportSwitch(id: "tv", state: .on, manual: nil), &s)
         // Toggle: any member on -> all off.
         let off = run(.switchGroup(id: "living", target: .toggle), &s)
-        #expect(off.first.map { if case .multiSwitchRequested(let m) = $0 { return m.targets.allSatisfy { $0.state == .off } } else { return false } } == true)
+        #expect(
+            off.first.map {
+                if case .multiSwitchRequested(let m) = $0 { return m.targets.allSatisfy { $0.state == .off } } else { return false }
+            } == true)
         run(.removeDevice(id: "tv"), &s)
         let after = run(.switchGroup(id: "living", target: .on), &s)
-        #expect(after == [.multiSwitchRequested(MultiSwitchRequested(origin: "group/living", targets: [DeviceTarget(device: "lamp", state: .on)]))])
+        #expect(
+            after == [
+                .multiSwitchRequested(MultiSwitchRequested(origin: "group/living", targets: [DeviceTarget(device: "lamp", state: .on)]))
+            ])
         run(.removeGroup(id: "living"), &s)
         #expect(s.household.groups.isEmpty)
     }
 
     @Test func scenesAndAllOff() {
         var s = household()
-        run(.defineScene(id: "movie", name: "Movie", targets: [DeviceTarget(device: "tv", state: .on), DeviceTarget(device: "lamp", state: .off)]), &s)
+        run(
+            .defineScene(
+                id: "movie", name: "Movie", targets: [DeviceTarget(device: "tv", state: .on), DeviceTarget(device: "lamp", state: .off)]),
+            &s)
         #expect(s.household.scenes["movie"]?.targets.count == 2)
-        #expect(code(.defineScene(id: HouseholdLimits.allOff, name: "", targets: [DeviceTarget(device: "tv", state: .on)]), s) == "reserved_id")
+        #expect(
+            code(.defineScene(id: HouseholdLimits.allOff, name: "", targets: [DeviceTarget(device: "tv", state: .on)]), s) == "reserved_id")
         let applied = run(.applyScene(id: "movie"), &s)
-        #expect(applied == [.multiSwitchRequested(MultiSwitchRequested(origin: "scene/movie", targets: [
-            DeviceTarget(device: "tv", state: .on), DeviceTarget(device: "lamp", state: .off)]))])
+        #expect(
+            applied == [
+                .multiSwitchRequested(
+                    MultiSwitchRequested(
+                        origin: "scene/movie",
+                        targets: [
+                            DeviceTarget(device: "tv", state: .on), DeviceTarget(device: "lamp", state: .off)
+                        ]))
+            ])
         #expect(applied.first?.stream == "scene/movie")
         let all = run(.applyScene(id: HouseholdLimits.allOff), &s)
         #expect(all.first?.stream == "hub")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubDomain
 
 @Suite struct SnapshotTests {
@@ -38,7 +39,8 @@ import Testing
         let ring = try #require(object["ring"] as? [[String: Any]])
         #expect(ring.compactMap { $0["stream"] as? String } == ["device/p", "device/p"])
 
-        let written = #"{"capacity":2,"head":0,"totalEvents":1,"countsByActor":{"alice":1},"#
+        let written =
+            #"{"capacity":2,"head":0,"totalEvents":1,"countsByActor":{"alice":1},"#
             + #""lastByStream":{"animal/rex":{"sequence":7,"timestamp":5,"type":"AnimalAdmitted","actor":"alice"}},"#
             + #""ring":[{"sequence":7,"timestamp":5,"stream":"animal/rex","type":"AnimalAdmitted","actor":"alice","commandId":"c9"}]}"#
         let restored = try JSONDecoder().decode(AuditTrail.self, from: Data(written.utf8))

@@ -1,11 +1,13 @@
 @testable import HubDomain
 
-let t0: Int64 = 1_795_370_400_000_000 // 2026-11-22T18:00:00Z
+let t0: Int64 = 1_795_370_400_000_000  // 2026-11-22T18:00:00Z
 
 /// One sample of every event type (with optionals set and unset where they exist).
 let sampleEvents: [HubEvent] = [
-    .deviceRegistered(DeviceRegistered(device: "plug-1", driver: "tcp-powerplug", name: "Lawn pump",
-                                       config: #"{"host":"10.0.0.5","port":230}"#, hardwareId: "AA:BB")),
+    .deviceRegistered(
+        DeviceRegistered(
+            device: "plug-1", driver: "tcp-powerplug", name: "Lawn pump",
+            config: #"{"host":"10.0.0.5","port":230}"#, hardwareId: "AA:BB")),
     .deviceRegistered(DeviceRegistered(device: "plug_2", driver: "kasa", name: "Lámpara ☃", config: "{}", hardwareId: nil)),
     .deviceRenamed(DeviceRenamed(device: "plug-1", name: "Pump \"north\"\n")),
     .deviceRemoved(DeviceRemoved(device: "plug-1")),
@@ -14,18 +16,29 @@ let sampleEvents: [HubEvent] = [
     .switchToggled(SwitchToggled(device: "plug-1", state: .on, cause: .schedule)),
     .switchFailed(SwitchFailed(device: "plug-1", state: .on, reason: "timeout after 5 s")),
     .modeChanged(ModeChanged(device: "plug-1", mode: .manual)),
-    .activationChanged(ActivationChanged(device: "plug-1", change: .added, name: "water the lawn", start: 1_795_370_400,
-                                         lengthMinutes: 30, periodMinutes: 1440)),
-    .activationChanged(ActivationChanged(device: "plug-1", change: .removed, name: "x", start: Int64(UInt32.max),
-                                         lengthMinutes: 65535, periodMinutes: 0)),
-    .activationChanged(ActivationChanged(device: "plug-1", change: .updated, name: "evening", start: 1_795_370_400,
-                                         lengthMinutes: 45, periodMinutes: 0,
-                                         daily: DailyRepeat(minuteOfDay: 18 * 60, weekdays: 0b0010101, timeZone: "Europe/Lisbon"))),
+    .activationChanged(
+        ActivationChanged(
+            device: "plug-1", change: .added, name: "water the lawn", start: 1_795_370_400,
+            lengthMinutes: 30, periodMinutes: 1440)),
+    .activationChanged(
+        ActivationChanged(
+            device: "plug-1", change: .removed, name: "x", start: Int64(UInt32.max),
+            lengthMinutes: 65535, periodMinutes: 0)),
+    .activationChanged(
+        ActivationChanged(
+            device: "plug-1", change: .updated, name: "evening", start: 1_795_370_400,
+            lengthMinutes: 45, periodMinutes: 0,
+            daily: DailyRepeat(minuteOfDay: 18 * 60, weekdays: 0b0010101, timeZone: "Europe/Lisbon"))),
     .availabilityChanged(AvailabilityChanged(device: "plug-1", available: false, reason: "connection refused")),
     .groupDefined(GroupDefined(group: "kitchen", name: "Kitchen", members: ["plug-1", "plug_2"])),
     .groupRemoved(GroupRemoved(group: "kitchen")),
-    .sceneDefined(SceneDefined(scene: "movie", name: "Movie night", targets: [DeviceTarget(device: "plug-1", state: .off),
-                                                                           DeviceTarget(device: "plug_2", state: .on)])),
+    .sceneDefined(
+        SceneDefined(
+            scene: "movie", name: "Movie night",
+            targets: [
+                DeviceTarget(device: "plug-1", state: .off),
+                DeviceTarget(device: "plug_2", state: .on)
+            ])),
     .sceneRemoved(SceneRemoved(scene: "movie")),
     .multiSwitchRequested(MultiSwitchRequested(origin: "group/kitchen", targets: [DeviceTarget(device: "plug-1", state: .on)])),
     .multiSwitchRequested(MultiSwitchRequested(origin: "all", targets: [])),
@@ -36,27 +49,35 @@ let sampleEvents: [HubEvent] = [
     .readingRecorded(ReadingRecorded(subject: .device("m"), quantity: .voltage, value: 230.1, measuredAt: t0)),
     .readingRecorded(ReadingRecorded(subject: .device("m"), quantity: .current, value: 1.0e21, measuredAt: t0)),
     .energyCounterReset(EnergyCounterReset(device: "plug-1", previousWh: 5021.25, newWh: 0.5)),
-    .activationsDiverged(ActivationsDiverged(
-        device: "plug-1", expected: [Activation(name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440)],
-        found: [], resolution: .restore)),
-    .activationsDiverged(ActivationsDiverged(
-        device: "plug-1", expected: [],
-        found: [Activation(name: "a", start: 0, lengthMinutes: 1, periodMinutes: 0),
-                Activation(name: "b", start: Int64(UInt32.max), lengthMinutes: 65535, periodMinutes: 65535)],
-        resolution: .report)),
-    .animalAdmitted(AnimalAdmitted(animal: "rex", name: "Rex", gender: "male", birthDate: "2020-02-29", weightKg: 31.4,
-                                   species: "dog", breed: "mixed", coat: "brown", ownerName: "Ana",
-                                   ownerAddress: "Rua 1, Porto", ownerPhone: "+351 900", motive: "surgery",
-                                   veterinarian: "Dr. Lee", observations: "bites\tsometimes", photo: "photos/rex.jpg",
-                                   beacon: "1de4b189115e45f6b44e509352269977")),
+    .activationsDiverged(
+        ActivationsDiverged(
+            device: "plug-1", expected: [Activation(name: "lawn", start: 1_795_370_400, lengthMinutes: 30, periodMinutes: 1440)],
+            found: [], resolution: .restore)),
+    .activationsDiverged(
+        ActivationsDiverged(
+            device: "plug-1", expected: [],
+            found: [
+                Activation(name: "a", start: 0, lengthMinutes: 1, periodMinutes: 0),
+                Activation(name: "b", start: Int64(UInt32.max), lengthMinutes: 65535, periodMinutes: 65535)
+            ],
+            resolution: .report)),
+    .animalAdmitted(
+        AnimalAdmitted(
+            animal: "rex", name: "Rex", gender: "male", birthDate: "2020-02-29", weightKg: 31.4,
+            species: "dog", breed: "mixed", coat: "brown", ownerName: "Ana",
+            ownerAddress: "Rua 1, Porto", ownerPhone: "+351 900", motive: "surgery",
+            veterinarian: "Dr. Lee", observations: "bites\tsometimes", photo: "photos/rex.jpg",
+            beacon: "1de4b189115e45f6b44e509352269977")),
     .animalAdmitted(AnimalAdmitted(animal: "tom", name: "Tom", weightKg: 4, species: "cat", beacon: "b-2")),
     .animalDischarged(AnimalDischarged(animal: "rex", exitWeightKg: 30.9, veterinarian: "Dr. Lee", observations: nil)),
     .animalSighted(AnimalSighted(animal: "rex", room: "ward 2", beacon: "1de4b189115e45f6b44e509352269977", at: t0 + 1)),
     .animalUnseen(AnimalUnseen(animal: "rex", lastRoom: "ward 2", lastSeen: t0 + 2)),
     .ownerDataErased(OwnerDataErased(animal: "rex")),
-    .commandRejected(CommandRejected(command: "switch", target: "nope", code: "unknown_device",
-                                     message: "no device \"nope\" is registered", commandId: "c-1")),
-    .commandRejected(CommandRejected(command: "admit_animal", target: nil, code: "missing_field", message: "m", commandId: nil)),
+    .commandRejected(
+        CommandRejected(
+            command: "switch", target: "nope", code: "unknown_device",
+            message: "no device \"nope\" is registered", commandId: "c-1")),
+    .commandRejected(CommandRejected(command: "admit_animal", target: nil, code: "missing_field", message: "m", commandId: nil))
 ]
 
 func ctx(_ seq: UInt64, _ ts: Int64 = t0, actor: String = "tester", commandId: String? = nil) -> EventContext {

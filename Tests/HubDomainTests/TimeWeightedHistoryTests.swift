@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubDomain
 
 private let second: Int64 = 1_000_000
@@ -20,8 +21,12 @@ private func folded(_ readings: [(Int64, Double)], clock: Int64, offline: Int64?
 }
 
 private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64 = t0, to: Int64 = t0 + hour) throws -> [HistoryBucket] {
-    guard case .buckets(let b) = try s.history(HistoryQuery(subject: .device("p"), quantity: .power, from: from, to: to,
-                                                            resolution: resolution)) else { return [] }
+    guard
+        case .buckets(let b) = try s.history(
+            HistoryQuery(
+                subject: .device("p"), quantity: .power, from: from, to: to,
+                resolution: resolution))
+    else { return [] }
     return b
 }
 
@@ -40,8 +45,11 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
         // Minutes with no reading carry the heater's 1800 W in: count 0, and the held value as min, max, last and mean.
         let m = try buckets(s, .minute)
         #expect(m.count == 60)
-        #expect(m[30] == HistoryBucket(start: t0 + 30 * minute, count: 0, min: 1800, max: 1800, sum: 0, last: 1800,
-                                       weighted: 1800 * Double(minute), covered: minute))
+        #expect(
+            m[30]
+                == HistoryBucket(
+                    start: t0 + 30 * minute, count: 0, min: 1800, max: 1800, sum: 0, last: 1800,
+                    weighted: 1800 * Double(minute), covered: minute))
         #expect(m.map(\.mean) == [0] + Array(repeating: 1800, count: 58) + [0])
         #expect(m.map(\.count) == [1, 1] + Array(repeating: 0, count: 57) + [1])
     }
@@ -79,8 +87,9 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
         #expect(try buckets(s, .hour, from: t0 + hour, to: t0 + 2 * hour).isEmpty)
         // The next reading holds again from when it was measured.
         var back = s
-        back.apply(.readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: 10, measuredAt: t0 + 2 * hour)),
-                   context: ctx(back.lastSequence + 1, t0 + 2 * hour))
+        back.apply(
+            .readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: 10, measuredAt: t0 + 2 * hour)),
+            context: ctx(back.lastSequence + 1, t0 + 2 * hour))
         back.apply(.deviceRenamed(DeviceRenamed(device: "p", name: "x")), context: ctx(back.lastSequence + 1, t0 + 2 * hour + 30 * minute))
         #expect(try buckets(back, .hour, from: t0, to: t0 + 3 * hour).map(\.mean) == [1000, 10])
         #expect(try buckets(back, .hour, from: t0, to: t0 + 3 * hour).map(\.covered) == [15 * minute, 30 * minute])
@@ -90,8 +99,9 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
     /// min, max and last, and leaves the weighting alone: the span it falls in was weighed already.
     @Test func aLateReadingCountsButDoesNotReweigh() throws {
         var s = folded([(0, 100), (30 * minute, 200)], clock: 40 * minute)
-        s.apply(.readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: 900, measuredAt: t0 + 10 * minute)),
-                context: ctx(s.lastSequence + 1, t0 + 41 * minute))
+        s.apply(
+            .readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: 900, measuredAt: t0 + 10 * minute)),
+            context: ctx(s.lastSequence + 1, t0 + 41 * minute))
         s.apply(.deviceRenamed(DeviceRenamed(device: "p", name: "y")), context: ctx(s.lastSequence + 1, t0 + hour))
         let h = try buckets(s, .hour)
         #expect(h[0].mean == 150)
@@ -106,7 +116,8 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
         let restored = try HistoryModel(encodedBytes: s.history.encodedBytes())
         #expect(restored == s.history)
         #expect(restored.hold(HistorySeriesKey(subject: .device("p"), quantity: .power)) == HistoryHold(value: 1000, since: t0, newest: t0))
-        #expect(restored.buckets(HistorySeriesKey(subject: .device("p"), quantity: .power), .hour, from: t0, to: t0 + hour)
+        #expect(
+            restored.buckets(HistorySeriesKey(subject: .device("p"), quantity: .power), .hour, from: t0, to: t0 + hour)
                 == s.history.buckets(HistorySeriesKey(subject: .device("p"), quantity: .power), .hour, from: t0, to: t0 + hour))
     }
 }
@@ -118,7 +129,7 @@ private func buckets(_ s: HubState, _ resolution: HistoryResolution, from: Int64
     #expect(hold.take(7, at: 20).closed == HistoryHold.Span(value: 5, from: 10, to: 20))
     #expect(hold.take(1, at: 15) == (nil, false))  // late: nothing closes, 7 still holds
     #expect(hold.tail(now: 25) == HistoryHold.Span(value: 7, from: 20, to: 25))
-    #expect(hold.take(8, at: 20) == (nil, true))   // same time: the later reading's value holds
+    #expect(hold.take(8, at: 20) == (nil, true))  // same time: the later reading's value holds
     #expect(hold.end(at: 30) == HistoryHold.Span(value: 8, from: 20, to: 30))
     #expect(hold.tail(now: 40) == nil && hold.end(at: 50) == nil)
     #expect(hold.take(2, at: 60) == (nil, true))  // after an end: nothing held to close

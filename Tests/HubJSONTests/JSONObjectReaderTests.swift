@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubJSON
 
 @Suite struct JSONObjectReaderTests {
@@ -38,7 +39,8 @@ import Testing
         #expect(problem(#"{"colour":null}"#) { try $0.allow(["color"]) } == "unknown key colour (known: color)")
         // A transport's own keys beside the object's: both allowed, both named when refusing.
         #expect(problem(#"{"host":"h","transaction":"t"}"#) { try $0.allow(["host"], ["transaction"]) } == "ok")
-        #expect(problem(#"{"hots":"h"}"#) { try $0.allow(["port", "host"], ["transaction", "host"]) }
+        #expect(
+            problem(#"{"hots":"h"}"#) { try $0.allow(["port", "host"], ["transaction", "host"]) }
                 == "unknown key hots (known: host, port, transaction)")
         let e = failure(#"{"x":1}"#) { try $0.allow(["b", "a"]) }
         #expect(e == JSONFieldError(path: "x", kind: .unknownKey(known: ["a", "b"])))
@@ -89,19 +91,39 @@ import Testing
 
     @Test func nestedReadersExtendThePath() {
         let cases: [(String, (JSONObjectReader) throws -> Void, String)] = [
-            (#"{"mqtt":{"tls":{"ca":"x"}}}"#, { r in
-                try r.object("mqtt")?.object("tls")?.allow(["ca_file", "cert_file"]) }, "unknown key mqtt.tls.ca (known: ca_file, cert_file)"),
-            (#"{"mqtt":{"port":"1883"}}"#, { r in
-                _ = try r.object("mqtt")?.integer("port", in: 1...65535) }, "mqtt.port must be a whole number from 1 to 65535"),
+            (
+                #"{"mqtt":{"tls":{"ca":"x"}}}"#,
+                { r in
+                    try r.object("mqtt")?.object("tls")?.allow(["ca_file", "cert_file"])
+                }, "unknown key mqtt.tls.ca (known: ca_file, cert_file)"
+            ),
+            (
+                #"{"mqtt":{"port":"1883"}}"#,
+                { r in
+                    _ = try r.object("mqtt")?.integer("port", in: 1...65535)
+                }, "mqtt.port must be a whole number from 1 to 65535"
+            ),
             (#"{"mqtt":3}"#, { r in _ = try r.object("mqtt") }, "mqtt must be a JSON object"),
-            (#"{"devices":[{"id":"a"},{"name":"b"}]}"#, { r in
-                for d in try r.objects("devices") ?? [] { _ = try d.require("id", d.string) } }, "devices[1].id is required"),
+            (
+                #"{"devices":[{"id":"a"},{"name":"b"}]}"#,
+                { r in
+                    for d in try r.objects("devices") ?? [] { _ = try d.require("id", d.string) }
+                }, "devices[1].id is required"
+            ),
             (#"{"devices":[{"id":"a"},7]}"#, { r in _ = try r.objects("devices") }, "devices[1] must be a JSON object"),
             (#"{"devices":{"id":"a"}}"#, { r in _ = try r.objects("devices") }, "devices must be a list"),
-            (#"{"a":{"b":{"c":{"d":true}}}}"#, { r in
-                _ = try r.object("a")?.object("b")?.object("c")?.string("d") }, "a.b.c.d must be a string"),
-            (#"{"devices":[{"id":"x"}]}"#, { r in
-                for d in try r.objects("devices") ?? [] { throw d.invalid("id", "\"x\" is listed twice") } }, "devices[0].id \"x\" is listed twice"),
+            (
+                #"{"a":{"b":{"c":{"d":true}}}}"#,
+                { r in
+                    _ = try r.object("a")?.object("b")?.object("c")?.string("d")
+                }, "a.b.c.d must be a string"
+            ),
+            (
+                #"{"devices":[{"id":"x"}]}"#,
+                { r in
+                    for d in try r.objects("devices") ?? [] { throw d.invalid("id", "\"x\" is listed twice") }
+                }, "devices[0].id \"x\" is listed twice"
+            )
         ]
         for (text, read, expected) in cases {
             #expect(problem(text, read) == expected, "\(text)")
@@ -114,7 +136,7 @@ import Testing
         for text in ["[1]", "1", "\"x\"", "true", "null"] {
             #expect(problem(text) { _ in } == "the top level must be a JSON object", "\(text)")
         }
-        #expect(problem("") { _ in } == "ok")       // empty text: no settings
+        #expect(problem("") { _ in } == "ok")  // empty text: no settings
         #expect(problem(" \n") { _ in } == "ok")
         #expect(problem("{") { _ in }.hasPrefix("not JSON: invalid JSON at byte 1"))
         #expect(throws: JSONFieldError(path: "cfg", kind: .notAnObject)) { try JSONObjectReader(.array([]), path: "cfg") }
@@ -128,7 +150,7 @@ import Testing
             (JSONFieldError(path: "a.id", kind: .missing), "a.id is required"),
             (JSONFieldError(path: "port", kind: .wrongType(expected: "a number")), "port must be a number"),
             (JSONFieldError(path: "", kind: .wrongType(expected: "a number")), "the value must be a number"),
-            (JSONFieldError(path: "id", kind: .invalid(message: "is listed twice")), "id is listed twice"),
+            (JSONFieldError(path: "id", kind: .invalid(message: "is listed twice")), "id is listed twice")
         ]
         for (error, text) in cases { #expect(error.description == text) }
     }

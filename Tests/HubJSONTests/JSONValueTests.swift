@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HubJSON
 
 @Suite struct JSONValueTests {
@@ -19,20 +20,21 @@ import Testing
     }
 
     @Test func escapesStrings() {
-        #expect(JSONValue.string("a\"b\\c\n\r\t\u{8}\u{C}\u{1}\u{1F}/é😀").serialized()
+        #expect(
+            JSONValue.string("a\"b\\c\n\r\t\u{8}\u{C}\u{1}\u{1F}/é😀").serialized()
                 == "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f/é😀\"")
     }
 
     @Test func parsesEscapesAndSurrogatePairs() throws {
         #expect(try JSONValue.parse(#""\"\\\/\b\f\n\r\t\u0041\u00e9\u20AC""#) == .string("\"\\/\u{8}\u{C}\n\r\t\u{41}é€"))
         #expect(try JSONValue.parse(#""\ud83d\ude00""#) == .string("😀"))
-        #expect(parseError(#""\ud83d""#) != nil)            // lone high
-        #expect(parseError(#""\ude00""#) != nil)            // lone low
-        #expect(parseError(#""\ud83d\u0041""#) != nil)      // high + non-low
+        #expect(parseError(#""\ud83d""#) != nil)  // lone high
+        #expect(parseError(#""\ude00""#) != nil)  // lone low
+        #expect(parseError(#""\ud83d\u0041""#) != nil)  // high + non-low
         #expect(parseError(#""\x""#)?.offset == 2)
         #expect(parseError(#""\u12G4""#)?.offset == 5)
-        #expect(parseError("\"a\u{1}\"")?.offset == 2)      // raw control char
-        #expect(parseError(#""abc"#) != nil)                // unterminated
+        #expect(parseError("\"a\u{1}\"")?.offset == 2)  // raw control char
+        #expect(parseError(#""abc"#) != nil)  // unterminated
     }
 
     /// `{"state":"ON","state":"OFF"}` is a question, not a command: a key given twice is refused,
@@ -94,13 +96,13 @@ import Testing
     }
 
     @Test func rejectsInvalidUTF8() {
-        #expect(parseError([0x22, 0xC3, 0x28, 0x22])?.offset == 2)          // bad continuation
-        #expect(parseError([0x22, 0xC0, 0xAF, 0x22]) != nil)                // overlong
-        #expect(parseError([0x22, 0xED, 0xA0, 0x80, 0x22]) != nil)          // encoded surrogate
-        #expect(parseError([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22]) != nil)    // > U+10FFFF
-        #expect(parseError([0x22, 0xE2, 0x82]) != nil)                      // truncated
+        #expect(parseError([0x22, 0xC3, 0x28, 0x22])?.offset == 2)  // bad continuation
+        #expect(parseError([0x22, 0xC0, 0xAF, 0x22]) != nil)  // overlong
+        #expect(parseError([0x22, 0xED, 0xA0, 0x80, 0x22]) != nil)  // encoded surrogate
+        #expect(parseError([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22]) != nil)  // > U+10FFFF
+        #expect(parseError([0x22, 0xE2, 0x82]) != nil)  // truncated
         #expect(parseError([0x22, 0xFF, 0x22]) != nil)
-        #expect(parseError([0xEF, 0xBB, 0xBF, 0x31]) != nil)                // BOM is not JSON
+        #expect(parseError([0xEF, 0xBB, 0xBF, 0x31]) != nil)  // BOM is not JSON
         #expect((try? JSONValue.parse([0x22, 0xE2, 0x82, 0xAC, 0x22])) == .string("€"))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubLog
 
 /// The command-id index: permanent idempotency with a bounded window in memory and the rest in
@@ -127,7 +128,10 @@ import Testing
         bytes[20] ^= 0xFF
         writeFile(dir + "/commands.idx", bytes)
         let repaired = try SegmentStore(directory: dir, options: options())
-        #expect(repaired.openingNotes == ["the command index commands.idx was damaged (header checksum mismatch): rebuilt by a scan of 50 records"])
+        #expect(
+            repaired.openingNotes == [
+                "the command index commands.idx was damaged (header checksum mismatch): rebuilt by a scan of 50 records"
+            ])
         #expect(repaired.commandResult("cmd-49")?.firstSequence == originals["cmd-49"]!.firstSequence)
         repaired.close()
 
@@ -148,7 +152,10 @@ import Testing
         try FileManager.default.copyItem(atPath: a + "/commands.idx", toPath: b + "/commands.idx")
         let opened = try SegmentStore(directory: b, options: options())
         defer { opened.close() }
-        #expect(opened.openingNotes == ["the command index commands.idx did not match the log (its chain hash at sequence 20 is not the log's): rebuilt by a scan of 30 records"])
+        #expect(
+            opened.openingNotes == [
+                "the command index commands.idx did not match the log (its chain hash at sequence 20 is not the log's): rebuilt by a scan of 30 records"
+            ])
         #expect(opened.commandResult("a-3") == nil)
         #expect(opened.commandResult("b-29")?.firstSequence == 30)
     }
@@ -199,7 +206,7 @@ import Testing
     @Test func theFileGrowsAndKeepsEveryId() async throws {
         let dir = temporaryDirectory()
         let store = try SegmentStore(directory: dir, options: options())
-        let count = Int(CommandIndexFile.initialSlots) // past 70 % of the first table: it doubles
+        let count = Int(CommandIndexFile.initialSlots)  // past 70 % of the first table: it doubles
         let originals = try await appendCommands(store, (0..<count).map { "grow-\($0)" }, batch: 1024)
         store.close()
         let size = try FileManager.default.attributesOfItem(atPath: dir + "/commands.idx")[.size] as! Int
@@ -219,7 +226,7 @@ import Testing
         let file = try CommandIndexFile.create(directory: dir)
         defer { file.close() }
         file.growInMemoryBytes = inMemory
-        let count = 3 * Int(CommandIndexFile.initialSlots) // two doublings
+        let count = 3 * Int(CommandIndexFile.initialSlots)  // two doublings
         for i in 0..<count {
             try file.upsert("id-\(i)", first: UInt64(2 * i + 1), last: UInt64(2 * i + 2))
         }
@@ -244,7 +251,7 @@ import Testing
         _ = try await appendCommands(more, (0..<1800).map { "b-\($0)" })
         more.close()
         var bytes = readFile(dir + "/commands.idx")
-        bytes.replaceSubrange(0..<header.count, with: header) // as if killed before checkpointing the b-s
+        bytes.replaceSubrange(0..<header.count, with: header)  // as if killed before checkpointing the b-s
         writeFile(dir + "/commands.idx", bytes)
         let reopened = try SegmentStore(directory: dir, options: options())
         defer { reopened.close() }
@@ -263,7 +270,10 @@ import Testing
         var offset = CommandIndexFile.headerSize
         while offset + CommandIndexFile.slotSize <= bytes.count {
             let first = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self).littleEndian }
-            if first > limit { bytes.replaceSubrange(offset..<(offset + CommandIndexFile.slotSize), with: [UInt8](repeating: 0, count: CommandIndexFile.slotSize)) }
+            if first > limit {
+                bytes.replaceSubrange(
+                    offset..<(offset + CommandIndexFile.slotSize), with: [UInt8](repeating: 0, count: CommandIndexFile.slotSize))
+            }
             offset += CommandIndexFile.slotSize
         }
         writeFile(dir + "/commands.idx", bytes)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubLog
 
 /// Segments written before frames carried their place in their write (`HUBLOG01`) stay readable
@@ -9,8 +10,10 @@ import Testing
         let directory = temporaryDirectory()
         let store = try SegmentStore(directory: directory)
         for n in 0..<3 {
-            _ = try await store.append(AppendRequest(stream: "device/d", expected: .any, causation: Causation(commandId: nil, actor: "test"),
-                                                     events: [event(n)]))
+            _ = try await store.append(
+                AppendRequest(
+                    stream: "device/d", expected: .any, causation: Causation(commandId: nil, actor: "test"),
+                    events: [event(n)]))
         }
         store.close()
         // Every write held one record (place 0): the frames are those of a version 1 segment.
@@ -30,7 +33,10 @@ import Testing
         #expect(Array(after[0..<8]) == Array("HUBLOG01".utf8))
         for frame in frameOffsets(after) {
             let (length, check) = after.withUnsafeBytes {
-                ($0.loadUnaligned(fromByteOffset: frame.offset, as: UInt32.self), $0.loadUnaligned(fromByteOffset: frame.offset + 4, as: UInt32.self))
+                (
+                    $0.loadUnaligned(fromByteOffset: frame.offset, as: UInt32.self),
+                    $0.loadUnaligned(fromByteOffset: frame.offset + 4, as: UInt32.self)
+                )
             }
             #expect(check == ~length, "a frame in a version 1 segment carries a place in its write")
         }

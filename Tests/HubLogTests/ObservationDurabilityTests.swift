@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import HubLog
 
 /// The segment log's observation class (``Durability/observation``): written and readable when the
@@ -15,13 +16,15 @@ import Testing
     /// The segment's writes and syncs, in order, while `body` runs.
     static func recording(_ directory: String, _ body: () async throws -> Void) async rethrows -> [FileIO.Operation] {
         let recorded = Mutex<[FileIO.Operation]>([])
-        FileIO.recorder.withLock { $0 = { operation in
-            switch operation {
-            case .write(let path, _, _), .sync(let path):
-                if path.hasPrefix(directory) && path.hasSuffix(".seg") { recorded.withLock { $0.append(operation) } }
-            default: break
+        FileIO.recorder.withLock {
+            $0 = { operation in
+                switch operation {
+                case .write(let path, _, _), .sync(let path):
+                    if path.hasPrefix(directory) && path.hasSuffix(".seg") { recorded.withLock { $0.append(operation) } }
+                default: break
+                }
             }
-        } }
+        }
         defer { FileIO.recorder.withLock { $0 = nil } }
         try await body()
         return recorded.withLock { $0 }
@@ -57,8 +60,9 @@ import Testing
             store.close()
         }
         let lastWrite = try #require(operations.lastIndex { if case .write = $0 { true } else { false } })
-        #expect(operations[(lastWrite + 1)...].contains { if case .sync = $0 { true } else { false } },
-                "close syncs what was written: \(operations)")
+        #expect(
+            operations[(lastWrite + 1)...].contains { if case .sync = $0 { true } else { false } },
+            "close syncs what was written: \(operations)")
         store = nil
         let reopened = try SegmentStore(directory: dir)
         #expect(reopened.lastSequence == 2)

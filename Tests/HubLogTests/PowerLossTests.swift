@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import HubLog
 
 /// Power loss, not just a killed process: a kill keeps the page cache, a power cut keeps only what
@@ -33,7 +34,9 @@ import Testing
                 if bytes.count < offset + data.count { bytes += [UInt8](repeating: 0, count: offset + data.count - bytes.count) }
                 bytes.replaceSubrange(offset..<offset + data.count, with: data)
             case .truncate(let length):
-                if bytes.count > length { bytes.removeLast(bytes.count - length) } else {
+                if bytes.count > length {
+                    bytes.removeLast(bytes.count - length)
+                } else {
                     bytes += [UInt8](repeating: 0, count: length - bytes.count)
                 }
             }
@@ -113,7 +116,7 @@ import Testing
                 torn.apply(&bytes)
                 out.append((bytes, first ? .firstSectors : .lastSectors))
             }
-            var skipped = file.durable // every change but this one reached the disk
+            var skipped = file.durable  // every change but this one reached the disk
             for (k, change) in pending.enumerated() where k != j { change.apply(&skipped) }
             out.append((skipped, .skipped))
         }
@@ -157,7 +160,9 @@ import Testing
                     if seen.insert(hasher.finalize()).inserted { states.append((state, kind)) }
                 }
             }
-            if names.allSatisfy({ files[$0]!.pending.isEmpty }), seen.insert(base ? 1 : 0).inserted { states.append((others, base ? .all : .synced)) }
+            if names.allSatisfy({ files[$0]!.pending.isEmpty }), seen.insert(base ? 1 : 0).inserted {
+                states.append((others, base ? .all : .synced))
+            }
         }
         return states
     }
@@ -165,18 +170,25 @@ import Testing
     /// Appends, each acknowledged (some with command ids, some of several events), across segment
     /// ends and recovery checkpoints; returns what was appended, the recorded changes, and after
     /// how many changes each append was acknowledged.
-    static func workload(directory: String, options: SegmentStoreOptions, observations: Bool = false) async throws
-        -> (requests: [AppendRequest], operations: [FileIO.Operation], acknowledgedAt: [Int]) {
+    static func workload(
+        directory: String, options: SegmentStoreOptions, observations: Bool = false
+    ) async throws
+        -> (requests: [AppendRequest], operations: [FileIO.Operation], acknowledgedAt: [Int])
+    {
         let recorded = Mutex<[FileIO.Operation]>([])
         let root = directory + "/"
-        FileIO.recorder.withLock { $0 = { operation in
-            let path: String
-            switch operation {
-            case .open(let p, _), .write(let p, _, _), .zeros(let p, _), .truncate(let p, _), .sync(let p), .syncDirectory(let p), .remove(let p): path = p
-            case .rename(let from, _): path = from
+        FileIO.recorder.withLock {
+            $0 = { operation in
+                let path: String
+                switch operation {
+                case .open(let p, _), .write(let p, _, _), .zeros(let p, _), .truncate(let p, _), .sync(let p), .syncDirectory(let p),
+                    .remove(let p):
+                    path = p
+                case .rename(let from, _): path = from
+                }
+                if path.hasPrefix(root) { recorded.withLock { $0.append(operation) } }
             }
-            if path.hasPrefix(root) { recorded.withLock { $0.append(operation) } }
-        } }
+        }
         defer { FileIO.recorder.withLock { $0 = nil } }
         let store = try SegmentStore(directory: directory, options: options)
         var requests: [AppendRequest] = []
@@ -198,8 +210,9 @@ import Testing
 
     static func request(_ n: Int) -> AppendRequest {
         let events = (0..<(n % 3 == 2 ? 3 : 1)).map { event(n * 10 + $0, size: 120 + 37 * (n % 5)) }
-        return AppendRequest(stream: "device/d\(n % 4)", expected: .any,
-                             causation: Causation(commandId: n % 2 == 0 ? "c-\(n)" : nil, actor: "test"), events: events)
+        return AppendRequest(
+            stream: "device/d\(n % 4)", expected: .any,
+            causation: Causation(commandId: n % 2 == 0 ? "c-\(n)" : nil, actor: "test"), events: events)
     }
 
     /// The rule that lets a torn last write be cut does not cover damage before a later write: the
@@ -209,8 +222,10 @@ import Testing
         let directory = temporaryDirectory()
         let store = try SegmentStore(directory: directory)
         for n in 0..<3 {
-            _ = try await store.append(AppendRequest(stream: "device/d", expected: .any, causation: Causation(commandId: nil, actor: "test"),
-                                                     events: [event(n, size: 700)]))
+            _ = try await store.append(
+                AppendRequest(
+                    stream: "device/d", expected: .any, causation: Causation(commandId: nil, actor: "test"),
+                    events: [event(n, size: 700)]))
         }
         store.close()
         try? FileManager.default.removeItem(atPath: directory + "/" + RecoveryCheckpoint.fileName)
@@ -234,10 +249,13 @@ import Testing
     @Test func aLostFirstBlockOfTheLastWriteIsCutWithTheRestOfThatWrite() async throws {
         let directory = temporaryDirectory()
         let store = try SegmentStore(directory: directory)
-        _ = try await store.append(AppendRequest(stream: "device/d", expected: .any, causation: Causation(commandId: nil, actor: "test"),
-                                                 events: [event(0, size: 700)]))
+        _ = try await store.append(
+            AppendRequest(
+                stream: "device/d", expected: .any, causation: Causation(commandId: nil, actor: "test"),
+                events: [event(0, size: 700)]))
         let group = (1...3).map { n in
-            AppendRequest(stream: "device/d\(n)", expected: .any, causation: Causation(commandId: nil, actor: "test"), events: [event(n, size: 700)])
+            AppendRequest(
+                stream: "device/d\(n)", expected: .any, causation: Causation(commandId: nil, actor: "test"), events: [event(n, size: 700)])
         }
         for result in await store.appendAll(group) { _ = try result.get() }
         store.close()
@@ -284,17 +302,20 @@ import Testing
                     Issue.record("crash after change \(point) of \(operations.count) (\(kind)): the log did not open: \(error)")
                     continue
                 }
-                #expect(records.count >= acknowledged && records.count <= expected.count,
-                        "crash after change \(point): \(records.count) records recovered, \(acknowledged) acknowledged")
+                #expect(
+                    records.count >= acknowledged && records.count <= expected.count,
+                    "crash after change \(point): \(records.count) records recovered, \(acknowledged) acknowledged")
                 for (i, record) in records.enumerated() where i < expected.count {
-                    #expect(record.sequence == UInt64(i + 1) && record.stream == expected[i].0 && record.payload == expected[i].1,
-                            "crash after change \(point): record \(i + 1) is not the one appended")
+                    #expect(
+                        record.sequence == UInt64(i + 1) && record.stream == expected[i].0 && record.payload == expected[i].1,
+                        "crash after change \(point): record \(i + 1) is not the one appended")
                 }
                 checked += 1
             }
         }
-        print("power loss (preallocation \(preallocation)): \(operations.count) recorded changes, \(checked) crash states recovered every "
-              + "acknowledged record; did not open: \(failures.map { "\($0.key.rawValue) \($0.value)" }.sorted())")
+        print(
+            "power loss (preallocation \(preallocation)): \(operations.count) recorded changes, \(checked) crash states recovered every "
+                + "acknowledged record; did not open: \(failures.map { "\($0.key.rawValue) \($0.value)" }.sorted())")
         #expect(checked > operations.count)
     }
 
@@ -304,9 +325,11 @@ import Testing
     @Test(arguments: [0, 1024])
     func aPowerCutLosesAtMostTheObservationsAfterTheLastCommand(preallocation: Int) async throws {
         let directory = temporaryDirectory()
-        let options = SegmentStoreOptions(segmentSize: 2048, checkpointEvery: 1500, preallocation: preallocation,
-                                          observationCommitDelay: .seconds(600))
-        let (requests, operations, acknowledgedAt) = try await Self.workload(directory: directory + "/log", options: options, observations: true)
+        let options = SegmentStoreOptions(
+            segmentSize: 2048, checkpointEvery: 1500, preallocation: preallocation,
+            observationCommitDelay: .seconds(600))
+        let (requests, operations, acknowledgedAt) = try await Self.workload(
+            directory: directory + "/log", options: options, observations: true)
         let expected = requests.flatMap { request in request.events.map { (request.stream, $0.payload) } }
         let eventsBefore = requests.reduce(into: [0]) { $0.append($0.last! + $1.events.count) }
         var checked = 0, lostObservations = 0
@@ -334,18 +357,21 @@ import Testing
                     }
                     continue
                 }
-                #expect(records.count >= durable && records.count <= expected.count,
-                        "crash after change \(point): \(records.count) records recovered, \(durable) acknowledged durable")
+                #expect(
+                    records.count >= durable && records.count <= expected.count,
+                    "crash after change \(point): \(records.count) records recovered, \(durable) acknowledged durable")
                 for (i, record) in records.enumerated() where i < expected.count {
-                    #expect(record.sequence == UInt64(i + 1) && record.stream == expected[i].0 && record.payload == expected[i].1,
-                            "crash after change \(point): record \(i + 1) is not the one appended")
+                    #expect(
+                        record.sequence == UInt64(i + 1) && record.stream == expected[i].0 && record.payload == expected[i].1,
+                        "crash after change \(point): record \(i + 1) is not the one appended")
                 }
                 if records.count < eventsBefore[answered] { lostObservations += 1 }
                 checked += 1
             }
         }
-        print("power loss with observations (preallocation \(preallocation)): \(operations.count) recorded changes, \(checked) crash states "
-              + "kept every record up to the last command; \(lostObservations) lost acknowledged observations after it")
+        print(
+            "power loss with observations (preallocation \(preallocation)): \(operations.count) recorded changes, \(checked) crash states "
+                + "kept every record up to the last command; \(lostObservations) lost acknowledged observations after it")
         #expect(checked > operations.count)
         #expect(lostObservations > 0, "the model lets a power cut take unsynced observations")
     }

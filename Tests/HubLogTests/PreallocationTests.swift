@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubLog
 
 /// Preallocated segments (``SegmentStoreOptions/preallocation``): the newest segment is extended
@@ -9,11 +10,17 @@ import Testing
 @Suite struct PreallocationTests {
     /// A store with `count` appends, left open (as a crash leaves it), and a copy of its directory
     /// taken then: the copy is what the next open after a crash finds.
-    func crashedCopy(count: Int, size: Int = 40, options: SegmentStoreOptions = SegmentStoreOptions()) async throws -> (store: SegmentStore, copy: String) {
+    func crashedCopy(
+        count: Int, size: Int = 40, options: SegmentStoreOptions = SegmentStoreOptions()
+    ) async throws -> (store: SegmentStore, copy: String) {
         let dir = temporaryDirectory()
         let store = try SegmentStore(directory: dir, options: options)
-        for i in 0..<count { _ = try await store.append(AppendRequest(stream: "device/\(i % 3)", expected: .any,
-            causation: Causation(commandId: nil, actor: "test"), events: [event(i, size: size)])) }
+        for i in 0..<count {
+            _ = try await store.append(
+                AppendRequest(
+                    stream: "device/\(i % 3)", expected: .any,
+                    causation: Causation(commandId: nil, actor: "test"), events: [event(i, size: size)]))
+        }
         let copy = temporaryDirectory()
         try copyRunningLog(dir, to: copy)
         return (store, copy)
@@ -30,7 +37,9 @@ import Testing
         }
         let newest = readFile(paths.last!), frames = frameOffsets(newest)
         let recordsEnd = frames.last.map { $0.offset + $0.length } ?? RecordFormat.segmentHeaderSize
-        #expect(newest.count > recordsEnd && newest.count % 4096 == 0, "preallocated: \(newest.count) bytes for records ending at \(recordsEnd)")
+        #expect(
+            newest.count > recordsEnd && newest.count % 4096 == 0, "preallocated: \(newest.count) bytes for records ending at \(recordsEnd)"
+        )
         #expect(newest[recordsEnd...].allSatisfy { $0 == 0 })
         let written = paths.dropLast().map { readFile($0).count }.reduce(recordsEnd, +)
         #expect(try LogVerifier.verify(directory: store.directory).bytes == written, "verify counts records, not the zeros")
@@ -88,7 +97,9 @@ import Testing
         #expect(quarantineFiles(copy) == [name])
         // Whole 512-byte blocks of zeros after the written bytes are left out; the rest is kept.
         let kept = readFile(copy + "/" + name)
-        #expect(Array(kept.prefix(written.count)) == written && kept.count < 512 + written.count && kept.dropFirst(written.count).allSatisfy { $0 == 0 })
+        #expect(
+            Array(kept.prefix(written.count)) == written && kept.count < 512 + written.count
+                && kept.dropFirst(written.count).allSatisfy { $0 == 0 })
         #expect(try await reopened.append(request("device/0", 99)).firstSequence == 4)
         reopened.close()
         #expect(try LogVerifier.verify(directory: copy).records == 4)
@@ -154,10 +165,11 @@ import Testing
         var out: [String: Int] = [:]
         for tid in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
             guard let comm = try? String(contentsOfFile: "\(root)/\(tid)/comm", encoding: .utf8),
-                  comm.hasPrefix(SegmentStore.writerThreadName.prefix(15)),
-                  let io = try? String(contentsOfFile: "\(root)/\(tid)/io", encoding: .utf8),
-                  let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
-                  let bytes = Int(line.split(separator: " ").last ?? "") else { continue }
+                comm.hasPrefix(SegmentStore.writerThreadName.prefix(15)),
+                let io = try? String(contentsOfFile: "\(root)/\(tid)/io", encoding: .utf8),
+                let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
+                let bytes = Int(line.split(separator: " ").last ?? "")
+            else { continue }
             out[tid] = bytes
         }
         return out
@@ -173,12 +185,13 @@ import Testing
         let store = try SegmentStore(directory: dir)
         defer { store.close() }
         // Past the first megabyte of the segment: the writer extends it by the next step.
-        _ = await store.appendAll((0..<300).map { n in
-            AppendRequest(stream: "device/big", causation: Causation(commandId: nil, actor: "test"), events: [event(n, size: 4000)])
-        })
+        _ = await store.appendAll(
+            (0..<300).map { n in
+                AppendRequest(stream: "device/big", causation: Causation(commandId: nil, actor: "test"), events: [event(n, size: 4000)])
+            })
         _ = try await store.append(request("device/plug", 1000))
         let mine = Set(Self.writerThreads().keys).subtracting(before)
-        guard mine.count == 1, let tid = mine.first else { return } // another test's writer started meanwhile
+        guard mine.count == 1, let tid = mine.first else { return }  // another test's writer started meanwhile
         let start = Self.writerThreads()[tid] ?? 0
         for n in 0..<20 { _ = try await store.append(request("device/plug", 2000 + n)) }
         let dirtied = (Self.writerThreads()[tid] ?? 0) - start

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import HubLog
 
 @Suite struct ReadOnlyTests {
@@ -43,7 +44,9 @@ import Testing
         // Waited for with a deadline: a read-only store has no writer thread to answer a queued
         // append, so a wait on the task itself could hang the test instead of failing it.
         let answered = Mutex<[Result<AppendResult, Error>]?>(nil)
-        Task { let r = await reader.appendAll([request("s", 3), request("s", 4)]); answered.withLock { $0 = r } }
+        Task {
+            let r = await reader.appendAll([request("s", 3), request("s", 4)]); answered.withLock { $0 = r }
+        }
         let deadline = ContinuousClock.now + .seconds(5)
         while answered.withLock({ $0 == nil }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let results = answered.withLock { $0 }
@@ -69,7 +72,7 @@ import Testing
     @Test func theWriterThreadIsNamed() async throws {
         let store = try SegmentStore(directory: temporaryDirectory())
         defer { store.close() }
-        _ = try await store.append(request("s", 0)) // the writer has run
+        _ = try await store.append(request("s", 0))  // the writer has run
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [])
             .compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
             .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubLog
 
 /// Opening after a recovery checkpoint (`recovery.ckpt`): only the records after it are read, and
@@ -23,9 +24,12 @@ import Testing
     static func state(_ store: SegmentStore) throws -> Opened {
         var middle: [UInt64] = []
         let from = store.lastSequence / 2
-        try store.readViews(from: from, through: from + 3) { middle.append($0.sequence); return true }
-        return Opened(last: store.lastSequence, head: try store.chainHash(at: store.lastSequence),
-                      versions: streams.map { store.streamVersion($0) }, segments: store.recovery.segments, middle: middle)
+        try store.readViews(from: from, through: from + 3) {
+            middle.append($0.sequence); return true
+        }
+        return Opened(
+            last: store.lastSequence, head: try store.chainHash(at: store.lastSequence),
+            versions: streams.map { store.streamVersion($0) }, segments: store.recovery.segments, middle: middle)
     }
 
     /// Appends `count` commands (some of two events) from `start` on, 50 per group commit; `salt`
@@ -159,7 +163,7 @@ import Testing
         ("garbage", "was damaged (not a recovery checkpoint"),
         ("another log's", "did not match the log (the record at offset"),
         ("newest segment shorter", "did not match the log (segment"),
-        ("a segment gone", "did not match the log (it names"),
+        ("a segment gone", "did not match the log (it names")
     ])
     func aCheckpointTheLogDoesNotAgreeWithIsNotUsed(damage: String, note: String) async throws {
         let (dir, _) = try await Self.makeLog(900)
@@ -271,8 +275,10 @@ import Testing
             sequence: 2049, hash: (0..<32).map { UInt8($0) }, recordOffset: 900,
             segments: [.init(firstSequence: 1, end: 5000), .init(firstSequence: 2000, end: 1000)],
             streams: ["device/a": 7, "hub": 0, "animal/ü": 12],
-            index: [.init(sequence: 1, segment: 0, offset: 16), .init(sequence: 1025, segment: 0, offset: 2500),
-                    .init(sequence: 2049, segment: 1, offset: 900)])
+            index: [
+                .init(sequence: 1, segment: 0, offset: 16), .init(sequence: 1025, segment: 0, offset: 2500),
+                .init(sequence: 2049, segment: 1, offset: 900)
+            ])
         let bytes = checkpoint.encoded()
         #expect(try RecoveryCheckpoint.decode(bytes) == checkpoint)
         for length in 0..<bytes.count {

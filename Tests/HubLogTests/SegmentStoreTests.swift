@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubLog
 
 @Suite struct SegmentStoreTests {
@@ -83,7 +84,9 @@ import Testing
         for i in 0..<300 { _ = try await store.append(request("d/\(i % 7)", i)) }
         #expect(segmentPaths(dir).count > 5)
         var some: [UInt64] = []
-        try store.read(from: 150, through: 160) { some.append($0.sequence); return true }
+        try store.read(from: 150, through: 160) {
+            some.append($0.sequence); return true
+        }
         #expect(some == Array(150...160))
         store.close()
         let reopened = try SegmentStore(directory: dir, options: SegmentStoreOptions(segmentSize: 4096))
@@ -98,8 +101,9 @@ import Testing
     @Test func anOversizedEventIsRejectedAlone() async throws {
         let store = try SegmentStore(directory: temporaryDirectory())
         defer { store.close() }
-        let huge = AppendRequest(stream: "s", causation: Causation(actor: "t"),
-                                 events: [ProposedEvent(type: "X", schemaVersion: 1, timestamp: 0, payload: [UInt8](repeating: 1, count: 17 << 20))])
+        let huge = AppendRequest(
+            stream: "s", causation: Causation(actor: "t"),
+            events: [ProposedEvent(type: "X", schemaVersion: 1, timestamp: 0, payload: [UInt8](repeating: 1, count: 17 << 20))])
         await #expect(throws: EventLogError.self) { try await store.append(huge) }
         let ok = try await store.append(request("s", 1))
         #expect(ok.firstSequence == 1)
@@ -174,7 +178,9 @@ import Testing
         let store = try SegmentStore(directory: dir, options: SegmentStoreOptions(segmentSize: 64 * 1024))
         _ = await store.appendAll((0..<1500).map { request("s\($0 % 4)", $0) })
         var hashes: [[UInt8]] = [RecordFormat.genesisHash]
-        try store.readViews(from: 1, through: .max) { hashes.append($0.hash); return true }
+        try store.readViews(from: 1, through: .max) {
+            hashes.append($0.hash); return true
+        }
         #expect(hashes.count == 1501)
         for sequence: UInt64 in [0, 1, 2, 1024, 1025, 1499, 1500] {
             #expect(try store.chainHash(at: sequence) == hashes[Int(sequence)], "at \(sequence)")
@@ -212,7 +218,9 @@ struct DefaultsOnly: EventStore {
     var lastSequence: UInt64 { base.lastSequence }
     func commandResult(_ commandId: String) -> AppendResult? { base.commandResult(commandId) }
     func streamVersion(_ stream: String) -> UInt64? { base.streamVersion(stream) }
-    func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws { try base.read(from: from, through: through, body) }
+    func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
+        try base.read(from: from, through: through, body)
+    }
     func waitForAppend(after sequence: UInt64) async throws { try await base.waitForAppend(after: sequence) }
     func close() async { base.close() }
 }

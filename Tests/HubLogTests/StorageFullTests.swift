@@ -1,6 +1,7 @@
 import DiskHarness
 import Foundation
 import Testing
+
 @testable import HubLog
 
 /// A full disk on a real file system (a small tmpfs filled with ballast): appends are refused with
@@ -10,9 +11,13 @@ import Testing
 struct StorageFullTests {
     /// Three 8 KiB events: more than the slack of a page, so the write runs out of space mid-way.
     func big(_ n: Int, id: String? = nil) -> AppendRequest {
-        AppendRequest(stream: "s", causation: Causation(commandId: id, actor: "test"),
-                      events: (0..<3).map { ProposedEvent(type: "Big", schemaVersion: 1, timestamp: Int64(n + $0),
-                                                          payload: [UInt8](repeating: UInt8(truncatingIfNeeded: n + $0), count: 8192)) })
+        AppendRequest(
+            stream: "s", causation: Causation(commandId: id, actor: "test"),
+            events: (0..<3).map {
+                ProposedEvent(
+                    type: "Big", schemaVersion: 1, timestamp: Int64(n + $0),
+                    payload: [UInt8](repeating: UInt8(truncatingIfNeeded: n + $0), count: 8192))
+            })
     }
 
     func expectStorageFull(_ result: Result<AppendResult, Error>, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -108,7 +113,7 @@ struct StorageFullTests {
         let disk = try SmallDisk(megabytes: 2)
         let directory = disk.path + "/log"
         let store = try SegmentStore(directory: directory, options: SegmentStoreOptions(segmentSize: 20_000))
-        _ = try await store.append(big(0))   // ~24 KiB: the next append starts a new segment
+        _ = try await store.append(big(0))  // ~24 KiB: the next append starts a new segment
         let before = segmentPaths(directory)
         let sizeBefore = readFile(before.last!).count
         try disk.fill()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import HubLog
 
 /// Builds a log of `count` single-event appends and returns its directory and the segment path.
@@ -138,7 +139,7 @@ func makeLog(count: Int) async throws -> (dir: String, segment: String) {
         let frame = frameOffsets(bytes)[2]
         let bodyStart = frame.offset + 12
         let bodyEnd = frame.offset + frame.length
-        bytes[bodyEnd - 33] ^= 0x01 // last payload byte
+        bytes[bodyEnd - 33] ^= 0x01  // last payload byte
         let crc = bytes[bodyStart..<bodyEnd].withUnsafeBytes { CRC32C.checksum($0) }
         withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[frame.offset + 8 + i] = $0[i] } }
         writeFile(segment, bytes)

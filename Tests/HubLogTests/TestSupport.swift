@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import HubLog
 
 func temporaryDirectory(_ name: String = #function) -> String {
@@ -8,18 +9,22 @@ func temporaryDirectory(_ name: String = #function) -> String {
 }
 
 func event(_ n: Int, type: String = "ReadingRecorded", size: Int = 40) -> ProposedEvent {
-    ProposedEvent(type: type, schemaVersion: 1, timestamp: 1_700_000_000_000_000 + Int64(n),
-                  payload: (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) })
+    ProposedEvent(
+        type: type, schemaVersion: 1, timestamp: 1_700_000_000_000_000 + Int64(n),
+        payload: (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) })
 }
 
 func request(_ stream: String, _ n: Int, commandId: String? = nil, expected: ExpectedVersion = .any, count: Int = 1) -> AppendRequest {
-    AppendRequest(stream: stream, expected: expected, causation: Causation(commandId: commandId, actor: "test"),
-                  events: (0..<count).map { event(n + $0) })
+    AppendRequest(
+        stream: stream, expected: expected, causation: Causation(commandId: commandId, actor: "test"),
+        events: (0..<count).map { event(n + $0) })
 }
 
 func allRecords(_ store: SegmentStore) throws -> [EventRecord] {
     var out: [EventRecord] = []
-    try store.read(from: 1, through: .max) { out.append($0); return true }
+    try store.read(from: 1, through: .max) {
+        out.append($0); return true
+    }
     return out
 }
 
@@ -34,7 +39,7 @@ func frameOffsets(_ bytes: [UInt8]) -> [(offset: Int, length: Int)] {
     var offset = RecordFormat.segmentHeaderSize
     while offset + 12 <= bytes.count {
         let length = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian) }
-        if length == 0 { break } // the unused, preallocated end of the newest segment
+        if length == 0 { break }  // the unused, preallocated end of the newest segment
         out.append((offset, 12 + length))
         offset += 12 + length
     }

@@ -1,12 +1,12 @@
 import BrokerHarness
 import Foundation
-import HubLog
-import HubPostgres
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
+import HubPostgres
 import PostgresHarness
 
 /// The two backends every contract test runs against.
@@ -48,7 +48,10 @@ struct LogPlace {
 /// This test process's directories, removed when it exits.
 let testRoot: String = {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path
-    atexit { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path) }
+    atexit {
+        try? FileManager.default.removeItem(
+            atPath: FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-tests-\(getpid())").path)
+    }
     return root
 }()
 
@@ -64,6 +67,8 @@ func request(_ stream: String, _ events: [ProposedEvent], expected: ExpectedVers
 /// Every record of the log, in order.
 func allRecords(_ store: any EventStore) throws -> [EventRecord] {
     var records: [EventRecord] = []
-    try store.read(from: 1, through: store.lastSequence) { records.append($0); return true }
+    try store.read(from: 1, through: store.lastSequence) {
+        records.append($0); return true
+    }
     return records
 }

@@ -1,12 +1,12 @@
 import BrokerHarness
 import Foundation
-import HubDomain
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubDomain
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 import PostgresHarness
 import Testing
 
@@ -19,7 +19,7 @@ import Testing
         .reportSwitch(id: "lamp", state: .on, manual: false),
         .recordReading(subject: .device("lamp"), quantity: .power, value: 60.5, measuredAt: 1_795_000_000_000_000),
         .switchDevice(id: "ghost", target: .toggle),
-        .renameDevice(id: "lamp", name: "Desk lamp"),
+        .renameDevice(id: "lamp", name: "Desk lamp")
     ]
 
     /// Runs the same commands through a hub on `place`'s log and exports it.
@@ -51,7 +51,9 @@ import Testing
         #expect(try a.verify(progress: nil).headHash == b.verify(progress: nil).headHash)
         // Read from the middle: the views carry the stored hashes.
         var middle: [[UInt8]] = []
-        try b.readViews(from: 3, through: 4) { middle.append($0.hash); return true }
+        try b.readViews(from: 3, through: 4) {
+            middle.append($0.hash); return true
+        }
         #expect(try middle == [a.chainHash(at: 3)!, a.chainHash(at: 4)!])
         // The hub reopens on PostgreSQL with the same read models.
         let hub = try Hub(paths: pg.paths)
@@ -62,7 +64,8 @@ import Testing
 
     @Test func exportThenImportMovesALogBetweenBackendsExactly() async throws {
         guard let pg = try LogPlace.fresh(.postgres), let seg = try LogPlace.fresh(.segments),
-              let back = try LogPlace.fresh(.segments) else { return }
+            let back = try LogPlace.fresh(.segments)
+        else { return }
         let original = try await runHub(on: seg)
         // segment log -> PostgreSQL
         let count = try await LogTransfer.importFile(seg.dataDirectory + "/export.jsonl", into: pg.paths)

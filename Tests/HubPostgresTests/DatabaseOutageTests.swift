@@ -14,7 +14,7 @@ import Testing
     /// command answered `ok` is in the log once, and the log verifies.
     @Test func everyCommandSentWhileTheDatabaseRestartsIsAnsweredOnce() async throws {
         guard PostgresServer.binaries() != nil, let hub = builtExecutable() else { return }
-        let server = try PostgresServer.start() // its own: this test stops it
+        let server = try PostgresServer.start()  // its own: this test stops it
         defer { server.stop() }
         let url = try server.createDatabase()
         let root = testRoot + "/outage-\(UUID().uuidString.prefix(8))"
@@ -23,10 +23,12 @@ import Testing
             .write(toFile: root + "/hub.json", atomically: true, encoding: .utf8)
         let broker = try await TestBroker.startAsync()
         defer { broker.stop() }
-        let solo = try HubProcess(hub: hub, name: "solo", arguments: [
-            "run", "--data-dir", root + "/data", "--log", url, "--config", root + "/hub.json",
-            "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(broker.port)", "--no-http",
-        ], errPath: root + "/solo.stderr")
+        let solo = try HubProcess(
+            hub: hub, name: "solo",
+            arguments: [
+                "run", "--data-dir", root + "/data", "--log", url, "--config", root + "/hub.json",
+                "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(broker.port)", "--no-http"
+            ], errPath: root + "/solo.stderr")
         defer { solo.end() }
         guard await solo.waitFor("Ctrl-C stops") else {
             Issue.record("the hub did not start: \(solo.stderr)")
@@ -55,10 +57,11 @@ import Testing
         #expect(tally.twice.isEmpty, "commands answered more than once: \(tally.twice.prefix(20))")
         #expect(tally.other.isEmpty, "answers other than ok and log_unavailable: \(tally.other.prefix(5))")
         let firstOK = tally.okAt.map(\.sent).filter { $0 > cut }.min()
-        print("database restart under \(tally.sent) commands at 50/s: \(tally.sentDuring(cut, back)) sent during the "
-              + "\(String(format: "%.1f", back.timeIntervalSince(cut))) s outage; \(tally.ok) answered ok, \(tally.unavailable) log_unavailable, "
-              + "\(tally.unanswered.count) unanswered, \(tally.twice.count) answered twice; the first command answered ok again was sent "
-              + "\(firstOK.map { String(format: "%.2f", $0.timeIntervalSince(back)) } ?? "-") s after the server accepted connections")
+        print(
+            "database restart under \(tally.sent) commands at 50/s: \(tally.sentDuring(cut, back)) sent during the "
+                + "\(String(format: "%.1f", back.timeIntervalSince(cut))) s outage; \(tally.ok) answered ok, \(tally.unavailable) log_unavailable, "
+                + "\(tally.unanswered.count) unanswered, \(tally.twice.count) answered twice; the first command answered ok again was sent "
+                + "\(firstOK.map { String(format: "%.2f", $0.timeIntervalSince(back)) } ?? "-") s after the server accepted connections")
 
         try FailoverTests.expectOnceEach(tally.okIds, url: url, dataDirectory: root + "/data")
         await client.stop()

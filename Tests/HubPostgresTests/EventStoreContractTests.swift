@@ -1,10 +1,10 @@
 import Foundation
-import HubLog
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
 import Synchronization
 import Testing
 
@@ -19,8 +19,9 @@ import Testing
         let results = await withTaskGroup(of: Result<AppendResult, Error>.self) { group in
             for n in 0..<40 {
                 group.addTask {
-                    do { return .success(try await store.append(request("s\(n % 4)", [event(n), event(n + 100)]))) }
-                    catch { return .failure(error) }
+                    do { return .success(try await store.append(request("s\(n % 4)", [event(n), event(n + 100)]))) } catch {
+                        return .failure(error)
+                    }
                 }
             }
             var all: [Result<AppendResult, Error>] = []
@@ -65,7 +66,7 @@ import Testing
         let batch = await store.appendAll([
             request("device/lamp", [event(4)], expected: .exact(2)),
             request("device/lamp", [event(5)], expected: .exact(2)),
-            request("device/lamp", [event(6)], expected: .exact(3)),
+            request("device/lamp", [event(6)], expected: .exact(3))
         ])
         #expect((try? batch[0].get())?.streamVersion == 3)
         #expect((try? batch[1].get()) == nil)
@@ -154,7 +155,9 @@ import Testing
         }
         func sequences(_ from: UInt64, _ through: UInt64, stopAfter limit: Int = .max) throws -> [UInt64] {
             var seen: [UInt64] = []
-            try store.read(from: from, through: through) { seen.append($0.sequence); return seen.count < limit }
+            try store.read(from: from, through: through) {
+                seen.append($0.sequence); return seen.count < limit
+            }
             return seen
         }
         #expect(try sequences(1, 2_500) == Array(1...2_500))
@@ -183,7 +186,9 @@ import Testing
         }
         try await Task.sleep(nanoseconds: 200_000_000)
         _ = try await store.append(request("a", [event(1), event(2)]))
-        let deadline = Task { try await Task.sleep(nanoseconds: 10_000_000_000); follower.cancel() }
+        let deadline = Task {
+            try await Task.sleep(nanoseconds: 10_000_000_000); follower.cancel()
+        }
         let seen = try await follower.value
         deadline.cancel()
         #expect(seen == [1, 2, 3])
@@ -200,7 +205,9 @@ import Testing
         await #expect(throws: EventLogError.self) { try await reader.append(request("a", [event(1)])) }
         let waiting = Task { try await reader.waitForAppend(after: 1) }
         _ = try await writer.append(request("a", [event(1)]))
-        let deadline = Task { try await Task.sleep(nanoseconds: 10_000_000_000); waiting.cancel() }
+        let deadline = Task {
+            try await Task.sleep(nanoseconds: 10_000_000_000); waiting.cancel()
+        }
         try await waiting.value
         deadline.cancel()
         #expect(try allRecords(reader).count == 2)
@@ -242,8 +249,9 @@ import Testing
         guard let place = try LogPlace.fresh(backend) else { return }
         let store = try place.paths.openEventStore(options: SegmentStoreOptions(observationCommitDelay: .seconds(600)))
         func observation(_ n: Int, commandId: String? = nil) -> AppendRequest {
-            AppendRequest(stream: "device/plug", causation: Causation(commandId: commandId, actor: "driver:test"), events: [event(n)],
-                          durability: .observation)
+            AppendRequest(
+                stream: "device/plug", causation: Causation(commandId: commandId, actor: "driver:test"), events: [event(n)],
+                durability: .observation)
         }
         let first = try await store.append(observation(1))
         #expect(first.firstSequence == 1)
@@ -283,7 +291,11 @@ func within(seconds: Double, _ body: @escaping @Sendable () async -> Void) async
     }
     return await withCheckedContinuation { continuation in
         let answer = Answer(continuation)
-        Task { await body(); answer.give(true) }
-        Task { try? await Task.sleep(for: .seconds(seconds)); answer.give(false) }
+        Task {
+            await body(); answer.give(true)
+        }
+        Task {
+            try? await Task.sleep(for: .seconds(seconds)); answer.give(false)
+        }
     }
 }

@@ -85,20 +85,25 @@ struct HubPair {
     ///   - keepAlive: The hubs' MQTT keep-alive in seconds (the broker drops a silent client after
     ///     1.5 times it, and publishes its will).
     ///   - http: Give each hub an HTTP listener on a port of its own (``httpPorts``).
-    static func start(hub: String, root: String, url: String, brokerPort: Int, keepAlive: Int = 30, http: Bool = false) async throws -> HubPair {
+    static func start(
+        hub: String, root: String, url: String, brokerPort: Int, keepAlive: Int = 30, http: Bool = false
+    ) async throws -> HubPair {
         let config = root + "/hub.json"
         // The Tasmota plug has no device behind it: what the hubs send it is seen on cmnd/plug/#.
-        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"},{"id":"plug","driver":"tasmota","name":"Plug","config":{"topic":"plug"}}],"beacons":false,"mqtt":{"keepalive":\#(keepAlive)}}"#
+        try
+            #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp"},{"id":"plug","driver":"tasmota","name":"Plug","config":{"topic":"plug"}}],"beacons":false,"mqtt":{"keepalive":\#(keepAlive)}}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
         var ports: [String: Int] = [:]
         if http { for name in ["a", "b"] { ports[name] = try TestBroker.freePort() } }
         func launch(_ name: String) throws -> HubProcess {
             let dir = root + "/" + name
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            return try HubProcess(hub: hub, name: name, arguments: [
-                "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name,
-                "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(brokerPort)",
-            ] + (ports[name].map { ["--http", "127.0.0.1:\($0)"] } ?? ["--no-http"]), errPath: root + "/\(name).stderr")
+            return try HubProcess(
+                hub: hub, name: name,
+                arguments: [
+                    "run", "--data-dir", dir, "--log", url, "--config", config, "--instance", name,
+                    "--mqtt-host", "127.0.0.1", "--mqtt-port", "\(brokerPort)"
+                ] + (ports[name].map { ["--http", "127.0.0.1:\($0)"] } ?? ["--no-http"]), errPath: root + "/\(name).stderr")
         }
         let a = try launch("a")
         guard await a.waitFor("Ctrl-C stops") else {
@@ -131,7 +136,8 @@ final class CommandClient: Sendable {
     private let reader: Task<Void, Never>
 
     init(port: Int) async throws {
-        let client = try MQTTClient(options: MQTTOptions(port: port, clientId: "failover-\(UUID().uuidString.prefix(8))", cleanSession: true))
+        let client = try MQTTClient(
+            options: MQTTOptions(port: port, clientId: "failover-\(UUID().uuidString.prefix(8))", cleanSession: true))
         self.client = client
         let received = self.received
         reader = Task {
@@ -152,7 +158,9 @@ final class CommandClient: Sendable {
 
     /// The answers to command `id` received so far (the answer echoes `transaction`, set to the command id).
     func answers(_ id: String) -> [String] {
-        received.messages.withLock { $0.filter { $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#) }.map(\.text) }
+        received.messages.withLock {
+            $0.filter { $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#) }.map(\.text)
+        }
     }
 
     /// When the first message on `topic` saying `text` that arrived after `date` arrived; nil when
@@ -195,8 +203,12 @@ final class CommandClient: Sendable {
             try client.publish("hub/request/device/rename", message, qos: 1)
             let resend = Date().addingTimeInterval(0.5)
             while Date() < min(resend, deadline) {
-                let ok = received.messages.withLock { $0.first { $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#)
-                        && $0.text.contains(#""status":"ok""#) }?.at }
+                let ok = received.messages.withLock {
+                    $0.first {
+                        $0.topic == "hub/response/device/rename" && $0.text.contains(#""transaction":"\#(id)""#)
+                            && $0.text.contains(#""status":"ok""#)
+                    }?.at
+                }
                 if let ok { return ok }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -230,7 +242,9 @@ func httpGet(port: Int, path: String) async -> (status: Int, body: String)? {
             bytes += buffer[0..<n]
         }
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let head = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        guard let head = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else {
+            return nil
+        }
         return (status, String(text[head.upperBound...]))
     }.value
 }

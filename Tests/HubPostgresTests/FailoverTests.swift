@@ -75,8 +75,9 @@ import Testing
         let sorted = times.sorted()
         guard !sorted.isEmpty else { return }
         let median = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-        print("failover over \(sorted.count) runs: p50 \(String(format: "%.2f", median)) s, min \(String(format: "%.2f", sorted.first!)) s, "
-              + "max \(String(format: "%.2f", sorted.last!)) s (lease 3 s, renewed every 1 s)")
+        print(
+            "failover over \(sorted.count) runs: p50 \(String(format: "%.2f", median)) s, min \(String(format: "%.2f", sorted.first!)) s, "
+                + "max \(String(format: "%.2f", sorted.last!)) s (lease 3 s, renewed every 1 s)")
     }
 
     /// The active is paused past its lease and past the broker's keep-alive: the standby takes over,
@@ -102,23 +103,28 @@ import Testing
         pair.a.signal(SIGSTOP)
         let answered = try #require(try await client.rename("p-4"), "the standby never took over: \(pair.b.stderr)")
         ok.append("p-4")
-        print("failover (SIGSTOP): standby b answered its first command \(String(format: "%.2f", answered.timeIntervalSince(paused))) s after the active was paused")
+        print(
+            "failover (SIGSTOP): standby b answered its first command \(String(format: "%.2f", answered.timeIntervalSince(paused))) s after the active was paused"
+        )
         #expect(client.last("hub/status/active")?.contains(#""instance":"b""#) == true)
         // Sent while a is paused: b answers it, and a finds it in its socket when it resumes.
         #expect(try await client.rename("p-5") != nil)
         ok.append("p-5")
 
         // The broker gives up on the paused a and publishes its will over b's `online`; b answers it.
-        let will = try #require(await client.waitFor("hub/status", "offline", after: answered, timeout: 20),
-                                "the broker never published the paused active's will")
+        let will = try #require(
+            await client.waitFor("hub/status", "offline", after: answered, timeout: 20),
+            "the broker never published the paused active's will")
         let reasserted = await client.waitFor("hub/status", "online", after: will, timeout: 3)
         #expect(reasserted != nil, "hub/status stayed offline after the old active's will: \(pair.b.stderr)")
-        print("failover (SIGSTOP): the paused active's will came \(String(format: "%.2f", will.timeIntervalSince(paused))) s after the pause; "
-              + "b said online again \(reasserted.map { String(format: "%.3f s", $0.timeIntervalSince(will)) } ?? "never") later")
+        print(
+            "failover (SIGSTOP): the paused active's will came \(String(format: "%.2f", will.timeIntervalSince(paused))) s after the pause; "
+                + "b said online again \(reasserted.map { String(format: "%.3f s", $0.timeIntervalSince(will)) } ?? "never") later")
 
         // Resumed: a appends nothing, steps down, and follows the log as a standby again.
         pair.a.signal(SIGCONT)
-        #expect(await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
+        #expect(
+            await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
         #expect(pair.a.process.isRunning, "the old active exited instead of becoming a standby: \(pair.a.stderr)")
         #expect(pair.a.stderr.contains("stepping down"), "\(pair.a.stderr)")
         // No answer of a's contradicts b's ok.
@@ -164,9 +170,15 @@ import Testing
         pair.a.signal(SIGSTOP)
         let answered = try #require(try await client.rename("q-2"), "the standby never took over: \(pair.b.stderr)")
         // Sent while a is paused, each once: b answers and carries them out; a's session keeps them.
-        for i in 3...6 { try client.client.publish("hub/request/device/rename", Array(#"{"id":"lamp","name":"Lamp q-\#(i)","command_id":"q-\#(i)","transaction":"q-\#(i)"}"#.utf8), qos: 1) }
+        for i in 3...6 {
+            try client.client.publish(
+                "hub/request/device/rename",
+                Array(#"{"id":"lamp","name":"Lamp q-\#(i)","command_id":"q-\#(i)","transaction":"q-\#(i)"}"#.utf8), qos: 1)
+        }
         for i in 1...6 { try client.client.publish("hub/device/plug/switch/set", Array((i % 2 == 1 ? "ON" : "OFF").utf8), qos: 1) }
-        #expect(await client.waitForCount("cmnd/plug/POWER", ["ON", "OFF"], 6, after: answered, timeout: 10), "b did not switch the plug: \(pair.b.stderr)")
+        #expect(
+            await client.waitForCount("cmnd/plug/POWER", ["ON", "OFF"], 6, after: answered, timeout: 10),
+            "b did not switch the plug: \(pair.b.stderr)")
         for i in 3...6 {
             let deadline = Date().addingTimeInterval(10)
             while client.answers("q-\(i)").isEmpty, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
@@ -175,12 +187,15 @@ import Testing
         let sentByB = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused)
         let resumed = Date()
         pair.a.signal(SIGCONT)
-        #expect(await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
+        #expect(
+            await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
         try await Task.sleep(for: .milliseconds(500))
         let sentByA = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused) - sentByB
         let extra = (3...6).flatMap { client.answers("q-\($0)").dropFirst() }
-        print("failover (SIGSTOP, resumed within the keep-alive): the resumed active sent the plug \(sentByA) command(s) and "
-              + "answered \(extra.count) command(s) b had answered, \(String(format: "%.2f", Date().timeIntervalSince(resumed))) s after SIGCONT")
+        print(
+            "failover (SIGSTOP, resumed within the keep-alive): the resumed active sent the plug \(sentByA) command(s) and "
+                + "answered \(extra.count) command(s) b had answered, \(String(format: "%.2f", Date().timeIntervalSince(resumed))) s after SIGCONT"
+        )
         #expect(sentByA == 0, "the resumed active sent the plug \(sentByA) command(s) after it lost its lease: \(pair.a.stderr)")
         #expect(extra.isEmpty, "the resumed active answered commands b had answered: \(extra)")
         #expect(pair.a.stderr.contains("stepping down"), "\(pair.a.stderr)")
@@ -192,7 +207,7 @@ import Testing
     /// a command sent throughout is answered once the database is back, recorded once.
     @Test func bothHubsComeBackWhenTheDatabaseRestarts() async throws {
         guard PostgresServer.binaries() != nil, let hub = builtExecutable() else { return }
-        let server = try PostgresServer.start() // its own: this test stops it
+        let server = try PostgresServer.start()  // its own: this test stops it
         defer { server.stop() }
         let url = try server.createDatabase()
         let root = testRoot + "/\(UUID().uuidString.prefix(8))"
@@ -224,10 +239,13 @@ import Testing
         #expect(answered != nil, "nobody answered after the database came back: \(pair.a.stderr) \(pair.b.stderr)")
         if let answered {
             ok.append("r-4")
-            print("database restart: a command was answered \(String(format: "%.2f", answered.timeIntervalSince(back))) s after the server accepted connections again")
+            print(
+                "database restart: a command was answered \(String(format: "%.2f", answered.timeIntervalSince(back))) s after the server accepted connections again"
+            )
         }
-        #expect(await client.waitFor("hub/status", "online", after: offline ?? cut, timeout: 10) != nil,
-                "hub/status did not say online again once an instance was active")
+        #expect(
+            await client.waitFor("hub/status", "online", after: offline ?? cut, timeout: 10) != nil,
+            "hub/status did not say online again once an instance was active")
         #expect(try await client.rename("r-5") != nil)
         ok.append("r-5")
         #expect(pair.a.process.isRunning && pair.b.process.isRunning, "a hub exited: \(pair.a.stderr) \(pair.b.stderr)")
@@ -260,7 +278,7 @@ import Testing
         let api = await httpGet(port: portB, path: "/api/devices")
         #expect(api?.status == 503 && api?.body.contains(#""code":"not_active""#) == true, "\(String(describing: api))")
 
-        pair.a.signal(SIGTERM) // releases the lease: b takes over at once
+        pair.a.signal(SIGTERM)  // releases the lease: b takes over at once
         #expect(await pair.a.waitExit(timeout: 15) == 0, "\(pair.a.stderr)")
         let deadline = Date().addingTimeInterval(15)
         var readyAfter = await httpGet(port: portB, path: "/readyz")
@@ -283,8 +301,9 @@ import Testing
         func launch(_ name: String) throws -> HubProcess {
             let dir = pg.dataDirectory + "/" + name
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            return try HubProcess(hub: hub, name: name, arguments: ["run", "--data-dir", dir, "--log", pg.url!, "--no-mqtt", "--no-http"],
-                                  errPath: pg.dataDirectory + "/\(name).stderr")
+            return try HubProcess(
+                hub: hub, name: name, arguments: ["run", "--data-dir", dir, "--log", pg.url!, "--no-mqtt", "--no-http"],
+                errPath: pg.dataDirectory + "/\(name).stderr")
         }
         let first = try launch("first")
         defer { first.end() }

@@ -7,8 +7,10 @@ import Testing
 /// The lease and its fencing token (hot standby), on two stores sharing one real PostgreSQL log.
 @Suite(.serialized) struct LeaseTests {
     static func append(_ store: PostgresEventStore, _ id: String) async throws -> AppendResult {
-        try await store.append(AppendRequest(stream: "device/lamp", expected: .any, causation: Causation(commandId: id, actor: "test"),
-                                             events: [ProposedEvent(type: "DeviceRenamed", schemaVersion: 1, timestamp: 0, payload: Array("{}".utf8))]))
+        try await store.append(
+            AppendRequest(
+                stream: "device/lamp", expected: .any, causation: Causation(commandId: id, actor: "test"),
+                events: [ProposedEvent(type: "DeviceRenamed", schemaVersion: 1, timestamp: 0, payload: Array("{}".utf8))]))
     }
 
     @Test func onlyTheHolderAppendsAndAnOldTokenIsFencedInTheTransaction() async throws {
@@ -58,8 +60,9 @@ import Testing
         let event = ProposedEvent(type: "DeviceRenamed", schemaVersion: 1, timestamp: 0, payload: Array("{}".utf8))
         let results = await store.appendAll([
             AppendRequest(stream: "device/a", expected: .noStream, causation: Causation(commandId: "n-1", actor: "test"), events: [event]),
-            AppendRequest(stream: "device/\u{0}", expected: .noStream, causation: Causation(commandId: "n-2", actor: "test"), events: [event]),
-            AppendRequest(stream: "device/a", expected: .exact(0), causation: Causation(commandId: "n-1", actor: "test"), events: [event]),
+            AppendRequest(
+                stream: "device/\u{0}", expected: .noStream, causation: Causation(commandId: "n-2", actor: "test"), events: [event]),
+            AppendRequest(stream: "device/a", expected: .exact(0), causation: Causation(commandId: "n-1", actor: "test"), events: [event])
         ])
         #expect((try? results[0].get())?.firstSequence == 1)
         guard case .failure(EventLogError.invalid(let message)) = results[1] else { Issue.record("\(results[1])"); return }

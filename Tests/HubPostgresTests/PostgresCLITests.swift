@@ -7,8 +7,10 @@ import Testing
 @Suite(.serialized) struct PostgresCLITests {
     @Test func execEventsReplayVerifyAndExportWorkOnPostgres() throws {
         guard let pg = try LogPlace.fresh(.postgres), let seg = try LogPlace.fresh(.segments) else { return }
-        let commands = [#"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
-                        #"{"command":"rename_device","id":"a","name":"Alpha"}"#]
+        let commands = [
+            #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
+            #"{"command":"rename_device","id":"a","name":"Alpha"}"#
+        ]
         let onPostgres = ["--data-dir", pg.dataDirectory, "--log", pg.url!]
         let exec = try runHub(["exec"] + onPostgres + commands)
         #expect(exec.status == 0, "\(exec.stderr)")
@@ -34,21 +36,27 @@ import Testing
     /// holding the lease meanwhile.
     @Test func execAndImportRefuseALogARunningHubWrites() async throws {
         guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
-        let running = try HubProcess(hub: hub, name: "writer", arguments: [
-            "run", "--data-dir", pg.dataDirectory + "/hub", "--log", pg.url!, "--no-mqtt", "--no-http",
-        ], errPath: pg.dataDirectory + "/writer.stderr")
+        let running = try HubProcess(
+            hub: hub, name: "writer",
+            arguments: [
+                "run", "--data-dir", pg.dataDirectory + "/hub", "--log", pg.url!, "--no-mqtt", "--no-http"
+            ], errPath: pg.dataDirectory + "/writer.stderr")
         defer { running.end() }
         guard await running.waitFor("Ctrl-C stops") else {
             Issue.record("the hub did not start: \(running.stderr)")
             return
         }
-        let instance = running.stderr.components(separatedBy: "active: instance ").dropFirst().first?.split(separator: " ").first.map(String.init) ?? "?"
+        let instance =
+            running.stderr.components(separatedBy: "active: instance ").dropFirst().first?.split(separator: " ").first.map(String.init)
+            ?? "?"
         let onPostgres = ["--data-dir", pg.dataDirectory + "/tool", "--log", pg.url!]
         let register = #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#
         let exec = try runHub(["exec"] + onPostgres + [register])
         #expect(exec.status != 0, "\(exec.stdout)")
-        #expect(exec.stderr.contains("a hub writes this log: instance \(instance) holds its lease") && exec.stderr.contains("nothing was written"),
-                "\(exec.stderr)")
+        #expect(
+            exec.stderr.contains("a hub writes this log: instance \(instance) holds its lease")
+                && exec.stderr.contains("nothing was written"),
+            "\(exec.stderr)")
         let file = pg.dataDirectory + "/one.jsonl"
         #expect(try runHub(["exec", "--data-dir", pg.dataDirectory + "/seg", register]).status == 0)
         #expect(try runHub(["export", "--data-dir", pg.dataDirectory + "/seg", file]).status == 0)
@@ -65,9 +73,12 @@ import Testing
     @Test func theConnectionSettingsComeFromPGVariablesAndAPasswordIsNeverPrinted() throws {
         guard let pg = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
         let database = String(pg.url!.split(separator: "/").last!)
-        let exec = try runHub(["exec", "--data-dir", pg.dataDirectory, "--log", "postgres://",
-                               #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#],
-                              environment: ["PGHOST": server.host, "PGPORT": "\(server.port)", "PGUSER": server.user, "PGDATABASE": database])
+        let exec = try runHub(
+            [
+                "exec", "--data-dir", pg.dataDirectory, "--log", "postgres://",
+                #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#
+            ],
+            environment: ["PGHOST": server.host, "PGPORT": "\(server.port)", "PGUSER": server.user, "PGDATABASE": database])
         #expect(exec.status == 0, "\(exec.stderr)")
         #expect(try runHub(["events", "--data-dir", pg.dataDirectory, "--log", pg.url!]).stdout.contains("DeviceRegistered"))
         // Nothing listens on this port: the error names the log, masked.
@@ -76,8 +87,9 @@ import Testing
         #expect(refused.stderr.contains("postgres://hub:***@127.0.0.1:1/x"), "\(refused.stderr)")
         #expect(!(refused.stderr + refused.stdout).contains("s3cret-pw"))
         // The password from PGPASSWORD is not printed either; a bad URL is named, masked.
-        let env = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", "postgres://hub@127.0.0.1:1/x"],
-                             environment: ["PGPASSWORD": "s3cret-pw"])
+        let env = try runHub(
+            ["events", "--data-dir", pg.dataDirectory, "--log", "postgres://hub@127.0.0.1:1/x"],
+            environment: ["PGPASSWORD": "s3cret-pw"])
         #expect(env.status != 0 && !(env.stderr + env.stdout).contains("s3cret-pw"))
         let bad = try runHub(["events", "--data-dir", pg.dataDirectory, "--log", "mysql://hub:s3cret-pw@host/x"])
         #expect(bad.status != 0 && bad.stderr.contains("not a postgres:// URL") && !bad.stderr.contains("s3cret-pw"), "\(bad.stderr)")

@@ -1,12 +1,12 @@
 import Foundation
-import HubDomain
-import HubLog
-import HubPostgres
-import HubEngine
-import HubHistory
-import HubMQTT
-import HubHTTP
 import HubApp
+import HubDomain
+import HubEngine
+import HubHTTP
+import HubHistory
+import HubLog
+import HubMQTT
+import HubPostgres
 import PostgresHarness
 import Testing
 
@@ -23,7 +23,9 @@ import Testing
         }
         let elapsed = ContinuousClock.now - started
         #expect(store.lastSequence == UInt64(writers))
-        #expect(store.transactionsCommitted < UInt64(writers), "group commit: \(store.transactionsCommitted) transactions for \(writers) appends")
+        #expect(
+            store.transactionsCommitted < UInt64(writers),
+            "group commit: \(store.transactionsCommitted) transactions for \(writers) appends")
         print("PostgresStoreTests: \(writers) concurrent appends in \(store.transactionsCommitted) transactions, \(elapsed)")
         await store.close()
     }
@@ -34,8 +36,9 @@ import Testing
         _ = try await store.append(request("a", [event(0)]))
         let follower = Task { try await store.waitForAppend(after: 1) }
         let database = String(place.url!.split(separator: "/").last!)
-        _ = try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()",
-                            database: database)
+        _ = try server.psql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()",
+            database: database)
         #expect(await waitUntil(timeout: 10) { store.reconnections >= 1 && store.writerFault == nil }, "\(store.writerFault ?? "")")
         // The follower was not failed: the next append wakes it.
         #expect(try await store.append(request("a", [event(1)], expected: .exact(0))).firstSequence == 2)
@@ -51,7 +54,7 @@ import Testing
     /// store has connected again by itself and answers as before.
     @Test func aStoppedDatabaseIsAnErrorNotAnEmptyAnswer() async throws {
         guard PostgresServer.binaries() != nil else { return }
-        let server = try PostgresServer.start() // its own: this test stops it
+        let server = try PostgresServer.start()  // its own: this test stops it
         defer { server.stop() }
         let url = try server.createDatabase()
         let store = try PostgresEventStore(location: PostgresLocation(url: url))
@@ -81,7 +84,7 @@ import Testing
     /// once the server runs again the store has connected again by itself.
     @Test func aServerThatDoesNotAnswerFailsAStatementAtItsDeadline() async throws {
         guard PostgresServer.binaries() != nil else { return }
-        let server = try PostgresServer.start() // its own: this test stops it
+        let server = try PostgresServer.start()  // its own: this test stops it
         defer { server.stop() }
         let url = try server.createDatabase()
         let store = try PostgresEventStore(location: PostgresLocation(url: url), statementDeadline: .seconds(2))
@@ -136,7 +139,9 @@ import Testing
         for bad in [#"{"instance":"a/b"}"#, #"{"instance":""}"#, #"{"lease_seconds":0.5}"#] {
             #expect(throws: HubConfig.Problem.self, "\(bad)") { try HubConfig.parse(JSONValue.parse(Array(bad.utf8))) }
         }
-        #expect { try HubConfig.parse(JSONValue.parse(Array(#"{"instance":"a b"}"#.utf8))) } throws: { "\($0)".contains("instance") && "\($0)".contains("letters, digits") }
+        #expect { try HubConfig.parse(JSONValue.parse(Array(#"{"instance":"a b"}"#.utf8))) } throws: {
+            "\($0)".contains("instance") && "\($0)".contains("letters, digits")
+        }
     }
 }
 

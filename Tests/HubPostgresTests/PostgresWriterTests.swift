@@ -44,7 +44,7 @@ import Testing
         let batch = await a.appendAll([
             request("s", [event(3)], commandId: "a-1"),
             request("t", [event(4)], expected: .noStream, commandId: "b-1"),
-            request("s", [event(5)], expected: .exact(3), commandId: "a-2"),
+            request("s", [event(5)], expected: .exact(3), commandId: "a-2")
         ])
         #expect(try batch[0].get() == AppendResult(firstSequence: 4, lastSequence: 4, streamVersion: 3, duplicate: false))
         var again = original

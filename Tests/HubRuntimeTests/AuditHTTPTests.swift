@@ -1,15 +1,16 @@
 import Foundation
+import HTTPTypes
 import HubAudit
 import HubDomain
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The audit over HTTP as an auditor's script reads it: the newest head, and proofs that check
 /// against it with the public key alone.
@@ -40,7 +41,8 @@ import Testing
                 line = AuditLeaf.bytes(view)
                 return false
             }
-            #expect(Merkle.rootFromInclusion(leafHash: Merkle.leafHash(line), index: seq - 1, size: total, path: path) == root, "record \(seq)")
+            #expect(
+                Merkle.rootFromInclusion(leafHash: Merkle.leafHash(line), index: seq - 1, size: total, path: path) == root, "record \(seq)")
         }
         let consistency = try await waitFor(hub, "/api/audit/consistency?from=\(signed.size)&to=\(total)")["data"]
         let path = (consistency?["path"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Hex.bytes($0, count: 32) } }
@@ -54,7 +56,7 @@ import Testing
                 ("/api/audit/proof?size=2", .badRequest, "seq: required"),
                 ("/api/audit/proof?seq=abc", .badRequest, "seq: expected a whole number"),
                 ("/api/audit/proof?seq=1&colour=red", .badRequest, "colour\\\"; known: seq, size"),
-                ("/api/audit/consistency?from=3&to=2", .badRequest, "from: must be from 1 to 2"),
+                ("/api/audit/consistency?from=3&to=2", .badRequest, "from: must be from 1 to 2")
             ] {
                 try await client.execute(uri: uri, method: .get) { response in
                     #expect(response.status == status, "\(uri): \(response.text)")

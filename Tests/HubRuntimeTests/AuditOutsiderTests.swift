@@ -33,7 +33,9 @@ import Testing
 
     /// Switches of one lamp, `count` of them, with command ids from `first`.
     func switches(_ first: Int, _ count: Int) -> [String] {
-        (first..<first + count).map { #"{"command":"switch","id":"lamp","state":"\#($0 % 3 == 0 ? "ON" : "OFF")","command_id":"c-\#($0)"}"# }
+        (first..<first + count).map {
+            #"{"command":"switch","id":"lamp","state":"\#($0 % 3 == 0 ? "ON" : "OFF")","command_id":"c-\#($0)"}"#
+        }
     }
 
     @Test func anOutsiderChecksProofsAndTheSignatureAndTamperingIsNamed() throws {
@@ -66,22 +68,34 @@ import Testing
             #expect(proof.status == 0, "\(proof.stderr)")
             try write(proof.stdout, base + "/proof.json")
             try write(lines[seq - 1] + "\n", base + "/line.json")
-            let checked = try outside(["inclusion", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof.json",
-                                       "--line", base + "/line.json"], openssl: round % 2 == 1)
+            let checked = try outside(
+                [
+                    "inclusion", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof.json",
+                    "--line", base + "/line.json"
+                ], openssl: round % 2 == 1)
             #expect(checked.status == 0 && checked.output.contains("ok: record \(seq) is in the tree of 56"), "\(checked.output)")
-            let hubCheck = try runHub(["audit", "check", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof.json",
-                                       "--line", base + "/line.json"])
+            let hubCheck = try runHub([
+                "audit", "check", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof.json",
+                "--line", base + "/line.json"
+            ])
             #expect(hubCheck.status == 0, "\(hubCheck.stderr)")
         }
         // The newer head extends the older one.
         let consistency = try runHub(["audit", "consistency", "31", "56", "--data-dir", dir])
         try write(consistency.stdout, base + "/consistency.json")
-        let extends = try outside(["consistency", "--key", key, "--old", base + "/head1.json", "--new", base + "/head2.json",
-                                   "--proof", base + "/consistency.json"], openssl: true)
+        let extends = try outside(
+            [
+                "consistency", "--key", key, "--old", base + "/head1.json", "--new", base + "/head2.json",
+                "--proof", base + "/consistency.json"
+            ], openssl: true)
         #expect(extends.status == 0, "\(extends.output)")
-        #expect(try runHub(["audit", "check", "--key", key, "--head", base + "/head1.json", "--head", base + "/head2.json",
-                            "--proof", base + "/consistency.json"]).status == 0)
-        #expect(try runHub(["verify", "--data-dir", dir]).stdout.contains("audit tree: 56 records match the log; 2 signed head(s) match it"))
+        #expect(
+            try runHub([
+                "audit", "check", "--key", key, "--head", base + "/head1.json", "--head", base + "/head2.json",
+                "--proof", base + "/consistency.json"
+            ]).status == 0)
+        #expect(
+            try runHub(["verify", "--data-dir", dir]).stdout.contains("audit tree: 56 records match the log; 2 signed head(s) match it"))
 
         // A flipped byte in a record's line: both verifiers refuse it and name the record.
         let proof17 = try runHub(["audit", "prove", "17", "--data-dir", dir])
@@ -89,19 +103,31 @@ import Testing
         var flipped = Array(lines[16].utf8)
         flipped[flipped.count - 80] ^= 0x01
         try write(String(decoding: flipped, as: UTF8.self), base + "/line17.json")
-        let refused = try outside(["inclusion", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof17.json",
-                                   "--line", base + "/line17.json"])
+        let refused = try outside([
+            "inclusion", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof17.json",
+            "--line", base + "/line17.json"
+        ])
         #expect(refused.status == 1 && refused.output.contains("FAIL: record 17"), "\(refused.output)")
-        let hubRefused = try runHub(["audit", "check", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof17.json",
-                                     "--line", base + "/line17.json"])
-        #expect(hubRefused.status == 1 && hubRefused.stderr.contains("record 17 is not in the tree the head signed"), "\(hubRefused.stderr)")
+        let hubRefused = try runHub([
+            "audit", "check", "--key", key, "--head", base + "/head2.json", "--proof", base + "/proof17.json",
+            "--line", base + "/line17.json"
+        ])
+        #expect(
+            hubRefused.status == 1 && hubRefused.stderr.contains("record 17 is not in the tree the head signed"), "\(hubRefused.stderr)")
         // A head with another key's signature, or edited, is refused.
-        let forged = try String(contentsOfFile: base + "/head2.json", encoding: .utf8).replacingOccurrences(of: #""size":56"#, with: #""size":55"#)
+        let forged = try String(contentsOfFile: base + "/head2.json", encoding: .utf8).replacingOccurrences(
+            of: #""size":56"#, with: #""size":55"#)
         try write(forged, base + "/forged.json")
-        #expect(try outside(["consistency", "--key", key, "--old", base + "/head1.json", "--new", base + "/forged.json",
-                             "--proof", base + "/consistency.json"]).output.contains("the signature is not the hub key's"))
-        #expect(try runHub(["audit", "check", "--key", key, "--head", base + "/head1.json", "--head", base + "/forged.json",
-                            "--proof", base + "/consistency.json"]).stderr.contains("is not signed by this key"))
+        #expect(
+            try outside([
+                "consistency", "--key", key, "--old", base + "/head1.json", "--new", base + "/forged.json",
+                "--proof", base + "/consistency.json"
+            ]).output.contains("the signature is not the hub key's"))
+        #expect(
+            try runHub([
+                "audit", "check", "--key", key, "--head", base + "/head1.json", "--head", base + "/forged.json",
+                "--proof", base + "/consistency.json"
+            ]).stderr.contains("is not signed by this key"))
 
         // A flipped byte in a record on disk: hub verify names it.
         try FileManager.default.copyItem(atPath: dir, toPath: base + "/flipped")
@@ -138,14 +164,19 @@ import Testing
         let resigned = try runHub(["audit", "head", "--sign", "--data-dir", base + "/rewritten"])
         try write(resigned.stdout, base + "/head3.json")
         let heads = try runHub(["verify", "--data-dir", base + "/rewritten"])
-        #expect(heads.status == 1 && heads.stderr.contains("head 1 in") && heads.stderr.contains("the history up to record 31 was rewritten"),
-                "\(heads.stderr)")
+        #expect(
+            heads.status == 1 && heads.stderr.contains("head 1 in") && heads.stderr.contains("the history up to record 31 was rewritten"),
+            "\(heads.stderr)")
         try write(try runHub(["audit", "consistency", "31", "56", "--data-dir", base + "/rewritten"]).stdout, base + "/consistency3.json")
-        let broken = try outside(["consistency", "--key", key, "--old", base + "/head1.json", "--new", base + "/head3.json",
-                                  "--proof", base + "/consistency3.json"])
+        let broken = try outside([
+            "consistency", "--key", key, "--old", base + "/head1.json", "--new", base + "/head3.json",
+            "--proof", base + "/consistency3.json"
+        ])
         #expect(broken.status == 1 && broken.output.contains("FAIL"), "\(broken.output)")
-        let hubBroken = try runHub(["audit", "check", "--key", key, "--head", base + "/head1.json", "--head", base + "/head3.json",
-                                    "--proof", base + "/consistency3.json"])
+        let hubBroken = try runHub([
+            "audit", "check", "--key", key, "--head", base + "/head1.json", "--head", base + "/head3.json",
+            "--proof", base + "/consistency3.json"
+        ])
         #expect(hubBroken.status == 1 && hubBroken.stderr.contains("does not extend the tree of 31"), "\(hubBroken.stderr)")
     }
 
@@ -173,17 +204,20 @@ import Testing
         func switchLamp(_ state: String) throws {
             let curl = Process()
             curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            curl.arguments = ["curl", "-sf", "-X", "POST", "-H", "Content-Type: text/plain", "--data", state, "http://127.0.0.1:\(try port())/api/device/lamp/switch"]
+            curl.arguments = [
+                "curl", "-sf", "-X", "POST", "-H", "Content-Type: text/plain", "--data", state,
+                "http://127.0.0.1:\(try port())/api/device/lamp/switch"
+            ]
             curl.standardOutput = FileHandle.nullDevice
             try curl.run()
             curl.waitUntilExit()
             #expect(curl.terminationStatus == 0)
         }
-        try await waitFor { heads().count >= 1 } // signed at start: the lamp's registration
+        try await waitFor { heads().count >= 1 }  // signed at start: the lamp's registration
         try switchLamp("ON")
-        try await waitFor { heads().count >= 2 } // at most a second later
+        try await waitFor { heads().count >= 2 }  // at most a second later
         try switchLamp("OFF")
-        hub.stop()                               // and once more when it stops
+        hub.stop()  // and once more when it stops
         let signed = heads()
         #expect(signed.count >= 2, "\(signed)")
         guard signed.count >= 2 else { return }
@@ -195,7 +229,9 @@ import Testing
         #expect(sizes.last == events, "the head signed at the stop covers the whole log: \(sizes) of \(events)")
         let key = try runHub(["audit", "key", "--data-dir", dir]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         try write(try runHub(["audit", "consistency", "\(sizes.first!)", "\(sizes.last!)", "--data-dir", dir]).stdout, base + "/proof.json")
-        let extends = try outside(["consistency", "--key", key, "--old", base + "/first.json", "--new", base + "/last.json", "--proof", base + "/proof.json"])
+        let extends = try outside([
+            "consistency", "--key", key, "--old", base + "/first.json", "--new", base + "/last.json", "--proof", base + "/proof.json"
+        ])
         #expect(extends.status == 0, "\(extends.output)")
         let verify = try runHub(["verify", "--data-dir", dir])
         #expect(verify.status == 0 && verify.stdout.contains("\(signed.count) signed head(s) match it"), "\(verify.stdout)\(verify.stderr)")

@@ -1,21 +1,24 @@
 import BrokerHarness
 import Foundation
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The `hub` executable as a user runs it.
 @Suite struct CLITests {
     @Test func execEventsReplayVerify() throws {
         let dir = temporaryDirectory() + "/data"
-        let exec = try runHub(["exec", "--data-dir", dir,
-                               #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#,
-                               #"{"command":"switch","id":"lamp","state":"ON","command_id":"c-1"}"#,
-                               #"{"command":"switch","id":"lamp","state":"sideways"}"#])
-        #expect(exec.status == 1) // the last one is refused
+        let exec = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#,
+            #"{"command":"switch","id":"lamp","state":"ON","command_id":"c-1"}"#,
+            #"{"command":"switch","id":"lamp","state":"sideways"}"#
+        ])
+        #expect(exec.status == 1)  // the last one is refused
         let answers = exec.stdout.split(separator: "\n")
         #expect(answers.count == 3)
         #expect(answers[2].contains(#""status":"error""#) && answers[2].contains("ON, OFF or TOGGLE"))
@@ -35,8 +38,10 @@ import Testing
         #expect(verify.stdout.contains("log sound: 2 events"))
         #expect(verify.stdout.contains("history files: 0 series, synced at sequence 2 of this log"), "\(verify.stdout)")
         // Without their sync record, verify says the next start rebuilds them (and changes nothing).
-        let exec2 = try runHub(["exec", "--data-dir", dir,
-                                #"{"command":"record_reading","device":"lamp","quantity":"power","value":"7.25"}"#])
+        let exec2 = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"command":"record_reading","device":"lamp","quantity":"power","value":"7.25"}"#
+        ])
         #expect(exec2.status == 0)
         try FileManager.default.removeItem(atPath: dir + "/history/synced")
         let again = try runHub(["verify", "--data-dir", dir])
@@ -47,13 +52,15 @@ import Testing
 
     @Test func verifyNamesTheDamage() throws {
         let dir = temporaryDirectory() + "/data"
-        _ = try runHub(["exec", "--data-dir", dir,
-                        #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
-                        #"{"command":"register_device","id":"b","driver":"virtual","name":"B"}"#,
-                        #"{"command":"register_device","id":"c","driver":"virtual","name":"C"}"#])
+        _ = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"command":"register_device","id":"a","driver":"virtual","name":"A"}"#,
+            #"{"command":"register_device","id":"b","driver":"virtual","name":"B"}"#,
+            #"{"command":"register_device","id":"c","driver":"virtual","name":"C"}"#
+        ])
         let segment = dir + "/log/00000000000000000001.seg"
         var bytes = [UInt8](FileManager.default.contents(atPath: segment)!)
-        bytes[16 + 12 + 40] ^= 0xFF // inside the first record's body
+        bytes[16 + 12 + 40] ^= 0xFF  // inside the first record's body
         FileManager.default.createFile(atPath: segment, contents: Data(bytes))
         let verify = try runHub(["verify", "--data-dir", dir])
         #expect(verify.status != 0)
@@ -72,7 +79,7 @@ import Testing
         let segment = paths.log + "/00000000000000000001.seg"
         var bytes = [UInt8](FileManager.default.contents(atPath: segment)!)
         let last = segmentFrames(segment)[1]
-        bytes[bytes.count - 1] ^= 0x01 // the last byte of the acknowledged record 2
+        bytes[bytes.count - 1] ^= 0x01  // the last byte of the acknowledged record 2
         FileManager.default.createFile(atPath: segment, contents: Data(bytes))
         let place = "segment 00000000000000000001.seg offset \(last.offset) (sequence 2)"
         let verify = try runHub(["verify", "--data-dir", dir])
@@ -143,7 +150,7 @@ import Testing
             ["replay", "--data-dir", dir + "/none"],
             ["verify", "--data-dir", dir + "/none"],
             ["import", "--data-dir", dir + "/x", dir + "/missing.jsonl"],
-            ["export", "--data-dir", dir + "/none", dir + "/out.jsonl"],
+            ["export", "--data-dir", dir + "/none", dir + "/out.jsonl"]
         ]
         for arguments in cases {
             let result = try runHub(arguments)

@@ -5,11 +5,12 @@ import HubLog
 import Logging
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Every entry point runs commands through the one `CommandService`: the same checks, the same
 /// fan-out, the same answer.
@@ -21,7 +22,8 @@ import VirtualDriver
         var lines: [String] = []
         try store.read(from: 1, through: store.lastSequence) { record in
             guard record.causation.actor == actor, let id = record.causation.commandId,
-                  id == commandId || id.hasPrefix(commandId + "/") else { return true }
+                id == commandId || id.hasPrefix(commandId + "/")
+            else { return true }
             lines.append("\(record.stream) \(record.type) \(id) " + String(decoding: record.payload, as: UTF8.self))
             return true
         }
@@ -31,14 +33,15 @@ import VirtualDriver
     static let setUp = [
         #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp","command_id":"r-lamp"}"#,
         #"{"command":"register_device","id":"tv","driver":"virtual","name":"TV","command_id":"r-tv"}"#,
-        #"{"command":"define_group","id":"living","name":"Living room","members":["lamp","tv"],"command_id":"d-1"}"#,
+        #"{"command":"define_group","id":"living","name":"Living room","members":["lamp","tv"],"command_id":"d-1"}"#
     ]
 
     @Test func switchGroupThroughExecAndMQTTLogsTheSameEvents() async throws {
         // hub exec: no drivers run, so the members stay pending, but each is sent its switch.
         let viaExec = temporaryDirectory()
-        let exec = try runHub(["exec", "--data-dir", viaExec] + Self.setUp
-                              + [#"{"command":"switch_group","id":"living","state":"ON","command_id":"g-1"}"#])
+        let exec = try runHub(
+            ["exec", "--data-dir", viaExec] + Self.setUp
+                + [#"{"command":"switch_group","id":"living","state":"ON","command_id":"g-1"}"#])
         #expect(exec.status == 0, "\(exec.stderr)")
         let answer = exec.stdout.split(separator: "\n").last.map(String.init) ?? ""
         #expect(answer.contains(#""status":"ok""#) && answer.contains(#""origin":"group/living""#), "\(answer)")
@@ -58,7 +61,7 @@ import VirtualDriver
         try await f.stop()
         let mqttEvents = try commandEvents(f.dataDirectory, actor: "mqtt", commandId: "g-1")
 
-        #expect(execEvents.count == 3, "\(execEvents)") // MultiSwitchRequested, then each member's SwitchRequested
+        #expect(execEvents.count == 3, "\(execEvents)")  // MultiSwitchRequested, then each member's SwitchRequested
         #expect(execEvents.first?.contains("MultiSwitchRequested") == true)
         #expect(execEvents == mqttEvents)
     }
@@ -71,9 +74,10 @@ import VirtualDriver
 
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let service = CommandService(hub: hub, catalog: DriverCatalog([VirtualDriverFactory()]), confirmTimeout: .zero, logger: .discarding)
-        let refused = await service.execute(.registerDevice(id: "x", driver: "zigbee", name: "X", config: "{}", hardwareId: nil), actor: "test")
+        let refused = await service.execute(
+            .registerDevice(id: "x", driver: "zigbee", name: "X", config: "{}", hardwareId: nil), actor: "test")
         #expect(refused.rejection?.code == "unknown_driver")
-        #expect(hub.store.lastSequence == 0) // refused before the log: nothing appended
+        #expect(hub.store.lastSequence == 0)  // refused before the log: nothing appended
         try await hub.close()
     }
 
@@ -82,9 +86,10 @@ import VirtualDriver
         let logger = Logger(label: "test") { _ in LineLogHandler(sink: { lines.append($0) }) }
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let service = CommandService(hub: hub, catalog: DriverCatalog([VirtualDriverFactory()]), confirmTimeout: .zero, logger: logger)
-        await hub.store.close() // the writer is gone: every append fails
-        let answer = await service.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
-                                           actor: "driver:virtual")
+        await hub.store.close()  // the writer is gone: every append fails
+        let answer = await service.execute(
+            .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
+            actor: "driver:virtual")
         guard case .failed(let rejection) = answer else { Issue.record("expected a failure, got \(answer)"); return }
         #expect(rejection.code == "internal")
         #expect(service.unrecorded == 1)

@@ -1,10 +1,11 @@
 import HubDomain
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 @Suite struct ConfigTests {
     func parse(_ text: String) throws -> HubConfig {
@@ -25,7 +26,9 @@ import Testing
     }
 
     @Test func badValuesNameTheKey() {
-        #expect(problem(#"{"activation_divergence":"ignore"}"#).contains("activation_divergence must be \"restore\", \"adopt\" or \"report\", not \"ignore\""))
+        #expect(
+            problem(#"{"activation_divergence":"ignore"}"#).contains(
+                "activation_divergence must be \"restore\", \"adopt\" or \"report\", not \"ignore\""))
         #expect(problem(#"{"readings":{"watts":{}}}"#).contains("unknown key readings.watts"))
         #expect(problem(#"{"readings":{"power":{"deadband":-1}}}"#).contains("readings.power.deadband"))
         #expect(problem(#"{"readings":{"power":{"max_interval_seconds":0}}}"#).contains("readings.power.max_interval_seconds"))

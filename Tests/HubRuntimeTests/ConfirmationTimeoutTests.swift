@@ -3,11 +3,12 @@ import HubDomain
 import HubLog
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// A switch command its device does not confirm within the confirmation timeout is recorded as
 /// failed, counted from that command (not from an earlier one it replaced).
@@ -39,8 +40,9 @@ import Testing
 
         init(timeout: Duration) async throws {
             hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-            _ = try await hub.execute(.registerDevice(id: "p", driver: "quiet", name: "p", config: "{}", hardwareId: nil),
-                                      actor: "test", now: currentMicros())
+            _ = try await hub.execute(
+                .registerDevice(id: "p", driver: "quiet", name: "p", config: "{}", hardwareId: nil),
+                actor: "test", now: currentMicros())
             let factory = QuietFactory()
             driver = factory.driver
             commands = CommandService(hub: hub, catalog: DriverCatalog([factory]), confirmTimeout: timeout, logger: .discarding)
@@ -134,7 +136,7 @@ import Testing
         #expect(queue.nextDeadline == nil)
         queue.watch(device: "a", state: .on, driverName: "x", deadline: at(100))
         queue.watch(device: "b", state: .off, driverName: "y", deadline: at(110))
-        queue.watch(device: "a", state: .on, driverName: "x", deadline: at(120)) // sent again: replaces the first
+        queue.watch(device: "a", state: .on, driverName: "x", deadline: at(120))  // sent again: replaces the first
         queue.watch(device: "c", state: .on, driverName: "x", deadline: at(130))
         #expect(queue.count == 4 && queue.nextDeadline == at(100))
 

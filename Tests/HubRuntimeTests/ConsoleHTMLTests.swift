@@ -1,12 +1,13 @@
-import Foundation
 import DriverAPI
+import Foundation
 import HubDomain
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The console's HTML builder: interpolated text is escaped in text and in attributes, markup
 /// composed from `HTML` values is kept.
@@ -14,22 +15,27 @@ struct ConsoleHTMLTests {
     @Test func interpolatedTextIsEscapedAndMarkupKept() {
         let name = #"<b>"Tom" & 'Jerry'</b>"#
         let cell: HTML = "<td title=\"\(name)\">\(name)</td>"
-        #expect(cell.text == "<td title=\"&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;\">&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;</td>")
+        #expect(
+            cell.text
+                == "<td title=\"&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;\">&lt;b&gt;&quot;Tom&quot; &amp; &#39;Jerry&#39;&lt;/b&gt;</td>"
+        )
         let inner: HTML = "<em>\(name)</em>"
         let outer: HTML = "<p>\(inner)</p>"
         #expect(outer.text.hasPrefix("<p><em>&lt;b&gt;"))
     }
 
     @Test func aDeviceAnnouncedOnTheBrokerCannotInjectMarkup() {
-        let hostile = DiscoveredDevice(suggestedId: "plug-1", driver: "tasmota", name: #""><img src=x onerror=alert(1)>"#,
-                                       settingsJSON: #"{"topic":"</script><script>alert(2)</script>"}"#, hardwareId: "<i>")
+        let hostile = DiscoveredDevice(
+            suggestedId: "plug-1", driver: "tasmota", name: #""><img src=x onerror=alert(1)>"#,
+            settingsJSON: #"{"topic":"</script><script>alert(2)</script>"}"#, hardwareId: "<i>")
         let card = DiscoveredPage.card(hostile).text
         #expect(!card.contains("<img") && !card.contains("<script>") && !card.contains("<i>"))
         #expect(card.contains("&lt;img src=x onerror=alert(1)&gt;"))
     }
 
     @Test func linksEncodeTheirValues() {
-        #expect(URLText.query([("stream", "device/a b"), ("type", ""), ("actor", "http:x&y")]) == "?stream=device%2Fa%20b&actor=http%3Ax%26y")
+        #expect(
+            URLText.query([("stream", "device/a b"), ("type", ""), ("actor", "http:x&y")]) == "?stream=device%2Fa%20b&actor=http%3Ax%26y")
         #expect(URLText.query([("stream", nil)]) == "")
     }
 
@@ -71,12 +77,16 @@ struct ConsoleHTMLTests {
         let minute: Int64 = 60_000_000
         // 0 W held 1 minute, 1800 W held 3 minutes (two buckets, one carried in with no reading),
         // and a reading just taken at the clock (nothing held yet): (0 + 3 x 1800) / 4 = 1350 W.
-        let buckets = [HistoryBucket(start: 0, count: 1, min: 0, max: 0, sum: 0, last: 0, weighted: 0, covered: minute),
-                       HistoryBucket(start: minute, count: 1, min: 1800, max: 1800, sum: 1800, last: 1800,
-                                     weighted: 1800 * Double(minute), covered: minute),
-                       HistoryBucket(start: 2 * minute, count: 0, min: 1800, max: 1800, sum: 0, last: 1800,
-                                     weighted: 2 * 1800 * Double(minute), covered: 2 * minute),
-                       HistoryBucket(start: 4 * minute, count: 1, min: 5, max: 5, sum: 5, last: 5, weighted: 0, covered: 0)]
+        let buckets = [
+            HistoryBucket(start: 0, count: 1, min: 0, max: 0, sum: 0, last: 0, weighted: 0, covered: minute),
+            HistoryBucket(
+                start: minute, count: 1, min: 1800, max: 1800, sum: 1800, last: 1800,
+                weighted: 1800 * Double(minute), covered: minute),
+            HistoryBucket(
+                start: 2 * minute, count: 0, min: 1800, max: 1800, sum: 0, last: 1800,
+                weighted: 2 * 1800 * Double(minute), covered: 2 * minute),
+            HistoryBucket(start: 4 * minute, count: 1, min: 5, max: 5, sum: 5, last: 5, weighted: 0, covered: 0)
+        ]
         let charts = DeviceCharts(power: [], minutes: buckets, energyDays: [], from: 0, to: 5 * minute)
         #expect(charts.meanPower == 1350)
         #expect(DeviceCharts(power: [], minutes: [], energyDays: [], from: 0, to: minute).meanPower == nil)

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,8 @@ extension HTTPProbe {
         try await onOwnThread {
             let fd = try connected(port: port)
             defer { close(fd) }
-            let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: \(contentType)\r\n"
+            let head =
+                "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: \(contentType)\r\n"
                 + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
             try sendAll(fd, Array(head.utf8) + body)
             return try parse(try readToEnd(fd))

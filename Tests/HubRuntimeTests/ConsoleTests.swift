@@ -5,11 +5,12 @@ import HubLog
 import Logging
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The console served by a real hub (real listener, real TCP requests, a real broker where MQTT is
 /// the point): every page renders with a household like the demo's, text is escaped, actions go
@@ -31,7 +32,8 @@ import VirtualDriver
             }
             config.devices = devices
             config.beacons = nil
-            var options = HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config, factories: [VirtualDriverFactory()])
+            var options = HubServiceOptions(
+                paths: HubPaths(dataDirectory: dataDirectory), config: config, factories: [VirtualDriverFactory()])
             options.http = HTTPSettings(host: "127.0.0.1", port: 0)
             let service = try await HubService.start(options, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
             await service.waitUntilRunning()
@@ -40,12 +42,16 @@ import VirtualDriver
         }
 
         func get(_ path: String) async throws -> HTTPProbe.Reply { try await HTTPProbe.get(port: port, path: path) }
-        func post(_ path: String, _ json: String) async throws -> HTTPProbe.Reply { try await HTTPProbe.post(port: port, path: path, json: json) }
+        func post(_ path: String, _ json: String) async throws -> HTTPProbe.Reply {
+            try await HTTPProbe.post(port: port, path: path, json: json)
+        }
 
         /// The records of the log (all of them: the tests' logs are small).
         func records() throws -> [EventRecord] {
             var out: [EventRecord] = []
-            try service.hub.store.read(from: 1, through: service.hub.store.lastSequence) { out.append($0); return true }
+            try service.hub.store.read(from: 1, through: service.hub.store.lastSequence) {
+                out.append($0); return true
+            }
             return out
         }
 
@@ -60,7 +66,7 @@ import VirtualDriver
     static let household = [
         HubConfig.Device(id: "lamp", driver: "virtual", name: "Living-room lamp", config: "{}"),
         HubConfig.Device(id: "kettle", driver: "virtual", name: "Kettle", config: "{}"),
-        HubConfig.Device(id: "heater", driver: "virtual", name: "Heater", config: "{}"),
+        HubConfig.Device(id: "heater", driver: "virtual", name: "Heater", config: "{}")
     ]
 
     /// Groups, a scene, readings, an activation and an admitted animal with owner data, as the demo has.
@@ -70,9 +76,14 @@ import VirtualDriver
         try await hub.exec(#"{"command":"record_reading","device":"kettle","quantity":"power","value":1850.5}"#)
         try await hub.exec(#"{"command":"record_reading","device":"kettle","quantity":"energy","value":1200}"#)
         let hour = (Int64(Date().timeIntervalSince1970) / 3600 + 1) * 3600
-        try await hub.exec(#"{"command":"set_activation","device":"heater","op":"add","name":"morning","start":\#(hour),"length":60,"period":1440}"#)
-        try await hub.exec(#"{"command":"set_activation","device":"heater","op":"add","name":"overlap","start":\#(hour + 1800),"length":60,"period":1440}"#)
-        try await hub.exec(#"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e5093522699a1","owner_name":"Ana Lima","owner_phone":"+55 11 5555-0100"}"#)
+        try await hub.exec(
+            #"{"command":"set_activation","device":"heater","op":"add","name":"morning","start":\#(hour),"length":60,"period":1440}"#)
+        try await hub.exec(
+            #"{"command":"set_activation","device":"heater","op":"add","name":"overlap","start":\#(hour + 1800),"length":60,"period":1440}"#
+        )
+        try await hub.exec(
+            #"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e5093522699a1","owner_name":"Ana Lima","owner_phone":"+55 11 5555-0100"}"#
+        )
         try await hub.exec(#"{"command":"record_reading","animal":"rex","quantity":"heart_rate","value":92}"#)
     }
 
@@ -100,8 +111,10 @@ import VirtualDriver
 
         let animals = try await hub.get("/animals")
         #expect(animals.body.contains("<h1>Animals</h1>") && animals.body.contains("/animals/rex"))
-        for field in ["id", "name", "species", "breed", "gender", "birth_date", "weight_kg", "coat", "beacon", "owner_name", "owner_phone",
-                      "owner_address", "motive", "veterinarian", "observations", "photo"] {
+        for field in [
+            "id", "name", "species", "breed", "gender", "birth_date", "weight_kg", "coat", "beacon", "owner_name", "owner_phone",
+            "owner_address", "motive", "veterinarian", "observations", "photo"
+        ] {
             #expect(animals.body.contains("name=\"\(field)\""), "the admission form has \(field)")
         }
         #expect(!animals.body.contains("Ana Lima"), "owner data is not on the list")
@@ -147,9 +160,10 @@ import VirtualDriver
         // More than the store keeps in memory for followers, so the oldest are read from the file.
         for n in 1...600 { try await hub.exec(#"{"command":"record_reading","device":"lamp","quantity":"power","value":\#(n)}"#) }
         let logDirectory = hub.dataDirectory + "/log"
-        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: logDirectory).filter { $0.hasSuffix(".seg") }.sorted().first)
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: logDirectory).filter { $0.hasSuffix(".seg") }.sorted().first)
         let handle = try #require(FileHandle(forUpdatingAtPath: logDirectory + "/" + segment))
-        try handle.seek(toOffset: 2_000) // inside an early record's payload
+        try handle.seek(toOffset: 2_000)  // inside an early record's payload
         let byte = try #require(try handle.read(upToCount: 1)).first!
         try handle.seek(toOffset: 2_000)
         try handle.write(contentsOf: [byte ^ 0xFF])
@@ -167,7 +181,9 @@ import VirtualDriver
     }
 
     @Test func aDeviceNamedLikeMarkupShowsAsText() async throws {
-        let hub = try await ConsoleHub.start(devices: [HubConfig.Device(id: "x", driver: "virtual", name: "<script>alert(1)</script>", config: "{}")])
+        let hub = try await ConsoleHub.start(devices: [
+            HubConfig.Device(id: "x", driver: "virtual", name: "<script>alert(1)</script>", config: "{}")
+        ])
         for path in ["/", "/devices/x", "/audit"] {
             let page = try await hub.get(path)
             #expect(!page.body.contains("<script>alert(1)"), "\(path) carries the name as markup")
@@ -237,11 +253,14 @@ import VirtualDriver
         let jpeg = HTTPHardeningTests.jpeg
         let stored = try await HTTPProbe.post(port: hub.port, path: "/console/photo", contentType: "image/jpeg", body: jpeg)
         #expect(stored.status == 200)
-        let name = try #require(try JSONValue.parse(Array(stored.body.utf8))["photo"].flatMap { if case .string(let s) = $0 { s } else { nil } })
+        let name = try #require(
+            try JSONValue.parse(Array(stored.body.utf8))["photo"].flatMap { if case .string(let s) = $0 { s } else { nil } })
         #expect(PhotoStore.isValidName(name))
         let served = try await hub.get("/console/photos/" + name)
         #expect(served.status == 200 && served.headers["content-type"] == "image/jpeg")
-        try await hub.exec(#"{"command":"admit_animal","id":"mia","name":"Mia","species":"cat","weight_kg":4,"beacon":"1de4b189115e45f6b44e5093522699b2","photo":"\#(name)"}"#)
+        try await hub.exec(
+            #"{"command":"admit_animal","id":"mia","name":"Mia","species":"cat","weight_kg":4,"beacon":"1de4b189115e45f6b44e5093522699b2","photo":"\#(name)"}"#
+        )
         #expect(try await hub.get("/animals/mia").body.contains("src=\"/console/photos/\(name)\""))
 
         let big: [UInt8] = [0xFF, 0xD8, 0xFF] + Array(repeating: 1, count: PhotoStore.maxBytes)
@@ -258,7 +277,9 @@ import VirtualDriver
 
     @Test func ownerDataShowsOnlyWhileUnsealed() async throws {
         let hub = try await ConsoleHub.start()
-        try await hub.exec(#"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e5093522699a1","owner_name":"Ana Lima","owner_phone":"+55 11 5555-0100"}"#)
+        try await hub.exec(
+            #"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e5093522699a1","owner_name":"Ana Lima","owner_phone":"+55 11 5555-0100"}"#
+        )
         #expect(try await hub.get("/animals/rex").body.contains("Ana Lima"))
         let erased = try await hub.post("/console/command", #"{"command":"erase_owner_data","id":"rex"}"#)
         #expect(erased.status == 200)

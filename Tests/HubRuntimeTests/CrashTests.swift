@@ -3,11 +3,12 @@ import Foundation
 import HubLog
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// A child process (`hub-bench crash-writer`) appends as fast as it can and prints each acknowledged append; it is killed
 /// with SIGKILL at random moments. After every kill, every acknowledged event must be in the log
@@ -68,7 +69,8 @@ import Testing
             await store.close()
             for ack in acknowledged {
                 let found = byId[ack.id]
-                #expect(found?.0 == ack.first && found?.1 == ack.last, "round \(round): acknowledged \(ack.id) \(ack.first)-\(ack.last) lost")
+                #expect(
+                    found?.0 == ack.first && found?.1 == ack.last, "round \(round): acknowledged \(ack.id) \(ack.first)-\(ack.last) lost")
             }
             let report = try SegmentStore(directory: dir + "/log", readOnly: true).verify(progress: nil)
             #expect(report.incompleteTail == nil)

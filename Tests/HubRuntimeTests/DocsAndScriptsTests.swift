@@ -2,11 +2,12 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// What a new user copies from the README and docs, and the scripts they run, checked against the
 /// hub as it is.
@@ -70,7 +71,9 @@ import Testing
         #expect(animals == ["demo-rex", "demo-tom"])
 
         #expect(Self.demoNames(in: try Self.read("README.md")) == registered)
-        let docs = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path).filter { $0.hasSuffix(".md") }
+        let docs = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("docs").path).filter {
+            $0.hasSuffix(".md")
+        }
         for doc in docs.sorted() {
             let unknown = Self.demoNames(in: try Self.read("docs/" + doc)).subtracting(registered)
             #expect(unknown.isEmpty, "docs/\(doc) names \(unknown.sorted()), which the demo does not register")
@@ -86,20 +89,26 @@ import Testing
         let broker = try await TestBroker.startAsync()
         let dir = temporaryDirectory()
         let config = dir + "/hub.json"
-        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp","config":{}}]}"#.write(toFile: config, atomically: true, encoding: .utf8)
-        let hub = try await RunningHub.start(["--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)", "--no-http"])
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp","config":{}}]}"#.write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let hub = try await RunningHub.start(["--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)", "--no-http"]
+        )
         let w = try await Watcher(port: broker.port)
         try await w.waitFor("hub/status") { $0 == "online" }
         // Two readings minutes apart: the first's minute is finished, so its bucket is written.
         let now = Int(Date().timeIntervalSince1970)
-        try w.publish("hub/request/command", #"{"command":"record_reading","device":"lamp","quantity":"power","value":7.25,"measured_at":\#(now - 180)}"#)
+        try w.publish(
+            "hub/request/command",
+            #"{"command":"record_reading","device":"lamp","quantity":"power","value":7.25,"measured_at":\#(now - 180)}"#)
         try await w.waitFor("hub/response/command") { $0.contains(#""status":"ok""#) }
-        try w.publish("hub/request/command", #"{"command":"record_reading","device":"lamp","quantity":"power","value":9,"measured_at":\#(now)}"#)
+        try w.publish(
+            "hub/request/command", #"{"command":"record_reading","device":"lamp","quantity":"power","value":9,"measured_at":\#(now)}"#)
         try await w.waitFor("hub/response/command", skip: 1) { $0.contains(#""status":"ok""#) }
         let history = dir + "/data/history"
         let deadline = ContinuousClock.now + .seconds(10)
         while ((try? FileManager.default.contentsOfDirectory(atPath: history)) ?? []).filter({ $0.hasSuffix(".hist") }).isEmpty
-                && ContinuousClock.now < deadline {
+            && ContinuousClock.now < deadline
+        {
             try await Task.sleep(for: .milliseconds(50))
         }
         let verify = try runHub(["verify", "--data-dir", dir + "/data"])
@@ -135,7 +144,8 @@ import Testing
         try "#!/bin/sh\necho 'swift was called' >&2\nexit 97\n".write(toFile: fakeBin + "/swift", atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fakeBin + "/swift")
         let config = dir + "/hub.json"
-        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp","config":{}}]}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        try #"{"devices":[{"id":"lamp","driver":"virtual","name":"Lamp","config":{}}]}"#.write(
+            toFile: config, atomically: true, encoding: .utf8)
         let data = dir + "/elsewhere"
         let logURL = URL(fileURLWithPath: dir + "/run.log")
         FileManager.default.createFile(atPath: logURL.path, contents: nil)

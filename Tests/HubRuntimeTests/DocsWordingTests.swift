@@ -13,7 +13,7 @@ import Testing
         (#"\bstops? +[0-9]"#, "a numbered stop"),
         (#"\bissues? +#?[0-9]"#, "an issue number"),
         (#"\bthe issue's\b"#, "the issue's"),
-        (#"(?m)^#+ .*\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b"#, "a dated heading"),
+        (#"(?m)^#+ .*\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b"#, "a dated heading")
     ]
 
     /// README.md, docs/*.md, and the Swift sources and scripts (this file excepted: it names the words).
@@ -51,10 +51,11 @@ import Testing
 
     /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces made hyphens.
     static func anchor(_ heading: String) -> String {
-        String(heading.lowercased().compactMap { c -> Character? in
-            if c == " " { return "-" }
-            return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
-        })
+        String(
+            heading.lowercased().compactMap { c -> Character? in
+                if c == " " { return "-" }
+                return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
+            })
     }
 
     /// The anchors of a Markdown file's headings (outside code blocks; repeated ones numbered).

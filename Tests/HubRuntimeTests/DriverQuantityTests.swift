@@ -2,11 +2,12 @@ import DriverAPI
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// A driver cannot report a quantity outside `Quantity` (that does not compile); this test shows
 /// every case it can report arrives in the log.
@@ -32,11 +33,13 @@ import Testing
 
     @Test func everyQuantityAReportCarriesIsRecorded() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        _ = try await hub.execute(.registerDevice(id: "m", driver: "meter", name: "Meter", config: "{}", hardwareId: nil),
-                                  actor: "test", now: t0)
+        _ = try await hub.execute(
+            .registerDevice(id: "m", driver: "meter", name: "Meter", config: "{}", hardwareId: nil),
+            actor: "test", now: t0)
         let values = Quantity.allCases.enumerated().map { ($0.element, Double($0.offset + 1)) }
-        let commands = CommandService(hub: hub, catalog: DriverCatalog([MeterFactory(values: values)]), confirmTimeout: .seconds(1),
-                                      logger: .discarding)
+        let commands = CommandService(
+            hub: hub, catalog: DriverCatalog([MeterFactory(values: values)]), confirmTimeout: .seconds(1),
+            logger: .discarding)
         let host = DriverHost(commands: commands, logger: .discarding)
         await host.sync()
         var recorded: [(String, Double)] = []
@@ -44,8 +47,10 @@ import Testing
             recorded = []
             try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
                 if record.type == EventType.readingRecorded.rawValue,
-                   case .readingRecorded(let r)? = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
-                                                                      payload: record.payload) {
+                    case .readingRecorded(let r)? = try? HubEvent.decode(
+                        type: record.type, schemaVersion: record.schemaVersion,
+                        payload: record.payload)
+                {
                     recorded.append((r.quantity.rawValue, r.value))
                 }
                 return true
@@ -75,16 +80,21 @@ import Testing
             func make(configuration: DriverConfiguration) throws -> any Driver { AheadDriver() }
         }
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        _ = try await hub.execute(.registerDevice(id: "m", driver: "ahead", name: "Ahead", config: "{}", hardwareId: nil),
-                                  actor: "test", now: currentMicros())
+        _ = try await hub.execute(
+            .registerDevice(id: "m", driver: "ahead", name: "Ahead", config: "{}", hardwareId: nil),
+            actor: "test", now: currentMicros())
         let commands = CommandService(hub: hub, catalog: DriverCatalog([AheadFactory()]), confirmTimeout: .seconds(1), logger: .discarding)
         let host = DriverHost(commands: commands, logger: .discarding)
         await host.sync()
         var refused: CommandRejected?
         for _ in 0..<200 where refused == nil {
             try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
-                if case .commandRejected(let r)? = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
-                                                                       payload: record.payload) { refused = r }
+                if case .commandRejected(let r)? = try? HubEvent.decode(
+                    type: record.type, schemaVersion: record.schemaVersion,
+                    payload: record.payload)
+                {
+                    refused = r
+                }
                 return true
             }
             if refused == nil { try await Task.sleep(for: .milliseconds(20)) }
@@ -115,15 +125,18 @@ import Testing
             func make(configuration: DriverConfiguration) throws -> any Driver { FlakyDriver() }
         }
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        _ = try await hub.execute(.registerDevice(id: "f", driver: "flaky", name: "Flaky", config: "{}", hardwareId: nil),
-                                  actor: "test", now: currentMicros() - 10_000_000)
+        _ = try await hub.execute(
+            .registerDevice(id: "f", driver: "flaky", name: "Flaky", config: "{}", hardwareId: nil),
+            actor: "test", now: currentMicros() - 10_000_000)
         let commands = CommandService(hub: hub, catalog: DriverCatalog([FlakyFactory()]), confirmTimeout: .seconds(1), logger: .discarding)
         let host = DriverHost(commands: commands, logger: .discarding)
         await host.sync()
         var types: [String] = []
         for _ in 0..<200 {
             types = []
-            try hub.store.read(from: 2, through: hub.store.lastSequence) { types.append($0.type); return true }
+            try hub.store.read(from: 2, through: hub.store.lastSequence) {
+                types.append($0.type); return true
+            }
             if types.count >= 5 { break }
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -3,11 +3,12 @@ import HubDomain
 import HubLog
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Each device's commands reach its driver in order, one at a time, through a worker that exists
 /// only while commands wait (no idle task per device).
@@ -32,7 +33,9 @@ import Testing
                 l.busy = true
             }
             try await Task.sleep(for: .milliseconds(15))
-            recorder.log.withLock { l in l.seen.append(on); l.busy = false }
+            recorder.log.withLock { l in
+                l.seen.append(on); l.busy = false
+            }
         }
         func stop() async {}
     }
@@ -50,8 +53,9 @@ import Testing
     @Test func commandsReachEachDriverInOrderOneAtATimeAndNoWorkerStaysIdle() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         for id in ["a", "b"] {
-            _ = try await hub.execute(.registerDevice(id: id, driver: "slow", name: id, config: "{}", hardwareId: nil),
-                                      actor: "test", now: t0)
+            _ = try await hub.execute(
+                .registerDevice(id: id, driver: "slow", name: id, config: "{}", hardwareId: nil),
+                actor: "test", now: t0)
         }
         let factory = SlowFactory(recorders: ["a": Recorder(), "b": Recorder()])
         let commands = CommandService(hub: hub, catalog: DriverCatalog([factory]), confirmTimeout: .seconds(30), logger: .discarding)
@@ -93,7 +97,8 @@ import Testing
     /// of failing with "the device has no running driver" (and a spurious `SwitchFailed`).
     @Test func aCommandHandedOverBeforeTheDriversStartedReachesItsDevice() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        _ = try await hub.execute(.registerDevice(id: "a", driver: "slow", name: "a", config: "{}", hardwareId: nil), actor: "test", now: t0)
+        _ = try await hub.execute(
+            .registerDevice(id: "a", driver: "slow", name: "a", config: "{}", hardwareId: nil), actor: "test", now: t0)
         _ = try await hub.execute(.switchDevice(id: "a", target: .on), actor: "test", now: t0 + 1)
         let factory = SlowFactory(recorders: ["a": Recorder()])
         let commands = CommandService(hub: hub, catalog: DriverCatalog([factory]), confirmTimeout: .seconds(30), logger: .discarding)

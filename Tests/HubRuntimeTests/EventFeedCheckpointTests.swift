@@ -1,11 +1,12 @@
 import BrokerHarness
 import Foundation
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The MQTT event feed's checkpoint (`mqtt-events.checkpoint`): rewritten in place, and never
 /// followed past the log's end (after a power cut the log may end before the observations the

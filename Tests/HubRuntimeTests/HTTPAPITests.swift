@@ -5,11 +5,12 @@ import HubDomain
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The JSON API: the MQTT surface's requests and commands, parsed and answered by the same code,
 /// with a status that says the outcome.
@@ -27,8 +28,10 @@ import Testing
                 #expect(response.status == .ok)
                 #expect(response.json?["data"]?["name"] == "Fan", "\(response.text)")
             }
-            try await client.execute(uri: "/api/command", method: .post,
-                                     body: ByteBuffer(text: #"{"command":"record_reading","device":"fan","quantity":"power","value":"7.25"}"#)) { response in
+            try await client.execute(
+                uri: "/api/command", method: .post,
+                body: ByteBuffer(text: #"{"command":"record_reading","device":"fan","quantity":"power","value":"7.25"}"#)
+            ) { response in
                 #expect(response.status == .ok, "\(response.text)")
             }
         }
@@ -43,7 +46,7 @@ import Testing
             for (uri, body, status, code) in [
                 ("/api/device/ghost/switch", "ON", HTTPResponse.Status.notFound, "unknown_device"),
                 ("/api/request/device/add", #"{"id":"lamp","driver":"virtual","name":"Again"}"#, .conflict, "device_exists"),
-                ("/api/request/device/add", #"{"id":"x y","driver":"virtual","name":"Bad"}"#, .badRequest, "invalid_id"),
+                ("/api/request/device/add", #"{"id":"x y","driver":"virtual","name":"Bad"}"#, .badRequest, "invalid_id")
             ] {
                 try await client.execute(uri: uri, method: .post, body: ByteBuffer(text: body)) { response in
                     #expect(response.status == status, "\(uri): \(response.text)")
@@ -69,10 +72,15 @@ import Testing
             ("hub/device/lamp/switch/set", "/api/device/lamp/switch", "BRIGHT"),
             ("hub/device/lamp/switch/set", "/api/device/lamp/switch", ""),
             ("hub/device/a.b/switch/set", "/api/device/a.b/switch", "ON"),
-            ("hub/request/history", "/api/request/history", #"{"subject":"device/lamp","quantity":"power","from":"x","to":"y","bucket":"1h"}"#),
+            (
+                "hub/request/history", "/api/request/history",
+                #"{"subject":"device/lamp","quantity":"power","from":"x","to":"y","bucket":"1h"}"#
+            )
         ]
         for c in cases {
-            let responseTopic = c.topic.hasPrefix("hub/request/") ? "hub/response/" + c.topic.dropFirst("hub/request/".count)
+            let responseTopic =
+                c.topic.hasPrefix("hub/request/")
+                ? "hub/response/" + c.topic.dropFirst("hub/request/".count)
                 : c.topic.replacingOccurrences(of: "hub/", with: "hub/response/")
             surface.watcher.received.messages.withLock { $0.removeAll() }
             try surface.watcher.publish(c.topic, bytes: Array(c.payload.utf8))
@@ -88,9 +96,13 @@ import Testing
         // Larger than a message may be: MQTT says so on the response topic; HTTP refuses it as 413
         // without reading it, in its own sentence.
         try await hub.test { client in
-            try await client.execute(uri: "/api/request/all-off", method: .post, body: ByteBuffer(text: String(repeating: " ", count: 70_000))) { response in
+            try await client.execute(
+                uri: "/api/request/all-off", method: .post, body: ByteBuffer(text: String(repeating: " ", count: 70_000))
+            ) { response in
                 #expect(response.status == .contentTooLarge)
-                #expect(response.text.contains("/api/request/all-off takes a body of at most 64 KiB; this one is 70000 bytes"), "\(response.text)")
+                #expect(
+                    response.text.contains("/api/request/all-off takes a body of at most 64 KiB; this one is 70000 bytes"),
+                    "\(response.text)")
             }
         }
         try await surface.stop()
@@ -99,8 +111,13 @@ import Testing
     @Test func historyAndEventsAreReadWithGET() async throws {
         let hub = try await RouteFixture.start(requireCredential: false)
         try await hub.test { client in
-            try await client.execute(uri: "/api/command", method: .post,
-                                     body: ByteBuffer(text: #"{"command":"record_reading","device":"lamp","quantity":"power","value":"40","measured_at":"2026-11-20T10:15:00Z"}"#)) {
+            try await client.execute(
+                uri: "/api/command", method: .post,
+                body: ByteBuffer(
+                    text:
+                        #"{"command":"record_reading","device":"lamp","quantity":"power","value":"40","measured_at":"2026-11-20T10:15:00Z"}"#
+                )
+            ) {
                 #expect($0.status == .ok, "\($0.text)")
             }
             let query = "subject=device/lamp&quantity=power&from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&bucket=1h"

@@ -4,14 +4,16 @@ import HubDomain
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
+@testable import HubApp
+@testable import HubEngine
+@testable import HubHTTP
+@testable import HubHistory
+@testable import HubMQTT
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import HubEngine
-@testable import HubHistory
-@testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Who may use the HTTP listener (``HTTPAccess``): loopback free, a token or a session cookie
 /// otherwise, cross-site requests refused, and the actor recorded on the log.
@@ -52,12 +54,16 @@ import Glibc
             }
             // /metrics needs the credential too (this fixture collects none: 404 once past access).
             try await client.execute(uri: "/metrics", method: .get) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                #expect($0.status == .notFound)
+            }
             // Probes stay open.
             try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
             try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .ok) }
-            try await client.execute(uri: "/api/device/lamp/switch", method: .post,
-                                     headers: [.authorization: "Bearer \(token)"], body: ByteBuffer(text: "ON")) { #expect($0.status == .ok) }
+            try await client.execute(
+                uri: "/api/device/lamp/switch", method: .post,
+                headers: [.authorization: "Bearer \(token)"], body: ByteBuffer(text: "ON")
+            ) { #expect($0.status == .ok) }
         }
         #expect(try hub.lastEvent().causation.actor == "http:admin")
         try await hub.stop()
@@ -82,13 +88,17 @@ import Glibc
         let hub = try await RouteFixture.start(requireCredential: true)
         let token = try hub.adminToken()
         try await hub.test { client in
-            try await client.execute(uri: "/login", method: .post, headers: HTTPFields([Self.host]),
-                                     body: ByteBuffer(text: "token=wrong&next=%2Fdevices")) { response in
+            try await client.execute(
+                uri: "/login", method: .post, headers: HTTPFields([Self.host]),
+                body: ByteBuffer(text: "token=wrong&next=%2Fdevices")
+            ) { response in
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[values: .setCookie].isEmpty)
             }
-            let cookies = try await client.execute(uri: "/login", method: .post, headers: HTTPFields([Self.host]),
-                                                   body: ByteBuffer(text: "token=\(token)&next=%2Fdevices")) { response in
+            let cookies = try await client.execute(
+                uri: "/login", method: .post, headers: HTTPFields([Self.host]),
+                body: ByteBuffer(text: "token=\(token)&next=%2Fdevices")
+            ) { response in
                 #expect(response.status == .seeOther)
                 #expect(response.headers[.location] == "/devices")
                 return response.headers[values: .setCookie]
@@ -102,17 +112,23 @@ import Glibc
             let cookie = "\(sessionPair); \(csrfPair)"
 
             try await client.execute(uri: "/api/devices", method: .get, headers: [.cookie: cookie]) { #expect($0.status == .ok) }
-            try await client.execute(uri: "/api/device/lamp/switch", method: .post, headers: HTTPFields([Self.host, ("Cookie", cookie)]),
-                                     body: ByteBuffer(text: "ON")) { response in
+            try await client.execute(
+                uri: "/api/device/lamp/switch", method: .post, headers: HTTPFields([Self.host, ("Cookie", cookie)]),
+                body: ByteBuffer(text: "ON")
+            ) { response in
                 #expect(response.status == .forbidden)
                 #expect(response.json?["code"] == "csrf" && response.text.contains("X-CSRF-Token"), "\(response.text)")
             }
-            try await client.execute(uri: "/api/device/lamp/switch", method: .post,
-                                     headers: HTTPFields([Self.host, ("Cookie", cookie), ("X-CSRF-Token", "not-it")]),
-                                     body: ByteBuffer(text: "ON")) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: "/api/device/lamp/switch", method: .post,
-                                     headers: HTTPFields([Self.host, ("Cookie", cookie), ("X-CSRF-Token", csrf)]),
-                                     body: ByteBuffer(text: "ON")) { response in
+            try await client.execute(
+                uri: "/api/device/lamp/switch", method: .post,
+                headers: HTTPFields([Self.host, ("Cookie", cookie), ("X-CSRF-Token", "not-it")]),
+                body: ByteBuffer(text: "ON")
+            ) { #expect($0.status == .forbidden) }
+            try await client.execute(
+                uri: "/api/device/lamp/switch", method: .post,
+                headers: HTTPFields([Self.host, ("Cookie", cookie), ("X-CSRF-Token", csrf)]),
+                body: ByteBuffer(text: "ON")
+            ) { response in
                 #expect(response.status == .ok, "\(response.text)")
             }
             #expect(try hub.lastEvent().causation.actor == "http:admin")
@@ -120,7 +136,9 @@ import Glibc
             // Rotating the token ends the session and refuses the old token.
             _ = try hub.adminToken()
             try await client.execute(uri: "/api/devices", method: .get, headers: [.cookie: cookie]) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: "/api/devices", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/api/devices", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                #expect($0.status == .unauthorized)
+            }
         }
         try await hub.stop()
     }
@@ -131,18 +149,25 @@ import Glibc
         let token = try hub.adminToken()
         let bearer = ("Authorization", "Bearer \(token)")
         try await hub.test { client in
-            for headers in [[Self.host, bearer, ("Origin", "http://evil.example")], [Self.host, bearer, ("Origin", "null")],
-                            [Self.host, bearer, ("Sec-Fetch-Site", "cross-site")]] {
-                try await client.execute(uri: "/api/device/lamp/switch", method: .post, headers: HTTPFields(headers),
-                                         body: ByteBuffer(text: "ON")) { response in
+            for headers in [
+                [Self.host, bearer, ("Origin", "http://evil.example")], [Self.host, bearer, ("Origin", "null")],
+                [Self.host, bearer, ("Sec-Fetch-Site", "cross-site")]
+            ] {
+                try await client.execute(
+                    uri: "/api/device/lamp/switch", method: .post, headers: HTTPFields(headers),
+                    body: ByteBuffer(text: "ON")
+                ) { response in
                     #expect(response.status == .forbidden, "\(headers)")
-                    #expect(response.json?["code"] == "cross_site" && response.text.contains("cross-site request refused"), "\(response.text)")
+                    #expect(
+                        response.json?["code"] == "cross_site" && response.text.contains("cross-site request refused"), "\(response.text)")
                 }
             }
             // The hub's own page: same origin, a bearer needs no CSRF header.
-            try await client.execute(uri: "/api/device/lamp/switch", method: .post,
-                                     headers: HTTPFields([Self.host, bearer, ("Origin", "http://localhost"), ("Sec-Fetch-Site", "same-origin")]),
-                                     body: ByteBuffer(text: "ON")) { #expect($0.status == .ok, "\($0.text)") }
+            try await client.execute(
+                uri: "/api/device/lamp/switch", method: .post,
+                headers: HTTPFields([Self.host, bearer, ("Origin", "http://localhost"), ("Sec-Fetch-Site", "same-origin")]),
+                body: ByteBuffer(text: "ON")
+            ) { #expect($0.status == .ok, "\($0.text)") }
         }
         #expect(hub.service.hub.store.lastSequence > 0)
         try await hub.stop()

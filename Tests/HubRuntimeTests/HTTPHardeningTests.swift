@@ -6,14 +6,16 @@ import Prometheus
 import Synchronization
 import Testing
 import VirtualDriver
+
+@testable import HubApp
+@testable import HubEngine
+@testable import HubHTTP
+@testable import HubHistory
+@testable import HubMQTT
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import HubEngine
-@testable import HubHistory
-@testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The browser-facing server made safe, over real sockets against a running hub: foreign `Host`
 /// names refused before any route runs (DNS rebinding), the security headers on every answer,
@@ -29,8 +31,9 @@ import Glibc
             config.mqtt.enabled = false
             config.beacons = nil
             config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")]
-            var options = HubServiceOptions(paths: HubPaths(dataDirectory: temporaryDirectory()), config: config,
-                                            factories: [VirtualDriverFactory()])
+            var options = HubServiceOptions(
+                paths: HubPaths(dataDirectory: temporaryDirectory()), config: config,
+                factories: [VirtualDriverFactory()])
             let registry = PrometheusCollectorRegistry()
             options.metrics = .prometheus(registry: registry)
             options.metricsRegistry = registry
@@ -43,8 +46,11 @@ import Glibc
             return ServedHub(service: service, port: port, registry: registry)
         }
 
-        func request(_ method: String, _ path: String, host: String? = nil, headers: [String] = [], body: String = "") async throws -> HTTPProbe.Reply {
-            try await HTTPProbe.request(port: port, method: method, path: path, headers: (host.map { ["Host: \($0)"] } ?? []) + headers, body: body)
+        func request(
+            _ method: String, _ path: String, host: String? = nil, headers: [String] = [], body: String = ""
+        ) async throws -> HTTPProbe.Reply {
+            try await HTTPProbe.request(
+                port: port, method: method, path: path, headers: (host.map { ["Host: \($0)"] } ?? []) + headers, body: body)
         }
 
         func exec(_ json: String) async throws {
@@ -63,13 +69,15 @@ import Glibc
     /// runs; nothing is recorded; the same requests with the hub's own names work.
     @Test func theRebindingRequestChangesNothing() async throws {
         let hub = try await ServedHub.start()
-        try await hub.exec(#"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"#
-                           + #""beacon":"1de4b189115e45f6b44e5093522699a1","owner_phone":"+351 912 345 678"}"#)
+        try await hub.exec(
+            #"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"#
+                + #""beacon":"1de4b189115e45f6b44e5093522699a1","owner_phone":"+351 912 345 678"}"#)
         let before = hub.lastSequence
         let attacker = "rebind.attacker.example:8080"
-        let erase = try await hub.request("POST", "/console/command", host: attacker,
-                                          headers: ["Origin: http://\(attacker)", "Content-Type: application/json"],
-                                          body: #"{"command":"erase_owner_data","id":"rex"}"#)
+        let erase = try await hub.request(
+            "POST", "/console/command", host: attacker,
+            headers: ["Origin: http://\(attacker)", "Content-Type: application/json"],
+            body: #"{"command":"erase_owner_data","id":"rex"}"#)
         #expect(erase.status == 421, "\(erase)")
         #expect(erase.body.contains(#""code":"unknown_host""#) && erase.body.contains("DNS rebinding"), "\(erase.body)")
         #expect(hub.lastSequence == before, "the refused request recorded nothing")
@@ -84,9 +92,10 @@ import Glibc
         }
         // A LAN address is no loopback name either, while bound to loopback.
         #expect(try await hub.request("GET", "/", host: "192.168.1.20:8080").status == 421)
-        let erased = try await hub.request("POST", "/console/command", host: "localhost:\(hub.port)",
-                                           headers: ["Origin: http://localhost:\(hub.port)", "Content-Type: application/json"],
-                                           body: #"{"command":"erase_owner_data","id":"rex"}"#)
+        let erased = try await hub.request(
+            "POST", "/console/command", host: "localhost:\(hub.port)",
+            headers: ["Origin: http://localhost:\(hub.port)", "Content-Type: application/json"],
+            body: #"{"command":"erase_owner_data","id":"rex"}"#)
         #expect(erased.status == 200 && hub.lastSequence > before, "\(erased)")
         try await hub.service.stop()
     }
@@ -117,12 +126,17 @@ import Glibc
         func problem(_ text: String) -> String {
             do { _ = try parse(text); return "no problem" } catch { return "\(error)" }
         }
-        let http = try #require(try parse(#"{"http":{"allowed_hosts":["Hub.Home.Arpa","10.0.0.2"],"idle_timeout_seconds":5,"#
-                                          + #""body_timeout_seconds":12.5,"max_connections":64}}"#).http)
+        let http = try #require(
+            try parse(
+                #"{"http":{"allowed_hosts":["Hub.Home.Arpa","10.0.0.2"],"idle_timeout_seconds":5,"#
+                    + #""body_timeout_seconds":12.5,"max_connections":64}}"#
+            ).http)
         #expect(http.host == "127.0.0.1" && http.port == 8080, "listen defaults to 127.0.0.1:8080")
         #expect(http.allowedHosts == ["hub.home.arpa", "10.0.0.2"])
         #expect(http.idleTimeout == .seconds(5) && http.bodyTimeout == .milliseconds(12_500) && http.maxConnections == 64)
-        #expect(problem(#"{"http":{"allowed_hosts":["hub.home.arpa:8080"]}}"#).contains("http.allowed_hosts \"hub.home.arpa:8080\" is not a host name"))
+        #expect(
+            problem(#"{"http":{"allowed_hosts":["hub.home.arpa:8080"]}}"#).contains(
+                "http.allowed_hosts \"hub.home.arpa:8080\" is not a host name"))
         #expect(problem(#"{"http":{"allowed_hosts":["http://hub"]}}"#).contains("http.allowed_hosts"))
         #expect(problem(#"{"http":{"idle_timeout_seconds":0}}"#).contains("http.idle_timeout_seconds must be a number from 1"))
         #expect(problem(#"{"http":{"max_connections":0}}"#).contains("http.max_connections"))
@@ -135,8 +149,10 @@ import Glibc
         try Data(#"{"http":{"listen":"0.0.0.0:8080","listen":"127.0.0.1:8080"}}"#.utf8).write(to: URL(fileURLWithPath: path))
         #expect(throws: HubConfig.Problem.self) { try HubConfig.load(path: path) }
         do { _ = try HubConfig.load(path: path) } catch {
-            #expect("\(error)".contains(#"not valid JSON: invalid JSON at byte 33: expected each key once in an object ("listen" is given twice)"#),
-                    "\(error)")
+            #expect(
+                "\(error)".contains(
+                    #"not valid JSON: invalid JSON at byte 33: expected each key once in an object ("listen" is given twice)"#),
+                "\(error)")
         }
     }
 
@@ -147,35 +163,47 @@ import Glibc
         let answers = [
             try await hub.request("GET", "/"), try await hub.request("GET", "/api/devices"), try await hub.request("GET", "/nowhere"),
             try await hub.request("GET", "/console/console.js"), try await hub.request("GET", "/", host: "evil.example"),
-            try await hub.request("DELETE", "/api/devices"), try await hub.request("GET", "/healthz"),
+            try await hub.request("DELETE", "/api/devices"), try await hub.request("GET", "/healthz")
         ]
         for reply in answers {
             let policy = reply.headers["content-security-policy"] ?? ""
-            #expect(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"),
-                    "\(reply.status): \(policy)")
+            #expect(
+                policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"),
+                "\(reply.status): \(policy)")
             #expect(reply.headers["x-content-type-options"] == "nosniff", "\(reply.status)")
             #expect(reply.headers["x-frame-options"] == "DENY" && reply.headers["referrer-policy"] == "no-referrer", "\(reply.status)")
         }
         // The pages carry no inline script or handler for the policy to forbid.
         let page = try await hub.request("GET", "/")
-        #expect(page.body.contains(#"<script src="/console/console.js""#) && !page.body.contains("<script>") && !page.body.contains(" onclick="))
+        #expect(
+            page.body.contains(#"<script src="/console/console.js""#) && !page.body.contains("<script>") && !page.body.contains(" onclick=")
+        )
         try await hub.service.stop()
     }
 
     // MARK: Photos
 
-    static let gif: [UInt8] = [0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00,
-                               0x21, 0xF9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2C, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,
-                               0x02, 0x02, 0x44, 0x01, 0x00, 0x3B]
-    static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
-                               0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00,
-                               0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0xDA, 0x63, 0x64, 0x60, 0xF8, 0x5F, 0x0F, 0x00, 0x02, 0x87, 0x01, 0x80,
-                               0xEB, 0x47, 0xBA, 0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
+    static let gif: [UInt8] = [
+        0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00,
+        0x21, 0xF9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2C, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,
+        0x02, 0x02, 0x44, 0x01, 0x00, 0x3B
+    ]
+    static let png: [UInt8] = [
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00,
+        0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0xDA, 0x63, 0x64, 0x60, 0xF8, 0x5F, 0x0F, 0x00, 0x02, 0x87, 0x01, 0x80,
+        0xEB, 0x47, 0xBA, 0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82
+    ]
     /// A 1×1 JPEG: SOI, JFIF, a quantisation table, a frame, a scan and EOI.
-    static let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x01, 0x00, 0x48, 0x00, 0x48,
-                                0x00, 0x00, 0xFF, 0xDB, 0x00, 0x43, 0x00] + Array(repeating: 0x01, count: 64)
-        + [0xFF, 0xC9, 0x00, 0x0B, 0x08, 0x00, 0x01, 0x00, 0x01, 0x01, 0x01, 0x11, 0x00, 0xFF, 0xCC, 0x00, 0x06, 0x00, 0x10, 0x10, 0x05,
-           0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3F, 0x00, 0xD2, 0xCF, 0x20, 0xFF, 0xD9]
+    static let jpeg: [UInt8] =
+        [
+            0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x01, 0x00, 0x48, 0x00, 0x48,
+            0x00, 0x00, 0xFF, 0xDB, 0x00, 0x43, 0x00
+        ] + Array(repeating: 0x01, count: 64)
+        + [
+            0xFF, 0xC9, 0x00, 0x0B, 0x08, 0x00, 0x01, 0x00, 0x01, 0x01, 0x01, 0x11, 0x00, 0xFF, 0xCC, 0x00, 0x06, 0x00, 0x10, 0x10, 0x05,
+            0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3F, 0x00, 0xD2, 0xCF, 0x20, 0xFF, 0xD9
+        ]
 
     @Test func photosAreReadThroughTheirStructure() {
         #expect(PhotoFormat.problem(Self.gif, type: "image/gif") == nil)
@@ -224,20 +252,25 @@ import Glibc
         let before = hub.lastSequence
         let big = #"{"command":"switch","id":"lamp","state":"ON","pad":""# + String(repeating: "x", count: 300 * 1024) + #""}"#
         let tooLarge = try await hub.request("POST", "/console/command", headers: ["Content-Type: application/json"], body: big)
-        #expect(tooLarge.status == 413 && tooLarge.body.contains("/console/command takes a body of at most 256 KiB"), "\(tooLarge.status) \(tooLarge.body)")
+        #expect(
+            tooLarge.status == 413 && tooLarge.body.contains("/console/command takes a body of at most 256 KiB"),
+            "\(tooLarge.status) \(tooLarge.body)")
         #expect(!tooLarge.body.contains("NIOTooManyBytesError"))
-        let apiLarge = try await hub.request("POST", "/api/command", headers: ["Content-Type: application/json"],
-                                             body: String(repeating: " ", count: 70_000) + "{}")
+        let apiLarge = try await hub.request(
+            "POST", "/api/command", headers: ["Content-Type: application/json"],
+            body: String(repeating: " ", count: 70_000) + "{}")
         #expect(apiLarge.status == 413 && apiLarge.body.contains("at most 64 KiB"), "\(apiLarge.status)")
         for type in ["application/xml", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded"] {
             let refused = try await hub.request("POST", "/api/device/lamp/switch", headers: ["Content-Type: \(type)"], body: "ON")
             #expect(refused.status == 415 && refused.body.contains("reads application/json or text/plain"), "\(type): \(refused)")
         }
-        let textCommand = try await hub.request("POST", "/api/command", headers: ["Content-Type: text/plain"],
-                                                body: #"{"command":"switch","id":"lamp","state":"ON"}"#)
+        let textCommand = try await hub.request(
+            "POST", "/api/command", headers: ["Content-Type: text/plain"],
+            body: #"{"command":"switch","id":"lamp","state":"ON"}"#)
         #expect(textCommand.status == 415, "\(textCommand)")
-        let consoleText = try await hub.request("POST", "/console/command", headers: ["Content-Type: text/plain"],
-                                                body: #"{"command":"switch","id":"lamp","state":"ON"}"#)
+        let consoleText = try await hub.request(
+            "POST", "/console/command", headers: ["Content-Type: text/plain"],
+            body: #"{"command":"switch","id":"lamp","state":"ON"}"#)
         #expect(consoleText.status == 415, "\(consoleText)")
         #expect(hub.lastSequence == before, "nothing refused was recorded")
         let plain = try await hub.request("POST", "/api/device/lamp/switch", headers: ["Content-Type: text/plain"], body: "ON")
@@ -253,8 +286,11 @@ import Glibc
         let reply = try await onOwnThread {
             let fd = try HTTPProbe.connected(port: hub.port)
             defer { close(fd) }
-            try HTTPProbe.sendAll(fd, Array(("POST /console/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                                             + "Content-Length: 99999999999\r\n\r\n{").utf8))
+            try HTTPProbe.sendAll(
+                fd,
+                Array(
+                    ("POST /console/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: 99999999999\r\n\r\n{").utf8))
             return try HTTPProbe.parse(try HTTPProbe.readToEnd(fd))
         }
         #expect(reply.status == 413 && reply.body.contains("this one is 99999999999 bytes"), "\(reply)")
@@ -265,8 +301,10 @@ import Glibc
     @Test func pathIdsAreDecodedBeforeTheyAreChecked() async throws {
         let hub = try await ServedHub.start()
         let spaced = try await hub.request("POST", "/api/device/living%20room/switch", headers: ["Content-Type: text/plain"], body: "ON")
-        #expect(spaced.status == 400 && spaced.body.contains(#"device id \"living room\" contains the character U+0020"#) && !spaced.body.contains("%"),
-                "\(spaced)")
+        #expect(
+            spaced.status == 400 && spaced.body.contains(#"device id \"living room\" contains the character U+0020"#)
+                && !spaced.body.contains("%"),
+            "\(spaced)")
         let slash = try await hub.request("POST", "/api/device/lamp%2Fswitch/switch", headers: ["Content-Type: text/plain"], body: "ON")
         #expect(slash.status == 400 && slash.body.contains(#"device id \"lamp/switch\" contains the character '/'"#), "\(slash)")
         let badEscape = try await hub.request("GET", "/api/devices/lamp%zz")
@@ -279,11 +317,13 @@ import Glibc
     @Test func aKeyGivenTwiceOverHTTPIsRefusedAndChangesNothing() async throws {
         let hub = try await ServedHub.start()
         let before = hub.lastSequence
-        let twice = try await hub.request("POST", "/api/device/lamp/switch", headers: ["Content-Type: application/json"],
-                                          body: #"{"state":"ON","state":"OFF"}"#)
+        let twice = try await hub.request(
+            "POST", "/api/device/lamp/switch", headers: ["Content-Type: application/json"],
+            body: #"{"state":"ON","state":"OFF"}"#)
         #expect(twice.status == 400 && twice.body.contains(#"(\"state\" is given twice)"#), "\(twice)")
-        let console = try await hub.request("POST", "/console/command", headers: ["Content-Type: application/json"],
-                                            body: #"{"command":"switch","id":"lamp","state":"ON","id":"ghost"}"#)
+        let console = try await hub.request(
+            "POST", "/console/command", headers: ["Content-Type: application/json"],
+            body: #"{"command":"switch","id":"lamp","state":"ON","id":"ghost"}"#)
         #expect(console.status == 400 && console.body.contains("given twice"), "\(console)")
         #expect(hub.lastSequence == before)
         try await hub.service.stop()
@@ -292,7 +332,8 @@ import Glibc
     /// A command the log refused because another instance holds the lease: 503, Retry-After, and
     /// the sentence naming the active one.
     @Test func notActiveIsATemporary503() {
-        let rejection = Rejection(code: CommandService.notActive, message: "not the active hub: instance b holds the lease now; send it again")
+        let rejection = Rejection(
+            code: CommandService.notActive, message: "not the active hub: instance b holds the lease now; send it again")
         let response = APIResponders.response(.refused(rejection))
         #expect(response.status == .serviceUnavailable)
         #expect(response.headers[.retryAfter] == APIResponders.retryAfterSeconds)
@@ -304,7 +345,7 @@ import Glibc
         let cases: [(code: String, kind: RejectionKind, status: Int)] = [
             ("invalid_name", .invalid, 400), ("unknown_device", .notFound, 404), ("unknown_subject", .notFound, 404),
             ("device_exists", .conflict, 409), ("manual_mode", .conflict, 409), ("not_active", .unavailable, 503),
-            ("storage_full", .storage, 507), ("internal", .internal, 500),
+            ("storage_full", .storage, 507), ("internal", .internal, 500)
         ]
         for (code, kind, status) in cases {
             let rejection = Rejection(code: code, message: "m")
@@ -320,8 +361,9 @@ import Glibc
     /// A command not carried out because the log's database cannot be reached: 503 with
     /// `Retry-After: 1` (the hub connects again by itself), over the API and the console alike.
     @Test func logUnavailableIsATemporary503() {
-        let rejection = Rejection(code: CommandService.logUnavailable,
-                                  message: "the event log cannot be reached: ...; send it again with the same command_id")
+        let rejection = Rejection(
+            code: CommandService.logUnavailable,
+            message: "the event log cannot be reached: ...; send it again with the same command_id")
         let response = APIResponders.response(.refused(rejection))
         #expect(response.status == .serviceUnavailable)
         #expect(response.headers[.retryAfter] == "1")
@@ -365,10 +407,15 @@ import Glibc
             // A head sent one byte per 100 ms: it would take 6 s.
             let headFd = try HTTPProbe.connected(port: port)
             defer { close(headFd) }
-            let slowHead = Self.untilClosed(headFd, sending: Array("GET /api/devices HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: \(String(repeating: "a", count: 20))\r\n\r\n".utf8))
+            let slowHead = Self.untilClosed(
+                headFd,
+                sending: Array("GET /api/devices HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: \(String(repeating: "a", count: 20))\r\n\r\n".utf8))
             let bodyFd = try HTTPProbe.connected(port: port)
             defer { close(bodyFd) }
-            try HTTPProbe.sendAll(bodyFd, Array("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{".utf8))
+            try HTTPProbe.sendAll(
+                bodyFd,
+                Array("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{".utf8)
+            )
             let slowBody = Self.untilClosed(bodyFd, sending: Array(#""command":"switch","id":"lamp","#.utf8), every: .milliseconds(200))
             return (idle, slowHead, slowBody)
         }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 import BrokerHarness
@@ -75,7 +76,8 @@ struct HTTPProbe {
 enum PromTool {
     static func check(_ exposition: String) throws -> (status: Int32, output: String) {
         guard let path = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first(where: FileManager.default.isExecutableFile) else {
-            throw HTTPProbe.Failure(description: "promtool is not installed (apt-get install prometheus; scripts/setup-system does it for tests)")
+            throw HTTPProbe.Failure(
+                description: "promtool is not installed (apt-get install prometheus; scripts/setup-system does it for tests)")
         }
         let configured = Process()
         configured.executableURL = URL(fileURLWithPath: path)

@@ -2,17 +2,18 @@ import BrokerHarness
 import Foundation
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// `hub run` off loopback as a person runs it: the admin token printed once on the first start,
 /// the API closed without it and open with it, and `hub token` to list and rotate.
 @Suite(.serialized) struct HTTPProcessTests {
     /// A running `hub run`, its standard output and error collected as they come.
-    final class RunningHub: @unchecked Sendable { // Process is not Sendable; its output is behind the Mutex
+    final class RunningHub: @unchecked Sendable {  // Process is not Sendable; its output is behind the Mutex
         let process: Process
         let collected = Collected()
         final class Collected: Sendable { let text = Mutex((stdout: "", stderr: "")) }
@@ -70,24 +71,28 @@ import Testing
         let first = try RunningHub(arguments)
         let port = try await first.port()
         let stdout = first.output.stdout
-        let token = try #require(stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
-            .first { $0.hasPrefix("hub_") }, "no token on stdout: \(stdout)")
+        let token = try #require(
+            stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+                .first { $0.hasPrefix("hub_") }, "no token on stdout: \(stdout)")
 
         let refused = try await HTTPProbe.request(port: port, method: "GET", path: "/api/devices")
         #expect(refused.status == 401 && refused.body.contains("unauthorized"), "\(refused)")
         let bearer = "Authorization: Bearer \(token)"
-        let added = try await HTTPProbe.request(port: port, method: "POST", path: "/api/request/device/add", headers: [bearer],
-                                             body: #"{"id":"lamp","driver":"virtual","name":"Lamp"}"#)
+        let added = try await HTTPProbe.request(
+            port: port, method: "POST", path: "/api/request/device/add", headers: [bearer],
+            body: #"{"id":"lamp","driver":"virtual","name":"Lamp"}"#)
         #expect(added.status == 200 && added.body.contains(#""status":"ok""#), "\(added)")
         let events = try await HTTPProbe.request(port: port, method: "GET", path: "/api/events?after=0", headers: [bearer])
         #expect(events.body.contains(#""type":"DeviceRegistered""#) && events.body.contains(#""actor":"http:admin""#), "\(events.body)")
         #expect(try await HTTPProbe.get(port: port, path: "/healthz").status == 200)
         // Over a real socket the Host header is the request's authority: its own origin is accepted, another refused.
-        let sameOrigin = try await HTTPProbe.request(port: port, method: "POST", path: "/api/device/lamp/switch",
-                                                     headers: [bearer, "Origin: http://127.0.0.1:\(port)"], body: "ON")
+        let sameOrigin = try await HTTPProbe.request(
+            port: port, method: "POST", path: "/api/device/lamp/switch",
+            headers: [bearer, "Origin: http://127.0.0.1:\(port)"], body: "ON")
         #expect(sameOrigin.status == 200, "\(sameOrigin)")
-        let crossSite = try await HTTPProbe.request(port: port, method: "POST", path: "/api/device/lamp/switch",
-                                                    headers: [bearer, "Origin: http://evil.example"], body: "ON")
+        let crossSite = try await HTTPProbe.request(
+            port: port, method: "POST", path: "/api/device/lamp/switch",
+            headers: [bearer, "Origin: http://evil.example"], body: "ON")
         #expect(crossSite.status == 403 && crossSite.body.contains("cross_site"), "\(crossSite)")
         try await first.stop()
         #expect(first.process.terminationStatus == 0, "\(first.output)")

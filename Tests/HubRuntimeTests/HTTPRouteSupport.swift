@@ -1,16 +1,17 @@
 import Foundation
+import HTTPTypes
 import HubDomain
 import HubLog
-import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// A real hub (log, drivers, command path; no MQTT) and the HTTP routes it serves, driven through
 /// HummingbirdTesting's router client.
@@ -22,15 +23,18 @@ struct RouteFixture {
     /// - Parameters:
     ///   - requireCredential: as when bound off loopback.
     ///   - surface: an MQTT surface to share the answers with (default: none).
-    static func start(requireCredential: Bool, service: HubService? = nil, dataDirectory: String = temporaryDirectory()) async throws -> RouteFixture {
+    static func start(
+        requireCredential: Bool, service: HubService? = nil, dataDirectory: String = temporaryDirectory()
+    ) async throws -> RouteFixture {
         let service = if let service { service } else { try await startService(dataDirectory: dataDirectory) }
-        let routes = HubRoutes(hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges,
-                               link: service.surface, dataDirectory: dataDirectory,
-                               observability: ObservabilityResponders(hub: service.hub, link: service.surface, registry: nil, readiness: Readiness([])),
-                               requests: service.surface?.requests
-                                   ?? Requests(hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges),
-                               base: service.surface?.topics.base ?? MQTTTopics().base,
-                               requireCredential: requireCredential, tokens: AccessTokens(dataDirectory: dataDirectory))
+        let routes = HubRoutes(
+            hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges,
+            link: service.surface, dataDirectory: dataDirectory,
+            observability: ObservabilityResponders(hub: service.hub, link: service.surface, registry: nil, readiness: Readiness([])),
+            requests: service.surface?.requests
+                ?? Requests(hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges),
+            base: service.surface?.topics.base ?? MQTTTopics().base,
+            requireCredential: requireCredential, tokens: AccessTokens(dataDirectory: dataDirectory))
         return RouteFixture(service: service, routes: routes, dataDirectory: dataDirectory)
     }
 
@@ -39,9 +43,11 @@ struct RouteFixture {
         config.mqtt.enabled = false
         config.beacons = nil
         config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")]
-        let service = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config,
-                                                                   factories: [VirtualDriverFactory()]),
-                                                 logger: Logger(label: "test") { _ in LineLogHandler(sink: { _ in }) })
+        let service = try await HubService.start(
+            HubServiceOptions(
+                paths: HubPaths(dataDirectory: dataDirectory), config: config,
+                factories: [VirtualDriverFactory()]),
+            logger: Logger(label: "test") { _ in LineLogHandler(sink: { _ in }) })
         await service.waitUntilRunning()
         return service
     }

@@ -4,11 +4,12 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The running hub's history on disk (`HistoryFiles`) answers as the in-memory model does, after a
 /// reopen and after a crash, and is rebuilt from the log when it cannot be trusted.
@@ -52,9 +53,11 @@ import Testing
     /// The queries compared: every resolution over what it keeps, and a few narrower ranges.
     static func compare(_ files: HistoryFiles, _ model: HistoryModel, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(files.now == model.now, sourceLocation: sourceLocation)
-        let keys = [HistorySeriesKey(subject: .device("plug 1/é"), quantity: .power),
-                    HistorySeriesKey(subject: .animal("rex"), quantity: .heartRate),
-                    HistorySeriesKey(subject: .animal("rex"), quantity: .power)]
+        let keys = [
+            HistorySeriesKey(subject: .device("plug 1/é"), quantity: .power),
+            HistorySeriesKey(subject: .animal("rex"), quantity: .heartRate),
+            HistorySeriesKey(subject: .animal("rex"), quantity: .power)
+        ]
         for key in keys {
             for resolution in HistoryResolution.allCases {
                 let from = resolution.horizon(now: model.now) * resolution.width
@@ -65,8 +68,10 @@ import Testing
                     let got = try files.buckets(key, resolution, from: a, to: b)
                     let same = got == expected
                     let firstDifference = zip(got, expected).first { $0 != $1 }.map { "\($0.0) against \($0.1)" } ?? "none"
-                    #expect(same, "\(key) \(resolution.rawValue) \(a)..<\(b): \(got.count) buckets, \(expected.count) expected; first difference: \(firstDifference)",
-                            sourceLocation: sourceLocation)
+                    #expect(
+                        same,
+                        "\(key) \(resolution.rawValue) \(a)..<\(b): \(got.count) buckets, \(expected.count) expected; first difference: \(firstDifference)",
+                        sourceLocation: sourceLocation)
                 }
             }
             #expect(files.knows(key.subject) == model.knows(key.subject), sourceLocation: sourceLocation)
@@ -98,7 +103,8 @@ import Testing
         #expect(reopened.foldedThrough == UInt64(events.count))
         try Self.compare(reopened, model)
         // One file per series, named so a person can tell which (the id percent-encoded).
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
                 == ["animal.rex.heart_rate.hist", "device.plug%201%2F%C3%A9.power.hist", "synced"])
     }
 
@@ -131,13 +137,17 @@ import Testing
     @Test func theHubRebuildsFilesItCannotTrust() async throws {
         let paths = HubPaths(dataDirectory: temporaryDirectory())
         let other = HubPaths(dataDirectory: temporaryDirectory())
-        let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0 - 3_600_000_000, to: t0 + 3 * 3_600_000_000, resolution: .minute)
+        let query = HistoryQuery(
+            subject: .device("p"), quantity: .power, from: t0 - 3_600_000_000, to: t0 + 3 * 3_600_000_000, resolution: .minute)
         func record(_ paths: HubPaths, _ values: [Double]) async throws -> HistoryAnswer {
             let hub = try Hub(paths: paths, snapshotEvery: 4)
-            _ = try await hub.execute(.registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
+            _ = try await hub.execute(
+                .registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
             for (i, value) in values.enumerated() {
-                _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: value,
-                                                         measuredAt: t0 + Int64(i) * 40_000_000), actor: "t", now: t0 + Int64(i) * 40_000_000)
+                _ = try await hub.execute(
+                    .recordReading(
+                        subject: .device("p"), quantity: .power, value: value,
+                        measuredAt: t0 + Int64(i) * 40_000_000), actor: "t", now: t0 + Int64(i) * 40_000_000)
             }
             let answer = try await hub.history(query)
             try await hub.close()
@@ -188,8 +198,10 @@ import Testing
         var model = HistoryModel()
         var files = try HistoryFiles(directory: dir)
         let reading = { (value: Double, at: Int64, sequence: UInt64) -> (HubEvent, EventContext) in
-            (.readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: value, measuredAt: at)),
-             EventContext(sequence: sequence, timestamp: at, actor: "test"))
+            (
+                .readingRecorded(ReadingRecorded(subject: .device("p"), quantity: .power, value: value, measuredAt: at)),
+                EventContext(sequence: sequence, timestamp: at, actor: "test")
+            )
         }
         for (event, context) in [reading(1800, h0, 1)] { files.apply(event, context: context); model.apply(event, context: context) }
         try files.sync(sequence: 1, chainHash: Self.hash)
@@ -207,7 +219,8 @@ import Testing
         let paths = HubPaths(dataDirectory: temporaryDirectory())
         let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0, to: t0 + 3_600_000_000, resolution: .hour)
         var hub = try Hub(paths: paths)
-        _ = try await hub.execute(.registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
+        _ = try await hub.execute(
+            .registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
         _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 42, measuredAt: t0), actor: "t", now: t0)
         let answer = try await hub.history(query)
         try await hub.close()
@@ -241,14 +254,17 @@ import Testing
         let disk = try SmallDisk(megabytes: 4)
         defer { disk.unmount() }
         let paths = HubPaths(dataDirectory: disk.path + "/data")
-        let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0 - 60_000_000, to: t0 + 3_600_000_000, resolution: .minute)
+        let query = HistoryQuery(
+            subject: .device("p"), quantity: .power, from: t0 - 60_000_000, to: t0 + 3_600_000_000, resolution: .minute)
         var hub = try Hub(paths: paths)
-        _ = try await hub.execute(.registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
+        _ = try await hub.execute(
+            .registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
         _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 1, measuredAt: t0), actor: "t", now: t0)
         try disk.fill()
         // The next minute's reading writes the first minute's bucket: no space for it.
-        let second = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 2, measuredAt: t0 + 60_000_000),
-                                           actor: "t", now: t0 + 60_000_000)
+        let second = try await hub.execute(
+            .recordReading(subject: .device("p"), quantity: .power, value: 2, measuredAt: t0 + 60_000_000),
+            actor: "t", now: t0 + 60_000_000)
         guard case .accepted = second else { Issue.record("\(second)"); return }
         do {
             _ = try await hub.history(query)
@@ -277,16 +293,19 @@ import Testing
     /// the next start folds the log from the sync, and answers as the log folded in memory does.
     @Test func aKilledHubAnswersAsTheLogAfterItsRestart() async throws {
         let dir = temporaryDirectory() + "/data"
-        let hub = try HTTPProcessTests.RunningHub(["run", "--data-dir", dir, "--no-mqtt", "--http", "127.0.0.1:0", "--snapshot-every", "25"])
+        let hub = try HTTPProcessTests.RunningHub(["run", "--data-dir", dir, "--no-mqtt", "--http", "127.0.0.1:0", "--snapshot-every", "25"]
+        )
         let port = try await hub.port()
-        let added = try await HTTPProbe.request(port: port, method: "POST", path: "/api/request/device/add",
-                                                body: #"{"id":"p","driver":"virtual","name":"P"}"#)
+        let added = try await HTTPProbe.request(
+            port: port, method: "POST", path: "/api/request/device/add",
+            body: #"{"id":"p","driver":"virtual","name":"P"}"#)
         #expect(added.status == 200, "\(added)")
         let base = (Int64(Date().timeIntervalSince1970) / 60 - 120) * 60_000_000  // two hours ago, on a minute
         for i in 0..<110 {
             let at = ISO8601.format(micros: base + Int64(i) * 20_000_000)
-            let reply = try await HTTPProbe.request(port: port, method: "POST", path: "/api/command",
-                                                    body: #"{"command":"record_reading","device":"p","quantity":"power","value":"\#(i)","measured_at":"\#(at)"}"#)
+            let reply = try await HTTPProbe.request(
+                port: port, method: "POST", path: "/api/command",
+                body: #"{"command":"record_reading","device":"p","quantity":"power","value":"\#(i)","measured_at":"\#(at)"}"#)
             #expect(reply.status == 200 && reply.body.contains(#""status":"ok""#), "\(reply)")
         }
         kill(hub.process.processIdentifier, SIGKILL)
@@ -296,8 +315,10 @@ import Testing
         #expect(mark.sequence == 100)
 
         let (from, to) = (ISO8601.format(micros: base), ISO8601.format(micros: base + 3_600_000_000))
-        let exec = try runHub(["exec", "--data-dir", dir,
-                               #"{"query":"history","subject":"device/p","quantity":"power","from":"\#(from)","to":"\#(to)","bucket":"1m"}"#])
+        let exec = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"query":"history","subject":"device/p","quantity":"power","from":"\#(from)","to":"\#(to)","bucket":"1m"}"#
+        ])
         let replay = try runHub(["replay", "--data-dir", dir, "--history", "device/p:power:1m", "--from", from, "--to", to, "--json"])
         #expect(exec.status == 0 && replay.status == 0, "\(exec) \(replay)")
         func data(_ text: String) throws -> NSArray {

@@ -5,11 +5,12 @@ import HubDomain
 import PowerPlug
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Groups, scenes, "all off" and hub-run activations through a real mosquitto.
 @Suite(.serialized) struct HouseholdSurfaceTests {
@@ -19,7 +20,7 @@ import VirtualDriver
         HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp"),
         HubConfig.Device(id: "tv", driver: "virtual", name: "TV"),
         // Nothing listens on port 9 (discard): this plug stays unavailable.
-        HubConfig.Device(id: "ghost", driver: "powerplug", name: "Ghost plug", config: #"{"host":"127.0.0.1","port":9}"#),
+        HubConfig.Device(id: "ghost", driver: "powerplug", name: "Ghost plug", config: #"{"host":"127.0.0.1","port":9}"#)
     ]
 
     func request(_ w: Watcher, _ name: String, _ json: String) async throws -> String {
@@ -37,7 +38,9 @@ import VirtualDriver
         let defined = try await request(w, "group/define", #"{"id":"living","name":"Living room","members":["lamp","tv","ghost"]}"#)
         #expect(defined.contains(#""status":"ok""#) && defined.contains("GroupDefined"))
         try await w.waitFor("hub/group/living/state") { $0.contains(#""switch":"OFF","on":0,"total":3"#) }
-        try await w.waitFor("homeassistant/switch/hub/group_living/config") { $0.contains(#""command_topic":"hub/group/living/switch/set""#) }
+        try await w.waitFor("homeassistant/switch/hub/group_living/config") {
+            $0.contains(#""command_topic":"hub/group/living/switch/set""#)
+        }
 
         try w.publish("hub/group/living/switch/set", #"{"state":"ON","id":"g-1"}"#)
         let answer = try await w.waitFor("hub/response/group/living/switch/set", timeout: .seconds(10))
@@ -90,27 +93,33 @@ import VirtualDriver
         let w = f.watcher
         try await w.waitFor("hub/status") { $0 == "online" }
         let start = ISO8601.format(seconds: currentMicros() / 1_000_000 / 60 * 60 + 3600)
-        try w.publish("hub/device/lamp/activations/set",
-                      #"{"op":"add","name":"evening","start":"\#(start)","length":60,"repeat":{"at":"18:00","days":["mon","fri"],"time_zone":"Europe/Lisbon"}}"#)
+        try w.publish(
+            "hub/device/lamp/activations/set",
+            #"{"op":"add","name":"evening","start":"\#(start)","length":60,"repeat":{"at":"18:00","days":["mon","fri"],"time_zone":"Europe/Lisbon"}}"#
+        )
         let added = try await w.waitFor("hub/response/device/lamp/activations/set")
         #expect(added.contains(#""repeat":{"at":"18:00","days":["mon","fri"],"time_zone":"Europe/Lisbon"}"#), "\(added)")
         #expect(added.contains(#""conflicts":[]"#))
         // A daily-at-18:30 activation overlaps on Mondays and Fridays: reported in the answer and the state.
-        try w.publish("hub/device/lamp/activations/set",
-                      #"{"op":"add","name":"late","start":"\#(start)","length":30,"repeat":{"at":"18:30","time_zone":"Europe/Lisbon"}}"#)
+        try w.publish(
+            "hub/device/lamp/activations/set",
+            #"{"op":"add","name":"late","start":"\#(start)","length":30,"repeat":{"at":"18:30","time_zone":"Europe/Lisbon"}}"#)
         let conflicting = try await w.waitFor("hub/response/device/lamp/activations/set", skip: 1)
         #expect(conflicting.contains(#""conflicts":[{"first":"late","second":"evening""#), "\(conflicting)")
         try await w.waitFor("hub/device/lamp/state") { $0.contains(#""activation_conflicts":[{"first":"evening","second":"late""#) }
         // Wrong shapes are refused with the field named.
-        try w.publish("hub/device/lamp/activations/set",
-                      #"{"op":"add","name":"x","start":"\#(start)","length":5,"repeat":{"at":"25:00","time_zone":"Europe/Lisbon"}}"#)
+        try w.publish(
+            "hub/device/lamp/activations/set",
+            #"{"op":"add","name":"x","start":"\#(start)","length":5,"repeat":{"at":"25:00","time_zone":"Europe/Lisbon"}}"#)
         #expect(try await w.waitFor("hub/response/device/lamp/activations/set", skip: 2).contains("repeat.at"))
-        try w.publish("hub/device/lamp/activations/set",
-                      #"{"op":"add","name":"x","start":"\#(start)","length":5,"repeat":{"at":"18:00","time_zone":"Mars/Olympus"}}"#)
+        try w.publish(
+            "hub/device/lamp/activations/set",
+            #"{"op":"add","name":"x","start":"\#(start)","length":5,"repeat":{"at":"18:00","time_zone":"Mars/Olympus"}}"#)
         #expect(try await w.waitFor("hub/response/device/lamp/activations/set", skip: 3).contains("repeat.time_zone"))
         // The TCP plug runs its own activations and cannot hold a daily repeat at a local time.
-        try w.publish("hub/device/ghost/activations/set",
-                      #"{"op":"add","name":"x","start":"\#(start)","length":5,"repeat":{"at":"18:00","time_zone":"Europe/Lisbon"}}"#)
+        try w.publish(
+            "hub/device/ghost/activations/set",
+            #"{"op":"add","name":"x","start":"\#(start)","length":5,"repeat":{"at":"18:00","time_zone":"Europe/Lisbon"}}"#)
         let plug = try await w.waitFor("hub/response/device/ghost/activations/set")
         #expect(plug.contains(#""code":"activation_repeat_unsupported""#), "\(plug)")
         try await f.stop()

@@ -2,17 +2,19 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 @Suite struct HubTests {
     @Test func commandsBecomeEventsAndRejectionsAreRecorded() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        let registered = try await hub.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
-                                               commandId: "c1", actor: "test", now: t0)
+        let registered = try await hub.execute(
+            .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
+            commandId: "c1", actor: "test", now: t0)
         guard case .accepted(let events, let result, false) = registered else { Issue.record("not accepted: \(registered)"); return }
         #expect(events.count == 1 && result?.firstSequence == 1)
         let rejected = try await hub.execute(.switchDevice(id: "nope", target: .on), commandId: "c2", actor: "test", now: t0)
@@ -20,7 +22,9 @@ import Testing
         #expect(rejection.code == "unknown_device")
         #expect(recorded?.firstSequence == 2)
         var types: [String] = []
-        try hub.store.read(from: 1, through: 10) { types.append($0.type); return true }
+        try hub.store.read(from: 1, through: 10) {
+            types.append($0.type); return true
+        }
         #expect(types == ["DeviceRegistered", "CommandRejected"])
         try await hub.close()
     }
@@ -30,12 +34,16 @@ import Testing
     /// before seq 28 in the demo), and what the read models fold is that record time.
     @Test func theLogsTimeNeverGoesBackwardsAcrossStreams() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        _ = try await hub.execute(.registerDevice(id: "a", driver: "virtual", name: "A", config: "{}", hardwareId: nil),
-                                  actor: "test", now: t0 + 10_000_000)
-        _ = try await hub.execute(.registerDevice(id: "b", driver: "virtual", name: "B", config: "{}", hardwareId: nil),
-                                  actor: "test", now: t0)
+        _ = try await hub.execute(
+            .registerDevice(id: "a", driver: "virtual", name: "A", config: "{}", hardwareId: nil),
+            actor: "test", now: t0 + 10_000_000)
+        _ = try await hub.execute(
+            .registerDevice(id: "b", driver: "virtual", name: "B", config: "{}", hardwareId: nil),
+            actor: "test", now: t0)
         var times: [Int64] = []
-        try hub.store.read(from: 1, through: 10) { times.append($0.timestamp); return true }
+        try hub.store.read(from: 1, through: 10) {
+            times.append($0.timestamp); return true
+        }
         #expect(times == [t0 + 10_000_000, t0 + 10_000_000])
         #expect(await hub.device("b")?.registeredAt == t0 + 10_000_000)
         try await hub.close()
@@ -60,13 +68,16 @@ import Testing
 
     @Test func concurrentCommandsOnOneDeviceStayConsistent() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
-        _ = try await hub.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
-                                  actor: "test", now: t0)
+        _ = try await hub.execute(
+            .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
+            actor: "test", now: t0)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<50 {
                 group.addTask {
-                    _ = try await hub.execute(.recordReading(subject: .device("lamp"), quantity: .energy, value: Double(i * 10),
-                                                             measuredAt: t0 + Int64(i)), commandId: "r\(i)", actor: "test", now: t0)
+                    _ = try await hub.execute(
+                        .recordReading(
+                            subject: .device("lamp"), quantity: .energy, value: Double(i * 10),
+                            measuredAt: t0 + Int64(i)), commandId: "r\(i)", actor: "test", now: t0)
                 }
             }
             try await group.waitForAll()

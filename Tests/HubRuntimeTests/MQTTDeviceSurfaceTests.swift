@@ -12,11 +12,12 @@ import Tasmota
 import TasmotaSimulator
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// MQTT-native devices and beacon bridges through the hub's own broker connection.
 @Suite(.serialized) struct MQTTDeviceSurfaceTests {
@@ -24,9 +25,12 @@ import VirtualDriver
 
     /// A broker, a simulated Tasmota plug on topic `plug7`, and a hub that registered it (over MQTT)
     /// as `lamp7` and sees it online. `devices` are the hub's configured devices (default: a lamp).
-    func hubWithTasmotaPlug7(loadWatts: Double? = nil,
-                             devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")])
-        async throws -> (TasmotaSimulator, SurfaceFixture) {
+    func hubWithTasmotaPlug7(
+        loadWatts: Double? = nil,
+        devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")]
+    )
+        async throws -> (TasmotaSimulator, SurfaceFixture)
+    {
         let broker = try TestBroker.start()
         var options = TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3)
         if let loadWatts { options.loadWatts = loadWatts }
@@ -81,7 +85,8 @@ import VirtualDriver
         #expect(listed.contains(#""driver":"shelly""#) && listed.contains(gen2.deviceId), "\(listed)")
         #expect(await f.service.hub.state.devices.active.isEmpty)
 
-        try w.publish("hub/request/device/add", #"{"id":"boiler","driver":"shelly","name":"Boiler","config":{"id":"\#(gen2.deviceId)","gen":2}}"#)
+        try w.publish(
+            "hub/request/device/add", #"{"id":"boiler","driver":"shelly","name":"Boiler","config":{"id":"\#(gen2.deviceId)","gen":2}}"#)
         try await w.waitFor("hub/device/boiler/availability") { $0 == "online" }
         try w.publish("hub/device/boiler/switch/set", "ON")
         try await w.waitFor("hub/device/boiler/switch") { $0 == "ON" }
@@ -114,18 +119,23 @@ import VirtualDriver
         let sim = BeaconSimulator(options: options)
         let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
         // `hub run` passes the bridge factory to the service; here the test starts it the same way.
-        #expect(await f.service.bridges.start(BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#) == nil)
+        #expect(
+            await f.service.bridges.start(
+                BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#) == nil)
         let w = f.watcher
         try await w.waitFor("hub/status") { $0 == "online" }
         let admitted = sim.beaconIds[0]
-        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"\#(admitted)","owner_name":"Ana"}"#)
+        try w.publish(
+            "hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"\#(admitted)","owner_name":"Ana"}"#)
         try await w.waitFor("hub/response/animal/admit") { $0.contains(#""status":"ok""#) }
         sim.place(animal: 0, room: 1)
         sim.place(animal: 1, room: 2)
         try await sim.start()
         let sighted = try await w.waitFor("hub/events/animal/rex/AnimalSighted", timeout: .seconds(10))
         #expect(sighted.contains(#""actor":"bridge:beacons""#))
-        try await w.waitFor("hub/animal/rex/state", timeout: .seconds(10)) { $0.contains(#""room":"\#(sim.roomNames[1])""#) && $0.contains(#""present":true"#) }
+        try await w.waitFor("hub/animal/rex/state", timeout: .seconds(10)) {
+            $0.contains(#""room":"\#(sim.roomNames[1])""#) && $0.contains(#""present":true"#)
+        }
         // The other beacons are counted and listed, never logged.
         let unknown = try await {
             let before = w.messages("hub/response/beacons/unknown").count
@@ -133,14 +143,20 @@ import VirtualDriver
             return try await w.waitFor("hub/response/beacons/unknown", skip: before)
         }()
         #expect(unknown.contains(sim.beaconIds[1]), "\(unknown)")
-        #expect(w.received.withLock { $0.filter { $0.topic.hasPrefix("hub/events/") && $0.topic.contains("Sighted") && !$0.topic.contains("/rex/") }.isEmpty })
+        #expect(
+            w.received.withLock {
+                $0.filter { $0.topic.hasPrefix("hub/events/") && $0.topic.contains("Sighted") && !$0.topic.contains("/rex/") }.isEmpty
+            })
         // Out of every node's range: unseen after the configured silence.
         sim.place(animal: 0, room: nil)
         let unseen = try await w.waitFor("hub/events/animal/rex/AnimalUnseen", timeout: .seconds(15))
         #expect(unseen.contains(#""last_room":"\#(sim.roomNames[1])""#))
         try await w.waitFor("hub/animal/rex/state") { $0.contains(#""present":false"#) }
         // Owner data stays off the broker, sealed in the event.
-        #expect(w.received.withLock { $0.filter { $0.topic != "hub/animal/admit" }.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("\"Ana\"") } })
+        #expect(
+            w.received.withLock {
+                $0.filter { $0.topic != "hub/animal/admit" }.allSatisfy { !String(decoding: $0.payload, as: UTF8.self).contains("\"Ana\"") }
+            })
         await sim.stop()
         try await f.stop()
     }
@@ -154,17 +170,23 @@ import VirtualDriver
         // What an older hub announced for the TCP plug: sensors that stay "unknown" for ever.
         let older = try await Watcher(port: broker.port, filters: [])
         for q in ["power", "energy"] {
-            try older.publish("homeassistant/sensor/hub/pump_\(q)/config", #"{"name":"\#(q)","unique_id":"hub_pump_\#(q)","state_topic":"hub/device/pump/\#(q)"}"#, retain: true)
+            try older.publish(
+                "homeassistant/sensor/hub/pump_\(q)/config",
+                #"{"name":"\#(q)","unique_id":"hub_pump_\#(q)","state_topic":"hub/device/pump/\#(q)"}"#, retain: true)
         }
-        let plug = PowerPlugSimulator(options: PowerPlugSimulator.Options(port: 0, stateFile: temporaryDirectory() + "/plug.state",
-                                                                          statusInterval: .milliseconds(300), checkInterval: .seconds(60)))
+        let plug = PowerPlugSimulator(
+            options: PowerPlugSimulator.Options(
+                port: 0, stateFile: temporaryDirectory() + "/plug.state",
+                statusInterval: .milliseconds(300), checkInterval: .seconds(60)))
         let port = try await plug.start()
         let tasmota = TasmotaSimulator(options: TasmotaSimulator.Options(port: broker.port, topic: "plug7", telePeriod: 0.3, loadWatts: 60))
         try await tasmota.start()
-        let f = try await SurfaceFixture.start(broker: broker, devices: [
-            HubConfig.Device(id: "pump", driver: "powerplug", name: "Pump", config: #"{"host":"127.0.0.1","port":\#(port)}"#),
-            HubConfig.Device(id: "lamp7", driver: "tasmota", name: "Lamp 7", config: #"{"topic":"plug7"}"#),
-        ], factories: Self.factories + [PowerPlugDriverFactory()])
+        let f = try await SurfaceFixture.start(
+            broker: broker,
+            devices: [
+                HubConfig.Device(id: "pump", driver: "powerplug", name: "Pump", config: #"{"host":"127.0.0.1","port":\#(port)}"#),
+                HubConfig.Device(id: "lamp7", driver: "tasmota", name: "Lamp 7", config: #"{"topic":"plug7"}"#)
+            ], factories: Self.factories + [PowerPlugDriverFactory()])
         let w = f.watcher
         try await w.waitFor("hub/device/pump/availability") { $0 == "online" }
         try await w.waitFor("hub/device/lamp7/voltage", timeout: .seconds(10)) { (Double($0) ?? 0) > 100 }
@@ -182,14 +204,19 @@ import VirtualDriver
         let pump = configs.filter { $0.contains("/pump_") }.sorted()
         #expect(pump == ["homeassistant/switch/hub/pump_switch/config"], "\(configs)")
         let lamp = configs.filter { $0.contains("/lamp7_") }.sorted()
-        #expect(lamp == ["homeassistant/sensor/hub/lamp7_current/config", "homeassistant/sensor/hub/lamp7_energy/config",
-                         "homeassistant/sensor/hub/lamp7_power/config", "homeassistant/sensor/hub/lamp7_voltage/config",
-                         "homeassistant/switch/hub/lamp7_switch/config"], "\(configs)")
+        #expect(
+            lamp == [
+                "homeassistant/sensor/hub/lamp7_current/config", "homeassistant/sensor/hub/lamp7_energy/config",
+                "homeassistant/sensor/hub/lamp7_power/config", "homeassistant/sensor/hub/lamp7_voltage/config",
+                "homeassistant/switch/hub/lamp7_switch/config"
+            ], "\(configs)")
         let voltage = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/sensor/hub/lamp7_voltage/config").utf8))
         #expect(voltage["device_class"] == "voltage" && voltage["unit_of_measurement"] == "V" && voltage["state_class"] == "measurement")
         #expect(voltage["state_topic"] == "hub/device/lamp7/voltage", "\(voltage)")
         let current = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/sensor/hub/lamp7_current/config").utf8))
-        #expect(current["device_class"] == "current" && current["unit_of_measurement"] == "A" && current["state_topic"] == "hub/device/lamp7/current")
+        #expect(
+            current["device_class"] == "current" && current["unit_of_measurement"] == "A"
+                && current["state_topic"] == "hub/device/lamp7/current")
 
         // Pressing the scene in Home Assistant: its payload on its command topic.
         let scene = try JSONValue.parse(Array(try await ha.waitFor("homeassistant/scene/hub/scene_evening/config").utf8))
@@ -224,7 +251,9 @@ import VirtualDriver
         let node = Task {
             while !Task.isCancelled {
                 for id in collars {
-                    try? w.publish("espresense/devices/\(id)/reception", #"{"mac":"67518126293a","id":"\#(id)","rssi@1m":-65,"rssi":-70.5,"distance":1.2}"#)
+                    try? w.publish(
+                        "espresense/devices/\(id)/reception",
+                        #"{"mac":"67518126293a","id":"\#(id)","rssi@1m":-65,"rssi":-70.5,"distance":1.2}"#)
                 }
                 try? await Task.sleep(for: .milliseconds(200))
             }
@@ -243,16 +272,20 @@ import VirtualDriver
         #expect(unknown.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2","room":"reception""#), "\(unknown)")
 
         // Admitted with the id the bridge lists.
-        try w.publish("hub/animal/admit", #"{"id":"tom","name":"Tom","species":"cat","weight_kg":4.2,"beacon":"2ce4b189115e45f6b44e509352269977"}"#)
+        try w.publish(
+            "hub/animal/admit", #"{"id":"tom","name":"Tom","species":"cat","weight_kg":4.2,"beacon":"2ce4b189115e45f6b44e509352269977"}"#)
         try await w.waitFor("hub/response/animal/admit") { $0.contains(#""status":"ok""#) }
         let tom = try await w.waitFor("hub/events/animal/tom/AnimalSighted", timeout: .seconds(5))
         #expect(tom.contains(#""room":"reception""#) && tom.contains(#""actor":"bridge:beacons""#), "\(tom)")
         try await w.waitFor("hub/animal/tom/state") { $0.contains(#""room":"reception""#) && $0.contains(#""present":true"#) }
 
         // Admitted with the id typed as the admission form suggests.
-        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1DE4B189-115E-45F6-B44E-509352269977/1/2"}"#)
+        try w.publish(
+            "hub/animal/admit",
+            #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1DE4B189-115E-45F6-B44E-509352269977/1/2"}"#)
         let admitted = try await w.waitFor("hub/response/animal/admit", skip: 1)
-        #expect(admitted.contains(#""status":"ok""#) && admitted.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2""#), "\(admitted)")
+        #expect(
+            admitted.contains(#""status":"ok""#) && admitted.contains(#""beacon":"1de4b189115e45f6b44e509352269977-1-2""#), "\(admitted)")
         let rex = try await w.waitFor("hub/events/animal/rex/AnimalSighted", timeout: .seconds(5))
         #expect(rex.contains(#""room":"reception""#), "\(rex)")
 
@@ -275,14 +308,16 @@ import VirtualDriver
 
         for (index, target) in ["hub/request/all-off", "cmnd/plug7/POWER", "hub/device/lamp/switch/set"].enumerated() {
             let seen = w.messages("hub/response/device/get").count
-            try w.client.publish("hub/request/device/get", Array(#"{"id":"lamp","transaction":"t-\#(index)"}"#.utf8), qos: 1,
-                                 responseTopic: target, correlationData: [7])
+            try w.client.publish(
+                "hub/request/device/get", Array(#"{"id":"lamp","transaction":"t-\#(index)"}"#.utf8), qos: 1,
+                responseTopic: target, correlationData: [7])
             let refusal = try await w.waitFor("hub/response/device/get", skip: seen)
             #expect(refusal.hasPrefix(#"{"status":"error","error":"response topic \"\#(target)\" is refused: "#), "\(refusal)")
             #expect(refusal.hasSuffix(#""id":"lamp","transaction":"t-\#(index)"}"#), "\(refusal)")
         }
         // A reply topic of the client's own is still answered there, with the correlation data.
-        try w.client.publish("hub/request/device/get", Array(#"{"id":"lamp"}"#.utf8), qos: 1, responseTopic: "app/replies/1", correlationData: [9])
+        try w.client.publish(
+            "hub/request/device/get", Array(#"{"id":"lamp"}"#.utf8), qos: 1, responseTopic: "app/replies/1", correlationData: [9])
         let answer = try await w.waitFor("app/replies/1")
         #expect(answer.hasPrefix(#"{"status":"ok","data":{"id":"lamp""#) && w.messages("app/replies/1").first?.correlationData == [9])
         // Nothing was published where commands are read, and nothing ran.

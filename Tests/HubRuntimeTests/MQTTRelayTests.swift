@@ -2,11 +2,12 @@ import BrokerHarness
 import DriverAPI
 import MQTT
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The relay gives each driver its device's topics only, never the hub's own.
 @Suite struct MQTTRelayTests {

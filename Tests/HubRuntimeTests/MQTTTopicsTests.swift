@@ -1,10 +1,11 @@
 import HubDomain
+import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
-import Testing
 
 @Suite struct MQTTTopicsTests {
     let t = MQTTTopics()
@@ -49,12 +50,21 @@ import Testing
         #expect(c.route(topic: "site1/hubx/request/devices") == .ignored)
         #expect(c.route(topic: "site1/hub/request/devices") == .request("devices"))
         #expect(c.route(topic: "site1/hub/request/a//b/") == .request("a//b/"))
-        if case .command(.invalid) = c.route(topic: "site1/hub/request/") {} else { Issue.record("a request without a name must be invalid") }
-        if case .command(.invalid) = c.route(topic: "site1/hub/request") {} else { Issue.record("a request without a name must be invalid") }
+        if case .command(.invalid) = c.route(topic: "site1/hub/request/") {
+        } else {
+            Issue.record("a request without a name must be invalid")
+        }
+        if case .command(.invalid) = c.route(topic: "site1/hub/request") {
+        } else {
+            Issue.record("a request without a name must be invalid")
+        }
         #expect(c.route(topic: "ha/status/x") == .ignored)
         #expect(c.route(topic: "ha/statu") == .ignored)
         #expect(c.route(topic: "hax/status") == .ignored)
-        if case .command(.invalid) = c.route(topic: "site1/hub/device/lämp/switch/set") {} else { Issue.record("a non-ASCII id must be invalid") }
+        if case .command(.invalid) = c.route(topic: "site1/hub/device/lämp/switch/set") {
+        } else {
+            Issue.record("a non-ASCII id must be invalid")
+        }
         #expect(c.route(topic: "site1/hub/request/grüße/x") == .request("grüße/x"))
         #expect(c.isStatus("site1/hub/status"))
         #expect(!c.isStatus("site1/hub/status/active"))
@@ -64,8 +74,11 @@ import Testing
     }
 
     @Test func subscriptions() {
-        #expect(t.subscriptions == ["hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
-                                    "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"])
+        #expect(
+            t.subscriptions == [
+                "hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
+                "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"
+            ])
     }
 
     @Test func routesGroupSwitches() {
@@ -104,7 +117,8 @@ import Testing
         #expect(reason("hub/animal//discharge")?.contains("is empty") == true)
         let long = String(repeating: "a", count: 65)
         #expect(reason("hub/device/\(long)/switch/set")?.contains("is 65 characters long") == true)
-        #expect(t.route(topic: "hub/device/\(String(repeating: "a", count: 64))/switch/set") == .switchSet(String(repeating: "a", count: 64)))
+        #expect(
+            t.route(topic: "hub/device/\(String(repeating: "a", count: 64))/switch/set") == .switchSet(String(repeating: "a", count: 64)))
         #expect(reason("hub/device/l amp/switch/set")?.contains("U+0020") == true)
         #expect(reason("hub/device/lâmp/switch/set")?.contains("'â'") == true)
         #expect(reason("hub/device/l.amp/switch/set")?.contains("'.'") == true)
@@ -117,11 +131,13 @@ import Testing
     }
 
     @Test func ignoresEverythingElse() {
-        for topic in ["hub/device/lamp/state", "hub/device/lamp/switch", "hub/device/lamp/power", "hub/device/lamp/availability",
-                      "hub/animal/rex/state", "hub/status", "hub/response/device/add", "hub/events/device/lamp/SwitchToggled",
-                      "hub/device/lamp/switch/set/extra", "hub/device/lamp/dim/set", "hub/animal/rex/feed", "hub/animal/admit/now",
-                      "hub", "hub/", "hubx/device/lamp/switch/set", "other/device/lamp/switch/set", "", "homeassistant/switch/x/config",
-                      "HUB/device/lamp/switch/set", "/hub/device/lamp/switch/set"] {
+        for topic in [
+            "hub/device/lamp/state", "hub/device/lamp/switch", "hub/device/lamp/power", "hub/device/lamp/availability",
+            "hub/animal/rex/state", "hub/status", "hub/response/device/add", "hub/events/device/lamp/SwitchToggled",
+            "hub/device/lamp/switch/set/extra", "hub/device/lamp/dim/set", "hub/animal/rex/feed", "hub/animal/admit/now",
+            "hub", "hub/", "hubx/device/lamp/switch/set", "other/device/lamp/switch/set", "", "homeassistant/switch/x/config",
+            "HUB/device/lamp/switch/set", "/hub/device/lamp/switch/set"
+        ] {
             #expect(t.route(topic: topic) == .ignored, "\(topic)")
         }
     }
@@ -137,8 +153,10 @@ import Testing
         #expect(t.response(for: .homeAssistantStatus) == nil)
         #expect(t.response(for: .invalid("x")) == nil)
         // Topic-based: the same for valid routes, and usable for invalid ones.
-        for topic in ["hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/animal/admit", "hub/animal/rex/discharge",
-                      "hub/animal/rex/vitals", "hub/request/device/add", "hub/request/devices"] {
+        for topic in [
+            "hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/animal/admit", "hub/animal/rex/discharge",
+            "hub/animal/rex/vitals", "hub/request/device/add", "hub/request/devices"
+        ] {
             #expect(t.response(forTopic: topic) == t.response(for: t.route(topic: topic)), "\(topic)")
         }
         #expect(t.response(forTopic: "hub/device//switch/set") == "hub/response/device//switch/set")
@@ -158,8 +176,10 @@ import Testing
     /// MQTT 5 response topics: the hub answers only where nobody reads commands.
     @Test func responseTopicsTheHubAnswersOn() {
         let scopes = ["cmnd/plug7/#", "stat/plug7/#", "shellyplus1pm-abc/#", "+/online", "espresense/devices/#"]
-        let accepted = ["app/replies/42", "client/inbox", "hub/response/device/get", "hub/response", "hubx/request/all-off",
-                        "a//b", "x/online/more"]
+        let accepted = [
+            "app/replies/42", "client/inbox", "hub/response/device/get", "hub/response", "hubx/request/all-off",
+            "a//b", "x/online/more"
+        ]
         for topic in accepted {
             #expect(t.responseTopicProblem(topic, deviceScopes: scopes) == nil, "\(topic)")
         }
@@ -183,16 +203,17 @@ import Testing
             ("app/#", "it contains the wildcard character '#', which no topic name may"),
             ("app/\u{0}x", "it contains the character U+0000, which no topic name may"),
             ("$SYS/broker/x", "topics that start with $ are the broker's"),
-            (String(repeating: "a", count: 65_536), "it is 65536 bytes long, more than a topic may be (65535)"),
+            (String(repeating: "a", count: 65_536), "it is 65536 bytes long, more than a topic may be (65535)")
         ]
         for (topic, reason) in refused {
             let problem = t.responseTopicProblem(topic, deviceScopes: scopes)
             #expect(problem?.contains(": " + reason) == true, "\(topic.prefix(40)): \(problem ?? "accepted")")
         }
-        #expect(t.responseTopicProblem("hub/request/all-off") == """
-            response topic "hub/request/all-off" is refused: the hub reads it (hub/request/#); \
-            give a topic of your own outside hub/ and homeassistant/, or one under hub/response/
-            """)
+        #expect(
+            t.responseTopicProblem("hub/request/all-off") == """
+                response topic "hub/request/all-off" is refused: the hub reads it (hub/request/#); \
+                give a topic of your own outside hub/ and homeassistant/, or one under hub/response/
+                """)
         // Another base and prefix move the rules with them.
         let site = MQTTTopics(base: "site1/hub", discoveryPrefix: "ha")
         #expect(site.responseTopicProblem("site1/hub/response/x") == nil)

@@ -1,11 +1,12 @@
 import Foundation
 import HubDomain
+import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
-import Testing
 
 /// What the hub holds in memory is bounded by the household, never by how many events or messages
 /// went by.
@@ -19,8 +20,10 @@ import Testing
         try await f.watcher.waitFor("hub/status") { $0 == "online" }
         let surface = try #require(f.service.surface)
         for i in 0..<300 {
-            _ = try await f.service.hub.execute(.recordReading(subject: .device("lamp"), quantity: .power, value: Double(i),
-                                                               measuredAt: currentMicros()), actor: "test", now: currentMicros())
+            _ = try await f.service.hub.execute(
+                .recordReading(
+                    subject: .device("lamp"), quantity: .power, value: Double(i),
+                    measuredAt: currentMicros()), actor: "test", now: currentMicros())
             let sequence = f.service.hub.store.lastSequence
             let deadline = ContinuousClock.now + .seconds(10)
             while surface.eventsAcknowledged < sequence, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }

@@ -54,8 +54,10 @@ import Testing
             for (path, text) in try Self.sources(module) {
                 for line in Self.code(text) where line.hasPrefix("import ") {
                     let imported = line.dropFirst("import ".count).trimmingCharacters(in: .whitespaces)
-                    #expect(!["MQTT", "Hummingbird", "HummingbirdCore", "HubMQTT", "HubHTTP", "HubApp", "HubPostgres", "NIOCore", "NIOPosix"].contains(imported),
-                            "\(path) imports \(imported)")
+                    #expect(
+                        !["MQTT", "Hummingbird", "HummingbirdCore", "HubMQTT", "HubHTTP", "HubApp", "HubPostgres", "NIOCore", "NIOPosix"]
+                            .contains(imported),
+                        "\(path) imports \(imported)")
                 }
             }
         }

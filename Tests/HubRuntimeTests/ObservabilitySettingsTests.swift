@@ -4,11 +4,12 @@ import Logging
 import Prometheus
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// `--http` / `http.listen`, `--log-level` / `log_level`, and what the log level lets through.
 struct ObservabilitySettingsTests {
@@ -16,7 +17,7 @@ struct ObservabilitySettingsTests {
         ("127.0.0.1:9480", "127.0.0.1", 9480),
         ("0.0.0.0:80", "0.0.0.0", 80),
         ("[::1]:9480", "::1", 9480),
-        ("localhost:0", "localhost", 0),
+        ("localhost:0", "localhost", 0)
     ])
     func httpAddressesRead(_ text: String, _ host: String, _ port: Int) throws {
         let settings = try HTTPSettings(parsing: text)
@@ -29,7 +30,7 @@ struct ObservabilitySettingsTests {
         (":9480", "the address before the port is empty"),
         ("127.0.0.1:http", "the port must be a number from 0 to 65535, not \"http\""),
         ("127.0.0.1:65536", "not \"65536\""),
-        ("::1:9480", "write an IPv6 address in brackets"),
+        ("::1:9480", "write an IPv6 address in brackets")
     ])
     func badHTTPAddressesAreRefusedSayingWhy(_ text: String, _ message: String) {
         #expect {
@@ -47,8 +48,10 @@ struct ObservabilitySettingsTests {
         #expect(try HubConfig.parse(try JSONValue.parse(Array(#"{"http":false}"#.utf8))).http == nil)
     }
 
-    @Test(arguments: [("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("localhost", true),
-                      ("0.0.0.0", false), ("::", false), ("192.168.1.20", false), ("127.0.0.1.example", false)])
+    @Test(arguments: [
+        ("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("localhost", true),
+        ("0.0.0.0", false), ("::", false), ("192.168.1.20", false), ("127.0.0.1.example", false)
+    ])
     func loopbackBindsAreTheOnesWithoutACredential(_ host: String, _ loopback: Bool) {
         #expect(HTTPSettings(host: host, port: 8080).isLoopback == loopback)
     }
@@ -57,7 +60,7 @@ struct ObservabilitySettingsTests {
         (#"{"log_level":"loud"}"#, #"log_level"#, #"not "loud""#),
         (#"{"http":{"listen":"9480"}}"#, "http.listen", "expected ADDRESS:PORT"),
         (#"{"http":{"port":9480}}"#, "port", "listen"),
-        (#"{"http":true}"#, "http", "false (no HTTP listener)"),
+        (#"{"http":true}"#, "http", "false (no HTTP listener)")
     ])
     func badObservabilityConfigIsRefusedNamingTheKey(_ json: String, _ key: String, _ detail: String) {
         #expect {
@@ -76,8 +79,10 @@ struct ObservabilitySettingsTests {
             let commands = CommandService(hub: hub, catalog: DriverCatalog([]), confirmTimeout: .zero, logger: logger)
             await commands.execute(.switchDevice(id: "ghost", target: .on), actor: "test")
             let logged = lines.withLock { $0 }
-            #expect(logged.contains { $0.hasPrefix("command ") && $0.contains("code=unknown_device") && $0.contains("outcome=refused") } == expected,
-                    "\(level): \(logged)")
+            #expect(
+                logged.contains { $0.hasPrefix("command ") && $0.contains("code=unknown_device") && $0.contains("outcome=refused") }
+                    == expected,
+                "\(level): \(logged)")
             try await hub.close()
         }
     }

@@ -8,11 +8,12 @@ import Prometheus
 import Synchronization
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// `/metrics`, `/healthz` and `/readyz` of a real hub (real broker, real TCP requests), and the
 /// scrape checked by Prometheus's own parser.
@@ -22,8 +23,10 @@ import VirtualDriver
         let service: HubService
         let port: Int
 
-        static func start(brokerPort: Int?, dataDirectory: String = temporaryDirectory(), extraChecks: [ReadinessCheck] = [],
-                          note: @escaping @Sendable (String) -> Void = { _ in }) async throws -> ObservedHub {
+        static func start(
+            brokerPort: Int?, dataDirectory: String = temporaryDirectory(), extraChecks: [ReadinessCheck] = [],
+            note: @escaping @Sendable (String) -> Void = { _ in }
+        ) async throws -> ObservedHub {
             var config = HubConfig()
             if let brokerPort {
                 config.mqtt.port = brokerPort
@@ -33,7 +36,8 @@ import VirtualDriver
             }
             config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")]
             config.beacons = nil
-            var options = HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config, factories: [VirtualDriverFactory()])
+            var options = HubServiceOptions(
+                paths: HubPaths(dataDirectory: dataDirectory), config: config, factories: [VirtualDriverFactory()])
             let registry = PrometheusCollectorRegistry()
             options.metrics = .prometheus(registry: registry)
             options.metricsRegistry = registry
@@ -58,7 +62,8 @@ import VirtualDriver
                 last = reply
                 try await Task.sleep(for: .milliseconds(50))
             }
-            throw HubError.failed("\(path) did not answer \(status) within \(timeout); last: \(last.map { "\($0.status) \($0.body)" } ?? "-")")
+            throw HubError.failed(
+                "\(path) did not answer \(status) within \(timeout); last: \(last.map { "\($0.status) \($0.body)" } ?? "-")")
         }
     }
 
@@ -166,8 +171,9 @@ import VirtualDriver
         let hub = try Hub(store: store, paths: HubPaths(dataDirectory: directory))
         let check = Readiness.log(hub)
         #expect(await check.problem() == nil)
-        _ = try? await hub.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
-                                   actor: "test", now: 1)
+        _ = try? await hub.execute(
+            .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
+            actor: "test", now: 1)
         let problem = await check.problem()
         #expect(problem?.hasPrefix("the log's writer stopped: ") == true)
         #expect(problem?.contains("fdatasync (injected fault)") == true)
@@ -187,15 +193,17 @@ import VirtualDriver
         try disk.fill()
         // The first few may still fit in the room the segment has written ahead (here 16 KiB).
         for n in 0..<200 where !hub.isStorageFull {
-            _ = try? await hub.execute(.registerDevice(id: "d\(n)", driver: "virtual", name: "Device \(n)", config: "{}", hardwareId: nil),
-                                       actor: "test", now: Int64(n))
+            _ = try? await hub.execute(
+                .registerDevice(id: "d\(n)", driver: "virtual", name: "Device \(n)", config: "{}", hardwareId: nil),
+                actor: "test", now: Int64(n))
         }
         let problem = await check.problem()
         #expect(problem?.hasPrefix("the disk holding the log is full (") == true)
         #expect(problem?.hasSuffix("commands are refused with storage_full") == true)
         disk.free()
-        _ = try await hub.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
-                                  actor: "test", now: 1_000)
+        _ = try await hub.execute(
+            .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
+            actor: "test", now: 1_000)
         #expect(await check.problem() == nil)
         store.close()
     }
@@ -205,7 +213,9 @@ import VirtualDriver
         #expect(await Readiness.disk(directory, minimumFreeBytes: 1).problem() == nil)
         let problem = await Readiness.disk(directory, minimumFreeBytes: UInt64.max / 2).problem()
         #expect(problem?.contains("MiB free on \(directory), less than") == true)
-        #expect(await Readiness.disk(directory + "/missing", minimumFreeBytes: 1).problem() == "cannot read the free space of \(directory)/missing")
+        #expect(
+            await Readiness.disk(directory + "/missing", minimumFreeBytes: 1).problem()
+                == "cannot read the free space of \(directory)/missing")
     }
 }
 

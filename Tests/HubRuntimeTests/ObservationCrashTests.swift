@@ -2,11 +2,12 @@ import BrokerHarness
 import Foundation
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// `hub run` (the real process) killed with SIGKILL while readings wait for their sync (a delay of
 /// 300 s, so every reading after the last command is pending): nothing it answered is lost, and

@@ -1,11 +1,12 @@
 import Foundation
 import HubDomain
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// docs/openapi.json describes exactly the routes the server registers: the API's, sign-in and the
 /// observability endpoints (the console's pages are not API and are left out).
@@ -28,9 +29,14 @@ import Testing
             for (method, _) in methods { described.insert("\(method.uppercased()) \(path)") }
         }
         let hub = try await RouteFixture.start(requireCredential: false)
-        let registered = Set(hub.routes.router().routes
-            .filter { route in Self.documented.contains { route.path.description == $0 || (($0.hasSuffix("/")) && route.path.description.hasPrefix($0)) } }
-            .map { "\($0.method.rawValue) \($0.path.description)" })
+        let registered = Set(
+            hub.routes.router().routes
+                .filter { route in
+                    Self.documented.contains {
+                        route.path.description == $0 || (($0.hasSuffix("/")) && route.path.description.hasPrefix($0))
+                    }
+                }
+                .map { "\($0.method.rawValue) \($0.path.description)" })
         try await hub.stop()
         #expect(registered.count >= 40)
         #expect(registered.subtracting(described).sorted() == [], "served but not in docs/openapi.json")
@@ -63,7 +69,8 @@ import Testing
                 }
                 #expect(schema["additionalProperties"] == .bool(false), "\(path): \(schema.serialized().prefix(80))")
                 let keys = Set(schema["properties"]?.objectValue?.map(\.0) ?? [])
-                let topic: String? = if case .request(let t) = route.target, t.hasPrefix("request/") { String(t.dropFirst("request/".count)) } else { nil }
+                let topic: String? =
+                    if case .request(let t) = route.target, t.hasPrefix("request/") { String(t.dropFirst("request/".count)) } else { nil }
                 if let topic, let known = RequestParser.requestKeys[topic] {
                     #expect(keys == Set(known), "\(path): \(keys.sorted()) against \(known.sorted())")
                 }

@@ -2,16 +2,18 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Owner contact data is logged sealed and erased by deleting its key: the log is never rewritten.
 @Suite struct OwnerDataTests {
-    let owner = Admission(animal: "rex", name: "Rex", weightKg: 23.5, species: "dog", ownerName: "Ana Lima",
-                          ownerAddress: "Rua das Flores 1, Porto", ownerPhone: "+351 912 345 678", beacon: "b-rex")
+    let owner = Admission(
+        animal: "rex", name: "Rex", weightKg: 23.5, species: "dog", ownerName: "Ana Lima",
+        ownerAddress: "Rua das Flores 1, Porto", ownerPhone: "+351 912 345 678", beacon: "b-rex")
 
     func logBytes(_ dir: String) throws -> Data {
         var all = Data()
@@ -62,13 +64,16 @@ import Testing
     @Test func unseenAndSightedAgain() async throws {
         let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(.admitAnimal(owner), actor: "test", now: currentMicros())
-        _ = try await hub.execute(.sightAnimal(id: "rex", room: "ward 2", beacon: "b-rex", at: 1_000), actor: "bridge", now: currentMicros())
+        _ = try await hub.execute(
+            .sightAnimal(id: "rex", room: "ward 2", beacon: "b-rex", at: 1_000), actor: "bridge", now: currentMicros())
         _ = try await hub.execute(.markAnimalUnseen(id: "rex", lastRoom: "ward 2", lastSeen: 2_000), actor: "bridge", now: currentMicros())
         #expect(await hub.state.animals["rex"]?.unseenSince == 2_000)
-        let again = try await hub.execute(.markAnimalUnseen(id: "rex", lastRoom: "ward 2", lastSeen: 3_000), actor: "bridge", now: currentMicros())
+        let again = try await hub.execute(
+            .markAnimalUnseen(id: "rex", lastRoom: "ward 2", lastSeen: 3_000), actor: "bridge", now: currentMicros())
         if case .accepted(let e, _, _) = again { #expect(e.isEmpty) }
         // Heard again in the same room: a fact again.
-        let back = try await hub.execute(.sightAnimal(id: "rex", room: "ward 2", beacon: "b-rex", at: 4_000), actor: "bridge", now: currentMicros())
+        let back = try await hub.execute(
+            .sightAnimal(id: "rex", room: "ward 2", beacon: "b-rex", at: 4_000), actor: "bridge", now: currentMicros())
         if case .accepted(let e, _, _) = back { #expect(e.count == 1) }
         #expect(await hub.state.animals["rex"]?.unseenSince == nil)
         let json = StateJSON.animal(await hub.state.animals["rex"]!, live: (room: "ward 2", at: 9_000))

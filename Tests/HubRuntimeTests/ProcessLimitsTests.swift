@@ -2,11 +2,12 @@ import BrokerHarness
 import Foundation
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The `hub` executable under a supervisor's signals and with files larger than its memory should hold.
 @Suite struct ProcessLimitsTests {
@@ -30,7 +31,7 @@ import Testing
                 collected.withLock { c in
                     c.text += String(decoding: data, as: UTF8.self)
                     if !c.sent, c.text.contains(line) {
-                        kill(pid.withLock { $0 }, SIGTERM) // the instant the line appears
+                        kill(pid.withLock { $0 }, SIGTERM)  // the instant the line appears
                         c.sent = true
                     }
                 }
@@ -59,7 +60,7 @@ import Testing
     /// at 1 GB); streaming, at 40 MB, near the 31 MB of importing a two-line file.
     @Test func importMemoryIsBoundedWhateverTheFileSize() throws {
         let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) } // about 120 MB
+        defer { try? FileManager.default.removeItem(atPath: dir) }  // about 120 MB
         let file = dir + "/big.jsonl"
         let events = 200_000
         try writeExport(events: events, to: file)
@@ -93,12 +94,14 @@ func writeExport(events: Int, to path: String) throws {
     let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     defer { try? handle.close() }
     var buffer = ""
-    buffer += #"{"seq":1,"stream":"device/pump","version":0,"type":"DeviceRegistered","schema":1,"time":"2026-11-18T12:00:00Z","actor":"config","command_id":"c-1","data":{"device":"pump","driver":"virtual","name":"Pump","config":"{}","hardware_id":null}}"#
+    buffer +=
+        #"{"seq":1,"stream":"device/pump","version":0,"type":"DeviceRegistered","schema":1,"time":"2026-11-18T12:00:00Z","actor":"config","command_id":"c-1","data":{"device":"pump","driver":"virtual","name":"Pump","config":"{}","hardware_id":null}}"#
     buffer += "\n"
     for i in 1..<events {
         let second = i % 60, minute = (i / 60) % 60, hour = (i / 3600) % 24, day = 1 + (i / 86_400)
         let time = "2026-12-\(pad(day))T\(pad(hour)):\(pad(minute)):\(pad(second))Z"
-        buffer += #"{"seq":\#(i + 1),"stream":"device/pump","version":\#(i),"type":"ReadingRecorded","schema":1,"time":"\#(time)","actor":"driver:virtual","command_id":null,"data":{"subject":{"kind":"device","id":"pump"},"quantity":"power","value":\#(Double(i % 5000) + 0.25),"unit":"W","measured_at":"\#(time)"}}"#
+        buffer +=
+            #"{"seq":\#(i + 1),"stream":"device/pump","version":\#(i),"type":"ReadingRecorded","schema":1,"time":"\#(time)","actor":"driver:virtual","command_id":null,"data":{"subject":{"kind":"device","id":"pump"},"quantity":"power","value":\#(Double(i % 5000) + 0.25),"unit":"W","measured_at":"\#(time)"}}"#
         buffer += "\n"
         if buffer.utf8.count > 1 << 20 {
             handle.write(Data(buffer.utf8))
@@ -152,13 +155,15 @@ func runHubMeasured(_ arguments: [String]) throws -> MeasuredResult {
     let ours = highWaterKiB("/proc/self/status") ?? Int.max
     let exited = status & 0x7f == 0
     let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    return MeasuredResult(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f),
-                          maxRSSKiB: usage.ru_maxrss > ours ? usage.ru_maxrss : sampled, stderr: stderr)
+    return MeasuredResult(
+        status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f),
+        maxRSSKiB: usage.ru_maxrss > ours ? usage.ru_maxrss : sampled, stderr: stderr)
 }
 
 /// `VmHWM` (peak resident set, KiB) from a `/proc/<pid>/status` file; nil when it cannot be read.
 func highWaterKiB(_ statusFile: String) -> Int? {
     guard let text = try? String(contentsOfFile: statusFile, encoding: .utf8),
-          let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return nil }
     return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
 }

@@ -1,11 +1,12 @@
 import Foundation
 import HubDomain
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Unix seconds of a UTC civil time (independent of Foundation: days-from-civil).
 private func utc(_ y: Int, _ m: Int, _ d: Int, _ h: Int = 0, _ mi: Int = 0, _ s: Int = 0) -> Int64 {
@@ -24,11 +25,14 @@ private func periodic(_ name: String = "p", start: Int64, length: UInt16, period
     Activation(name: name, start: start, lengthMinutes: length, periodMinutes: period)
 }
 
-private func daily(_ name: String = "d", start: Int64, at hhmm: String, length: UInt16,
-                   days: [String]? = nil, zone: String) -> Activation {
-    let rule = DailyRepeat(minuteOfDay: DailyRepeat.minute(of: hhmm)!,
-                           weekdays: days.map { DailyRepeat.weekdays(of: $0)! } ?? DailyRepeat.everyDay,
-                           timeZone: zone)
+private func daily(
+    _ name: String = "d", start: Int64, at hhmm: String, length: UInt16,
+    days: [String]? = nil, zone: String
+) -> Activation {
+    let rule = DailyRepeat(
+        minuteOfDay: DailyRepeat.minute(of: hhmm)!,
+        weekdays: days.map { DailyRepeat.weekdays(of: $0)! } ?? DailyRepeat.everyDay,
+        timeZone: zone)
     return Activation(name: name, start: start, lengthMinutes: length, periodMinutes: 0, daily: rule)
 }
 
@@ -86,8 +90,10 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
 }
 
 @Test func zeroLengthHasNoWindows() {
-    for a in [periodic(start: 100, length: 0, period: 0), periodic(start: 100, length: 0, period: 5),
-              daily(start: 0, at: "18:00", length: 0, zone: "UTC")] {
+    for a in [
+        periodic(start: 100, length: 0, period: 0), periodic(start: 100, length: 0, period: 5),
+        daily(start: 0, at: "18:00", length: 0, zone: "UTC")
+    ] {
         #expect(ScheduleMath.window(of: a, containing: 100) == nil)
         #expect(ScheduleMath.lastEnded(of: a, atOrBefore: 1_000_000) == nil)
         #expect(ScheduleMath.nextTransition(of: a, after: 0) == nil)
@@ -117,7 +123,8 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: 1780) == w(1600, 1780))
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: 2300) == w(1600, 1780))
 
-    #expect(ScheduleMath.windows(of: a, overlapping: 1179, 2201)
+    #expect(
+        ScheduleMath.windows(of: a, overlapping: 1179, 2201)
             == [w(1000, 1180), w(1600, 1780), w(2200, 2380)])
     #expect(ScheduleMath.windows(of: a, overlapping: 1180, 2200) == [w(1600, 1780)])
     #expect(ScheduleMath.windows(of: a, overlapping: 0, 100_000, limit: 2) == [w(1000, 1180), w(1600, 1780)])
@@ -171,7 +178,10 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     #expect(ScheduleMath.window(of: c, containing: t + 1) == w(m, m + p))
     #expect(ScheduleMath.lastEnded(of: c, atOrBefore: t) == w(t - p, t))
     #expect(ScheduleMath.nextTransition(of: c, after: t) == t + 60)
-    #expect(ScheduleMath.windows(of: c, overlapping: t, t + 1, limit: 3) == [w(t - p + 60, t + 60), w(t - p + 120, t + 120), w(t - p + 180, t + 180)])
+    #expect(
+        ScheduleMath.windows(of: c, overlapping: t, t + 1, limit: 3) == [
+            w(t - p + 60, t + 60), w(t - p + 120, t + 120), w(t - p + 180, t + 180)
+        ])
     #expect(ScheduleMath.windows(of: c, overlapping: t, t + 1, limit: 100_000).count == 65_535)
     // Early on, only the windows started since `start` exist.
     #expect(ScheduleMath.windows(of: c, overlapping: 0, 1).count == 1)
@@ -182,13 +192,14 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     let a = periodic(start: 0, length: 25, period: 10)  // [0,1500), [600,2100), [1200,2700), ...
     #expect(ScheduleMath.window(of: a, containing: 0) == w(0, 1500))
     #expect(ScheduleMath.window(of: a, containing: 599) == w(0, 1500))
-    #expect(ScheduleMath.window(of: a, containing: 600) == w(600, 2100))   // started last
+    #expect(ScheduleMath.window(of: a, containing: 600) == w(600, 2100))  // started last
     #expect(ScheduleMath.window(of: a, containing: 1300) == w(1200, 2700))
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: 1499) == nil)
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: 1500) == w(0, 1500))
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: 2200) == w(600, 2100))
     #expect(transitions(a, after: -1, count: 8) == [0, 600, 1200, 1500, 1800, 2100, 2400, 2700])
-    #expect(ScheduleMath.windows(of: a, overlapping: 1400, 1801)
+    #expect(
+        ScheduleMath.windows(of: a, overlapping: 1400, 1801)
             == [w(0, 1500), w(600, 2100), w(1200, 2700), w(1800, 3300)])
 }
 
@@ -202,7 +213,8 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     for _ in 0..<60 {
         let a = periodic(start: next(5000), length: UInt16(next(40) + 1), period: UInt16(next(30)))
         let p = Int64(a.periodMinutes) * 60, l = Int64(a.lengthMinutes) * 60
-        let all: [ScheduleWindow] = p == 0
+        let all: [ScheduleWindow] =
+            p == 0
             ? [w(a.start, a.start + l)]
             : (0..<80).map { k in w(a.start + Int64(k) * p, a.start + Int64(k) * p + l) }
         for _ in 0..<25 {
@@ -277,7 +289,8 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     #expect(ScheduleMath.window(of: a, containing: utc(2026, 3, 29, 18)) == nil)
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: utc(2026, 3, 29, 17, 29)) == w(utc(2026, 3, 28, 18), utc(2026, 3, 28, 18, 30)))
     #expect(ScheduleMath.lastEnded(of: a, atOrBefore: utc(2026, 10, 25, 18, 29)) == w(utc(2026, 10, 24, 17), utc(2026, 10, 24, 17, 30)))
-    #expect(transitions(a, after: utc(2026, 10, 24, 12), count: 4)
+    #expect(
+        transitions(a, after: utc(2026, 10, 24, 12), count: 4)
             == [utc(2026, 10, 24, 17), utc(2026, 10, 24, 17, 30), utc(2026, 10, 25, 18), utc(2026, 10, 25, 18, 30)])
 }
 
@@ -289,7 +302,8 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     let autumn = ScheduleMath.windows(of: a, overlapping: utc(2026, 10, 31), utc(2026, 11, 3)).map(\.start)
     #expect(autumn == [utc(2026, 10, 31, 22), utc(2026, 11, 1, 23), utc(2026, 11, 2, 23)])
     #expect(autumn[1] - autumn[0] == 25 * 3600)
-    #expect(transitions(a, after: utc(2026, 3, 7, 23, 30), count: 3)
+    #expect(
+        transitions(a, after: utc(2026, 3, 7, 23, 30), count: 3)
             == [utc(2026, 3, 8, 0), utc(2026, 3, 8, 22), utc(2026, 3, 8, 23)])
 }
 
@@ -374,12 +388,14 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     #expect(ScheduleMath.window(of: late, containing: utc(2026, 6, 10, 17, 30)) == nil)
     #expect(ScheduleMath.lastEnded(of: late, atOrBefore: utc(2026, 6, 11, 12)) == nil)
     #expect(ScheduleMath.nextTransition(of: late, after: .min) == utc(2026, 6, 11, 17))
-    #expect(ScheduleMath.windows(of: late, overlapping: utc(2026, 6, 1), utc(2026, 6, 13)).map(\.start)
+    #expect(
+        ScheduleMath.windows(of: late, overlapping: utc(2026, 6, 1), utc(2026, 6, 13)).map(\.start)
             == [utc(2026, 6, 11, 17), utc(2026, 6, 12, 17)])
     // periodMinutes is ignored for a daily rule.
     var withPeriod = exact
     withPeriod.periodMinutes = 5
-    #expect(ScheduleMath.windows(of: withPeriod, overlapping: utc(2026, 6, 10), utc(2026, 6, 12))
+    #expect(
+        ScheduleMath.windows(of: withPeriod, overlapping: utc(2026, 6, 10), utc(2026, 6, 12))
             == ScheduleMath.windows(of: exact, overlapping: utc(2026, 6, 10), utc(2026, 6, 12)))
 }
 
@@ -396,19 +412,20 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
 
 @Test func conflictsOverlappingAdjacentAndNone() {
     let from = utc(2026, 6, 1)
-    let a = periodic("a", start: from + 3600, length: 60, period: 0)       // [01:00, 02:00)
-    let b = periodic("b", start: from + 5400, length: 60, period: 0)       // [01:30, 02:30)
-    let c = periodic("c", start: from + 9000, length: 30, period: 0)       // [02:30, 03:00): adjacent to b
-    let d = periodic("d", start: from + 7200, length: 30, period: 0)       // [02:00, 02:30): adjacent to a, inside b
+    let a = periodic("a", start: from + 3600, length: 60, period: 0)  // [01:00, 02:00)
+    let b = periodic("b", start: from + 5400, length: 60, period: 0)  // [01:30, 02:30)
+    let c = periodic("c", start: from + 9000, length: 30, period: 0)  // [02:30, 03:00): adjacent to b
+    let d = periodic("d", start: from + 7200, length: 30, period: 0)  // [02:00, 02:30): adjacent to a, inside b
     #expect(ScheduleMath.conflicts(in: [a, b], from: from) == [ActivationConflict(first: "a", second: "b", at: from + 5400)])
     #expect(ScheduleMath.conflicts(in: [b, a], from: from) == [ActivationConflict(first: "b", second: "a", at: from + 5400)])
     #expect(ScheduleMath.conflicts(in: [b, c], from: from) == [])
     #expect(ScheduleMath.conflicts(in: [a, c], from: from) == [])
     #expect(ScheduleMath.conflicts(in: [a, d], from: from) == [])
-    #expect(ScheduleMath.conflicts(in: [a, b, c, d], from: from) == [
-        ActivationConflict(first: "a", second: "b", at: from + 5400),
-        ActivationConflict(first: "b", second: "d", at: from + 7200),
-    ])
+    #expect(
+        ScheduleMath.conflicts(in: [a, b, c, d], from: from) == [
+            ActivationConflict(first: "a", second: "b", at: from + 5400),
+            ActivationConflict(first: "b", second: "d", at: from + 7200)
+        ])
     #expect(ScheduleMath.conflicts(in: [], from: from) == [])
     #expect(ScheduleMath.conflicts(in: [a], from: from) == [])
     // Already overlapping at `from`: reported at `from`.
@@ -438,7 +455,10 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     let noon = periodic("noon", start: from + 12 * 3600, length: 60, period: 1440)
     let midnight = periodic("midnight", start: from - 1800, length: 60, period: 1440)
     #expect(ScheduleMath.conflicts(in: [old, noon], from: from) == [])
-    #expect(ScheduleMath.conflicts(in: [old, midnight], from: from + 3600) == [ActivationConflict(first: "old", second: "midnight", at: from + 86_400 + 7)])
+    #expect(
+        ScheduleMath.conflicts(in: [old, midnight], from: from + 3600) == [
+            ActivationConflict(first: "old", second: "midnight", at: from + 86_400 + 7)
+        ])
 }
 
 @Test func conflictsDailyVersusPeriodic() {
@@ -447,14 +467,21 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     // and stop overlapping after the DST change (18:00 local becomes 17:00 UTC).
     let d = daily("lamp", start: from, at: "18:00", length: 30, zone: "Europe/Lisbon")
     let p = periodic("heater", start: utc(2026, 3, 1, 18, 15), length: 30, period: 1440)
-    #expect(ScheduleMath.conflicts(in: [d, p], from: from) == [ActivationConflict(first: "lamp", second: "heater", at: utc(2026, 3, 25, 18, 15))])
+    #expect(
+        ScheduleMath.conflicts(in: [d, p], from: from) == [
+            ActivationConflict(first: "lamp", second: "heater", at: utc(2026, 3, 25, 18, 15))
+        ])
     #expect(ScheduleMath.conflicts(in: [d, p], from: utc(2026, 3, 29)) == [])
     // And a periodic one at 17:15 UTC that only conflicts from the change on.
     let q = periodic("fan", start: utc(2026, 3, 1, 17, 15), length: 30, period: 1440)
-    #expect(ScheduleMath.conflicts(in: [d, q], from: from) == [ActivationConflict(first: "lamp", second: "fan", at: utc(2026, 3, 29, 17, 15))])
+    #expect(
+        ScheduleMath.conflicts(in: [d, q], from: from) == [ActivationConflict(first: "lamp", second: "fan", at: utc(2026, 3, 29, 17, 15))])
     // Daily vs daily in different zones: 18:00 Lisbon (UTC+1 in summer) and 13:00 New York (UTC-4) are both 17:00 UTC.
     let ny = daily("ny", start: 0, at: "13:00", length: 5, days: ["sat"], zone: "America/New_York")
-    #expect(ScheduleMath.conflicts(in: [d, ny], from: utc(2026, 6, 1)) == [ActivationConflict(first: "lamp", second: "ny", at: utc(2026, 6, 6, 17))])
+    #expect(
+        ScheduleMath.conflicts(in: [d, ny], from: utc(2026, 6, 1)) == [
+            ActivationConflict(first: "lamp", second: "ny", at: utc(2026, 6, 6, 17))
+        ])
 }
 
 @Test func conflictsOfCandidate() {
@@ -463,11 +490,12 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     let b = periodic("b", start: from + 5400, length: 60, period: 0)
     let c = periodic("c", start: from + 9000, length: 30, period: 0)
     let candidate = periodic("x", start: from + 3000, length: 120, period: 0)  // [00:50, 02:50)
-    #expect(ScheduleMath.conflicts(of: candidate, with: [c, a, b], from: from) == [
-        ActivationConflict(first: "x", second: "a", at: from + 3600),
-        ActivationConflict(first: "x", second: "b", at: from + 5400),
-        ActivationConflict(first: "x", second: "c", at: from + 9000),
-    ])
+    #expect(
+        ScheduleMath.conflicts(of: candidate, with: [c, a, b], from: from) == [
+            ActivationConflict(first: "x", second: "a", at: from + 3600),
+            ActivationConflict(first: "x", second: "b", at: from + 5400),
+            ActivationConflict(first: "x", second: "c", at: from + 9000)
+        ])
     // An update: the stored version with the same name is not a conflict with its replacement.
     var updated = a
     updated.start += 60
@@ -483,7 +511,7 @@ private func transitions(_ a: Activation, after t: Int64, count: Int) -> [Int64]
     let list = [
         periodic("even", start: 0, length: 1, period: 2),
         periodic("odd", start: 60, length: 1, period: 2),
-        daily("d", start: 0, at: "12:00", length: 1, zone: "Europe/Lisbon"),
+        daily("d", start: 0, at: "12:00", length: 1, zone: "Europe/Lisbon")
     ]
     let clock = ContinuousClock()
     let elapsed = clock.measure {

@@ -4,11 +4,12 @@ import HubLog
 import Synchronization
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// A clock the test sets by hand; the scheduler's sleeps return at once (it re-reads the time).
 final class HandClock: ScheduleClock {
@@ -40,7 +41,7 @@ final class HandClock: ScheduleClock {
 
 /// The hub's scheduler with a hand-set clock and virtual switches (which confirm at once), no broker.
 @Suite(.serialized) struct SchedulerTests {
-    let t0: Int64 = 1_795_370_400 // 2026-11-22T18:00:00Z
+    let t0: Int64 = 1_795_370_400  // 2026-11-22T18:00:00Z
 
     func service(_ clock: HandClock, dir: String = temporaryDirectory()) async throws -> HubService {
         var config = HubConfig()
@@ -52,8 +53,10 @@ final class HandClock: ScheduleClock {
     }
 
     func add(_ s: HubService, _ name: String, start: Int64, length: Int, period: Int = 0, daily: DailyRepeat? = nil) async throws {
-        let outcome = try await s.hub.execute(.setActivation(device: "lamp", op: .add, name: name, start: start, lengthMinutes: length,
-                                                             periodMinutes: period, daily: daily), actor: "test", now: currentMicros())
+        let outcome = try await s.hub.execute(
+            .setActivation(
+                device: "lamp", op: .add, name: name, start: start, lengthMinutes: length,
+                periodMinutes: period, daily: daily), actor: "test", now: currentMicros())
         if case .rejected(let r, _, _) = outcome { Issue.record("rejected: \(r)") }
     }
 
@@ -71,7 +74,9 @@ final class HandClock: ScheduleClock {
         var out: [(SwitchState, String?)] = []
         try s.hub.store.read(from: 1, through: s.hub.store.lastSequence) { record in
             if record.causation.actor == Scheduling.actor, record.type == "SwitchRequested",
-               case .switchRequested(let e) = try HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
+                case .switchRequested(let e) = try HubEvent.decode(
+                    type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
+            {
                 out.append((e.state, record.causation.commandId))
             }
             return true
@@ -99,24 +104,27 @@ final class HandClock: ScheduleClock {
         let clock = HandClock(t0 - 10)
         let s = try await service(clock)
         try await add(s, "hourly", start: t0, length: 5, period: 60)
-        clock.set(t0 + 60)                     // inside the first window
+        clock.set(t0 + 60)  // inside the first window
         try await waitFor("on", s) { $0.switchState == .on }
-        clock.set(t0 - 3600)                   // NTP steps the clock back an hour...
+        clock.set(t0 - 3600)  // NTP steps the clock back an hour...
         try await clock.turned()
-        clock.set(t0 + 120)                    // ...and forward again, still inside the same window
+        clock.set(t0 + 120)  // ...and forward again, still inside the same window
         try await clock.turned()
         #expect(try scheduledSwitches(s).count == 1)
-        clock.set(t0 + 3600 + 4 * 60)          // a jump past the first window's end into the second: it stays on
+        clock.set(t0 + 3600 + 4 * 60)  // a jump past the first window's end into the second: it stays on
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .on)
         #expect(try scheduledSwitches(s).count == 1)
-        clock.set(t0 + 3600 + 5 * 60)          // the second window ends: off, once
+        clock.set(t0 + 3600 + 5 * 60)  // the second window ends: off, once
         try await waitFor("off after the second window", s) { $0.switchState == .off }
-        clock.set(t0 + 3600 + 2 * 60)          // back again into the second window: its edges are used up
+        clock.set(t0 + 3600 + 2 * 60)  // back again into the second window: its edges are used up
         try await clock.turned()
         let ids = try scheduledSwitches(s).compactMap(\.1)
-        #expect(ids == ["schedule:lamp:hourly:\(t0):on", "schedule:lamp:hourly:\(t0 + 3600):off",
-                        "schedule:lamp:hourly:\(t0 + 3600):on"])
+        #expect(
+            ids == [
+                "schedule:lamp:hourly:\(t0):on", "schedule:lamp:hourly:\(t0 + 3600):off",
+                "schedule:lamp:hourly:\(t0 + 3600):on"
+            ])
         try await s.stop()
     }
 
@@ -142,8 +150,10 @@ final class HandClock: ScheduleClock {
         var config = HubConfig()
         config.mqtt.enabled = false
         config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp")]
-        let s = try await HubService.start(HubServiceOptions(paths: HubPaths(dataDirectory: temporaryDirectory()), config: config,
-                                                             factories: [VirtualDriverFactory()]), logger: .discarding)
+        let s = try await HubService.start(
+            HubServiceOptions(
+                paths: HubPaths(dataDirectory: temporaryDirectory()), config: config,
+                factories: [VirtualDriverFactory()]), logger: .discarding)
         let start = currentMicros() / 1_000_000 + 2
         try await add(s, "soon", start: start, length: 1)
         let deadline = ContinuousClock.now + .seconds(6)
@@ -160,7 +170,7 @@ final class HandClock: ScheduleClock {
     }
 
     @Test func aWindowMissedWhileDownIsSkipped() async throws {
-        let clock = HandClock(t0 + 2 * 3600) // long after the 10-minute one-shot
+        let clock = HandClock(t0 + 2 * 3600)  // long after the 10-minute one-shot
         let s = try await service(clock)
         try await add(s, "missed", start: t0, length: 10)
         try await clock.turned()
@@ -178,13 +188,13 @@ final class HandClock: ScheduleClock {
         try await add(s, "a", start: t0, length: 10, period: 60)
         _ = try await s.hub.execute(.switchDevice(id: "lamp", target: .on), actor: "user", now: currentMicros())
         try await waitFor("manual on", s) { $0.switchState == .on && $0.mode == .manual }
-        clock.set(t0 + 11 * 60) // the window ended: in manual mode nothing is switched off
+        clock.set(t0 + 11 * 60)  // the window ended: in manual mode nothing is switched off
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .on)
         #expect(try scheduledSwitches(s).isEmpty)
         _ = try await s.hub.execute(.switchDevice(id: "lamp", target: .off), actor: "user", now: currentMicros())
         try await waitFor("automatic", s) { $0.mode == .automatic && $0.switchState == .off }
-        clock.set(t0 + 60 * 60) // the next window runs again
+        clock.set(t0 + 60 * 60)  // the next window runs again
         try await waitFor("on by schedule", s) { $0.switchState == .on && $0.lastSwitchCause == .schedule }
         try await s.stop()
     }
@@ -194,13 +204,14 @@ final class HandClock: ScheduleClock {
         let oct24 = ISO8601.parse("2026-10-24T16:59:00Z")! / 1_000_000
         let clock = HandClock(oct24)
         let s = try await service(clock)
-        try await add(s, "evening", start: oct24, length: 30,
-                      daily: DailyRepeat(minuteOfDay: 18 * 60, timeZone: "Europe/Lisbon"))
+        try await add(
+            s, "evening", start: oct24, length: 30,
+            daily: DailyRepeat(minuteOfDay: 18 * 60, timeZone: "Europe/Lisbon"))
         clock.set(ISO8601.parse("2026-10-24T17:00:00Z")! / 1_000_000)
         try await waitFor("on at 18:00 summer time", s) { $0.switchState == .on }
         clock.set(ISO8601.parse("2026-10-24T17:30:00Z")! / 1_000_000)
         try await waitFor("off", s) { $0.switchState == .off }
-        clock.set(ISO8601.parse("2026-10-25T17:00:00Z")! / 1_000_000) // 17:00 local now: not yet
+        clock.set(ISO8601.parse("2026-10-25T17:00:00Z")! / 1_000_000)  // 17:00 local now: not yet
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .off)
         #expect(try scheduledSwitches(s).count == 2)

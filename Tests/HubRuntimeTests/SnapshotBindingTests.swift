@@ -2,18 +2,20 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// Snapshots are a shortcut the log must vouch for: one that the log does not agree with is set
 /// aside (kept, never used) and the read models come from the log.
 @Suite struct SnapshotBindingTests {
     func register(_ hub: Hub, _ id: String, at n: Int64) async throws {
-        _ = try await hub.execute(.registerDevice(id: id, driver: "virtual", name: id.uppercased(), config: "{}", hardwareId: nil),
-                                  commandId: "register-\(id)", actor: "test", now: t0 + n)
+        _ = try await hub.execute(
+            .registerDevice(id: id, driver: "virtual", name: id.uppercased(), config: "{}", hardwareId: nil),
+            commandId: "register-\(id)", actor: "test", now: t0 + n)
     }
 
     /// What a replay of the whole log gives, for comparing with what the hub restored.
@@ -28,8 +30,8 @@ import Testing
         let first = try Hub(paths: paths, snapshotEvery: 1_000)
         try await register(first, "a", at: 1)
         try await register(first, "b", at: 2)
-        try await first.snapshot() // covers sequence 2
-        await first.store.close() // a crash: no snapshot on the way out
+        try await first.snapshot()  // covers sequence 2
+        await first.store.close()  // a crash: no snapshot on the way out
         // The record the snapshot covers leaves the log (as a cut tail did), and the log grows past it.
         let segment = paths.log + "/00000000000000000001.seg"
         let frames = segmentFrames(segment)
@@ -37,7 +39,7 @@ import Testing
         let second = try Hub(paths: paths, snapshotEvery: 1_000)
         try await register(second, "c", at: 3)
         try await register(second, "d", at: 4)
-        await second.store.close() // a crash again
+        await second.store.close()  // a crash again
         let third = try Hub(paths: paths, snapshotEvery: 1_000)
         #expect(await third.device("c") != nil, "the stale snapshot hid a device the log registers")
         #expect(await third.device("b") == nil, "a device the log no longer holds")
@@ -52,15 +54,16 @@ import Testing
         let paths = HubPaths(dataDirectory: temporaryDirectory())
         let first = try Hub(paths: paths)
         try await register(first, "lamp", at: 1)
-        try await first.close() // snapshot at sequence 1
+        try await first.close()  // snapshot at sequence 1
         let file = paths.snapshots + "/snapshot-00000000000000000001.snap"
         forgeSnapshot(file) { $0.replacingOccurrences(of: #""lamp""#, with: #""phantom""#) }
 
         let second = try Hub(paths: paths)
         #expect(await second.device("phantom") == nil, "a device the log never registered")
         #expect(await second.device("lamp") != nil)
-        #expect(second.openingNotes.contains { $0.contains("snapshot-00000000000000000001.snap") && $0.contains("set aside") },
-                "\(second.openingNotes)")
+        #expect(
+            second.openingNotes.contains { $0.contains("snapshot-00000000000000000001.snap") && $0.contains("set aside") },
+            "\(second.openingNotes)")
         let outcome = try await second.execute(.switchDevice(id: "phantom", target: .on), actor: "test", now: t0 + 2)
         guard case .rejected = outcome else { Issue.record("a switch of the phantom was accepted: \(outcome)"); return }
         #expect(try await second.state == replayed(second))

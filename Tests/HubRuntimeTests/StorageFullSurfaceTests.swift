@@ -6,11 +6,12 @@ import HubDomain
 import HubLog
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The hub on a disk that fills up (a small tmpfs taken by ballast), through a real mosquitto: it
 /// stays up, answers every command `storage_full` (fan-out, admissions and device adds included),
@@ -20,7 +21,7 @@ import VirtualDriver
 struct StorageFullSurfaceTests {
     static let devices = [
         HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp"),
-        HubConfig.Device(id: "fan", driver: "virtual", name: "Fan"),
+        HubConfig.Device(id: "fan", driver: "virtual", name: "Fan")
     ]
 
     /// Publishes and waits for the next answer on `answerTopic`.
@@ -32,14 +33,16 @@ struct StorageFullSurfaceTests {
 
     @Test func everyCommandIsAnsweredStorageFullAndTheHubResumesWhenSpaceIsFreed() async throws {
         let disk = try SmallDisk(megabytes: 4)
-        let f = try await SurfaceFixture.start(dataDirectory: disk.path + "/data", devices: Self.devices,
-                                               logOptions: SegmentStoreOptions(preallocation: 16 * 1024))
+        let f = try await SurfaceFixture.start(
+            dataDirectory: disk.path + "/data", devices: Self.devices,
+            logOptions: SegmentStoreOptions(preallocation: 16 * 1024))
         let w = f.watcher
         let hub = f.service.hub
         try await w.waitFor("hub/status") { $0 == "online" }
         try await w.waitFor("hub/status/storage") { $0.contains(#""state":"ok""#) }
-        let defined = try await ask(w, "hub/request/group/define", #"{"id":"all","name":"All","members":["lamp","fan"]}"#,
-                                    answerTopic: "hub/response/group/define")
+        let defined = try await ask(
+            w, "hub/request/group/define", #"{"id":"all","name":"All","members":["lamp","fan"]}"#,
+            answerTopic: "hub/response/group/define")
         #expect(defined.contains(#""status":"ok""#))
 
         // The disk fills up. Records still fit in the room the segment has written ahead of them
@@ -47,8 +50,9 @@ struct StorageFullSurfaceTests {
         try disk.fill()
         var refusedFirst: String? = nil
         for i in 0..<1000 where refusedFirst == nil {
-            let answer = try await ask(w, "hub/device/lamp/switch/set", #"{"state":"TOGGLE","id":"fill-\#(i)"}"#,
-                                       answerTopic: "hub/response/device/lamp/switch/set")
+            let answer = try await ask(
+                w, "hub/device/lamp/switch/set", #"{"state":"TOGGLE","id":"fill-\#(i)"}"#,
+                answerTopic: "hub/response/device/lamp/switch/set")
             if answer.contains("storage_full") { refusedFirst = answer }
         }
         let refused = try #require(refusedFirst, "no command was refused storage_full on a full disk")
@@ -58,15 +62,20 @@ struct StorageFullSurfaceTests {
         let logged = hub.store.lastSequence
 
         // Every kind of command, at once: every one is answered storage_full, none is logged.
-        let sent: [(topic: String, payload: String, answer: String)] = (0..<10).map { i in
-            let device = i % 2 == 0 ? "lamp" : "fan"
-            return ("hub/device/\(device)/switch/set", #"{"state":"ON","id":"full-\#(i)"}"#, "hub/response/device/\(device)/switch/set")
-        } + [
-            ("hub/group/all/switch/set", #"{"state":"ON","id":"full-group"}"#, "hub/response/group/all/switch/set"),
-            ("hub/request/all-off", #"{"id":"full-all-off"}"#, "hub/response/all-off"),
-            ("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e509352269977","owner_name":"Ana"}"#, "hub/response/animal/admit"),
-            ("hub/request/device/add", #"{"id":"kettle","driver":"virtual","name":"Kettle"}"#, "hub/response/device/add"),
-        ]
+        let sent: [(topic: String, payload: String, answer: String)] =
+            (0..<10).map { i in
+                let device = i % 2 == 0 ? "lamp" : "fan"
+                return ("hub/device/\(device)/switch/set", #"{"state":"ON","id":"full-\#(i)"}"#, "hub/response/device/\(device)/switch/set")
+            } + [
+                ("hub/group/all/switch/set", #"{"state":"ON","id":"full-group"}"#, "hub/response/group/all/switch/set"),
+                ("hub/request/all-off", #"{"id":"full-all-off"}"#, "hub/response/all-off"),
+                (
+                    "hub/animal/admit",
+                    #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e509352269977","owner_name":"Ana"}"#,
+                    "hub/response/animal/admit"
+                ),
+                ("hub/request/device/add", #"{"id":"kettle","driver":"virtual","name":"Kettle"}"#, "hub/response/device/add")
+            ]
         let answerTopics = Set(sent.map(\.answer))
         let before = Dictionary(uniqueKeysWithValues: answerTopics.map { ($0, w.messages($0).count) })
         for message in sent { try w.publish(message.topic, message.payload) }
@@ -93,11 +102,14 @@ struct StorageFullSurfaceTests {
         disk.free()
         try await w.waitFor("hub/status/storage", timeout: .seconds(5), skip: storageMessages) { $0.contains(#""state":"ok""#) }
         #expect(!hub.isStorageFull)
-        let again = try await ask(w, "hub/device/lamp/switch/set", #"{"state":"ON","id":"full-0"}"#,
-                                  answerTopic: "hub/response/device/lamp/switch/set")
+        let again = try await ask(
+            w, "hub/device/lamp/switch/set", #"{"state":"ON","id":"full-0"}"#,
+            answerTopic: "hub/response/device/lamp/switch/set")
         #expect(again.contains(#""status":"ok""#) && again.contains(#""duplicate":false"#), "\(again)")
-        let admitted = try await ask(w, "hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e509352269977","owner_name":"Ana"}"#,
-                                     answerTopic: "hub/response/animal/admit")
+        let admitted = try await ask(
+            w, "hub/animal/admit",
+            #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e509352269977","owner_name":"Ana"}"#,
+            answerTopic: "hub/response/animal/admit")
         #expect(admitted.contains(#""status":"ok""#))
         #expect(try hub.store.verify(progress: nil).records == hub.store.lastSequence)
         try await f.stop()
@@ -111,8 +123,9 @@ struct StorageFullSurfaceTests {
         let hub = try Hub(paths: paths, snapshotEvery: 40)
         let t0: Int64 = 1_700_000_000_000_000
         for n in 0..<40 {
-            _ = try await hub.execute(.registerDevice(id: "d\(n)", driver: "virtual", name: "Device \(n)", config: "{}", hardwareId: nil),
-                                      commandId: "reg-\(n)", actor: "test", now: t0)
+            _ = try await hub.execute(
+                .registerDevice(id: "d\(n)", driver: "virtual", name: "Device \(n)", config: "{}", hardwareId: nil),
+                commandId: "reg-\(n)", actor: "test", now: t0)
         }
         let first = try FileManager.default.contentsOfDirectory(atPath: paths.snapshots).filter { $0.hasSuffix(".snap") }
         #expect(first == ["snapshot-00000000000000000040.snap"])
@@ -145,17 +158,21 @@ struct StorageFullSurfaceTests {
     @Test func hubExecAnswersStorageFullLineByLine() throws {
         let disk = try SmallDisk(megabytes: 4)
         let dir = disk.path + "/data"
-        let registered = try runHub(["exec", "--data-dir", dir, #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#])
+        let registered = try runHub([
+            "exec", "--data-dir", dir, #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#
+        ])
         #expect(registered.status == 0)
         try disk.fill()
         // Small records fit in the last page the segment has: go on until one finds no space.
         let switches = (0..<60).map { #"{"command":"switch","id":"lamp","state":"TOGGLE","command_id":"t-\#($0)"}"# }
         let filling = try runHub(["exec", "--data-dir", dir] + switches)
         #expect(filling.stdout.contains(#""code":"storage_full""#), "\(filling.stdout)")
-        let full = try runHub(["exec", "--data-dir", dir,
-                               #"{"command":"switch","id":"lamp","state":"ON","command_id":"x-1"}"#,
-                               #"{"command":"rename_device","id":"lamp","name":"Desk lamp"}"#,
-                               #"{"command":"apply_scene","id":"all-off"}"#])
+        let full = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"command":"switch","id":"lamp","state":"ON","command_id":"x-1"}"#,
+            #"{"command":"rename_device","id":"lamp","name":"Desk lamp"}"#,
+            #"{"command":"apply_scene","id":"all-off"}"#
+        ])
         #expect(full.status == 1)
         let lines = full.stdout.split(separator: "\n")
         #expect(lines.count == 3)

@@ -2,11 +2,12 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The hub, replay, export, import and verify see the log only as `any EventStore`.
 @Suite struct StoreSeamTests {

@@ -7,11 +7,12 @@ import Logging
 import MQTT
 import Synchronization
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// A test MQTT client that records everything it receives.
 final class MessageLog: Sendable {
@@ -25,8 +26,10 @@ final class Watcher: Sendable {
     let received = MessageLog()
     let reader: Mutex<Task<Void, Never>?> = Mutex(nil)
 
-    init(port: Int, id: String = "watcher-\(UUID().uuidString.prefix(6))", filters: [String] = ["#"],
-         username: String? = nil, password: String? = nil) async throws {
+    init(
+        port: Int, id: String = "watcher-\(UUID().uuidString.prefix(6))", filters: [String] = ["#"],
+        username: String? = nil, password: String? = nil
+    ) async throws {
         client = try MQTTClient(options: MQTTOptions(port: port, clientId: id, username: username, password: password, cleanSession: true))
         for filter in filters { try client.subscribe(filter, qos: 1) }
         try client.start()
@@ -42,8 +45,10 @@ final class Watcher: Sendable {
 
     /// Waits for a message on `topic` (after `skip` earlier ones) that satisfies `condition`.
     @discardableResult
-    func waitFor(_ topic: String, timeout: Duration = .seconds(8), skip: Int = 0,
-                 _ condition: @escaping (String) -> Bool = { _ in true }) async throws -> String {
+    func waitFor(
+        _ topic: String, timeout: Duration = .seconds(8), skip: Int = 0,
+        _ condition: @escaping (String) -> Bool = { _ in true }
+    ) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let candidates = messages(topic).dropFirst(skip).map(text)
@@ -74,26 +79,31 @@ struct SurfaceFixture {
     let watcher: Watcher
     let dataDirectory: String
 
-    static func start(broker: TestBroker? = nil, hubPort: Int? = nil, dataDirectory: String = temporaryDirectory(),
-                      devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")],
-                      username: String? = nil, password: String? = nil,
-                      factories: [any DriverFactory] = [VirtualDriverFactory()],
-                      logOptions: SegmentStoreOptions = SegmentStoreOptions(),
-                      configure: (inout HubConfig) -> Void = { _ in }) async throws -> SurfaceFixture {
+    static func start(
+        broker: TestBroker? = nil, hubPort: Int? = nil, dataDirectory: String = temporaryDirectory(),
+        devices: [HubConfig.Device] = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")],
+        username: String? = nil, password: String? = nil,
+        factories: [any DriverFactory] = [VirtualDriverFactory()],
+        logOptions: SegmentStoreOptions = SegmentStoreOptions(),
+        configure: (inout HubConfig) -> Void = { _ in }
+    ) async throws -> SurfaceFixture {
         let broker = try broker ?? TestBroker.start()
         let watcher = try await Watcher(port: broker.port)
-        let service = try await startService(port: hubPort ?? broker.port, dataDirectory: dataDirectory, devices: devices,
-                                             username: username, password: password, factories: factories,
-                                             logOptions: logOptions, configure: configure)
+        let service = try await startService(
+            port: hubPort ?? broker.port, dataDirectory: dataDirectory, devices: devices,
+            username: username, password: password, factories: factories,
+            logOptions: logOptions, configure: configure)
         return SurfaceFixture(broker: broker, service: service, watcher: watcher, dataDirectory: dataDirectory)
     }
 
-    static func startService(port: Int, dataDirectory: String, devices: [HubConfig.Device] = [],
-                             username: String? = nil, password: String? = nil,
-                             factories: [any DriverFactory] = [VirtualDriverFactory()],
-                             logOptions: SegmentStoreOptions = SegmentStoreOptions(),
-                             configure: (inout HubConfig) -> Void = { _ in },
-                             note: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HubService {
+    static func startService(
+        port: Int, dataDirectory: String, devices: [HubConfig.Device] = [],
+        username: String? = nil, password: String? = nil,
+        factories: [any DriverFactory] = [VirtualDriverFactory()],
+        logOptions: SegmentStoreOptions = SegmentStoreOptions(),
+        configure: (inout HubConfig) -> Void = { _ in },
+        note: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> HubService {
         var config = HubConfig()
         config.mqtt.port = port
         config.mqtt.clientId = "hub-under-test"

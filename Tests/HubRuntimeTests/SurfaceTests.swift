@@ -4,11 +4,12 @@ import HubDomain
 import MQTT
 import Synchronization
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The MQTT surface against a real mosquitto on a free loopback port.
 @Suite(.serialized) struct SurfaceTests {
@@ -34,7 +35,9 @@ import Testing
         try await w.waitFor("homeassistant/sensor/hub/lamp_energy/config") { !$0.isEmpty }
         let discovery = try await Watcher(port: f.broker.port, filters: ["homeassistant/#"])
         let energy = try await discovery.waitFor("homeassistant/sensor/hub/lamp_energy/config")
-        #expect(energy.contains(#""device_class":"energy""#) && energy.contains(#""state_class":"total_increasing""#) && energy.contains(#""unit_of_measurement":"kWh""#))
+        #expect(
+            energy.contains(#""device_class":"energy""#) && energy.contains(#""state_class":"total_increasing""#)
+                && energy.contains(#""unit_of_measurement":"kWh""#))
         let power = try await discovery.waitFor("homeassistant/sensor/hub/lamp_power/config")
         #expect(power.contains(#""device_class":"power""#) && power.contains(#""state_class":"measurement""#))
         try await discovery.waitFor("homeassistant/switch/hub/lamp_switch/config") { $0.contains("hub/device/lamp/switch/set") }
@@ -113,10 +116,13 @@ import Testing
             ("hub/device/lamp/activations/set", Array(#"{"op":"add","name":5}"#.utf8), "name"),
             ("hub/device/lamp/activations/set", Array("[1,2".utf8), "byte"),
             // A key given twice is a question, not a command (the last one does not win).
-            ("hub/device/lamp/switch/set", Array(#"{"state":"ON","state":"OFF"}"#.utf8), #"byte 14: expected each key once in an object (\"state\" is given twice)"#),
+            (
+                "hub/device/lamp/switch/set", Array(#"{"state":"ON","state":"OFF"}"#.utf8),
+                #"byte 14: expected each key once in an object (\"state\" is given twice)"#
+            ),
             ("hub/request/device/add", Array(#"{"id":"a+b","driver":"virtual","name":"X"}"#.utf8), "invalid"),
             ("hub/request/nonsense", Array("{}".utf8), "unknown request"),
-            ("hub/device/\(String(repeating: "x", count: 70))/switch/set", Array("ON".utf8), "64"),
+            ("hub/device/\(String(repeating: "x", count: 70))/switch/set", Array("ON".utf8), "64")
         ]
         for (index, c) in cases.enumerated() {
             let responseTopic = f.service.surface!.topics.response(forTopic: c.topic)!
@@ -162,7 +168,10 @@ import Testing
         let f = try await SurfaceFixture.start()
         let w = f.watcher
         try await w.waitFor("hub/status") { $0 == "online" }
-        try w.publish("hub/animal/admit", #"{"id":"rex","name":"Rex","species":"dog","weight_kg":"31.5","beacon":"1DE4B189115E45F6B44E509352269977","owner_name":"Ana","owner_phone":"+55 11 5555","command_id":"adm-1"}"#)
+        try w.publish(
+            "hub/animal/admit",
+            #"{"id":"rex","name":"Rex","species":"dog","weight_kg":"31.5","beacon":"1DE4B189115E45F6B44E509352269977","owner_name":"Ana","owner_phone":"+55 11 5555","command_id":"adm-1"}"#
+        )
         let admitted = try await w.waitFor("hub/response/animal/admit")
         #expect(admitted.contains(#""status":"ok""#), "\(admitted)")
         let state = try await w.waitFor("hub/animal/rex/state") { $0.contains(#""status":"admitted""#) }
@@ -171,7 +180,8 @@ import Testing
         try w.publish("hub/animal/rex/vitals", #"{"heart_rate":92,"temperature":38.6}"#)
         try await w.waitFor("hub/animal/rex/state") { $0.contains(#""heart_rate":92"#) && $0.contains(#""temperature":38.6"#) }
         // Admitting again with the same beacon under another id is refused, naming the rule.
-        try w.publish("hub/animal/admit", #"{"id":"max","name":"Max","species":"dog","weight_kg":20,"beacon":"1de4b189115e45f6b44e509352269977"}"#)
+        try w.publish(
+            "hub/animal/admit", #"{"id":"max","name":"Max","species":"dog","weight_kg":20,"beacon":"1de4b189115e45f6b44e509352269977"}"#)
         try await w.waitFor("hub/response/animal/admit", skip: 1) { $0.contains("beacon_in_use") }
         try w.publish("hub/animal/rex/discharge", #"{"exit_weight_kg":30.9,"veterinarian":"Dr. Lima"}"#)
         try await w.waitFor("hub/animal/rex/state") { $0.contains(#""status":"discharged""#) }
@@ -199,7 +209,7 @@ import Testing
         try f.watcher.publish("hub/device/lamp/switch/set", "ON")
         try await f.watcher.waitFor("hub/device/lamp/switch") { $0 == "ON" }
         await f.watcher.stop()
-        try f.broker.restart() // no persistence: every retained message is gone
+        try f.broker.restart()  // no persistence: every retained message is gone
         let w = try await Watcher(port: f.broker.port)
         // The hub reconnects within seconds and publishes status, discovery and state again.
         try await w.waitFor("hub/status", timeout: .seconds(10)) { $0 == "online" }
@@ -215,11 +225,12 @@ import Testing
     @Test func commandsSentWhileTheHubIsCutOffAreAppliedAfterwards() async throws {
         let broker = try TestBroker.start()
         let proxy = try TCPProxy(upstreamPort: broker.port)
-        let f = try await SurfaceFixture.start(broker: broker, hubPort: proxy.port,
-                                               devices: (0..<5).map { HubConfig.Device(id: "d\($0)", driver: "virtual", name: "D\($0)", config: "{}") })
+        let f = try await SurfaceFixture.start(
+            broker: broker, hubPort: proxy.port,
+            devices: (0..<5).map { HubConfig.Device(id: "d\($0)", driver: "virtual", name: "D\($0)", config: "{}") })
         try await f.watcher.waitFor("hub/status") { $0 == "online" }
         proxy.cut()
-        try await f.watcher.waitFor("hub/status") { $0 == "offline" } // the broker published the hub's will
+        try await f.watcher.waitFor("hub/status") { $0 == "offline" }  // the broker published the hub's will
         for i in 0..<5 { try f.watcher.publish("hub/device/d\(i)/switch/set", #"{"state":"ON","id":"cut-\#(i)"}"#) }
         try await Task.sleep(for: .milliseconds(300))
         proxy.restore()
@@ -258,9 +269,11 @@ import Testing
             for worker in 0..<8 {
                 group.addTask {
                     for i in 0..<250 {
-                        _ = try await f.service.hub.execute(.recordReading(subject: .device("lamp"), quantity: .power,
-                                                                           value: Double(worker * 1000 + i), measuredAt: currentMicros()),
-                                                            actor: "test", now: currentMicros())
+                        _ = try await f.service.hub.execute(
+                            .recordReading(
+                                subject: .device("lamp"), quantity: .power,
+                                value: Double(worker * 1000 + i), measuredAt: currentMicros()),
+                            actor: "test", now: currentMicros())
                     }
                 }
             }
@@ -290,7 +303,8 @@ import Testing
 
     @Test func anEventFeedTheBrokerRefusesIsReportedAndCommandsStillWork() async throws {
         // The hub may not write hub/events/# (a misconfigured ACL): MQTT 5 PUBACKs say "not authorized".
-        let acl = "user hub\ntopic readwrite hub/status/#\ntopic write shellies/command\ntopic readwrite hub/device/#\ntopic readwrite hub/request/#\n"
+        let acl =
+            "user hub\ntopic readwrite hub/status/#\ntopic write shellies/command\ntopic readwrite hub/device/#\ntopic readwrite hub/request/#\n"
             + "topic readwrite hub/response/#\ntopic readwrite homeassistant/#\ntopic read hub/events/#\n"
             + "user watcher\ntopic readwrite #\n"
         let broker = try TestBroker.start(secured: true, users: [("hub", "hub-pw"), ("watcher", "watcher-pw")], acl: acl)
@@ -328,7 +342,8 @@ import Testing
     /// A broker that keeps refusing the event feed gets the refused event alone, after 0.5 s,
     /// doubling: a few publishes in four seconds, not the whole backlog again every half second.
     @Test func aRefusedEventIsRetriedAloneWithExponentialBackOff() async throws {
-        let acl = "user hub\ntopic readwrite hub/status/#\ntopic readwrite hub/device/#\ntopic readwrite hub/request/#\n"
+        let acl =
+            "user hub\ntopic readwrite hub/status/#\ntopic readwrite hub/device/#\ntopic readwrite hub/request/#\n"
             + "topic readwrite hub/response/#\ntopic readwrite homeassistant/#\ntopic read hub/events/#\n"
         let broker = try TestBroker.start(secured: true, users: [("hub", "hub-pw")], acl: acl)
         defer { broker.stop() }
@@ -339,14 +354,15 @@ import Testing
             username: "hub", password: "hub-pw", note: { line in notes.withLock { $0.append(line) } })
         // A backlog the broker will refuse: 300 readings.
         for i in 0..<300 {
-            _ = try await service.hub.execute(.recordReading(subject: .device("lamp"), quantity: .power, value: Double(i), measuredAt: currentMicros()),
-                                              actor: "test", now: currentMicros())
+            _ = try await service.hub.execute(
+                .recordReading(subject: .device("lamp"), quantity: .power, value: Double(i), measuredAt: currentMicros()),
+                actor: "test", now: currentMicros())
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while !notes.withLock({ $0.contains { $0.contains("event feed stopped") } }), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
-        try await Task.sleep(for: .milliseconds(300)) // the first window's refusals and the state publishes settle
+        try await Task.sleep(for: .milliseconds(300))  // the first window's refusals and the state publishes settle
         let client = service.surface!.client
         let before = client.traffic.published
         try await Task.sleep(for: .seconds(4))
@@ -367,8 +383,9 @@ import Testing
         let broker = try TestBroker.start()
         defer { broker.stop() }
         let notes = Mutex<[String]>([])
-        let service = try await SurfaceFixture.startService(port: broker.port, dataDirectory: temporaryDirectory(),
-                                                            note: { line in notes.withLock { $0.append(line) } })
+        let service = try await SurfaceFixture.startService(
+            port: broker.port, dataDirectory: temporaryDirectory(),
+            note: { line in notes.withLock { $0.append(line) } })
         let id = service.surface!.client.options.clientId
         let rogue = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: id, cleanSession: true))
         try rogue.start()
@@ -376,8 +393,9 @@ import Testing
         let said = notes.withLock { $0 }
         // mosquitto 2.0.11 closes the taken-over connection without DISCONNECT 0x8E: the hub names
         // the clash from connections dropped right after CONNACK.
-        #expect(said.contains { ($0.contains("session taken over") || $0.contains("may be taking its session")) && $0.contains(#""\#(id)""#) },
-                "\(said)")
+        #expect(
+            said.contains { ($0.contains("session taken over") || $0.contains("may be taking its session")) && $0.contains(#""\#(id)""#) },
+            "\(said)")
         // Without back-off the two take the session from each other every second or two (about 8
         // reconnects of the hub in 16 s); with it, after 1, 2, 4 and 8 s.
         let reconnects = said.filter { $0.contains("mqtt: reconnected") }.count
@@ -387,12 +405,14 @@ import Testing
     }
 
     @Test func wrongCredentialsAreAClearErrorNotAHang() async throws {
-        let broker = try TestBroker.start(secured: true, users: [("hub", "right-password")],
-                                          acl: "user hub\ntopic readwrite hub/#\ntopic readwrite homeassistant/#\n")
+        let broker = try TestBroker.start(
+            secured: true, users: [("hub", "right-password")],
+            acl: "user hub\ntopic readwrite hub/#\ntopic readwrite homeassistant/#\n")
         let started = ContinuousClock.now
         do {
-            let service = try await SurfaceFixture.startService(port: broker.port, dataDirectory: temporaryDirectory(),
-                                                                username: "hub", password: "wrong")
+            let service = try await SurfaceFixture.startService(
+                port: broker.port, dataDirectory: temporaryDirectory(),
+                username: "hub", password: "wrong")
             try await service.stop()
             Issue.record("the hub started with a wrong password")
         } catch {
@@ -401,8 +421,9 @@ import Testing
         }
         #expect(ContinuousClock.now - started < .seconds(10))
         // The right password works on the secured broker.
-        let service = try await SurfaceFixture.startService(port: broker.port, dataDirectory: temporaryDirectory(),
-                                                            username: "hub", password: "right-password")
+        let service = try await SurfaceFixture.startService(
+            port: broker.port, dataDirectory: temporaryDirectory(),
+            username: "hub", password: "right-password")
         #expect(service.surface?.client.isConnected == true)
         try await service.stop()
         broker.stop()

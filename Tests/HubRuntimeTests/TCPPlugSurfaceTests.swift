@@ -8,11 +8,12 @@ import PowerPlug
 import PowerPlugSimulator
 import Testing
 import VirtualDriver
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 /// The TCP plug drivers with their simulators over real loopback TCP, through the hub and a real
 /// mosquitto: what a home-automation user sees on the MQTT surface.
@@ -21,15 +22,17 @@ import VirtualDriver
 
     func addDevice(_ w: Watcher, _ json: String) async throws {
         let before = w.messages("hub/response/device/add").count
-        try await w.waitFor("hub/status") { $0 == "online" } // a request before the hub subscribes is not for it
+        try await w.waitFor("hub/status") { $0 == "online" }  // a request before the hub subscribes is not for it
         try w.publish("hub/request/device/add", json)
         let answer = try await w.waitFor("hub/response/device/add", skip: before)
         #expect(answer.contains("\"status\":\"ok\""), "\(answer)")
     }
 
     func plugSimulator(port: Int = 0, stateFile: String) -> PowerPlugSimulator {
-        PowerPlugSimulator(options: PowerPlugSimulator.Options(port: port, stateFile: stateFile, statusInterval: .milliseconds(300),
-                                                               checkInterval: .seconds(60)))
+        PowerPlugSimulator(
+            options: PowerPlugSimulator.Options(
+                port: port, stateFile: stateFile, statusInterval: .milliseconds(300),
+                checkInterval: .seconds(60)))
     }
 
     @Test func powerPlugSwitchActivationsEditedBehindTheHubsBackAndRestart() async throws {
@@ -38,7 +41,8 @@ import VirtualDriver
         let port = try await sim.start()
         let f = try await SurfaceFixture.start(devices: [], factories: Self.factories)
         let w = f.watcher
-        try await addDevice(w, #"{"id":"pump","driver":"powerplug","name":"Pump","config":{"host":"127.0.0.1","port":\#(port),"activation_check":1}}"#)
+        try await addDevice(
+            w, #"{"id":"pump","driver":"powerplug","name":"Pump","config":{"host":"127.0.0.1","port":\#(port),"activation_check":1}}"#)
         try await w.waitFor("hub/device/pump/availability") { $0 == "online" }
 
         // Switch: commanded, then confirmed by the plug's status (manual on / automatic off).
@@ -53,12 +57,14 @@ import VirtualDriver
 
         // Activations: written to the plug with U, read back with A.
         let start = (currentMicros() / 1_000_000 / 60 + 24 * 60) * 60
-        try w.publish("hub/device/pump/activations/set",
-                      #"{"op":"add","name":"lawn","start":"\#(ISO8601.format(seconds: start))","length":30,"period":1440}"#)
+        try w.publish(
+            "hub/device/pump/activations/set",
+            #"{"op":"add","name":"lawn","start":"\#(ISO8601.format(seconds: start))","length":30,"period":1440}"#)
         try await waitUntil("the plug to hold the activation") { sim.activations.map(\.name) == ["lawn"] }
         #expect(sim.activations.first == DeviceActivation(name: "lawn", start: start, lengthMinutes: 30, periodMinutes: 1440))
-        try w.publish("hub/device/pump/activations/set",
-                      #"{"op":"add","name":"night","start":"\#(ISO8601.format(seconds: start + 3600))","length":5,"period":0}"#)
+        try w.publish(
+            "hub/device/pump/activations/set",
+            #"{"op":"add","name":"night","start":"\#(ISO8601.format(seconds: start + 3600))","length":5,"period":0}"#)
         try await waitUntil("the plug to hold both") { sim.activations.map(\.name) == ["lawn", "night"] }
         try w.publish("hub/device/pump/activations/set", #"{"op":"remove","name":"lawn"}"#)
         try await waitUntil("the plug to hold only night") { sim.activations.map(\.name) == ["night"] }
@@ -72,7 +78,7 @@ import VirtualDriver
         let reads = sim.listRequests
         try await waitUntil("two more read-backs") { sim.listRequests >= reads + 2 }
         try await f.eventFeedCaughtUp()
-        #expect(w.messages("hub/events/device/pump/ActivationsDiverged").count == 1) // in line: nothing more recorded
+        #expect(w.messages("hub/events/device/pump/ActivationsDiverged").count == 1)  // in line: nothing more recorded
 
         // The plug restarts (its activations survive on its "SD card"); the hub sees it go and come back.
         await sim.stop()
@@ -98,7 +104,8 @@ import VirtualDriver
         let port = try await sim.start()
         let f = try await SurfaceFixture.start(devices: [], factories: Self.factories) { $0.activationDivergence = .adopt }
         let w = f.watcher
-        try await addDevice(w, #"{"id":"heater","driver":"powerplug","name":"Heater","config":{"host":"127.0.0.1","port":\#(port),"activation_check":1}}"#)
+        try await addDevice(
+            w, #"{"id":"heater","driver":"powerplug","name":"Heater","config":{"host":"127.0.0.1","port":\#(port),"activation_check":1}}"#)
         try await w.waitFor("hub/device/heater/availability") { $0 == "online" }
         let start: Int64 = 1_900_000_020
         sim.replaceActivations([DeviceActivation(name: "morning", start: start, lengthMinutes: 20, periodMinutes: 1440)])
@@ -117,7 +124,8 @@ import VirtualDriver
         let port = try await sim.start()
         let f = try await SurfaceFixture.start(devices: [], factories: Self.factories)
         let w = f.watcher
-        try await addDevice(w, #"{"id":"kettle","driver":"kasa","name":"Kettle","config":{"host":"127.0.0.1","port":\#(port),"poll_interval":0.25}}"#)
+        try await addDevice(
+            w, #"{"id":"kettle","driver":"kasa","name":"Kettle","config":{"host":"127.0.0.1","port":\#(port),"poll_interval":0.25}}"#)
         try await w.waitFor("hub/device/kettle/availability") { $0 == "online" }
         try w.publish("hub/device/kettle/switch/set", "ON")
         try await w.waitFor("hub/device/kettle/switch") { $0 == "ON" }
@@ -129,7 +137,7 @@ import VirtualDriver
         sim.resetEnergyCounter()
         let reset = try await w.waitFor("hub/events/device/kettle/EnergyCounterReset")
         #expect(reset.contains(#""actor":"driver:kasa""#))
-        try await w.waitFor("hub/device/kettle/energy", skip: w.messages("hub/device/kettle/energy").count) // a total after the reset
+        try await w.waitFor("hub/device/kettle/energy", skip: w.messages("hub/device/kettle/energy").count)  // a total after the reset
         let totals = w.messages("hub/device/kettle/energy").compactMap { Double(w.text($0)) }
         #expect(totals == totals.sorted(), "\(totals)")
         let account = await f.service.hub.state.energy["kettle"]
@@ -147,12 +155,15 @@ import VirtualDriver
     @Test func hostileDevicesAreMarkedUnavailableAndTheHubKeepsServing() async throws {
         let garbage = try HostilePeer { _ in Array("zzzz not a plug \u{1}\u{2}\u{3}".utf8) }
         let huge = try HostilePeer { request in
-            request.isEmpty ? nil : [0x7F, 0xFF, 0xFF, 0xFF] + Array(repeating: 0x41, count: 16) // a 2 GB Kasa header
+            request.isEmpty ? nil : [0x7F, 0xFF, 0xFF, 0xFF] + Array(repeating: 0x41, count: 16)  // a 2 GB Kasa header
         }
         let f = try await SurfaceFixture.start(factories: Self.factories)
         let w = f.watcher
         try await addDevice(w, #"{"id":"junk","driver":"powerplug","name":"Junk","config":{"host":"127.0.0.1","port":\#(garbage.port)}}"#)
-        try await addDevice(w, #"{"id":"fake","driver":"kasa","name":"Fake","config":{"host":"127.0.0.1","port":\#(huge.port),"poll_interval":0.5,"timeout":2}}"#)
+        try await addDevice(
+            w,
+            #"{"id":"fake","driver":"kasa","name":"Fake","config":{"host":"127.0.0.1","port":\#(huge.port),"poll_interval":0.5,"timeout":2}}"#
+        )
         try await w.waitFor("hub/device/junk/state") { $0.contains(#""availability":"offline""#) && $0.contains("unknown message type") }
         try await w.waitFor("hub/device/fake/state") { $0.contains(#""availability":"offline""#) && $0.contains("2147483647 bytes") }
         // The hub and its other devices keep working.
@@ -181,7 +192,9 @@ final class HostilePeer: Sendable {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &len) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &len) == 0
+            }
         }
         guard bound else { close(fd); throw HubError.failed("hostile peer: cannot listen") }
         self.fd = fd
@@ -221,7 +234,7 @@ extension TCPPlugSurfaceTests {
         let w = f.watcher
         try await addDevice(w, #"{"id":"pump","driver":"powerplug","name":"Pump","config":{"host":"127.0.0.1","port":\#(port)}}"#)
         try await w.waitFor("hub/device/pump/availability") { $0 == "online" }
-        try w.publish("hub/device/pump/switch/set", "OFF") // already off
+        try w.publish("hub/device/pump/switch/set", "OFF")  // already off
         let toggled = try await w.waitFor("hub/events/device/pump/SwitchToggled") { $0.contains(#""cause":"command""#) }
         #expect(toggled.contains(#""state":"off""#))
         try w.publish("hub/device/pump/switch/set", "ON")

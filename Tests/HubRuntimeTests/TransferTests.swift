@@ -2,11 +2,12 @@ import Foundation
 import HubDomain
 import HubLog
 import Testing
+
+@testable import HubApp
 @testable import HubEngine
+@testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
-@testable import HubHTTP
-@testable import HubApp
 
 @Suite struct TransferTests {
     func exported() async throws -> (dir: String, file: String, text: String) {
@@ -29,10 +30,11 @@ import Testing
         try LogTransfer.export(store: store, to: dir + "/again.jsonl")
         #expect(try String(contentsOfFile: dir + "/again.jsonl", encoding: .utf8) == text)
         // Idempotency survives the trip: the imported log knows the command ids.
-        #expect(store.commandResult("cmd-0") == nil) // read-only stores do not index commands
+        #expect(store.commandResult("cmd-0") == nil)  // read-only stores do not index commands
         let writable = try Hub(paths: HubPaths(dataDirectory: dir + "/b"))
-        let retried = try await writable.execute(.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: "aa:bb"),
-                                                 commandId: "cmd-0", actor: "x", now: t0)
+        let retried = try await writable.execute(
+            .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: "aa:bb"),
+            commandId: "cmd-0", actor: "x", now: t0)
         guard case .accepted(_, _, true) = retried else { Issue.record("expected duplicate: \(retried)"); return }
         try await writable.close()
     }
@@ -44,8 +46,11 @@ import Testing
             ("garbage", [lines[0], "{not json", lines[2]], "line 2: not JSON"),
             ("gap", [lines[0], lines[2]], "line 2: sequence 3 where 2 was expected"),
             ("wrong shape", [lines[0].replacingOccurrences(of: "\"driver\":\"virtual\"", with: "\"driver\":5")], "line 1"),
-            ("altered", [lines[0], lines[1].replacingOccurrences(of: "\"Pump\"", with: "\"Pimp\""), lines[2]], "line 2: hash does not continue the chain"),
-            ("empty line", [lines[0], "", lines[1]], "line 2: empty line"),
+            (
+                "altered", [lines[0], lines[1].replacingOccurrences(of: "\"Pump\"", with: "\"Pimp\""), lines[2]],
+                "line 2: hash does not continue the chain"
+            ),
+            ("empty line", [lines[0], "", lines[1]], "line 2: empty line")
         ]
         for (name, body, message) in cases {
             let file = dir + "/\(name).jsonl"

@@ -1,8 +1,9 @@
 import DriverAPI
 import Foundation
-@testable import Kasa
 import KasaSimulator
 import Testing
+
+@testable import Kasa
 
 /// A switch is confirmed by the plug's `err_code 0` answer to `set_relay_state`; the read-back
 /// follows without holding the command, and still corrects a plug that answered 0 but did not switch.
@@ -25,7 +26,7 @@ import Testing
         // The read-back still reaches the plug, and says nothing new.
         try await eventually { sim.recentMethods.last == "system.get_sysinfo" }
         #expect(sim.recentMethods.suffix(2) == ["system.set_relay_state", "system.get_sysinfo"])
-        try await eventually { (driver as? KasaDriver)?.tasksHeld == 0 } // the read-back's answer taken in
+        try await eventually { (driver as? KasaDriver)?.tasksHeld == 0 }  // the read-back's answer taken in
         #expect(await context.switches.map(\.on) == [false, true])
         await driver.stop()
         await sim.stop()
@@ -56,15 +57,15 @@ import Testing
         gate.open(context)
         let reports = KasaRelayReports(gate: gate)
         let steps: [(on: Bool, order: UInt64, confirms: Bool, reported: [Bool])] = [
-            (false, 1, false, [false]),                      // the first state
-            (false, 2, false, [false]),                      // nothing new
-            (true, 4, true, [false, true]),                  // a confirmation
-            (false, 3, false, [false, true]),                // older than the confirmation: stale
-            (true, 5, true, [false, true, true]),            // a confirmation, even when unchanged
-            (true, 7, false, [false, true, true]),           // a poll written after the next switch...
-            (true, 6, true, [false, true, true, true]),      // ...whose answer agrees: still confirms
+            (false, 1, false, [false]),  // the first state
+            (false, 2, false, [false]),  // nothing new
+            (true, 4, true, [false, true]),  // a confirmation
+            (false, 3, false, [false, true]),  // older than the confirmation: stale
+            (true, 5, true, [false, true, true]),  // a confirmation, even when unchanged
+            (true, 7, false, [false, true, true]),  // a poll written after the next switch...
+            (true, 6, true, [false, true, true, true]),  // ...whose answer agrees: still confirms
             (false, 9, false, [false, true, true, true, false]),
-            (true, 8, true, [false, true, true, true, false]),  // stale, and the plug says otherwise since
+            (true, 8, true, [false, true, true, true, false])  // stale, and the plug says otherwise since
         ]
         for step in steps {
             await reports.take(step.on, order: step.order, confirms: step.confirms)
@@ -89,8 +90,10 @@ actor ProbingContext: DriverContext {
 }
 
 /// Waits until `condition` holds (checked every 10 ms), failing the test after `timeout` seconds.
-func eventually(timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
-                _ condition: @Sendable () async -> Bool) async throws {
+func eventually(
+    timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: @Sendable () async -> Bool
+) async throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if await condition() { return }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Kasa
 import Testing
+
+@testable import Kasa
 
 @Suite struct ProtocolTests {
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -56,7 +57,8 @@ import Testing
         var decoder = KasaFrameDecoder()
         decoder.append([0x80, 0, 0, 0, 1, 2, 3])
         #expect(throws: KasaProtocolError.frameTooLarge(size: 2_147_483_648, limit: 65_536)) { try decoder.next() }
-        #expect(KasaClientError.protocolError(.frameTooLarge(size: 2_147_483_648, limit: 65_536)).description
+        #expect(
+            KasaClientError.protocolError(.frameTooLarge(size: 2_147_483_648, limit: 65_536)).description
                 == "plug sent a frame of 2147483648 bytes (limit 65536)")
         var small = KasaFrameDecoder(maxFrameSize: 10)
         small.append(KasaCipher.frame("12345678901"))
@@ -67,10 +69,13 @@ import Testing
     }
 
     @Test func replyParsingBothFirmwares() throws {
-        let new = KasaEmeterSample(realtime: ["current_ma": 451, "voltage_mv": 230_837, "power_mw": 61_753, "total_wh": 16_323, "err_code": 0])
+        let new = KasaEmeterSample(realtime: [
+            "current_ma": 451, "voltage_mv": 230_837, "power_mw": 61_753, "total_wh": 16_323, "err_code": 0
+        ])
         #expect(new.power == 61.753 && new.voltage == 230.837 && new.current == 0.451 && new.energyWh == 16_323)
         #expect(new.readings.map(\.0) == [.power, .voltage, .current, .energy])
-        let old = KasaEmeterSample(realtime: ["current": 0.128037, "voltage": 118.917389, "power": 7.677094, "total": 30.404, "err_code": 0])
+        let old = KasaEmeterSample(realtime: ["current": 0.128037, "voltage": 118.917389, "power": 7.677094, "total": 30.404, "err_code": 0]
+        )
         #expect(old.power == 7.677094 && old.voltage == 118.917389 && old.current == 0.128037)
         #expect(abs(old.energyWh! - 30_404) < 1e-6)
         #expect(throws: KasaClientError.device(path: "system.get_sysinfo", code: -2, message: "member not support")) {

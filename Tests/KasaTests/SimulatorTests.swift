@@ -11,8 +11,10 @@ import Testing
         reply[module]?[method] ?? [:]
     }
 
-    func withSimulator(_ firmware: KasaSimulator.Firmware = .new, clock: TestClock? = nil,
-                       _ body: (KasaSimulator, BlockingClient) async throws -> Void) async throws {
+    func withSimulator(
+        _ firmware: KasaSimulator.Firmware = .new, clock: TestClock? = nil,
+        _ body: (KasaSimulator, BlockingClient) async throws -> Void
+    ) async throws {
         let sim = KasaSimulator(options: .init(port: 0, firmware: firmware), clock: clock?.read)
         let port = try await sim.start()
         do {
@@ -29,8 +31,10 @@ import Testing
         try await withSimulator(firmware) { sim, client in
             let reply = try client.request(#"{"system":{"get_sysinfo":null}}"#)
             let info = Self.sub(reply, "system", "get_sysinfo")
-            for key in ["sw_ver", "hw_ver", "type", "model", "mac", "deviceId", "hwId", "fwId", "oemId", "alias", "dev_name",
-                        "icon_hash", "relay_state", "on_time", "active_mode", "feature", "updating", "rssi", "led_off", "err_code"] {
+            for key in [
+                "sw_ver", "hw_ver", "type", "model", "mac", "deviceId", "hwId", "fwId", "oemId", "alias", "dev_name",
+                "icon_hash", "relay_state", "on_time", "active_mode", "feature", "updating", "rssi", "led_off", "err_code"
+            ] {
                 #expect(info[key] != nil, "missing \(key)")
             }
             #expect(info[firmware == .new ? "latitude_i" : "latitude"] != nil)
@@ -67,7 +71,9 @@ import Testing
 
     @Test func unknownModuleAndMethodAndBatching() async throws {
         try await withSimulator { _, client in
-            let r = try client.request(#"{"foo":{"bar":{}},"system":{"frobnicate":{},"get_sysinfo":{}},"time":{"get_time":{},"get_timezone":{}},"cnCloud":{"get_info":{}},"anti_theft":{"get_rules":{}}}"#)
+            let r = try client.request(
+                #"{"foo":{"bar":{}},"system":{"frobnicate":{},"get_sysinfo":{}},"time":{"get_time":{},"get_timezone":{}},"cnCloud":{"get_info":{}},"anti_theft":{"get_rules":{}}}"#
+            )
             #expect(Self.int(r["foo"]?["err_code"]) == -1)
             #expect(r["foo"]?["err_msg"]?.stringValue == "module not support")
             #expect(Self.int(Self.sub(r, "system", "frobnicate")["err_code"]) == -2)
@@ -128,7 +134,8 @@ import Testing
     @Test func scheduleRules() async throws {
         let clock = TestClock(1_700_000_000)  // a Tuesday, 22:13 UTC
         try await withSimulator(clock: clock) { _, client in
-            let add = #"{"schedule":{"add_rule":{"stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":1380,"enable":1,"repeat":1,"etime_opt":-1,"name":"night off","eact":-1,"sact":0,"emin":0}}}"#
+            let add =
+                #"{"schedule":{"add_rule":{"stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":1380,"enable":1,"repeat":1,"etime_opt":-1,"name":"night off","eact":-1,"sact":0,"emin":0}}}"#
             var r = try client.request(add)
             let id = Self.sub(r, "schedule", "add_rule")["id"]?.stringValue
             #expect(id?.count == 32)
@@ -138,9 +145,12 @@ import Testing
             #expect(Self.int(rules["enable"]) == 1 && Self.int(rules["version"]) != nil)
             let next = Self.sub(r, "schedule", "get_next_action")
             #expect(Self.int(next["type"]) == 1 && Self.int(next["schd_sec"]) == 1380 * 60 && Self.int(next["action"]) == 0)
-            r = try client.request(#"{"schedule":{"edit_rule":{"id":"\#(id ?? "")","stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":60,"enable":0,"repeat":1,"sact":1}}}"#)
+            r = try client.request(
+                #"{"schedule":{"edit_rule":{"id":"\#(id ?? "")","stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":60,"enable":0,"repeat":1,"sact":1}}}"#
+            )
             #expect(Self.int(Self.sub(r, "schedule", "edit_rule")["err_code"]) == 0)
-            r = try client.request(#"{"schedule":{"edit_rule":{"id":"NOPE","stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":60,"enable":0,"sact":1}}}"#)
+            r = try client.request(
+                #"{"schedule":{"edit_rule":{"id":"NOPE","stime_opt":0,"wday":[1,1,1,1,1,1,1],"smin":60,"enable":0,"sact":1}}}"#)
             #expect(Self.int(Self.sub(r, "schedule", "edit_rule")["err_code"]) ?? 0 < 0)
             r = try client.request(#"{"schedule":{"add_rule":{"stime_opt":0,"wday":[1,1],"smin":99999,"enable":1,"sact":1}}}"#)
             #expect(Self.int(Self.sub(r, "schedule", "add_rule")["err_code"]) == -3)
@@ -151,7 +161,9 @@ import Testing
             #expect(Self.int(Self.sub(r, "schedule", "delete_all_rules")["err_code"]) == 0)
             #expect(Self.int(Self.sub(r, "schedule", "get_next_action")["type"]) == -1)
             // Some clients send wday as booleans; they are kept as sent.
-            r = try client.request(#"{"schedule":{"add_rule":{"stime_opt":0,"wday":[true,false,false,false,false,false,true],"smin":600,"enable":1,"repeat":true,"sact":1}}}"#)
+            r = try client.request(
+                #"{"schedule":{"add_rule":{"stime_opt":0,"wday":[true,false,false,false,false,false,true],"smin":600,"enable":1,"repeat":true,"sact":1}}}"#
+            )
             #expect(Self.int(Self.sub(r, "schedule", "add_rule")["err_code"]) == 0)
             let raw = try client.rawRequest(#"{"schedule":{"get_rules":{}}}"#)
             #expect(raw.contains("[true,false,false,false,false,false,true]"), "\(raw)")
@@ -186,9 +198,10 @@ import Testing
         try await withSimulator { sim, first in
             let second = try BlockingClient(port: Int(sim.options.port == 0 ? try await portOf(first) : sim.options.port))
             // Pipelined: three requests written at once come back in order on one connection.
-            try first.sendRaw(KasaCipher.frame(#"{"system":{"set_relay_state":{"state":1}}}"#)
-                              + KasaCipher.frame(#"{"system":{"get_sysinfo":{}}}"#)
-                              + KasaCipher.frame(#"{"system":{"set_relay_state":{"state":0}}}"#))
+            try first.sendRaw(
+                KasaCipher.frame(#"{"system":{"set_relay_state":{"state":1}}}"#)
+                    + KasaCipher.frame(#"{"system":{"get_sysinfo":{}}}"#)
+                    + KasaCipher.frame(#"{"system":{"set_relay_state":{"state":0}}}"#))
             #expect(readFrame(first.fd).map { String(decoding: $0, as: UTF8.self).contains("set_relay_state") } == true)
             let info = try JSONValue.parse(readFrame(first.fd) ?? [])
             #expect(Self.int(Self.sub(info, "system", "get_sysinfo")["relay_state"]) == 1)
@@ -205,7 +218,9 @@ import Testing
     func portOf(_ client: BlockingClient) async throws -> Int {
         var addr = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(client.fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(client.fd, $0, &len) }
+        }
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Kasa
 import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,8 +19,10 @@ actor CollectingContext: DriverContext {
 
     /// Polls until `predicate` holds over everything reported so far (or `timeout` seconds pass).
     @discardableResult
-    func wait(timeout: Double = 15, sourceLocation: SourceLocation = #_sourceLocation,
-              _ predicate: @Sendable ([Observation]) -> Bool) async -> Bool {
+    func wait(
+        timeout: Double = 15, sourceLocation: SourceLocation = #_sourceLocation,
+        _ predicate: @Sendable ([Observation]) -> Bool
+    ) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if predicate(observations) { return true }
@@ -132,7 +135,9 @@ func readFrame(_ fd: Int32) -> [UInt8]? {
 func closedPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var addr = loopbackAddress(port: 0)
-    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    _ = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
     let port = boundPort(fd)
     close(fd)
     return port
@@ -193,7 +198,9 @@ final class ScriptedPeer: Sendable {
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var addr = loopbackAddress(port: 0)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         listen(fd, 16)
         listener = fd
         port = boundPort(fd)

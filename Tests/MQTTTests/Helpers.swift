@@ -32,8 +32,10 @@ final class Collector<Element: Sendable>: Sendable {
 
     /// Polls until `condition` holds on everything collected so far.
     @discardableResult
-    func wait(timeout: Duration = .seconds(5), _ what: String = "condition",
-              until condition: ([Element]) -> Bool) async throws -> [Element] {
+    func wait(
+        timeout: Duration = .seconds(5), _ what: String = "condition",
+        until condition: ([Element]) -> Bool
+    ) async throws -> [Element] {
         let deadline = ContinuousClock.now + timeout
         while true {
             let snapshot = items
@@ -76,8 +78,10 @@ struct Harnessed {
     }
 }
 
-func makeClient(_ broker: TestBroker, id: String, configure: (inout MQTTOptions) -> Void = { _ in },
-                subscriptions: [(String, Int)] = [], connect: Bool = true) async throws -> Harnessed {
+func makeClient(
+    _ broker: TestBroker, id: String, configure: (inout MQTTOptions) -> Void = { _ in },
+    subscriptions: [(String, Int)] = [], connect: Bool = true
+) async throws -> Harnessed {
     var options = MQTTOptions(host: broker.host, port: broker.port, clientId: id)
     configure(&options)
     let client = try MQTTClient(options: options)

@@ -5,15 +5,17 @@ import Testing
 
 @Suite("MQTT client against a real mosquitto")
 struct MQTTClientTests {
-    @Test("connect, subscribe, publish QoS 0 and 1 round trip (binary payload)",
-          arguments: [MQTTOptions.ProtocolVersion.v5, .v311])
+    @Test(
+        "connect, subscribe, publish QoS 0 and 1 round trip (binary payload)",
+        arguments: [MQTTOptions.ProtocolVersion.v5, .v311])
     func roundTrip(version: MQTTOptions.ProtocolVersion) async throws {
         let broker = try await TestBroker.startAsync()
-        let h = try await makeClient(broker, id: "rt-\(version)", configure: { $0.protocolVersion = version },
-                                     subscriptions: [("rt/#", 1)])
+        let h = try await makeClient(
+            broker, id: "rt-\(version)", configure: { $0.protocolVersion = version },
+            subscriptions: [("rt/#", 1)])
         #expect(h.client.isConnected)
         try await ensureSubscribed(h, probeTopic: "rt/probe")
-        let binary: [UInt8] = [0xff, 0x00, 0xfe, 0xc3, 0x28] // not UTF-8
+        let binary: [UInt8] = [0xff, 0x00, 0xfe, 0xc3, 0x28]  // not UTF-8
         try h.client.publish("rt/zero", bytes("hello"), qos: 0)
         try h.client.publish("rt/one", binary, qos: 1)
         let zero = try await h.waitForMessage(topic: "rt/zero")
@@ -40,8 +42,9 @@ struct MQTTClientTests {
         let broker = try await TestBroker.startAsync()
         let proxy = try TCPProxy(upstreamPort: broker.port, holdAfterFirstChunk: .milliseconds(600))
         defer { proxy.close() }
-        let slow = try await makeClient(broker, id: "slow-sub", configure: { $0.port = proxy.port },
-                                        subscriptions: [("early/#", 1)])
+        let slow = try await makeClient(
+            broker, id: "slow-sub", configure: { $0.port = proxy.port },
+            subscriptions: [("early/#", 1)])
         let other = try await makeClient(broker, id: "early-publisher")
         try await other.client.publishAndWait("early/first", bytes("right after connect"), qos: 1, timeout: .seconds(5))
         #expect(try await slow.waitForMessage(topic: "early/first").text == "right after connect")
@@ -135,7 +138,7 @@ struct MQTTClientTests {
         // A wait that outlives the client fails instead of hanging.
         let pending = Task { try await h.client.publishAndWait("acks/waited", bytes("last"), qos: 1) }
         await h.client.stop()
-        _ = await pending.result // acknowledged just before the stop, or failed by it: either way it returns
+        _ = await pending.result  // acknowledged just before the stop, or failed by it: either way it returns
         await #expect(throws: MQTTError.self) { try await h.client.publishAndWait("acks/waited", bytes("after"), qos: 1) }
     }
 
@@ -150,7 +153,7 @@ struct MQTTClientTests {
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while told.count < 500, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        try await Task.sleep(for: .milliseconds(100)) // nothing is told twice
+        try await Task.sleep(for: .milliseconds(100))  // nothing is told twice
         #expect(told.successes == Set(0..<500) && told.count == 500, "\(told.count) told, \(told.successes.count) distinct successes")
         try await h.messages.wait("500 messages") { $0.filter { $0.topic.hasPrefix("told/") && $0.topic != "told/probe" }.count == 500 }
         await h.client.stop()
@@ -181,7 +184,7 @@ struct MQTTClientTests {
         try client.publish("reuse/tracked", bytes("older"), qos: 1) { told.add(0, $0) }
         for i in 0..<65_533 { try client.publish("reuse/plain", bytes("\(i)"), qos: 1) }
         try client.publish("reuse/tracked", bytes("before newer"), qos: 1) { told.add(1, $0) }
-        try client.publish("reuse/tracked", bytes("newer"), qos: 1) { told.add(2, $0) } // the older one's id again
+        try client.publish("reuse/tracked", bytes("newer"), qos: 1) { told.add(2, $0) }  // the older one's id again
         try client.start()
         let deadline = ContinuousClock.now + .seconds(60)
         while told.count < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
@@ -214,9 +217,11 @@ struct MQTTClientTests {
         let broker = try await TestBroker.startAsync()
         let observer = try await makeClient(broker, id: "will-observer", subscriptions: [("hub/status", 1)])
         try await ensureSubscribed(observer, probeTopic: "hub/status")
-        let dying = try await makeClient(broker, id: "will-dying", configure: {
-            $0.will = .init(topic: "hub/status", payload: bytes("offline"), qos: 1, retain: true)
-        })
+        let dying = try await makeClient(
+            broker, id: "will-dying",
+            configure: {
+                $0.will = .init(topic: "hub/status", payload: bytes("offline"), qos: 1, retain: true)
+            })
         try await dying.client.publishAndWait("hub/status", bytes("online"), qos: 1, retain: true, timeout: .seconds(5))
         _ = try await observer.messages.wait("online") { $0.contains { $0.text == "online" } }
         dying.client.abort()
@@ -230,9 +235,11 @@ struct MQTTClientTests {
         let broker = try await TestBroker.startAsync()
         let observer = try await makeClient(broker, id: "final-observer", subscriptions: [("hub/status", 1)])
         try await ensureSubscribed(observer, probeTopic: "hub/status")
-        let hub = try await makeClient(broker, id: "final-hub", configure: {
-            $0.will = .init(topic: "hub/status", payload: bytes("lost"), qos: 1, retain: true)
-        })
+        let hub = try await makeClient(
+            broker, id: "final-hub",
+            configure: {
+                $0.will = .init(topic: "hub/status", payload: bytes("lost"), qos: 1, retain: true)
+            })
         await hub.client.stop(finalMessage: (topic: "hub/status", payload: bytes("offline"), retain: true))
         #expect(!hub.client.isConnected)
         _ = try await observer.messages.wait("offline") { $0.contains { $0.text == "offline" } }
@@ -243,15 +250,16 @@ struct MQTTClientTests {
         #expect(hub.events.items.last == .disconnected(reason: "stopped by the client"))
         // Stopped clients refuse work instead of crashing.
         #expect(throws: MQTTError.self) { try hub.client.publish("x", [1], qos: 1) }
-        await hub.client.stop() // idempotent
+        await hub.client.stop()  // idempotent
         await observer.client.stop()
     }
 
     @Test("after a broker restart the client reconnects, re-subscribes and sends what it queued meanwhile")
     func brokerRestart() async throws {
         let broker = try await TestBroker.startAsync()
-        let h = try await makeClient(broker, id: "restart", configure: { $0.keepAlive = 5 },
-                                     subscriptions: [("r/#", 1)])
+        let h = try await makeClient(
+            broker, id: "restart", configure: { $0.keepAlive = 5 },
+            subscriptions: [("r/#", 1)])
         try await ensureSubscribed(h, probeTopic: "r/probe")
 
         await broker.stopAsync()
@@ -310,13 +318,15 @@ struct MQTTClientTests {
         await client.stop()
     }
 
-    @Test("persistent session: QoS 1 messages sent while the client is away arrive after it reconnects",
-          arguments: [MQTTOptions.ProtocolVersion.v5, .v311])
+    @Test(
+        "persistent session: QoS 1 messages sent while the client is away arrive after it reconnects",
+        arguments: [MQTTOptions.ProtocolVersion.v5, .v311])
     func persistentSession(version: MQTTOptions.ProtocolVersion) async throws {
         let broker = try await TestBroker.startAsync()
         let id = "persistent-\(version)"
-        let first = try await makeClient(broker, id: id, configure: { $0.protocolVersion = version },
-                                         subscriptions: [("p/#", 1)])
+        let first = try await makeClient(
+            broker, id: id, configure: { $0.protocolVersion = version },
+            subscriptions: [("p/#", 1)])
         try await ensureSubscribed(first, probeTopic: "p/probe")
         await first.client.stop()
 
@@ -331,7 +341,9 @@ struct MQTTClientTests {
         // The recorder reads the event stream on its own task: wait for the event, not just the connection.
         let events = try await again.events.wait("the connect event") { !$0.isEmpty }
         #expect(events.first == .connected(sessionPresent: true))
-        let got = try await again.messages.wait("3 queued messages") { $0.filter { $0.topic.hasPrefix("p/") && $0.topic != "p/probe" }.count == 3 }
+        let got = try await again.messages.wait("3 queued messages") {
+            $0.filter { $0.topic.hasPrefix("p/") && $0.topic != "p/probe" }.count == 3
+        }
         #expect(got.filter { $0.topic != "p/probe" }.map(\.text) == ["m1", "m2", "m3"])
         await again.client.stop()
     }
@@ -345,14 +357,16 @@ struct MQTTClientTests {
         try await ensureSubscribed(requester, probeTopic: "resp/probe")
 
         let correlation: [UInt8] = [0, 1, 2, 0xff]
-        try await requester.client.publishAndWait("req/ping", bytes("ping"), qos: 1,
-                                                  responseTopic: "resp/ping", correlationData: correlation,
-                                                  timeout: .seconds(5))
+        try await requester.client.publishAndWait(
+            "req/ping", bytes("ping"), qos: 1,
+            responseTopic: "resp/ping", correlationData: correlation,
+            timeout: .seconds(5))
         let request = try await responder.waitForMessage(topic: "req/ping")
         #expect(request.responseTopic == "resp/ping")
         #expect(request.correlationData == correlation)
-        try await responder.client.publishAndWait(request.responseTopic!, bytes("pong"), qos: 1,
-                                                  correlationData: request.correlationData, timeout: .seconds(5))
+        try await responder.client.publishAndWait(
+            request.responseTopic!, bytes("pong"), qos: 1,
+            correlationData: request.correlationData, timeout: .seconds(5))
         let response = try await requester.waitForMessage(topic: "resp/ping")
         #expect(response.text == "pong")
         #expect(response.correlationData == correlation)
@@ -360,8 +374,9 @@ struct MQTTClientTests {
 
         // An MQTT 3.1.1 publisher simply has no properties.
         let old = try await makeClient(broker, id: "v311", configure: { $0.protocolVersion = .v311 })
-        try await old.client.publishAndWait("req/old", bytes("x"), qos: 1, responseTopic: "resp/old",
-                                            correlationData: [9], timeout: .seconds(5))
+        try await old.client.publishAndWait(
+            "req/old", bytes("x"), qos: 1, responseTopic: "resp/old",
+            correlationData: [9], timeout: .seconds(5))
         let plain = try await responder.waitForMessage(topic: "req/old")
         #expect(plain.responseTopic == nil && plain.correlationData == nil)
         await old.client.stop()
@@ -369,15 +384,18 @@ struct MQTTClientTests {
         await responder.client.stop()
     }
 
-    @Test("secured broker: wrong password fails fast with a clear reason, right password works",
-          arguments: [MQTTOptions.ProtocolVersion.v5, .v311])
+    @Test(
+        "secured broker: wrong password fails fast with a clear reason, right password works",
+        arguments: [MQTTOptions.ProtocolVersion.v5, .v311])
     func credentials(version: MQTTOptions.ProtocolVersion) async throws {
         let broker = try await TestBroker.startAsync(secured: true, users: [("hub", "s3cret"), ("other", "pw")])
-        let bad = try await makeClient(broker, id: "bad-\(version)", configure: {
-            $0.protocolVersion = version
-            $0.username = "hub"
-            $0.password = "wrong"
-        }, connect: false)
+        let bad = try await makeClient(
+            broker, id: "bad-\(version)",
+            configure: {
+                $0.protocolVersion = version
+                $0.username = "hub"
+                $0.password = "wrong"
+            }, connect: false)
         let clock = ContinuousClock()
         var caught: MQTTError?
         let elapsed = await clock.measure {
@@ -394,11 +412,13 @@ struct MQTTClientTests {
         await #expect(throws: MQTTError.self) { try await bad.client.waitUntilConnected(timeout: .seconds(5)) }
         await bad.client.stop()
 
-        let good = try await makeClient(broker, id: "good-\(version)", configure: {
-            $0.protocolVersion = version
-            $0.username = "hub"
-            $0.password = "s3cret"
-        }, subscriptions: [("sec/#", 1)])
+        let good = try await makeClient(
+            broker, id: "good-\(version)",
+            configure: {
+                $0.protocolVersion = version
+                $0.username = "hub"
+                $0.password = "s3cret"
+            }, subscriptions: [("sec/#", 1)])
         try await ensureSubscribed(good, probeTopic: "sec/probe")
         await good.client.stop()
     }
@@ -406,9 +426,11 @@ struct MQTTClientTests {
     @Test("TLS towards a plain listener fails with a TLS error instead of hanging")
     func tlsFailure() async throws {
         let broker = try await TestBroker.startAsync()
-        let h = try await makeClient(broker, id: "tls", configure: {
-            $0.tls = .init(caPath: "/etc/ssl/certs")
-        }, connect: false)
+        let h = try await makeClient(
+            broker, id: "tls",
+            configure: {
+                $0.tls = .init(caPath: "/etc/ssl/certs")
+            }, connect: false)
         do {
             // Fails from the handshake, long before this timeout.
             try await h.client.waitUntilConnected(timeout: .seconds(20))
@@ -423,14 +445,16 @@ struct MQTTClientTests {
     @Test("MQTT 5: a publish denied by the broker's ACL makes publishAndWait throw")
     func aclDeniedPublish() async throws {
         let acl = """
-        user hub
-        topic readwrite hub/#
-        """
+            user hub
+            topic readwrite hub/#
+            """
         let broker = try await TestBroker.startAsync(secured: true, users: [("hub", "pw")], acl: acl)
-        let h = try await makeClient(broker, id: "acl", configure: {
-            $0.username = "hub"
-            $0.password = "pw"
-        }, subscriptions: [("hub/#", 1)])
+        let h = try await makeClient(
+            broker, id: "acl",
+            configure: {
+                $0.username = "hub"
+                $0.password = "pw"
+            }, subscriptions: [("hub/#", 1)])
         try await ensureSubscribed(h, probeTopic: "hub/probe")
         try await h.client.publishAndWait("hub/ok", bytes("fine"), qos: 1, timeout: .seconds(5))
         do {

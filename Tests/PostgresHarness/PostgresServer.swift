@@ -10,6 +10,7 @@
 
 import BrokerHarness
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,7 +60,10 @@ public final class PostgresServer: @unchecked Sendable {
             guard binaries() != nil else {
                 if !saidMissing {
                     saidMissing = true
-                    FileHandle.standardError.write(Data("PostgresHarness: PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres); skipping the PostgreSQL tests. Install Debian's `postgresql` (scripts/setup-system does).\n".utf8))
+                    FileHandle.standardError.write(
+                        Data(
+                            "PostgresHarness: PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres); skipping the PostgreSQL tests. Install Debian's `postgresql` (scripts/setup-system does).\n"
+                                .utf8))
                 }
                 return nil
             }
@@ -79,13 +83,16 @@ public final class PostgresServer: @unchecked Sendable {
     /// also accepts TLS connections, with a certificate for those names (host names and IP addresses)
     /// from an authority of its own (``certificates``).
     public static func start(tlsNames: [String]? = nil) throws -> PostgresServer {
-        guard let bin = binaries() else { throw PostgresHarnessError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres)") }
+        guard let bin = binaries() else {
+            throw PostgresHarnessError("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres)")
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var runAs: [String] = []
         if getuid() == 0 {
             guard let account = getpwnam("postgres") else {
-                throw PostgresHarnessError("running as root, and there is no `postgres` user to run PostgreSQL as (Debian's postgresql package creates it)")
+                throw PostgresHarnessError(
+                    "running as root, and there is no `postgres` user to run PostgreSQL as (Debian's postgresql package creates it)")
             }
             chown(directory.path, account.pointee.pw_uid, account.pointee.pw_gid)
             runAs = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
@@ -103,7 +110,8 @@ public final class PostgresServer: @unchecked Sendable {
             chmod(made.key, 0o600)
             certificates = made
         }
-        let server = PostgresServer(port: try TestBroker.freePort(), directory: directory, bin: bin, runAs: runAs, certificates: certificates)
+        let server = PostgresServer(
+            port: try TestBroker.freePort(), directory: directory, bin: bin, runAs: runAs, certificates: certificates)
         try server.initdb()
         try server.launch()
         try server.waitUntilReady()
@@ -124,16 +132,22 @@ public final class PostgresServer: @unchecked Sendable {
     var logPath: String { directory.appendingPathComponent("postgres.log").path }
 
     private func initdb() throws {
-        let (status, output) = try run(runAs + ["\(bin)/initdb", "-D", dataDirectory, "-U", user, "--auth=trust",
-                                                "-E", "UTF8", "--locale=C", "--no-sync"])
+        let (status, output) = try run(
+            runAs + [
+                "\(bin)/initdb", "-D", dataDirectory, "-U", user, "--auth=trust",
+                "-E", "UTF8", "--locale=C", "--no-sync"
+            ])
         guard status == 0 else { throw PostgresHarnessError("initdb failed (\(status)): \(output)") }
     }
 
     private func launch() throws {
         let process = Process()
-        let command = runAs + ["\(bin)/postgres", "-D", dataDirectory, "-p", "\(port)", "-k", directory.path,
-                               "-c", "listen_addresses=\(host)", "-c", "fsync=on", "-c", "synchronous_commit=on",
-                               "-c", "max_connections=200"]
+        let command =
+            runAs + [
+                "\(bin)/postgres", "-D", dataDirectory, "-p", "\(port)", "-k", directory.path,
+                "-c", "listen_addresses=\(host)", "-c", "fsync=on", "-c", "synchronous_commit=on",
+                "-c", "max_connections=200"
+            ]
             + (certificates.map { ["-c", "ssl=on", "-c", "ssl_cert_file=\($0.certificate)", "-c", "ssl_key_file=\($0.key)"] } ?? [])
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
@@ -176,8 +190,10 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Runs one SQL statement with psql (for tests that tamper with the tables).
     public func psql(_ sql: String, database: String) throws -> String {
-        let (status, output) = try run(["\(bin)/psql", "-h", host, "-p", "\(port)", "-U", user, "-d", database,
-                                        "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+        let (status, output) = try run([
+            "\(bin)/psql", "-h", host, "-p", "\(port)", "-U", user, "-d", database,
+            "-v", "ON_ERROR_STOP=1", "-At", "-c", sql
+        ])
         guard status == 0 else { throw PostgresHarnessError("psql failed (\(status)): \(output)") }
         return output
     }

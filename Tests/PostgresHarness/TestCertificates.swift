@@ -17,15 +17,19 @@ public struct TestCertificates: Sendable {
         let authority = try makeAuthority(in: directory)
         let subjectAltName = names.map { $0.allSatisfy { $0.isNumber || $0 == "." } ? "IP:\($0)" : "DNS:\($0)" }.joined(separator: ",")
         try """
-            subjectAltName=\(subjectAltName)
-            basicConstraints=critical,CA:FALSE
-            keyUsage=critical,digitalSignature,keyEncipherment
-            extendedKeyUsage=serverAuth
-            """.write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
-        try openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                     "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=\(names.first ?? "server")"])
-        try openssl(["x509", "-req", "-in", path("server.csr"), "-CA", authority, "-CAkey", path("ca.key"),
-                     "-CAcreateserial", "-days", "2", "-out", path("server.crt"), "-extfile", path("server.ext")])
+        subjectAltName=\(subjectAltName)
+        basicConstraints=critical,CA:FALSE
+        keyUsage=critical,digitalSignature,keyEncipherment
+        extendedKeyUsage=serverAuth
+        """.write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try openssl([
+            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=\(names.first ?? "server")"
+        ])
+        try openssl([
+            "x509", "-req", "-in", path("server.csr"), "-CA", authority, "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-days", "2", "-out", path("server.crt"), "-extfile", path("server.ext")
+        ])
         return TestCertificates(authority: authority, certificate: path("server.crt"), key: path("server.key"))
     }
 
@@ -33,10 +37,12 @@ public struct TestCertificates: Sendable {
     public static func makeAuthority(in directory: URL) throws -> String {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificate = directory.appendingPathComponent("ca.crt").path
-        try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                     "-keyout", directory.appendingPathComponent("ca.key").path, "-out", certificate, "-days", "2",
-                     "-subj", "/CN=hub test authority \(UUID().uuidString.prefix(8))",
-                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", directory.appendingPathComponent("ca.key").path, "-out", certificate, "-days", "2",
+            "-subj", "/CN=hub test authority \(UUID().uuidString.prefix(8))",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"
+        ])
         return certificate
     }
 

@@ -4,7 +4,8 @@ import Testing
 
 /// "lawn" from 2024-06-01 18:00 UTC (1717264800 = 0x665B61A0), 30 min, daily (1440 = 0x05A0).
 let lawn = DeviceActivation(name: "lawn", start: 1_717_264_800, lengthMinutes: 30, periodMinutes: 1440)
-let lawnBytes: [UInt8] = [0x6C, 0x61, 0x77, 0x6E] + Array(repeating: 0, count: 17)
+let lawnBytes: [UInt8] =
+    [0x6C, 0x61, 0x77, 0x6E] + Array(repeating: 0, count: 17)
     + [0xA0, 0x61, 0x5B, 0x66, 0x1E, 0x00, 0xA0, 0x05]
 
 @Suite struct RecordCodecTests {
@@ -15,7 +16,8 @@ let lawnBytes: [UInt8] = [0x6C, 0x61, 0x77, 0x6E] + Array(repeating: 0, count: 1
 
     @Test func decodesAndRoundTrips() throws {
         #expect(ActivationRecord.decode(lawnBytes) == lawn)
-        let full = DeviceActivation(name: String(repeating: "x", count: 20), start: Int64(UInt32.max), lengthMinutes: 65535, periodMinutes: 1)
+        let full = DeviceActivation(
+            name: String(repeating: "x", count: 20), start: Int64(UInt32.max), lengthMinutes: 65535, periodMinutes: 1)
         #expect(ActivationRecord.decode(try ActivationRecord.encode(full)) == full)
     }
 
@@ -32,7 +34,7 @@ let lawnBytes: [UInt8] = [0x6C, 0x61, 0x77, 0x6E] + Array(repeating: 0, count: 1
             DeviceActivation(name: String(repeating: "y", count: 21), start: 0, lengthMinutes: 1, periodMinutes: 0),
             DeviceActivation(name: "café", start: 0, lengthMinutes: 1, periodMinutes: 0),
             DeviceActivation(name: "neg", start: -1, lengthMinutes: 1, periodMinutes: 0),
-            DeviceActivation(name: "far", start: Int64(UInt32.max) + 1, lengthMinutes: 1, periodMinutes: 0),
+            DeviceActivation(name: "far", start: Int64(UInt32.max) + 1, lengthMinutes: 1, periodMinutes: 0)
         ]
         for activation in bad {
             #expect(throws: DriverError.self) { try ActivationRecord.encode(activation) }
@@ -162,7 +164,9 @@ let lawnBytes: [UInt8] = [0x6C, 0x61, 0x77, 0x6E] + Array(repeating: 0, count: 1
     }
 
     @Test func commandFramerEverySplitPoint() throws {
-        let commands: [PlugCommand] = [.list, .update(index: 1, lawn), .delete(index: 0), .setSwitch(on: true), .setSwitch(on: false), .update(index: 9, nil)]
+        let commands: [PlugCommand] = [
+            .list, .update(index: 1, lawn), .delete(index: 0), .setSwitch(on: true), .setSwitch(on: false), .update(index: 9, nil)
+        ]
         let bytes = try commands.flatMap { try $0.encoded() }
         #expect(bytes.count == 1 + 31 + 2 + 2 + 2 + 31)
         for split in 0...bytes.count {

@@ -107,13 +107,13 @@ import Testing
         try await driver.execute(.writeActivations([keep]))
         try await context.waitFor("written") { $0 == .activations([keep]) }
 
-        let mark = await context.observations.count // before the stop: the driver may report it at once
+        let mark = await context.observations.count  // before the stop: the driver may report it at once
         await sim.stop()
         let reason = try await context.waitAvailability(false, from: mark)
         #expect(reason.contains("closed the connection") || reason.contains("reset"), "\(reason)")
         await #expect(throws: DriverError.self) { try await driver.execute(.setSwitch(on: true)) }
 
-        let mark2 = await context.observations.count // before the restart, for the same reason
+        let mark2 = await context.observations.count  // before the restart, for the same reason
         let again = simulator(stateFile: path, port: port)
         #expect(try await again.start() == port)
         #expect(again.activations == [keep])
@@ -153,8 +153,10 @@ import Testing
         #expect(throws: DriverError.self) { try make("{\"host\":\"h\",\"prot\":230}") }
         #expect(throws: DriverError.self) { try make("{\"host\":\"h\",\"port\":70000}") }
         #expect(throws: DriverError.self) { try make("{\"host\":\"h\",\"slots\":0}") }
-        let defaults = try PowerPlugDriver.Settings(DriverConfiguration(deviceId: "p", driver: "powerplug", settingsJSON: "{\"host\":\"h\"}"))
-        #expect(defaults == PowerPlugDriver.Settings(host: "h", port: 230, slots: 10, readTimeout: 5, activationCheck: 60, connectTimeout: 3))
+        let defaults = try PowerPlugDriver.Settings(
+            DriverConfiguration(deviceId: "p", driver: "powerplug", settingsJSON: "{\"host\":\"h\"}"))
+        #expect(
+            defaults == PowerPlugDriver.Settings(host: "h", port: 230, slots: 10, readTimeout: 5, activationCheck: 60, connectTimeout: 3))
         #expect(try make("{\"host\":\"h\",\"slots\":4}").capabilities.activationSlots == 4)
     }
 }

@@ -136,8 +136,9 @@ import Testing
         #expect(await context.activationReports == [[a, b, c], [a, c]])
         let commands = seen.withLock { $0 }
         // unknown plug contents: every slot is written or cleared, surplus from the top down
-        #expect(commands[0] == [.list, .update(index: 0, a), .update(index: 1, b), .update(index: 2, c)]
-            + (3...9).reversed().map { .delete(index: UInt8($0)) } + [.list])
+        #expect(
+            commands[0] == [.list, .update(index: 0, a), .update(index: 1, b), .update(index: 2, c)]
+                + (3...9).reversed().map { .delete(index: UInt8($0)) } + [.list])
         #expect(commands[1] == [.update(index: 1, c), .delete(index: 2), .list])
         await driver.stop()
         await peer.stop()

@@ -157,7 +157,8 @@ final class TestClock: Sendable {
     @Test func runForeverServesCountPlugsUntilCancelled() async throws {
         let lines = Mutex<[String]>([])
         let task = Task {
-            try await PowerPlugSimulator.runForever(options: .init(port: 0), count: 3, print: { line in lines.withLock { $0.append(line) } })
+            try await PowerPlugSimulator.runForever(
+                options: .init(port: 0), count: 3, print: { line in lines.withLock { $0.append(line) } })
         }
         try await eventually("three lines") { lines.withLock { $0.count } == 3 }
         let ports = lines.withLock { $0 }.compactMap { Int($0.split(separator: ":").last ?? "") }

@@ -41,8 +41,10 @@ actor CollectingContext: DriverContext {
 
     /// Waits until some observation (any, from index `from`) satisfies `match`; returns its index.
     @discardableResult
-    func waitFor(_ what: String, from: Int = 0, timeout: Duration = .seconds(10),
-                 _ match: @Sendable (Observation) -> Bool) async throws -> Int {
+    func waitFor(
+        _ what: String, from: Int = 0, timeout: Duration = .seconds(10),
+        _ match: @Sendable (Observation) -> Bool
+    ) async throws -> Int {
         let deadline = ContinuousClock.now + timeout
         while true {
             if from < observations.count, let i = observations[from...].firstIndex(where: match) { return i }
@@ -64,7 +66,8 @@ actor CollectingContext: DriverContext {
 
 func makeDriver(port: Int, extra: String = "") throws -> any Driver {
     let json = "{\"host\":\"127.0.0.1\",\"port\":\(port)\(extra.isEmpty ? "" : "," + extra)}"
-    return try PowerPlugDriverFactory().make(configuration: DriverConfiguration(deviceId: "plug-1", driver: "powerplug", settingsJSON: json))
+    return try PowerPlugDriverFactory().make(
+        configuration: DriverConfiguration(deviceId: "plug-1", driver: "powerplug", settingsJSON: json))
 }
 
 /// Collects the bytes a socket receives, in the background; tests poll it.

@@ -3,8 +3,9 @@ import DriverAPI
 import DriverTestSupport
 import Foundation
 import MQTT
-@testable import Shelly
 import Testing
+
+@testable import Shelly
 
 /// Payloads fed raw on a real broker: the reference captures verbatim, and hostile ones.
 @Suite("Shelly payloads on the wire")
@@ -21,7 +22,7 @@ struct ShellyPayloadTests {
             try await raw.send("\(base)/relay/0", "on")
             try await raw.send("\(base)/relay/0/power", "52.41")
             try await raw.send("\(base)/relay/0/energy", "1234")
-            try await raw.send("\(base)/relay/1", "off")        // another channel: not ours
+            try await raw.send("\(base)/relay/1", "off")  // another channel: not ours
             try await raw.send("\(base)/relay/0", "overpower")  // protection tripped: off
             try await raw.send("\(base)/online", "false")
             #expect(await rig.wait { $0.availability == [true, false] })
@@ -40,22 +41,33 @@ struct ShellyPayloadTests {
             let raw = try await RawClient(port: broker.port)
             let p = Self.gen2
             try await raw.send("\(p)/online", "true")
-            try await raw.send("\(p)/status/switch:0", #"{"id":0,"source":"loopback","output":true,"apower":10.7,"voltage":120.7,"current":0.133,"aenergy":{"total":46791.262,"by_minute":[73.921,177.749,177.749],"minute_ts":1682952864},"temperature":{"tC":47.9,"tF":118.3}}"#)
+            try await raw.send(
+                "\(p)/status/switch:0",
+                #"{"id":0,"source":"loopback","output":true,"apower":10.7,"voltage":120.7,"current":0.133,"aenergy":{"total":46791.262,"by_minute":[73.921,177.749,177.749],"minute_ts":1682952864},"temperature":{"tC":47.9,"tF":118.3}}"#
+            )
             #expect(await rig.wait { $0.readings(.energy) == [46791.262] })
             #expect(rig.switchStates == [true])
             #expect(rig.readings(.power) == [10.7])
             #expect(rig.readings(.voltage) == [120.7])
             #expect(rig.readings(.current) == [0.133])
             // The reference notification: only the temperature changed.
-            try await raw.send("\(p)/events/rpc", #"{"src":"shellyplus1-441793ab3fb4","dst":"shellyplus1-441793ab3fb4/events","method":"NotifyStatus","params":{"ts":1708179956.30,"switch:0":{"id":0,"temperature":{"tC":37.67,"tF":99.81}}}}"#)
+            try await raw.send(
+                "\(p)/events/rpc",
+                #"{"src":"shellyplus1-441793ab3fb4","dst":"shellyplus1-441793ab3fb4/events","method":"NotifyStatus","params":{"ts":1708179956.30,"switch:0":{"id":0,"temperature":{"tC":37.67,"tF":99.81}}}}"#
+            )
             #expect(await rig.wait { $0.driver.mergedStatus.temperatureC == 37.67 })
             let merged = rig.driver.mergedStatus
             #expect(merged.output == true && merged.apower == 10.7 && merged.energyTotal == 46791.262 && merged.voltage == 120.7)
             #expect(rig.switchStates == [true])
             #expect(rig.readings(.power) == [10.7])
             // Partials: apower only, then output only.
-            try await raw.send("\(p)/events/rpc", #"{"src":"x","dst":"y","method":"NotifyStatus","params":{"ts":1708179957.1,"switch:0":{"id":0,"apower":0.0,"current":0}}}"#)
-            try await raw.send("\(p)/events/rpc", #"{"src":"x","dst":"y","method":"NotifyStatus","params":{"ts":1708179957.2,"switch:0":{"id":0,"output":false,"source":"button"}}}"#)
+            try await raw.send(
+                "\(p)/events/rpc",
+                #"{"src":"x","dst":"y","method":"NotifyStatus","params":{"ts":1708179957.1,"switch:0":{"id":0,"apower":0.0,"current":0}}}"#)
+            try await raw.send(
+                "\(p)/events/rpc",
+                #"{"src":"x","dst":"y","method":"NotifyStatus","params":{"ts":1708179957.2,"switch:0":{"id":0,"output":false,"source":"button"}}}"#
+            )
             #expect(await rig.wait { $0.switchStates == [true, false] })
             #expect(rig.readings(.power) == [10.7, 0])
             #expect(rig.driver.mergedStatus.energyTotal == 46791.262)
@@ -82,14 +94,20 @@ struct ShellyPayloadTests {
             for await m in raw.client.messages {
                 #expect(!m.retain)
                 guard let request = try? JSONValue.parse(m.payload),
-                      let src = request["src"]?.stringValue, let id = request["id"]?.doubleValue.map({ Int($0) }) else { continue }
+                    let src = request["src"]?.stringValue, let id = request["id"]?.doubleValue.map({ Int($0) })
+                else { continue }
                 if request["method"] == "Switch.Set" {
                     #expect(request["params"]?["on"] == true)
                     #expect(request["params"]?["id"] == 0)
                     // Keys sorted and slashes unescaped, as the device's own clients send them.
-                    #expect(String(decoding: m.payload, as: UTF8.self).hasPrefix(#"{"id":\#(id),"method":"Switch.Set","params":{"id":0,"on":true},"src":"hub-shelly/"#))
+                    #expect(
+                        String(decoding: m.payload, as: UTF8.self).hasPrefix(
+                            #"{"id":\#(id),"method":"Switch.Set","params":{"id":0,"on":true},"src":"hub-shelly/"#))
                     #expect(src.hasPrefix("hub-shelly/\(Self.gen2)"))
-                    try await raw.send("\(src)/rpc", #"{"id":\#(id),"src":"\#(Self.gen2)","dst":"\#(src)","error":{"code":-114,"message":"Overtemperature protection active"}}"#)
+                    try await raw.send(
+                        "\(src)/rpc",
+                        #"{"id":\#(id),"src":"\#(Self.gen2)","dst":"\#(src)","error":{"code":-114,"message":"Overtemperature protection active"}}"#
+                    )
                     answered = true
                     break
                 }
@@ -155,12 +173,15 @@ struct ShellyPayloadTests {
                 (events, #"{"method":42,"params":{"switch:0":{"output":true}}}"#),
                 (reply, #"{"id":"abc","error":{"code":1,"message":"stray"}}"#), (reply, #"{"id":123456789012,"result":{"output":true}}"#),
                 (reply, "]["), (reply, #"{"id":1e300,"error":"x"}"#),
-                ("\(Self.gen2)/online", "TRUE?"),
+                ("\(Self.gen2)/online", "TRUE?")
             ]
             for (topic, text) in hostile { try await raw.send(topic, text) }
             try await raw.send(status, bytes: [0x7B, 0xFF, 0xFE, 0x7D])
             // Numbers as strings and odd case are real values.
-            try await raw.send(status, #"{"id":0,"output":"True","apower":"12.5","voltage":"229.9","current":"0.054","aenergy":{"total":"100.5"},"extra":{"deep":[1,{"x":null}]}}"#)
+            try await raw.send(
+                status,
+                #"{"id":0,"output":"True","apower":"12.5","voltage":"229.9","current":"0.054","aenergy":{"total":"100.5"},"extra":{"deep":[1,{"x":null}]}}"#
+            )
             #expect(await rig.wait { $0.readings(.energy) == [100.5] })
             #expect(rig.switchStates == [true])
             #expect(rig.readings(.power) == [12.5])
@@ -195,7 +216,10 @@ extension ShellyPayloadTests {
                 if (sawCommand && sawUpdate) || ContinuousClock.now > deadline { break }
             }
             #expect(sawCommand && sawUpdate)
-            try await raw.send("\(base)/info", #"{"wifi_sta":{"connected":true,"ssid":"x","ip":"192.168.1.50","rssi":-60},"relays":[{"ison":true,"has_timer":false,"timer_started":0,"timer_duration":0,"timer_remaining":0,"overpower":false,"source":"mqtt"}],"meters":[{"power":0.00,"overpower":0.00,"is_valid":true,"timestamp":1682952864,"counters":[0.000,0.000,0.000],"total":0}]}"#)
+            try await raw.send(
+                "\(base)/info",
+                #"{"wifi_sta":{"connected":true,"ssid":"x","ip":"192.168.1.50","rssi":-60},"relays":[{"ison":true,"has_timer":false,"timer_started":0,"timer_duration":0,"timer_remaining":0,"overpower":false,"source":"mqtt"}],"meters":[{"power":0.00,"overpower":0.00,"is_valid":true,"timestamp":1682952864,"counters":[0.000,0.000,0.000],"total":0}]}"#
+            )
             #expect(await rig.wait { $0.switchStates == [true, true] })
             await raw.stop()
             await rig.stop()

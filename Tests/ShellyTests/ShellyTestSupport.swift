@@ -3,9 +3,10 @@ import DriverAPI
 import DriverTestSupport
 import Foundation
 import MQTT
-@testable import Shelly
 import ShellySimulator
 import Testing
+
+@testable import Shelly
 
 /// A broker, a Shelly driver on its own scoped connection, and what the driver reported.
 struct ShellyRig {
@@ -16,7 +17,8 @@ struct ShellyRig {
     var port: Int { broker.port }
 
     static func start(broker: TestBroker, settings: String) async throws -> ShellyRig {
-        let made = try ShellyDriverFactory().make(configuration: DriverConfiguration(deviceId: "plug", driver: "shelly", settingsJSON: settings))
+        let made = try ShellyDriverFactory().make(
+            configuration: DriverConfiguration(deviceId: "plug", driver: "shelly", settingsJSON: settings))
         let driver = try #require(made as? ShellyDriver)
         // Scoped as the hub scopes it: a subscribe or publish outside the declared scope throws.
         let mqtt = try await ClientDriverMQTT(port: broker.port, scope: driver.capabilities.mqttScope)

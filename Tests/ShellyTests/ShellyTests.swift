@@ -3,9 +3,10 @@ import DriverAPI
 import DriverTestSupport
 import Foundation
 import MQTT
-@testable import Shelly
 import ShellySimulator
 import Testing
+
+@testable import Shelly
 
 @Suite("Shelly driver against the simulator")
 struct ShellySimulatorTests {
@@ -68,7 +69,10 @@ struct ShellySimulatorTests {
             // Energy counter (Wh) increases with NotifyStatus aenergy partials; temperature-only
             // partials do not lose apower or output.
             #expect(await rig.wait { ($0.readings(.energy).max() ?? 0) > 0 })
-            #expect(await rig.wait(timeout: .seconds(10)) { $0.driver.mergedStatus.temperatureC != 38.5 && $0.driver.mergedStatus.temperatureC != nil })
+            #expect(
+                await rig.wait(timeout: .seconds(10)) {
+                    $0.driver.mergedStatus.temperatureC != 38.5 && $0.driver.mergedStatus.temperatureC != nil
+                })
             #expect(rig.driver.mergedStatus.output == true)
             #expect(rig.driver.mergedStatus.apower == 100)
 
@@ -112,7 +116,8 @@ struct ShellySimulatorTests {
                 let run = Task {
                     try await ShellySimulator.runForever(options: .init(port: port, gen: gen, statusPeriod: 1), count: 2, print: { _ in })
                 }
-                let expected: Set<String> = gen == 1
+                let expected: Set<String> =
+                    gen == 1
                     ? ["shellies/shellyplug-s-7AB1C2/online", "shellies/shellyplug-s-7AB1C3/online"]
                     : ["shellyplus1pm-441793ab3fb4/online", "shellyplus1pm-441793ab3fb5/online"]
                 var seen = Set<String>()
@@ -138,7 +143,8 @@ struct ShellyFactoryTests {
 
     @Test func settings() throws {
         #expect(try make(#"{"id":"shellyplug-s-7AB1C2","gen":1}"#).capabilities.mqttScope == ["shellies/shellyplug-s-7AB1C2/#"])
-        #expect(try make(#"{"id":"shellyplus1pm-441793ab3fb4"}"#).capabilities.mqttScope
+        #expect(
+            try make(#"{"id":"shellyplus1pm-441793ab3fb4"}"#).capabilities.mqttScope
                 == ["shellyplus1pm-441793ab3fb4/#", "hub-shelly/shellyplus1pm-441793ab3fb4/#"])
         #expect(try make(#"{"id":"shelly1pmg3-34b7dac0e13c","gen":3,"channel":0}"#).capabilities.mqttScope.count == 2)
         // What each generation reports: Gen1 power and energy, Gen2 also voltage and current.
@@ -165,7 +171,9 @@ struct ShellyFactoryTests {
             var found: [DiscoveredDevice] = []
             let deadline = ContinuousClock.now + .seconds(10)
             for await m in watcher.client.messages {
-                if let d = factory.discover(DriverMQTTMessage(topic: m.topic, payload: m.payload, retained: m.retain)), !found.contains(d) { found.append(d) }
+                if let d = factory.discover(DriverMQTTMessage(topic: m.topic, payload: m.payload, retained: m.retain)), !found.contains(d) {
+                    found.append(d)
+                }
                 if found.count >= 2 || ContinuousClock.now > deadline { break }
             }
             let one = try #require(found.first { $0.settingsJSON.contains("\"gen\":1") })
@@ -177,8 +185,10 @@ struct ShellyFactoryTests {
             #expect(two.settingsJSON == #"{"gen":2,"id":"shellyplus1pm-441793ab3fb4"}"#)
             #expect(two.hardwareId == "441793AB3FB4")
             // The discovered settings make a working driver.
-            _ = try factory.make(configuration: DriverConfiguration(deviceId: one.suggestedId, driver: "shelly", settingsJSON: one.settingsJSON))
-            _ = try factory.make(configuration: DriverConfiguration(deviceId: two.suggestedId, driver: "shelly", settingsJSON: two.settingsJSON))
+            _ = try factory.make(
+                configuration: DriverConfiguration(deviceId: one.suggestedId, driver: "shelly", settingsJSON: one.settingsJSON))
+            _ = try factory.make(
+                configuration: DriverConfiguration(deviceId: two.suggestedId, driver: "shelly", settingsJSON: two.settingsJSON))
             await gen1.stop()
             await gen2.stop()
             await watcher.stop()
@@ -191,7 +201,11 @@ struct ShellyFactoryTests {
             f.discover(DriverMQTTMessage(topic: topic, payload: Array(payload.utf8)))
         }
         // The reference announce, verbatim.
-        #expect(d("shellies/announce", #"{"id":"shellyplug-s-7AB1C2","model":"SHPLG-S","mac":"A4CF127AB1C2","ip":"192.168.1.50","new_fw":false,"fw_ver":"20230913-114008/v1.14.0-gcb84623"}"#)?.hardwareId == "A4CF127AB1C2")
+        #expect(
+            d(
+                "shellies/announce",
+                #"{"id":"shellyplug-s-7AB1C2","model":"SHPLG-S","mac":"A4CF127AB1C2","ip":"192.168.1.50","new_fw":false,"fw_ver":"20230913-114008/v1.14.0-gcb84623"}"#
+            )?.hardwareId == "A4CF127AB1C2")
         #expect(d("shellyplus1pm-441793ab3fb4/online", "false") == nil)
         #expect(d("tasmota_ABC123/online", "true") == nil)
         #expect(d("shellies/online", "true") == nil)

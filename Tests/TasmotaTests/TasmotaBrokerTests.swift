@@ -3,19 +3,24 @@ import DriverAPI
 import DriverTestSupport
 import Foundation
 import MQTT
-import Testing
 import TasmotaSimulator
+import Testing
+
 @testable import Tasmota
 
 /// Driver and simulator over a real mosquitto broker.
 @Suite("Tasmota driver with the simulator on a real broker")
 struct TasmotaSimulatorTests {
-    func withSimulator(topic: String = "tasmota_A1B2C3", relays: Int = 1, telePeriod: Double = 60, loadWatts: Double = 60,
-                       settings: String? = nil,
-                       _ body: (Rig, TasmotaSimulator) async throws -> Void) async throws {
+    func withSimulator(
+        topic: String = "tasmota_A1B2C3", relays: Int = 1, telePeriod: Double = 60, loadWatts: Double = 60,
+        settings: String? = nil,
+        _ body: (Rig, TasmotaSimulator) async throws -> Void
+    ) async throws {
         let broker = try await TestBroker.startAsync()
-        let simulator = TasmotaSimulator(options: .init(port: broker.port, topic: topic, relays: relays,
-                                                        telePeriod: telePeriod, loadWatts: loadWatts))
+        let simulator = TasmotaSimulator(
+            options: .init(
+                port: broker.port, topic: topic, relays: relays,
+                telePeriod: telePeriod, loadWatts: loadWatts))
         try await simulator.start()
         let rig = try await Rig.make(settings: settings ?? #"{"topic":"\#(topic)"}"#, broker: broker)
         do {
@@ -92,13 +97,15 @@ struct TasmotaSimulatorTests {
     }
 
     @Test func secondRelayOfMultiRelayDevice() async throws {
-        try await withSimulator(topic: "dual", relays: 2, telePeriod: 0.3, loadWatts: 100,
-                                settings: #"{"topic":"dual","relays":2,"relay":2,"energy_channel":1}"#) { rig, simulator in
+        try await withSimulator(
+            topic: "dual", relays: 2, telePeriod: 0.3, loadWatts: 100,
+            settings: #"{"topic":"dual","relays":2,"relay":2,"energy_channel":1}"#
+        ) { rig, simulator in
             #expect(await eventually { rig.switchStates == [false] })
             try await rig.driver.execute(.setSwitch(on: true))
             #expect(await eventually { rig.switchStates == [false, true] })
             #expect(simulator.relayOn == [false, true])
-            simulator.press(relay: 1) // the other relay: not ours
+            simulator.press(relay: 1)  // the other relay: not ours
             #expect(await eventually { simulator.relayOn == [true, true] })
             #expect(await eventually { rig.readings.contains { $0.0 == .power && $0.1 == 100 } })
             try await Task.sleep(for: .milliseconds(300))
@@ -112,8 +119,10 @@ struct TasmotaSimulatorTests {
         let raw = try await ClientDriverMQTT(port: broker.port)
         // Someone retained a command (the mistake the driver never makes).
         try await raw.client.publishAndWait("cmnd/ghost/POWER", Array("ON".utf8), qos: 1, retain: true, timeout: .seconds(10))
-        let simulator = TasmotaSimulator(options: .init(port: broker.port, topic: "ghost", telePeriod: 60,
-                                                        ignoreRetainedCommands: ignoreRetained))
+        let simulator = TasmotaSimulator(
+            options: .init(
+                port: broker.port, topic: "ghost", telePeriod: 60,
+                ignoreRetainedCommands: ignoreRetained))
         try await simulator.start()
         if ignoreRetained {
             try await Task.sleep(for: .milliseconds(300))
@@ -141,7 +150,9 @@ struct TasmotaSimulatorTests {
     }
 
     @Test func noMQTTHandle() async throws {
-        let driver = try #require(try TasmotaDriverFactory().make(configuration: DriverConfiguration(deviceId: "p", driver: "tasmota", settingsJSON: #"{"topic":"t"}"#)) as? TasmotaDriver)
+        let driver = try #require(
+            try TasmotaDriverFactory().make(
+                configuration: DriverConfiguration(deviceId: "p", driver: "tasmota", settingsJSON: #"{"topic":"t"}"#)) as? TasmotaDriver)
         let context = CollectingContext(deviceId: "p", mqtt: nil)
         try await driver.start(context: context)
         #expect(context.observations.contains { if case .availability(false, _) = $0 { return true } else { return false } })
@@ -170,13 +181,19 @@ struct TasmotaSimulatorTests {
                 }
                 return seen
             }
-            group.addTask { try? await Task.sleep(for: .seconds(10)); return [] }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10)); return []
+            }
             let first = await group.next() ?? []
             group.cancelAll()
             return first
         }
-        #expect(found == [DiscoveredDevice(suggestedId: "tasmota_D15C0V", driver: "tasmota", name: "tasmota_D15C0V",
-                                           settingsJSON: #"{"topic":"tasmota_D15C0V"}"#)])
+        #expect(
+            found == [
+                DiscoveredDevice(
+                    suggestedId: "tasmota_D15C0V", driver: "tasmota", name: "tasmota_D15C0V",
+                    settingsJSON: #"{"topic":"tasmota_D15C0V"}"#)
+            ])
         await simulator.stop()
         await hub.stop()
         await raw.stop()

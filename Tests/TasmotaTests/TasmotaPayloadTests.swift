@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import Testing
+
 @testable import Tasmota
 
 /// Payloads published raw on a real broker, as devices send them, and hostile ones.
@@ -14,10 +15,16 @@ struct TasmotaPayloadTests {
         #expect(rig.availabilities.first?.0 == true)
         #expect(rig.availabilities.first?.1 == "Tasmota LWT Online")
 
-        try await rig.publish("tele/tasmota_A1B2C3/STATE", #"{"Time":"2021-06-27T15:03:44+02:00","Uptime":"0T00:00:13","UptimeSec":13,"Heap":28,"POWER":"ON","Wifi":{"RSSI":86,"Signal":-57}}"#)
+        try await rig.publish(
+            "tele/tasmota_A1B2C3/STATE",
+            #"{"Time":"2021-06-27T15:03:44+02:00","Uptime":"0T00:00:13","UptimeSec":13,"Heap":28,"POWER":"ON","Wifi":{"RSSI":86,"Signal":-57}}"#
+        )
         #expect(await eventually { rig.switchStates == [true] })
 
-        try await rig.publish("tele/tasmota_A1B2C3/SENSOR", #"{"Time":"2018-02-15T17:37:10","ENERGY":{"TotalStartTime":"2018-11-14T18:39:40","Total":6.294,"Yesterday":5.340,"Today":0.954,"Period":217,"Power":2635,"ApparentPower":2650,"ReactivePower":282,"Factor":0.99,"Voltage":227,"Current":11.661}}"#)
+        try await rig.publish(
+            "tele/tasmota_A1B2C3/SENSOR",
+            #"{"Time":"2018-02-15T17:37:10","ENERGY":{"TotalStartTime":"2018-11-14T18:39:40","Total":6.294,"Yesterday":5.340,"Today":0.954,"Period":217,"Power":2635,"ApparentPower":2650,"ReactivePower":282,"Factor":0.99,"Voltage":227,"Current":11.661}}"#
+        )
         #expect(await eventually { rig.readings.count == 4 })
         let r = Dictionary(rig.readings, uniquingKeysWith: { a, _ in a })
         #expect(r[.power] == 2635)
@@ -47,7 +54,10 @@ struct TasmotaPayloadTests {
         let rig = try await Rig.make(settings: #"{"topic":"meter","energy_channel":1}"#)
         try await rig.publish("tele/meter/LWT", "Online", retain: true)
         #expect(await eventually { rig.availabilities.count == 1 })
-        try await rig.publish("tele/meter/SENSOR", #"{"Time":"2021-01-03T12:00:00","ENERGY":{"TotalStartTime":"2020-12-20T10:00:00","Total":[2.813,0.254],"Yesterday":[0.1,0.02],"Today":[0.5,"0.1"],"Power":[120,"35"],"ApparentPower":[121,40],"ReactivePower":[10,19],"Factor":[0.99,0.88],"Voltage":"227","Current":[0.53,0.176]}}"#)
+        try await rig.publish(
+            "tele/meter/SENSOR",
+            #"{"Time":"2021-01-03T12:00:00","ENERGY":{"TotalStartTime":"2020-12-20T10:00:00","Total":[2.813,0.254],"Yesterday":[0.1,0.02],"Today":[0.5,"0.1"],"Power":[120,"35"],"ApparentPower":[121,40],"ReactivePower":[10,19],"Factor":[0.99,0.88],"Voltage":"227","Current":[0.53,0.176]}}"#
+        )
         #expect(await eventually { rig.readings.count == 4 })
         let r = Dictionary(rig.readings, uniquingKeysWith: { a, _ in a })
         #expect(near(r[.energy] ?? 0, 254))
@@ -74,7 +84,7 @@ struct TasmotaPayloadTests {
             #"{"ENERGY":{"Power":-20,"Voltage":"abc","Current":-1,"Total":"-0.5"}}"#,
             #"{"ENERGY":{"Power":150000,"Voltage":"NaN","Current":"Infinity","Total":"0x10"}}"#,
             #"{"ENERGY":{"Power":true,"Voltage":null,"Current":{},"Total":[]}}"#,
-            #"{"ENERGY":[1,2,3]}"#, #"{"ENERGY":"lots"}"#, #"{"ENERGY":{"Power":"99999999999999999999999999999"}}"#,
+            #"{"ENERGY":[1,2,3]}"#, #"{"ENERGY":"lots"}"#, #"{"ENERGY":{"Power":"99999999999999999999999999999"}}"#
         ]
         for text in texts { try await rig.publish("tele/evil/SENSOR", text) }
         for payload in [junk, nested, bigObject, [0xFF, 0xFE, 0x7B, 0x7D]] { try await rig.publish("tele/evil/SENSOR", payload) }
@@ -84,7 +94,7 @@ struct TasmotaPayloadTests {
         }
         for payload in [junk, Array("BANANA".utf8), Array("TOGGLE".utf8), []] { try await rig.publish("stat/evil/POWER", payload) }
         for payload in [junk, Array("Sleeping".utf8), []] { try await rig.publish("tele/evil/LWT", payload) }
-        try await rig.publish("tele/evil/LWT", "Online", retain: true) // cleanup of the retained junk
+        try await rig.publish("tele/evil/LWT", "Online", retain: true)  // cleanup of the retained junk
 
         // A sentinel: once it is read, everything before it has been handled.
         try await rig.publish("tele/evil/SENSOR", #"{"ENERGY":{"Power":42}}"#)

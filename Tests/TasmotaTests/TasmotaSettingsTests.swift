@@ -1,5 +1,6 @@
 import DriverAPI
 import Testing
+
 @testable import Tasmota
 
 @Suite("Tasmota settings, payload reading and discovery (no broker)")
@@ -7,7 +8,9 @@ struct TasmotaSettingsTests {
     let factory = TasmotaDriverFactory()
 
     func make(_ settings: String) throws -> TasmotaDriver {
-        try #require(try factory.make(configuration: DriverConfiguration(deviceId: "plug", driver: "tasmota", settingsJSON: settings)) as? TasmotaDriver)
+        try #require(
+            try factory.make(configuration: DriverConfiguration(deviceId: "plug", driver: "tasmota", settingsJSON: settings))
+                as? TasmotaDriver)
     }
 
     @Test func defaultsAndScope() throws {
@@ -55,7 +58,8 @@ struct TasmotaSettingsTests {
     }
 
     @Test func referenceSensorPayload() throws {
-        let text = #"{"Time":"2018-02-15T17:37:10","ENERGY":{"TotalStartTime":"2018-11-14T18:39:40","Total":6.294,"Yesterday":5.340,"Today":0.954,"Period":217,"Power":2635,"ApparentPower":2650,"ReactivePower":282,"Factor":0.99,"Voltage":227,"Current":11.661}}"#
+        let text =
+            #"{"Time":"2018-02-15T17:37:10","ENERGY":{"TotalStartTime":"2018-11-14T18:39:40","Total":6.294,"Yesterday":5.340,"Today":0.954,"Period":217,"Power":2635,"ApparentPower":2650,"ReactivePower":282,"Factor":0.99,"Voltage":227,"Current":11.661}}"#
         let object = try #require(TasmotaPayload.object(Array(text.utf8)))
         let readings = Dictionary(uniqueKeysWithValues: TasmotaPayload.energyReadings(object, channel: 0))
         #expect(readings.count == 4)
@@ -73,7 +77,7 @@ struct TasmotaSettingsTests {
         let ch2 = Dictionary(uniqueKeysWithValues: TasmotaPayload.energyReadings(object, channel: 2))
         #expect(ch0 == [.energy: 2813, .power: 120, .voltage: 227, .current: 0.6])
         #expect(near(ch1[.energy] ?? 0, 254) && ch1[.power] == 35 && ch1[.voltage] == 227 && ch1[.current] == 0.2)
-        #expect(ch2 == [.voltage: 227]) // no such channel: only the shared line voltage
+        #expect(ch2 == [.voltage: 227])  // no such channel: only the shared line voltage
         let partial = try #require(TasmotaPayload.object(Array(#"{"ENERGY":{"Power":"12.5"}}"#.utf8)))
         #expect(TasmotaPayload.energyReadings(partial, channel: 0).map(\.0) == [.power])
         let none = try #require(TasmotaPayload.object(Array(#"{"Time":"x","AM2301":{"Temperature":21}}"#.utf8)))
@@ -86,7 +90,7 @@ struct TasmotaSettingsTests {
             #"{"ENERGY":{"Power":150000,"Voltage":1e308,"Current":"1e400","Total":1e300}}"#,
             #"{"ENERGY":{"Power":"Infinity","Voltage":"nan","Current":true,"Total":null}}"#,
             #"{"ENERGY":{"Power":[],"Voltage":{},"Current":[[1]],"Total":"0x10"}}"#,
-            #"{"ENERGY":[1,2,3]}"#, #"{"ENERGY":"x"}"#,
+            #"{"ENERGY":[1,2,3]}"#, #"{"ENERGY":"x"}"#
         ] {
             let object = try #require(TasmotaPayload.object(Array(text.utf8)), "\(text)")
             #expect(TasmotaPayload.energyReadings(object, channel: 0).isEmpty, "\(text)")
@@ -112,13 +116,17 @@ struct TasmotaSettingsTests {
     @Test func discoveryFromMessages() {
         #expect(factory.discoveryFilters == ["tele/+/LWT"])
         let found = factory.discover(DriverMQTTMessage(topic: "tele/tasmota_A1B2C3/LWT", payload: Array("Online".utf8), retained: true))
-        #expect(found == DiscoveredDevice(suggestedId: "tasmota_A1B2C3", driver: "tasmota", name: "tasmota_A1B2C3",
-                                          settingsJSON: #"{"topic":"tasmota_A1B2C3"}"#, hardwareId: nil))
+        #expect(
+            found
+                == DiscoveredDevice(
+                    suggestedId: "tasmota_A1B2C3", driver: "tasmota", name: "tasmota_A1B2C3",
+                    settingsJSON: #"{"topic":"tasmota_A1B2C3"}"#, hardwareId: nil))
         let odd = factory.discover(DriverMQTTMessage(topic: "tele/Küche \"plug\"/LWT", payload: Array("online".utf8)))
         #expect(odd?.suggestedId == "Kcheplug")
         #expect(odd?.name == "Küche \"plug\"")
         #expect(odd?.settingsJSON == #"{"topic":"Küche \"plug\""}"#)
-        let long = factory.discover(DriverMQTTMessage(topic: "tele/\(String(repeating: "x", count: 100))/LWT", payload: Array("Online".utf8)))
+        let long = factory.discover(
+            DriverMQTTMessage(topic: "tele/\(String(repeating: "x", count: 100))/LWT", payload: Array("Online".utf8)))
         #expect(long?.suggestedId.count == 64)
         #expect(factory.discover(DriverMQTTMessage(topic: "tele/gone/LWT", payload: Array("Offline".utf8))) == nil)
         #expect(factory.discover(DriverMQTTMessage(topic: "tele/a/b/LWT", payload: Array("Online".utf8))) == nil)

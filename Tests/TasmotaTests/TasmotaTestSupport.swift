@@ -4,6 +4,7 @@ import DriverTestSupport
 import Foundation
 import MQTT
 import Testing
+
 @testable import Tasmota
 
 /// A private broker, a Tasmota driver on a scoped `ClientDriverMQTT`, and a raw client that plays
@@ -25,17 +26,22 @@ final class Rig: Sendable {
 
     /// Starts a broker and a raw client; `beforeDriver` runs before the driver starts (e.g. a
     /// simulator, retained messages); then the driver is made from `settings` and started.
-    static func make(settings: String, confirmationTimeout: Duration = .seconds(10),
-                     broker existing: TestBroker? = nil,
-                     beforeDriver: @Sendable (TestBroker, MQTTClient) async throws -> Void = { _, _ in }) async throws -> Rig {
+    static func make(
+        settings: String, confirmationTimeout: Duration = .seconds(10),
+        broker existing: TestBroker? = nil,
+        beforeDriver: @Sendable (TestBroker, MQTTClient) async throws -> Void = { _, _ in }
+    ) async throws -> Rig {
         let broker: TestBroker
         if let existing { broker = existing } else { broker = try await TestBroker.startAsync() }
-        let raw = try MQTTClient(options: MQTTOptions(port: broker.port, clientId: "raw-\(UUID().uuidString.prefix(8))", cleanSession: true))
+        let raw = try MQTTClient(
+            options: MQTTOptions(port: broker.port, clientId: "raw-\(UUID().uuidString.prefix(8))", cleanSession: true))
         try raw.start()
         try await raw.waitUntilConnected(timeout: .seconds(10))
         try await beforeDriver(broker, raw)
         let factory = TasmotaDriverFactory(confirmationTimeout: confirmationTimeout)
-        let driver = try #require(try factory.make(configuration: DriverConfiguration(deviceId: "plug", driver: "tasmota", settingsJSON: settings)) as? TasmotaDriver)
+        let driver = try #require(
+            try factory.make(configuration: DriverConfiguration(deviceId: "plug", driver: "tasmota", settingsJSON: settings))
+                as? TasmotaDriver)
         let mqtt = try await ClientDriverMQTT(port: broker.port, scope: driver.capabilities.mqttScope)
         let context = CollectingContext(deviceId: "plug", mqtt: mqtt)
         try await driver.start(context: context)

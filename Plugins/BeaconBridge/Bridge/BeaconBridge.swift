@@ -60,8 +60,10 @@ public final class BeaconBridge: Bridge {
 
     /// - clock: µs since the epoch (inject one in tests).
     /// - checkInterval: how often silence is checked.
-    public init(settings: BeaconSettings, clock: @escaping @Sendable () -> Int64 = BeaconBridge.systemClock,
-                checkInterval: Duration = .seconds(1)) {
+    public init(
+        settings: BeaconSettings, clock: @escaping @Sendable () -> Int64 = BeaconBridge.systemClock,
+        checkInterval: Duration = .seconds(1)
+    ) {
         self.settings = settings
         self.mqttScope = settings.mqttScope
         self.parser = settings.parser
@@ -108,7 +110,9 @@ public final class BeaconBridge: Bridge {
     }
 
     public func stop() async {
-        let running = tasks.withLock { t -> [Task<Void, Never>] in defer { t = [] }; return t }
+        let running = tasks.withLock { t -> [Task<Void, Never>] in
+            defer { t = [] }; return t
+        }
         guard running.count == 3 else { return }
         running[0].cancel()
         running[1].cancel()

@@ -27,12 +27,12 @@ public enum BeaconFormat: String, Sendable, Equatable {
 
 /// Why a message was not an observation.
 public enum BeaconDropReason: String, Error, Sendable, Equatable {
-    case topic          // not a beacon topic, or a level is missing/empty
-    case tooLarge       // payload larger than `BeaconParser.maxPayload`
-    case notJSON        // not a JSON object
-    case noIdentity     // no usable id / uuid / MAC
-    case badSignal      // rssi / distance missing, of the wrong type, NaN or absurd
-    case retained       // a retained message: an observation of unknown age
+    case topic  // not a beacon topic, or a level is missing/empty
+    case tooLarge  // payload larger than `BeaconParser.maxPayload`
+    case notJSON  // not a JSON object
+    case noIdentity  // no usable id / uuid / MAC
+    case badSignal  // rssi / distance missing, of the wrong type, NaN or absurd
+    case retained  // a retained message: an observation of unknown age
 }
 
 /// Pure parsing of the three bridge formats (ESPresense, OpenMQTTGateway, Theengs Gateway).
@@ -50,7 +50,7 @@ public enum BeaconDropReason: String, Error, Sendable, Equatable {
 public struct BeaconParser: Sendable {
     public static let maxPayload = 4096
     public static let rssiRange: ClosedRange<Double> = -130 ... -1
-    public static let distanceRange: ClosedRange<Double> = 0.000_001 ... 500
+    public static let distanceRange: ClosedRange<Double> = 0.000_001...500
     public static let defaultMeasuredPower = -59.0
 
     public var espresensePrefix: String
@@ -59,8 +59,10 @@ public struct BeaconParser: Sendable {
     public var beaconIds: [String: String]
     public var pathLoss: Double
 
-    public init(espresensePrefix: String = "espresense", gatewayPrefix: String = "home",
-                gatewayRooms: [String: String] = [:], beaconIds: [String: String] = [:], pathLoss: Double = 2.7) {
+    public init(
+        espresensePrefix: String = "espresense", gatewayPrefix: String = "home",
+        gatewayRooms: [String: String] = [:], beaconIds: [String: String] = [:], pathLoss: Double = 2.7
+    ) {
         self.espresensePrefix = espresensePrefix
         self.gatewayPrefix = gatewayPrefix
         self.gatewayRooms = gatewayRooms
@@ -88,7 +90,8 @@ public struct BeaconParser: Sendable {
         }
         guard payload.count <= Self.maxPayload else { return .failure(.tooLarge) }
         guard let first = payload.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }), first == UInt8(ascii: "{"),
-              let object = try? JSONValue.parse(payload), case .object = object else {
+            let object = try? JSONValue.parse(payload), case .object = object
+        else {
             return .failure(.notJSON)
         }
         switch source {
@@ -193,8 +196,9 @@ public struct BeaconParser: Sendable {
         guard id.lowercased().hasPrefix("ibeacon:") else { return nil }
         let parts = id.dropFirst("ibeacon:".count).split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count >= 3, let major = Int(parts[parts.count - 2]), let minor = Int(parts[parts.count - 1]),
-              (0...65535).contains(major), (0...65535).contains(minor),
-              let uuid = normaliseUUID(parts.dropLast(2).joined()) else { return nil }
+            (0...65535).contains(major), (0...65535).contains(minor),
+            let uuid = normaliseUUID(parts.dropLast(2).joined())
+        else { return nil }
         return identity(uuid: uuid, major: major, minor: minor)
     }
 

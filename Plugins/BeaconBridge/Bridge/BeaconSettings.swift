@@ -39,15 +39,16 @@ public struct BeaconSettings: Sendable, Equatable {
 
     public static let keys: Set<String> = [
         "espresense_prefix", "gateway_prefix", "gateway_rooms", "beacon_ids", "path_loss", "window_seconds",
-        "hysteresis_m", "hysteresis_db", "hysteresis_confirmations", "unseen_seconds", "present_every_seconds", "max_beacons",
+        "hysteresis_m", "hysteresis_db", "hysteresis_confirmations", "unseen_seconds", "present_every_seconds", "max_beacons"
     ]
 
     public init() {}
 
     /// Parses and checks the settings JSON (errors are `DriverError`s naming the key).
     public init(json: String) throws {
-        let s = try DriverSettings(DriverConfiguration(deviceId: "beacon-bridge", driver: "beacons", settingsJSON: json),
-                                   allowed: Self.keys)
+        let s = try DriverSettings(
+            DriverConfiguration(deviceId: "beacon-bridge", driver: "beacons", settingsJSON: json),
+            allowed: Self.keys)
         espresensePrefix = try Self.topicPrefix(s, "espresense_prefix", default: espresensePrefix)
         gatewayPrefix = try Self.topicPrefix(s, "gateway_prefix", default: gatewayPrefix)
         pathLoss = try s.double("path_loss", default: pathLoss, in: 1...6)
@@ -80,7 +81,8 @@ public struct BeaconSettings: Sendable, Equatable {
     public var mqttScope: [String] { ["\(espresensePrefix)/devices/#", "\(gatewayPrefix)/+/BTtoMQTT/#"] }
 
     public var parser: BeaconParser {
-        BeaconParser(espresensePrefix: espresensePrefix, gatewayPrefix: gatewayPrefix, gatewayRooms: gatewayRooms,
-                     beaconIds: beaconIds, pathLoss: pathLoss)
+        BeaconParser(
+            espresensePrefix: espresensePrefix, gatewayPrefix: gatewayPrefix, gatewayRooms: gatewayRooms,
+            beaconIds: beaconIds, pathLoss: pathLoss)
     }
 }

@@ -81,7 +81,8 @@ public struct BeaconTracker: Sendable {
 
         state.rooms[o.room, default: DistanceWindow()].add(o.distance, at: now, window: window)
         if state.rooms.count > Self.maxRoomsPerBeacon,
-           let stalest = state.rooms.filter({ $0.key != state.room }).min(by: { $0.value.lastHeard < $1.value.lastHeard })?.key {
+            let stalest = state.rooms.filter({ $0.key != state.room }).min(by: { $0.value.lastHeard < $1.value.lastHeard })?.key
+        {
             state.rooms[stalest] = nil
         }
         state.lastHeard = max(state.lastHeard, now)

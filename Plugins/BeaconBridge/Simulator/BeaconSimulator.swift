@@ -78,7 +78,9 @@ public final class BeaconSimulator: Sendable {
         roomNames = (0..<o.rooms).map { "room-\($0 + 1)" }
         let placement: [Int?] = (0..<o.animals).map { $0 % o.rooms }
         let now = ContinuousClock.now
-        let moves = (0..<o.animals).map { i in now + .milliseconds(Int64(max(o.moveEverySeconds, 0) * 1000 * (1 + Double(i) / Double(o.animals)))) }
+        let moves = (0..<o.animals).map { i in
+            now + .milliseconds(Int64(max(o.moveEverySeconds, 0) * 1000 * (1 + Double(i) / Double(o.animals))))
+        }
         state = Mutex(State(rng: rng, placement: placement, nextMove: moves))
     }
 
@@ -103,9 +105,11 @@ public final class BeaconSimulator: Sendable {
     public var messagesSent: Int { state.withLock { $0.sent } }
 
     public func start() async throws {
-        let client = try MQTTClient(options: MQTTOptions(host: options.host, port: options.port,
-                                                         clientId: "beacon-sim-\(options.seed)-\(UUID().uuidString.prefix(6))",
-                                                         cleanSession: true))
+        let client = try MQTTClient(
+            options: MQTTOptions(
+                host: options.host, port: options.port,
+                clientId: "beacon-sim-\(options.seed)-\(UUID().uuidString.prefix(6))",
+                cleanSession: true))
         try client.start()
         do {
             try await client.waitUntilConnected(timeout: .seconds(10))
@@ -121,7 +125,9 @@ public final class BeaconSimulator: Sendable {
     }
 
     public func stop() async {
-        let (client, task) = running.withLock { r in defer { r = (nil, nil) }; return r }
+        let (client, task) = running.withLock { r in
+            defer { r = (nil, nil) }; return r
+        }
         task?.cancel()
         await task?.value
         // A last message, acknowledged before the client disconnects: everything published before it
@@ -132,7 +138,9 @@ public final class BeaconSimulator: Sendable {
     private func run(_ client: MQTTClient) async {
         let o = options
         let period = Duration.seconds(1 / o.rate)
-        var rng = state.withLock { s in defer { s.rng = SplitMix64(seed: s.rng.next()) }; return s.rng }
+        var rng = state.withLock { s in
+            defer { s.rng = SplitMix64(seed: s.rng.next()) }; return s.rng
+        }
         let start = ContinuousClock.now
         // Staggered first sends so that the messages are spread over the period.
         var next: [[ContinuousClock.Instant]] = (0..<o.animals).map { _ in
@@ -164,7 +172,11 @@ public final class BeaconSimulator: Sendable {
                     }
                 }
             }
-            if sent + failed > 0 { state.withLock { $0.sent += sent; $0.failed += failed } }
+            if sent + failed > 0 {
+                state.withLock {
+                    $0.sent += sent; $0.failed += failed
+                }
+            }
             try? await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -181,13 +193,16 @@ public final class BeaconSimulator: Sendable {
         switch format(ofRoom: r) {
         case .espresense, .all:
             let id = "iBeacon:\(Self.dashed(uuid))-0-0"
-            let payload = #"{"mac":"\#(mac.lowercased().replacingOccurrences(of: ":", with: ""))","id":"\#(id)","idType":1,"rssi@1m":\#(Int(o.measuredPower)),"rssi":\#(rssiText),"rxAdj":0,"rssiVar":2.1,"distance":\#(dText),"var":0.1,"int":500}"#
+            let payload =
+                #"{"mac":"\#(mac.lowercased().replacingOccurrences(of: ":", with: ""))","id":"\#(id)","idType":1,"rssi@1m":\#(Int(o.measuredPower)),"rssi":\#(rssiText),"rxAdj":0,"rssiVar":2.1,"distance":\#(dText),"var":0.1,"int":500}"#
             return ("\(o.espresensePrefix)/devices/\(id)/\(room)", payload)
         case .openmqttgateway:
-            let payload = #"{"id":"\#(mac)","mac_type":1,"rssi":\#(Int(rssi.rounded())),"distance":\#(dText),"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"\#(uuid)","major":0,"minor":0,"txpower":\#(Int(o.measuredPower))}"#
+            let payload =
+                #"{"id":"\#(mac)","mac_type":1,"rssi":\#(Int(rssi.rounded())),"distance":\#(dText),"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"\#(uuid)","major":0,"minor":0,"txpower":\#(Int(o.measuredPower))}"#
             return ("\(o.gatewayPrefix)/\(room)/BTtoMQTT/\(mac.replacingOccurrences(of: ":", with: ""))", payload)
         case .theengs:
-            let payload = #"{"id":"\#(mac)","rssi":\#(Int(rssi.rounded())),"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"\#(uuid)","major":0,"minor":0,"txpower":\#(Int(o.measuredPower)),"distance":\#(dText)}"#
+            let payload =
+                #"{"id":"\#(mac)","rssi":\#(Int(rssi.rounded())),"brand":"GENERIC","model":"iBeacon","model_id":"IBEACON","mfid":"4c00","uuid":"\#(uuid)","major":0,"minor":0,"txpower":\#(Int(o.measuredPower)),"distance":\#(dText)}"#
             return ("\(o.gatewayPrefix)/\(room)/BTtoMQTT/\(mac.replacingOccurrences(of: ":", with: ""))", payload)
         }
     }
@@ -205,7 +220,9 @@ public final class BeaconSimulator: Sendable {
         let simulator = BeaconSimulator(options: options)
         try await simulator.start()
         let o = simulator.options
-        output("beacon simulator: \(o.animals) animal(s), \(o.rooms) room(s) (\(simulator.roomNames.enumerated().map { "\($1)=\(simulator.format(ofRoom: $0).rawValue)" }.joined(separator: ", "))), \(o.rate) msg/s per beacon per room, publishing to \(o.host):\(o.port)")
+        output(
+            "beacon simulator: \(o.animals) animal(s), \(o.rooms) room(s) (\(simulator.roomNames.enumerated().map { "\($1)=\(simulator.format(ofRoom: $0).rawValue)" }.joined(separator: ", "))), \(o.rate) msg/s per beacon per room, publishing to \(o.host):\(o.port)"
+        )
         output("beacon uuids to admit:")
         for (i, uuid) in simulator.uuids.enumerated() {
             output("  animal \(i + 1): \(uuid)  (mac \(simulator.macs[i]), starts in \(simulator.roomNames[i % o.rooms]))")

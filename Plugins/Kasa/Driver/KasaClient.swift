@@ -68,9 +68,10 @@ actor KasaClient {
         if let connecting { return try await connecting.value }
         let config = config, group = group, writes = writes
         let task = Task {
-            try await KasaConnection.connect(host: config.host, port: config.port, group: group,
-                                             timeout: .nanoseconds(Int64(config.timeout * 1e9)),
-                                             maxFrameSize: config.maxFrameSize, writes: writes)
+            try await KasaConnection.connect(
+                host: config.host, port: config.port, group: group,
+                timeout: .nanoseconds(Int64(config.timeout * 1e9)),
+                maxFrameSize: config.maxFrameSize, writes: writes)
         }
         connecting = task
         defer { connecting = nil }

@@ -191,8 +191,10 @@ final class KasaConnection: Sendable {
 
     private init(channel: any Channel) { self.channel = channel }
 
-    static func connect(host: String, port: Int, group: any EventLoopGroup, timeout: TimeAmount,
-                        maxFrameSize: Int, writes: KasaWriteCounter) async throws -> KasaConnection {
+    static func connect(
+        host: String, port: Int, group: any EventLoopGroup, timeout: TimeAmount,
+        maxFrameSize: Int, writes: KasaWriteCounter
+    ) async throws -> KasaConnection {
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)

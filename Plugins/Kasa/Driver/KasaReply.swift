@@ -24,9 +24,9 @@ enum KasaReply {
 
 /// One energy-meter sample in the hub's units, from either firmware style.
 struct KasaEmeterSample: Equatable, Sendable {
-    var power: Double?     // W
-    var voltage: Double?   // V
-    var current: Double?   // A
+    var power: Double?  // W
+    var voltage: Double?  // V
+    var current: Double?  // A
     var energyWh: Double?  // cumulative Wh
 
     /// Reads `get_realtime`: new firmware (`power_mw`, `voltage_mv`, `current_ma`, `total_wh`) or

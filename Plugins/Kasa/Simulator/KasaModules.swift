@@ -1,6 +1,6 @@
 import DriverAPI
-import Kasa
 import Foundation
+import Kasa
 
 /// The simulated HS110's modules: each request module is answered by its handler, each method
 /// sub-reply carries its own `err_code`, as the device does.
@@ -88,7 +88,8 @@ extension KasaSimState {
             return [:]
         case "set_dev_location":
             guard let lat = KasaJSON.double(args["latitude"]), let lon = KasaJSON.double(args["longitude"]),
-                  abs(lat) <= 90, abs(lon) <= 180 else { return Self.invalidArgument }
+                abs(lat) <= 90, abs(lon) <= 180
+            else { return Self.invalidArgument }
             latitude = lat
             longitude = lon
             return [:]
@@ -140,7 +141,7 @@ extension KasaSimState {
             "fwId": .string(String(repeating: "0", count: 32)),
             "oemId": .string(oemId),
             "next_action": nextAction(now: now),
-            "err_code": 0,
+            "err_code": 0
         ]
         if firmware == .new {
             info["latitude_i"] = .int(Int((latitude * 10_000).rounded()))
@@ -163,10 +164,13 @@ extension KasaSimState {
     mutating func time(_ method: String, _ args: Args, _ now: Double) -> Reply? {
         switch method {
         case "get_time":
-            let c = Self.calendar.dateComponents([.year, .month, .day, .hour, .minute, .second],
-                                                 from: Date(timeIntervalSince1970: now))
-            return ["year": .int(c.year!), "month": .int(c.month!), "mday": .int(c.day!), "hour": .int(c.hour!),
-                    "min": .int(c.minute!), "sec": .int(c.second!)]
+            let c = Self.calendar.dateComponents(
+                [.year, .month, .day, .hour, .minute, .second],
+                from: Date(timeIntervalSince1970: now))
+            return [
+                "year": .int(c.year!), "month": .int(c.month!), "mday": .int(c.day!), "hour": .int(c.hour!),
+                "min": .int(c.minute!), "sec": .int(c.second!)
+            ]
         case "get_timezone":
             return ["index": .int(timezoneIndex)]
         case "set_timezone":
@@ -185,29 +189,40 @@ extension KasaSimState {
         case "get_realtime":
             let s = sample()
             if firmware == .new {
-                return ["current_ma": .int(Int((s.current * 1000).rounded())), "voltage_mv": .int(Int((s.voltage * 1000).rounded())),
-                        "power_mw": .int(Int((s.power * 1000).rounded())), "total_wh": .int(Int(energyWh.rounded(.down)))]
+                return [
+                    "current_ma": .int(Int((s.current * 1000).rounded())), "voltage_mv": .int(Int((s.voltage * 1000).rounded())),
+                    "power_mw": .int(Int((s.power * 1000).rounded())), "total_wh": .int(Int(energyWh.rounded(.down)))
+                ]
             }
-            return ["current": .number(s.current), "voltage": .number(s.voltage), "power": .number(s.power),
-                    "total": .number(Self.kWh(energyWh))]
+            return [
+                "current": .number(s.current), "voltage": .number(s.voltage), "power": .number(s.power),
+                "total": .number(Self.kWh(energyWh))
+            ]
         case "get_daystat":
             guard let year = KasaJSON.int(args["year"]), let month = KasaJSON.int(args["month"]),
-                  (1...12).contains(month), (2000...2100).contains(year) else { return Self.invalidArgument }
+                (1...12).contains(month), (2000...2100).contains(year)
+            else { return Self.invalidArgument }
             let days = dayEnergyWh.keys.filter { $0.year == year && $0.month == month }.sorted { $0.day < $1.day }
-            return ["day_list": .array(days.map { day -> Reply in
-                var entry: Reply = ["year": .int(year), "month": .int(month), "day": .int(day.day)]
-                for (k, v) in energyField(dayEnergyWh[day] ?? 0).objectValue ?? [] { entry[k] = v }
-                return entry
-            })]
+            return [
+                "day_list": .array(
+                    days.map { day -> Reply in
+                        var entry: Reply = ["year": .int(year), "month": .int(month), "day": .int(day.day)]
+                        for (k, v) in energyField(dayEnergyWh[day] ?? 0).objectValue ?? [] { entry[k] = v }
+                        return entry
+                    })
+            ]
         case "get_monthstat":
             guard let year = KasaJSON.int(args["year"]), (2000...2100).contains(year) else { return Self.invalidArgument }
             var months: [Int: Double] = [:]
             for (day, wh) in dayEnergyWh where day.year == year { months[day.month, default: 0] += wh }
-            return ["month_list": .array(months.keys.sorted().map { month -> Reply in
-                var entry: Reply = ["year": .int(year), "month": .int(month)]
-                for (k, v) in energyField(months[month] ?? 0).objectValue ?? [] { entry[k] = v }
-                return entry
-            })]
+            return [
+                "month_list": .array(
+                    months.keys.sorted().map { month -> Reply in
+                        var entry: Reply = ["year": .int(year), "month": .int(month)]
+                        for (k, v) in energyField(months[month] ?? 0).objectValue ?? [] { entry[k] = v }
+                        return entry
+                    })
+            ]
         case "erase_emeter_stat":
             eraseEnergy()
             return [:]
@@ -235,16 +250,31 @@ extension KasaSimState {
             return nextAction(now: now)
         case "get_daystat":
             guard let year = KasaJSON.int(args["year"]), let month = KasaJSON.int(args["month"]),
-                  (1...12).contains(month) else { return Self.invalidArgument }
+                (1...12).contains(month)
+            else { return Self.invalidArgument }
             let days = dayOnSeconds.keys.filter { $0.year == year && $0.month == month }.sorted { $0.day < $1.day }
-            return ["day_list": .array(days.map { ["year": .int(year), "month": .int(month), "day": .int($0.day),
-                                                   "time": .int(Int(((dayOnSeconds[$0] ?? 0) / 60).rounded()))] as Reply })]
+            return [
+                "day_list": .array(
+                    days.map {
+                        [
+                            "year": .int(year), "month": .int(month), "day": .int($0.day),
+                            "time": .int(Int(((dayOnSeconds[$0] ?? 0) / 60).rounded()))
+                        ] as Reply
+                    })
+            ]
         case "get_monthstat":
             guard let year = KasaJSON.int(args["year"]) else { return Self.invalidArgument }
             var months: [Int: Double] = [:]
             for (day, s) in dayOnSeconds where day.year == year { months[day.month, default: 0] += s }
-            return ["month_list": .array(months.keys.sorted().map { ["year": .int(year), "month": .int($0),
-                                                                     "time": .int(Int(((months[$0] ?? 0) / 60).rounded()))] as Reply })]
+            return [
+                "month_list": .array(
+                    months.keys.sorted().map {
+                        [
+                            "year": .int(year), "month": .int($0),
+                            "time": .int(Int(((months[$0] ?? 0) / 60).rounded()))
+                        ] as Reply
+                    })
+            ]
         case "erase_runtime_stat":
             dayOnSeconds = [:]
             return [:]
@@ -263,11 +293,12 @@ extension KasaSimState {
         if method == "set_overall_enable" { return nil }
         let reply = Self.rules(&countdown, method, args) { rule in
             guard let delay = KasaJSON.int(rule["delay"]), delay > 0, delay <= 86_400,
-                  let act = KasaJSON.int(rule["act"]), act == 0 || act == 1,
-                  let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1 else { return false }
+                let act = KasaJSON.int(rule["act"]), act == 0 || act == 1,
+                let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1
+            else { return false }
             return rule["name"] == nil || (rule["name"]?.stringValue != nil)
         }
-        if (method == "add_rule" || method == "edit_rule"), KasaJSON.int(reply?["err_code"]) ?? 0 == 0 {
+        if method == "add_rule" || method == "edit_rule", KasaJSON.int(reply?["err_code"]) ?? 0 == 0 {
             countdownArmedAt = now
         }
         return reply
@@ -275,18 +306,21 @@ extension KasaSimState {
 
     static func validScheduleRule(_ rule: Args) -> Bool {
         guard let wday = rule["wday"]?.arrayValue, wday.count == 7, wday.allSatisfy({ KasaJSON.int($0) != nil }),
-              let stime = KasaJSON.int(rule["stime_opt"]), (-1...2).contains(stime),
-              let smin = KasaJSON.int(rule["smin"]), (0...1439).contains(smin),
-              let sact = KasaJSON.int(rule["sact"]), (-1...1).contains(sact),
-              let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1,
-              rule["repeat"] == nil || KasaJSON.int(rule["repeat"]) != nil,
-              rule["name"] == nil || (rule["name"]?.stringValue != nil) else { return false }
+            let stime = KasaJSON.int(rule["stime_opt"]), (-1...2).contains(stime),
+            let smin = KasaJSON.int(rule["smin"]), (0...1439).contains(smin),
+            let sact = KasaJSON.int(rule["sact"]), (-1...1).contains(sact),
+            let enable = KasaJSON.int(rule["enable"]), enable == 0 || enable == 1,
+            rule["repeat"] == nil || KasaJSON.int(rule["repeat"]) != nil,
+            rule["name"] == nil || (rule["name"]?.stringValue != nil)
+        else { return false }
         return true
     }
 
     /// The rule-table methods shared by schedule, anti-theft and countdown.
-    static func rules(_ table: inout KasaRuleTable, _ method: String, _ args: Args,
-                      validate: (Args) -> Bool) -> Reply? {
+    static func rules(
+        _ table: inout KasaRuleTable, _ method: String, _ args: Args,
+        validate: (Args) -> Bool
+    ) -> Reply? {
         switch method {
         case "get_rules":
             var reply: Reply = ["rule_list": .array(table.rules)]
@@ -340,7 +374,9 @@ extension KasaSimState {
             }
         }
         guard let best else { return ["type": -1] }
-        return ["type": 1, "id": best.rule["id"] ?? "", "schd_sec": .int(best.smin * 60), "action": .int(KasaJSON.int(best.rule["sact"]) ?? -1)]
+        return [
+            "type": 1, "id": best.rule["id"] ?? "", "schd_sec": .int(best.smin * 60), "action": .int(KasaJSON.int(best.rule["sact"]) ?? -1)
+        ]
     }
 
     // MARK: - cnCloud, netif
@@ -348,8 +384,10 @@ extension KasaSimState {
     mutating func cloud(_ method: String, _ args: Args, _ now: Double) -> Reply? {
         switch method {
         case "get_info":
-            return ["username": "", "server": .string(cloudServer), "binded": 0, "cld_connection": 0, "illegalType": -1,
-                    "stopConnect": -1, "tcspStatus": -1, "fwDlPage": "", "tcspInfo": "", "fwNotifyType": 0]
+            return [
+                "username": "", "server": .string(cloudServer), "binded": 0, "cld_connection": 0, "illegalType": -1,
+                "stopConnect": -1, "tcspStatus": -1, "fwDlPage": "", "tcspInfo": "", "fwNotifyType": 0
+            ]
         case "get_intl_fw_list":
             return ["fw_list": []]
         case "set_server_url":
@@ -357,7 +395,7 @@ extension KasaSimState {
             cloudServer = server
             return [:]
         case "bind":
-            guard (args["username"]?.stringValue != nil), (args["password"]?.stringValue != nil) else { return Self.invalidArgument }
+            guard args["username"]?.stringValue != nil, args["password"]?.stringValue != nil else { return Self.invalidArgument }
             return Self.error(-7, "failed to connect to the cloud server")  // the simulator is offline
         case "unbind":
             return [:]

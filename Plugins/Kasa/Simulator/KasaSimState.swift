@@ -1,6 +1,6 @@
 import DriverAPI
-import Kasa
 import Foundation
+import Kasa
 
 /// A UTC calendar day, the key of the simulated daily statistics.
 struct KasaDay: Hashable, Sendable {
@@ -58,7 +58,8 @@ struct KasaSimState: Sendable {
     mutating func advance(to now: Double) {
         guard now > lastUpdate else { return }
         if let rule = countdown.rules.first, KasaJSON.int(rule["enable"]) == 1,
-           let delay = KasaJSON.double(rule["delay"]) {
+            let delay = KasaJSON.double(rule["delay"])
+        {
             let due = countdownArmedAt + delay
             if due > lastUpdate && due <= now {
                 accrue(to: due)

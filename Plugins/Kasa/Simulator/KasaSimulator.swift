@@ -1,5 +1,5 @@
-import Kasa
 import Foundation
+import Kasa
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -28,8 +28,10 @@ public final class KasaSimulator: Sendable {
         /// The load plugged in, drawn while the relay is on.
         public var loadWatts: Double
 
-        public init(host: String = "127.0.0.1", port: Int = 9999, firmware: Firmware = .new,
-                    alias: String = "Kasa Plug", mac: String = "50:C7:BF:00:00:01", loadWatts: Double = 60.0) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 9999, firmware: Firmware = .new,
+            alias: String = "Kasa Plug", mac: String = "50:C7:BF:00:00:01", loadWatts: Double = 60.0
+        ) {
             self.host = host
             self.port = port
             self.firmware = firmware
@@ -49,19 +51,22 @@ public final class KasaSimulator: Sendable {
     /// - Parameters:
     ///   - group: the event loops to serve on (shared, no thread per plug).
     ///   - clock: Unix seconds, for the energy simulation and `time`; nil = the wall clock.
-    public init(options: Options = Options(), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-                clock: (@Sendable () -> Double)? = nil) {
+    public init(
+        options: Options = Options(), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: (@Sendable () -> Double)? = nil
+    ) {
         let clock = clock ?? { Date().timeIntervalSince1970 }
         self.options = options
         self.group = group
         self.clock = clock
         let hex = options.mac.filter(\.isHexDigit).uppercased()
-        device = Mutex(KasaSimState(
-            firmware: options.firmware, loadWatts: options.loadWatts, mac: options.mac,
-            deviceId: String((hex + String(repeating: "8006", count: 10)).prefix(40)),
-            hwId: String(("A0" + hex + String(repeating: "5E", count: 16)).prefix(32)),
-            oemId: String(("C0" + String(repeating: "FFEE", count: 8)).prefix(32)),
-            alias: options.alias, lastUpdate: clock()))
+        device = Mutex(
+            KasaSimState(
+                firmware: options.firmware, loadWatts: options.loadWatts, mac: options.mac,
+                deviceId: String((hex + String(repeating: "8006", count: 10)).prefix(40)),
+                hwId: String(("A0" + hex + String(repeating: "5E", count: 16)).prefix(32)),
+                oemId: String(("C0" + String(repeating: "FFEE", count: 8)).prefix(32)),
+                alias: options.alias, lastUpdate: clock()))
     }
 
     /// Starts listening; returns the bound port.
@@ -92,7 +97,9 @@ public final class KasaSimulator: Sendable {
 
     /// Stops listening and closes every client connection.
     public func stop() async {
-        let channel = server.withLock { s -> (any Channel)? in defer { s = nil }; return s }
+        let channel = server.withLock { s -> (any Channel)? in
+            defer { s = nil }; return s
+        }
         try? await channel?.close()
         let open = connections.withLock { Array($0.values) }
         for connection in open { try? await connection.close() }
@@ -143,8 +150,10 @@ public final class KasaSimulator: Sendable {
 
     /// Serves `count` plugs on ports `options.port ..< options.port + count` (aliases numbered, MACs
     /// consecutive), printing one line per plug, until the task is cancelled. For `hub sim kasa`.
-    public static func runForever(options: Options, count: Int = 1,
-                                  print output: @Sendable (String) -> Void = { Swift.print($0) }) async throws {
+    public static func runForever(
+        options: Options, count: Int = 1,
+        print output: @Sendable (String) -> Void = { Swift.print($0) }
+    ) async throws {
         var simulators: [KasaSimulator] = []
         do {
             for i in 0..<max(1, count) {

@@ -33,8 +33,10 @@ public actor PowerPlugDriver: Driver {
         public var activationCheck: Double
         public var connectTimeout: Double
 
-        public init(host: String, port: Int = 230, slots: Int = 10, readTimeout: Double = 5,
-                    activationCheck: Double = 60, connectTimeout: Double = 3) {
+        public init(
+            host: String, port: Int = 230, slots: Int = 10, readTimeout: Double = 5,
+            activationCheck: Double = 60, connectTimeout: Double = 3
+        ) {
             self.host = host
             self.port = port
             self.slots = slots
@@ -45,9 +47,11 @@ public actor PowerPlugDriver: Driver {
 
         /// Reads the settings of `configuration`, with errors naming the bad key.
         public init(_ configuration: DriverConfiguration) throws {
-            let s = try DriverSettings(configuration, allowed: [
-                "host", "port", "slots", "read_timeout", "activation_check", "connect_timeout",
-            ])
+            let s = try DriverSettings(
+                configuration,
+                allowed: [
+                    "host", "port", "slots", "read_timeout", "activation_check", "connect_timeout"
+                ])
             self.init(
                 host: try s.string("host"),
                 port: try s.int("port", default: PowerPlugProtocol.defaultPort, in: 1...65535),

@@ -125,7 +125,8 @@ public enum ActivationRecord {
         }
     }
 
-    static func readLE<C: RandomAccessCollection>(_ bytes: C, at index: Int, count: Int) -> UInt64 where C.Element == UInt8, C.Index == Int {
+    static func readLE<C: RandomAccessCollection>(_ bytes: C, at index: Int, count: Int) -> UInt64
+    where C.Element == UInt8, C.Index == Int {
         var value: UInt64 = 0
         for i in 0..<count {
             value |= UInt64(bytes[index + i]) << (8 * UInt64(i))

@@ -1,8 +1,8 @@
-import PowerPlug
 import DriverAPI
 import Foundation
 import NIOCore
 import NIOPosix
+import PowerPlug
 import Synchronization
 
 /// An in-process stand-in for the seed's TCP Wi-Fi power plug, byte for byte: one client at a time
@@ -24,10 +24,12 @@ public final class PowerPlugSimulator: Sendable {
         /// always connected still sees the plug run its activations.
         public var pauseSchedulerWhileConnected: Bool
 
-        public init(host: String = "127.0.0.1", port: Int = PowerPlugProtocol.defaultPort,
-                    slots: Int = PowerPlugProtocol.defaultSlots, stateFile: String? = nil,
-                    statusInterval: Duration = .seconds(2), checkInterval: Duration = .seconds(60),
-                    pauseSchedulerWhileConnected: Bool = false) {
+        public init(
+            host: String = "127.0.0.1", port: Int = PowerPlugProtocol.defaultPort,
+            slots: Int = PowerPlugProtocol.defaultSlots, stateFile: String? = nil,
+            statusInterval: Duration = .seconds(2), checkInterval: Duration = .seconds(60),
+            pauseSchedulerWhileConnected: Bool = false
+        ) {
             self.host = host
             self.port = port
             self.slots = slots
@@ -58,8 +60,10 @@ public final class PowerPlugSimulator: Sendable {
     /// - Parameters:
     ///   - group: where the plug's sockets and timers run (one event loop of it).
     ///   - clock: Unix seconds for the scheduler; nil = the wall clock.
-    public init(options: Options, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-                clock: (@Sendable () -> Int64)? = nil) {
+    public init(
+        options: Options, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: (@Sendable () -> Int64)? = nil
+    ) {
         precondition((1...255).contains(options.slots), "slots must be 1...255")
         self.options = options
         loop = group.next()
@@ -143,14 +147,16 @@ public final class PowerPlugSimulator: Sendable {
         let stopNow = shared.withLock { s -> Bool in
             guard !s.stopped else { return true }
             s.server = server
-            s.timers.append(loop.scheduleRepeatedTask(initialDelay: statusEvery, delay: statusEvery) { [self] _ in
-                let (channel, message) = shared.withLock { ($0.active, $0.device.status) }
-                push(message, to: channel)
-            })
-            s.timers.append(loop.scheduleRepeatedTask(initialDelay: checkEvery, delay: checkEvery) { [self] _ in
-                let paused = options.pauseSchedulerWhileConnected && shared.withLock { $0.active != nil }
-                if !paused { runSchedulerCheck() }
-            })
+            s.timers.append(
+                loop.scheduleRepeatedTask(initialDelay: statusEvery, delay: statusEvery) { [self] _ in
+                    let (channel, message) = shared.withLock { ($0.active, $0.device.status) }
+                    push(message, to: channel)
+                })
+            s.timers.append(
+                loop.scheduleRepeatedTask(initialDelay: checkEvery, delay: checkEvery) { [self] _ in
+                    let paused = options.pauseSchedulerWhileConnected && shared.withLock { $0.active != nil }
+                    if !paused { runSchedulerCheck() }
+                })
             return false
         }
         if stopNow { try? await server.close() }
@@ -174,9 +180,11 @@ public final class PowerPlugSimulator: Sendable {
     /// Runs `count` simulated plugs (ports `port...port+count-1`; with `port` 0 each gets an ephemeral
     /// one; with a state file and several plugs, plug i uses `<stateFile>.<i>`), prints one line per plug
     /// ("powerplug simulator listening on 127.0.0.1:230") and serves until the calling task is cancelled.
-    public static func runForever(options: Options, count: Int = 1,
-                                  group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-                                  print output: @Sendable (String) -> Void = { Swift.print($0) }) async throws {
+    public static func runForever(
+        options: Options, count: Int = 1,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        print output: @Sendable (String) -> Void = { Swift.print($0) }
+    ) async throws {
         var simulators: [PowerPlugSimulator] = []
         do {
             for i in 0..<max(count, 1) {

@@ -1,5 +1,5 @@
-import PowerPlug
 import DriverAPI
+import PowerPlug
 
 /// What the simulated plug holds and how it reacts, without any I/O: its slots, its mode and load,
 /// its answers to commands and its own scheduler. The simulator guards one of these with a lock.

@@ -1,6 +1,6 @@
-import PowerPlug
 import DriverAPI
 import Foundation
+import PowerPlug
 
 /// The simulator's state file: JSON with the mode, the load and every slot, written atomically.
 enum SimulatorStateFile {
@@ -38,9 +38,11 @@ enum SimulatorStateFile {
     }
 
     static func save(_ state: PlugDeviceState, path: String) throws {
-        let contents = Contents(manual: state.manual, on: state.on, slots: state.slots.map { slot in
-            slot.map { Slot(name: $0.name, start: $0.start, length: $0.lengthMinutes, period: $0.periodMinutes) }
-        })
+        let contents = Contents(
+            manual: state.manual, on: state.on,
+            slots: state.slots.map { slot in
+                slot.map { Slot(name: $0.name, start: $0.start, length: $0.lengthMinutes, period: $0.periodMinutes) }
+            })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         try encoder.encode(contents).write(to: URL(fileURLWithPath: path), options: .atomic)

@@ -68,8 +68,9 @@ public final class ShellyDriver: Driver {
 
     /// Gen2 (`switch:<n>` status): power, voltage, current and energy; Gen1: power and energy.
     public var capabilities: DriverCapabilities {
-        DriverCapabilities(mqttScope: config.scope,
-                           readings: config.generation == .gen2 ? [.power, .voltage, .current, .energy] : [.power, .energy])
+        DriverCapabilities(
+            mqttScope: config.scope,
+            readings: config.generation == .gen2 ? [.power, .voltage, .current, .energy] : [.power, .energy])
     }
 
     /// Gen2: the status as merged so far (full statuses with the notifications laid over them).
@@ -177,8 +178,10 @@ public final class ShellyDriver: Driver {
             return id
         }
         // Keys sorted, as the device's own clients send them.
-        let request: JSONValue = ["id": .number(Double(id)), "method": .string(method), "params": params.sortingKeys(),
-                                  "src": .string(config.rpcSource)]
+        let request: JSONValue = [
+            "id": .number(Double(id)), "method": .string(method), "params": params.sortingKeys(),
+            "src": .string(config.rpcSource)
+        ]
         do {
             try mqtt.publish("\(config.id)/rpc", Array(request.serialized().utf8), retain: false)
         } catch {
@@ -220,7 +223,10 @@ public final class ShellyDriver: Driver {
         let topic = message.topic
         if topic == "\(gen1Base)/online" {
             guard let online = ShellyPayload.bool(word: ShellyPayload.word(message.payload)) else { return }
-            await setAvailability(online, reason: online ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (shellies/\(config.id)/online is false)")
+            await setAvailability(
+                online,
+                reason: online
+                    ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (shellies/\(config.id)/online is false)")
         } else if topic == relayTopic {
             let word = ShellyPayload.word(message.payload)
             // "overpower": the relay switched itself off to protect the load.
@@ -231,20 +237,23 @@ public final class ShellyDriver: Driver {
         } else if topic == "\(gen1Base)/info" {
             // The full status (answer to `update`): {"relays":[{"ison":true,...}],"meters":[...],...}
             guard let json = ShellyPayload.object(message.payload),
-                  let relays = json["relays"]?.arrayValue, config.channel < relays.count,
-                  let on = ShellyPayload.bool(relays[config.channel]["ison"]) else { return }
+                let relays = json["relays"]?.arrayValue, config.channel < relays.count,
+                let on = ShellyPayload.bool(relays[config.channel]["ison"])
+            else { return }
             if !message.retained { await noteAlive() }
             await relayObserved(on)
         } else if topic == "\(relayTopic)/power" {
             guard !message.retained,
-                  let watts = Plausible.check(ShellyPayload.number(text: message.text), Plausible.power) else { return }
+                let watts = Plausible.check(ShellyPayload.number(text: message.text), Plausible.power)
+            else { return }
             await noteAlive()
             await gate.report(.reading(quantity: .power, value: watts, measuredAt: Self.now()))
         } else if topic == "\(relayTopic)/energy" {
             // Watt-minutes since the device booted.
             guard !message.retained,
-                  let wattMinutes = ShellyPayload.number(text: message.text),
-                  let wh = Plausible.check(wattMinutes / 60, Plausible.energyWh) else { return }
+                let wattMinutes = ShellyPayload.number(text: message.text),
+                let wh = Plausible.check(wattMinutes / 60, Plausible.energyWh)
+            else { return }
             await noteAlive()
             await gate.report(.reading(quantity: .energy, value: wh, measuredAt: Self.now()))
         }
@@ -254,15 +263,18 @@ public final class ShellyDriver: Driver {
         let topic = message.topic
         if topic == "\(config.id)/online" {
             guard let online = ShellyPayload.bool(word: ShellyPayload.word(message.payload)) else { return }
-            await setAvailability(online, reason: online ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (\(config.id)/online is false)")
+            await setAvailability(
+                online, reason: online ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (\(config.id)/online is false)"
+            )
         } else if topic == "\(config.id)/status/\(component)" {
             guard let json = ShellyPayload.object(message.payload) else { return }
             await statusObserved(ShellySwitchStatus(json: json), readings: !message.retained, forceOutput: false)
         } else if topic == "\(config.id)/events/rpc" {
             guard let json = ShellyPayload.object(message.payload),
-                  let method = json["method"]?.stringValue,
-                  method == "NotifyStatus" || method == "NotifyFullStatus",
-                  let part = json["params"]?[component], case .object = part else { return }
+                let method = json["method"]?.stringValue,
+                method == "NotifyStatus" || method == "NotifyFullStatus",
+                let part = json["params"]?[component], case .object = part
+            else { return }
             await statusObserved(ShellySwitchStatus(json: part), readings: !message.retained, forceOutput: false)
         } else if topic == replyTopic {
             await handleReply(message)

@@ -22,7 +22,9 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
         let s = try DriverSettings(configuration, allowed: Self.settingKeys)
         let id = try s.string("id")
         guard Self.isValidTopicId(id) else {
-            throw DriverError("shelly setting \"id\" of device \"\(configuration.deviceId)\" must be the device's id or topic prefix without /, + or # (e.g. \"shellyplug-s-7AB1C2\" or \"shellyplus1pm-441793ab3fb4\"), got \"\(id)\"")
+            throw DriverError(
+                "shelly setting \"id\" of device \"\(configuration.deviceId)\" must be the device's id or topic prefix without /, + or # (e.g. \"shellyplug-s-7AB1C2\" or \"shellyplus1pm-441793ab3fb4\"), got \"\(id)\""
+            )
         }
         let gen = try s.int("gen", default: 2, in: 1...3)
         let channel = try s.int("channel", default: 0, in: 0...15)
@@ -51,8 +53,9 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     /// `{"id":"shellyplug-s-7AB1C2","model":"SHPLG-S","mac":"A4CF127AB1C2","ip":"...","new_fw":false,"fw_ver":"..."}`
     private func discoverGen1(_ payload: [UInt8]) -> DiscoveredDevice? {
         guard let json = ShellyPayload.object(payload),
-              let id = json["id"]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines),
-              Self.isValidTopicId(id) else { return nil }
+            let id = json["id"]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines),
+            Self.isValidTopicId(id)
+        else { return nil }
         let model = json["model"]?.stringValue.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
         let mac = Self.normalizedMAC(json["mac"]?.stringValue)
         let ip = json["ip"]?.stringValue.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
@@ -68,7 +71,8 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     private func discoverGen2(prefix: String, payload: [UInt8]) -> DiscoveredDevice? {
         let lower = prefix.lowercased()
         guard lower.hasPrefix("shelly"), lower != "shellies", Self.isValidTopicId(prefix),
-              ShellyPayload.bool(word: ShellyPayload.word(payload)) == true else { return nil }
+            ShellyPayload.bool(word: ShellyPayload.word(payload)) == true
+        else { return nil }
         // The default prefix ends with the MAC: shellyplus1pm-441793ab3fb4.
         let suffix = prefix.split(separator: "-").last.map(String.init) ?? ""
         return DiscoveredDevice(
@@ -95,9 +99,10 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
 
     /// A valid hub id (1 to 64 of A-Z a-z 0-9 _ -) made from the Shelly id.
     static func hubId(_ id: String) -> String {
-        let mapped = String(id.map { c -> Character in
-            c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-") ? c : "-"
-        }.prefix(64))
+        let mapped = String(
+            id.map { c -> Character in
+                c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-") ? c : "-"
+            }.prefix(64))
         return mapped.isEmpty ? "shelly" : mapped
     }
 

@@ -11,7 +11,8 @@ enum ShellyPayload {
     /// A JSON object, or nil (malformed, not an object, too large).
     static func object(_ bytes: [UInt8]) -> JSONValue? {
         guard !bytes.isEmpty, bytes.count <= maxJSONBytes, let value = try? JSONValue.parse(bytes),
-              case .object = value else { return nil }
+            case .object = value
+        else { return nil }
         return value
     }
 
@@ -37,8 +38,9 @@ enum ShellyPayload {
     static func number(text: String) -> Double? {
         let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !t.isEmpty, t.count <= 40,
-              t.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
-              let d = Double(t), d.isFinite else { return nil }
+            t.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
+            let d = Double(t), d.isFinite
+        else { return nil }
         return d
     }
 
@@ -84,7 +86,7 @@ enum Plausible {
 
     static func check(_ value: Double?, _ range: ClosedRange<Double>) -> Double? {
         guard let value, value.isFinite, range.contains(value) else { return nil }
-        return value == 0 ? 0 : value // no -0
+        return value == 0 ? 0 : value  // no -0
     }
 }
 

@@ -33,9 +33,11 @@ public final class ShellySimulator: Sendable {
         /// Mains voltage, V.
         public var voltage: Double
 
-        public init(host: String = "127.0.0.1", port: Int = 1883, gen: Int = 2, id: String? = nil,
-                    loadWatts: Double = 60, statusPeriod: Double = 10,
-                    username: String? = nil, password: String? = nil, voltage: Double = 230) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 1883, gen: Int = 2, id: String? = nil,
+            loadWatts: Double = 60, statusPeriod: Double = 10,
+            username: String? = nil, password: String? = nil, voltage: Double = 230
+        ) {
             self.host = host
             self.port = port
             self.gen = gen
@@ -107,14 +109,16 @@ public final class ShellySimulator: Sendable {
     // MARK: - Lifecycle
 
     public func start() async throws {
-        var mqttOptions = MQTTOptions(host: options.host, port: options.port,
-                                      clientId: "\(deviceId)-\(UInt32.random(in: 0...UInt32.max))",
-                                      username: options.username, password: options.password,
-                                      cleanSession: true,
-                                      will: .init(topic: onlineTopic, payload: Array("false".utf8), qos: 1, retain: true))
+        var mqttOptions = MQTTOptions(
+            host: options.host, port: options.port,
+            clientId: "\(deviceId)-\(UInt32.random(in: 0...UInt32.max))",
+            username: options.username, password: options.password,
+            cleanSession: true,
+            will: .init(topic: onlineTopic, payload: Array("false".utf8), qos: 1, retain: true))
         mqttOptions.reconnectDelay = .init(min: .seconds(1), max: .seconds(5))
         let client = try MQTTClient(options: mqttOptions)
-        let topics = isGen1
+        let topics =
+            isGen1
             ? ["\(gen1Base)/relay/0/command", "\(gen1Base)/command", "shellies/command"]
             : ["\(deviceId)/rpc", "\(deviceId)/command/switch:0", "\(deviceId)/command"]
         for topic in topics { try client.subscribe(topic, qos: 1) }
@@ -124,7 +128,9 @@ public final class ShellySimulator: Sendable {
             s.lastAccrual = .now
             return true
         }
-        guard ok else { throw MQTTError(kind: .stopped, host: options.host, port: options.port, detail: "simulator already started or stopped") }
+        guard ok else {
+            throw MQTTError(kind: .stopped, host: options.host, port: options.port, detail: "simulator already started or stopped")
+        }
         let events = Task { [self] in
             for await event in client.connectionEvents {
                 if case .connected = event { announceOnline() }
@@ -173,8 +179,10 @@ public final class ShellySimulator: Sendable {
     }
 
     /// Starts `count` simulators with distinct ids (the id's hex suffix counts up) and runs until cancelled.
-    public static func runForever(options: Options, count: Int = 1,
-                                  print output: @Sendable (String) -> Void = { Swift.print($0) }) async throws {
+    public static func runForever(
+        options: Options, count: Int = 1,
+        print output: @Sendable (String) -> Void = { Swift.print($0) }
+    ) async throws {
         var simulators: [ShellySimulator] = []
         do {
             for i in 0..<max(1, count) {
@@ -222,10 +230,12 @@ public final class ShellySimulator: Sendable {
     }
 
     private func announce() {
-        json("shellies/announce", [
-            "id": .string(deviceId), "model": "SHPLG-S", "mac": .string(macAddress), "ip": "192.168.1.50",
-            "new_fw": false, "fw_ver": "20230913-114008/v1.14.0-gcb84623",
-        ])
+        json(
+            "shellies/announce",
+            [
+                "id": .string(deviceId), "model": "SHPLG-S", "mac": .string(macAddress), "ip": "192.168.1.50",
+                "new_fw": false, "fw_ver": "20230913-114008/v1.14.0-gcb84623"
+            ])
     }
 
     private func power(_ s: State) -> Double { s.relayOn ? options.loadWatts : 0 }
@@ -306,8 +316,10 @@ public final class ShellySimulator: Sendable {
 
     private func aenergy(_ s: State) -> JSONValue {
         let minute = JSONValue.number(round3(power(s) / 60))
-        return ["total": .number(round3(s.totalWh)), "by_minute": [minute, minute, minute],
-                "minute_ts": .number(Date().timeIntervalSince1970.rounded(.towardZero))]
+        return [
+            "total": .number(round3(s.totalWh)), "by_minute": [minute, minute, minute],
+            "minute_ts": .number(Date().timeIntervalSince1970.rounded(.towardZero))
+        ]
     }
 
     private func fullStatus(_ s: State, source: String) -> JSONValue {
@@ -315,7 +327,7 @@ public final class ShellySimulator: Sendable {
         return [
             "id": 0, "source": .string(source), "output": .bool(s.relayOn), "apower": .number(watts),
             "voltage": .number(options.voltage), "current": .number(round3(watts / options.voltage)), "aenergy": aenergy(s),
-            "temperature": ["tC": .number(round3(s.temperatureC)), "tF": .number(round3(s.temperatureC * 9 / 5 + 32))],
+            "temperature": ["tC": .number(round3(s.temperatureC)), "tF": .number(round3(s.temperatureC * 9 / 5 + 32))]
         ]
     }
 
@@ -323,10 +335,12 @@ public final class ShellySimulator: Sendable {
     private func notify(_ fields: JSONValue) {
         var part = fields
         part["id"] = 0
-        json("\(deviceId)/events/rpc", [
-            "src": .string(deviceId), "dst": .string("\(deviceId)/events"), "method": "NotifyStatus",
-            "params": ["ts": .number((Date().timeIntervalSince1970 * 100).rounded() / 100), "switch:0": part],
-        ])
+        json(
+            "\(deviceId)/events/rpc",
+            [
+                "src": .string(deviceId), "dst": .string("\(deviceId)/events"), "method": "NotifyStatus",
+                "params": ["ts": .number((Date().timeIntervalSince1970 * 100).rounded() / 100), "switch:0": part]
+            ])
     }
 
     // MARK: - Incoming
@@ -367,7 +381,8 @@ public final class ShellySimulator: Sendable {
 
     private func handleRPC(_ payload: [UInt8]) {
         guard let request = try? JSONValue.parse(payload), case .object = request,
-              let src = request["src"]?.stringValue, !src.isEmpty, !src.contains("#"), !src.contains("+") else { return }
+            let src = request["src"]?.stringValue, !src.isEmpty, !src.contains("#"), !src.contains("+")
+        else { return }
         let id = request["id"] ?? .null
         let method = request["method"]?.stringValue ?? ""
         let params = request["params"] ?? [:]
@@ -376,7 +391,11 @@ public final class ShellySimulator: Sendable {
         func switchIdOK() -> Bool {
             let value = params["id"]
             guard case .number(0)? = value else {
-                if value == nil { fail(-103, "Missing required argument 'id'!") } else { fail(-105, "Argument 'id', value \(value.map { "\($0)" } ?? "") not found!") }
+                if value == nil {
+                    fail(-103, "Missing required argument 'id'!")
+                } else {
+                    fail(-105, "Argument 'id', value \(value.map { "\($0)" } ?? "") not found!")
+                }
                 return false
             }
             return true
@@ -395,9 +414,13 @@ public final class ShellySimulator: Sendable {
             reply["result"] = ["was_on": .bool(wasOn)]
         case "Switch.GetStatus":
             guard switchIdOK() else { break }
-            reply["result"] = state.withLock { s -> JSONValue in accrue(&s); return fullStatus(s, source: "MQTT") }
+            reply["result"] = state.withLock { s -> JSONValue in
+                accrue(&s); return fullStatus(s, source: "MQTT")
+            }
         case "Shelly.GetStatus":
-            let status = state.withLock { s -> JSONValue in accrue(&s); return fullStatus(s, source: "MQTT") }
+            let status = state.withLock { s -> JSONValue in
+                accrue(&s); return fullStatus(s, source: "MQTT")
+            }
             reply["result"] = ["switch:0": status, "sys": ["mac": .string(macAddress), "restart_required": false]]
         default:
             fail(404, "No handler for \(method)")

@@ -100,7 +100,9 @@ public final class TasmotaDriver: Driver {
             if available == false {
                 throw DriverError("Tasmota device \(topics.topic) is offline (its last will says Offline)")
             }
-            let n = state.withLock { s -> Int in s.issued += 1; return s.issued }
+            let n = state.withLock { s -> Int in
+                s.issued += 1; return s.issued
+            }
             do {
                 try mqtt.publish(topics.commandTopic, Array((on ? "ON" : "OFF").utf8), retain: false)
             } catch {

@@ -31,7 +31,9 @@ public struct TasmotaDriverFactory: DiscoveringDriverFactory {
         let s = try DriverSettings(configuration, allowed: Self.keys)
         let topic = try s.string("topic")
         guard TasmotaTopics.isValidTopic(topic) else {
-            throw DriverError("tasmota setting \"topic\" of device \"\(configuration.deviceId)\" must not contain '+', '#', NUL or empty levels (got \"\(topic)\")")
+            throw DriverError(
+                "tasmota setting \"topic\" of device \"\(configuration.deviceId)\" must not contain '+', '#', NUL or empty levels (got \"\(topic)\")"
+            )
         }
         let fullTopic = try s.string("full_topic", default: TasmotaTopics.defaultFullTopic)
         if let problem = TasmotaTopics.problem(withFullTopic: fullTopic) {
@@ -40,7 +42,8 @@ public struct TasmotaDriverFactory: DiscoveringDriverFactory {
         let relays = try s.int("relays", default: 1, in: 1...32)
         let relay = try s.int("relay", default: 1, in: 1...32)
         guard relay <= relays else {
-            throw DriverError("tasmota setting \"relay\" of device \"\(configuration.deviceId)\" must be from 1 to \"relays\" (\(relays)), got \(relay)")
+            throw DriverError(
+                "tasmota setting \"relay\" of device \"\(configuration.deviceId)\" must be from 1 to \"relays\" (\(relays)), got \(relay)")
         }
         let channel = try s.int("energy_channel", default: 0, in: 0...31)
         let topics = TasmotaTopics(topic: topic, fullTopic: fullTopic, relay: relay, relays: relays)
@@ -54,11 +57,13 @@ public struct TasmotaDriverFactory: DiscoveringDriverFactory {
         guard levels.count == 3, levels[0] == "tele", levels[2] == "LWT" else { return nil }
         let topic = String(levels[1])
         guard !topic.isEmpty, TasmotaTopics.isValidTopic(topic), message.payload.count <= 64,
-              TasmotaPayload.availability(message.text) == true else { return nil }
+            TasmotaPayload.availability(message.text) == true
+        else { return nil }
         let id = Self.suggestedId(for: topic)
         guard !id.isEmpty else { return nil }
-        return DiscoveredDevice(suggestedId: id, driver: name, name: topic,
-                                settingsJSON: JSONValue.object([("topic", .string(topic))]).serialized(), hardwareId: nil)
+        return DiscoveredDevice(
+            suggestedId: id, driver: name, name: topic,
+            settingsJSON: JSONValue.object([("topic", .string(topic))]).serialized(), hardwareId: nil)
     }
 
     /// `topic` with everything but `[A-Za-z0-9_-]` dropped, at most 64 characters.

@@ -66,10 +66,12 @@ enum TasmotaPayload {
         case .string(let s)?:
             let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
             // Plain decimal only: Double("0x10"), "inf" and "nan" are not numbers a device sends.
-            let plain = t.utf8.count <= 40 && t.utf8.allSatisfy {
-                ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
-                    || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E")
-            }
+            let plain =
+                t.utf8.count <= 40
+                && t.utf8.allSatisfy {
+                    ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+                        || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E")
+                }
             d = plain ? Double(t) : nil
         default:
             d = nil
@@ -124,7 +126,13 @@ enum TasmotaPayload {
         var escaped = false
         for byte in payload {
             if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
                 continue
             }
             switch byte {

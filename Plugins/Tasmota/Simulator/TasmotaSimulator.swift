@@ -37,10 +37,12 @@ public final class TasmotaSimulator: Sendable {
         /// Skip commands the broker delivers from its retained store (a real Tasmota obeys them).
         public var ignoreRetainedCommands: Bool
 
-        public init(host: String = "127.0.0.1", port: Int = 1883, topic: String = "tasmota_A1B2C3",
-                    relays: Int = 1, telePeriod: Double = 10, loadWatts: Double = 60,
-                    initialTotalKWh: Double = 0, username: String? = nil, password: String? = nil,
-                    ignoreRetainedCommands: Bool = false) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 1883, topic: String = "tasmota_A1B2C3",
+            relays: Int = 1, telePeriod: Double = 10, loadWatts: Double = 60,
+            initialTotalKWh: Double = 0, username: String? = nil, password: String? = nil,
+            ignoreRetainedCommands: Bool = false
+        ) {
             self.host = host
             self.port = port
             self.topic = topic
@@ -88,14 +90,15 @@ public final class TasmotaSimulator: Sendable {
         self.options = options
         let now = Date()
         let n = options.relays
-        device = Mutex(Device(
-            relayOn: Array(repeating: false, count: n),
-            totalKWh: Array(repeating: max(0, options.initialTotalKWh), count: n),
-            todayKWh: Array(repeating: 0, count: n),
-            yesterdayKWh: Array(repeating: 0, count: n),
-            periodWh: Array(repeating: 0, count: n),
-            lastAccrual: now, day: Self.dayOf(now), bootedAt: now,
-            totalStartTime: Self.timestamp(now), telePeriod: options.telePeriod))
+        device = Mutex(
+            Device(
+                relayOn: Array(repeating: false, count: n),
+                totalKWh: Array(repeating: max(0, options.initialTotalKWh), count: n),
+                todayKWh: Array(repeating: 0, count: n),
+                yesterdayKWh: Array(repeating: 0, count: n),
+                periodWh: Array(repeating: 0, count: n),
+                lastAccrual: now, day: Self.dayOf(now), bootedAt: now,
+                totalStartTime: Self.timestamp(now), telePeriod: options.telePeriod))
     }
 
     // MARK: - Topics
@@ -204,13 +207,14 @@ public final class TasmotaSimulator: Sendable {
     // MARK: - Connection
 
     private func connect() async throws {
-        let client = try MQTTClient(options: MQTTOptions(
-            host: options.host, port: options.port,
-            clientId: "DVES_\(options.topic.prefix(40))_\(UUID().uuidString.prefix(6))",
-            username: options.username, password: options.password,
-            keepAlive: 30, cleanSession: true, protocolVersion: .v311,
-            will: MQTTOptions.Will(topic: lwtTopic, payload: Array("Offline".utf8), qos: 1, retain: true),
-            reconnectDelay: MQTTOptions.ReconnectDelay(min: .seconds(1), max: .seconds(10))))
+        let client = try MQTTClient(
+            options: MQTTOptions(
+                host: options.host, port: options.port,
+                clientId: "DVES_\(options.topic.prefix(40))_\(UUID().uuidString.prefix(6))",
+                username: options.username, password: options.password,
+                keepAlive: 30, cleanSession: true, protocolVersion: .v311,
+                will: MQTTOptions.Will(topic: lwtTopic, payload: Array("Offline".utf8), qos: 1, retain: true),
+                reconnectDelay: MQTTOptions.ReconnectDelay(min: .seconds(1), max: .seconds(10))))
         try client.subscribe(topic("cmnd", "#"), qos: 1)
         let pump = Task { [self] in
             for await message in client.messages { handle(message, client: client) }
@@ -265,7 +269,7 @@ public final class TasmotaSimulator: Sendable {
                 case "on", "1", "true": d.relayOn[relay - 1] = true
                 case "off", "0", "false": d.relayOn[relay - 1] = false
                 case "toggle", "2": d.relayOn[relay - 1].toggle()
-                default: break // empty (query) or unknown: answer the state
+                default: break  // empty (query) or unknown: answer the state
                 }
                 return d.relayOn[relay - 1]
             }
@@ -284,7 +288,8 @@ public final class TasmotaSimulator: Sendable {
                 }
                 return d.telePeriod
             }
-            _ = try? client.publish(topic("stat", "RESULT"), Array("{\"TelePeriod\":\(Self.number(period, 0))}".utf8), qos: 1, retain: false)
+            _ = try? client.publish(
+                topic("stat", "RESULT"), Array("{\"TelePeriod\":\(Self.number(period, 0))}".utf8), qos: 1, retain: false)
             publishTelemetry(client)
         } else {
             unknown(client)
@@ -328,7 +333,8 @@ public final class TasmotaSimulator: Sendable {
         for i in d.relayOn.indices {
             s += "\"\(powerName(i + 1))\":\"\(d.relayOn[i] ? "ON" : "OFF")\","
         }
-        s += "\"Wifi\":{\"AP\":1,\"SSId\":\"simulated\",\"BSSId\":\"30:B5:C2:00:00:01\",\"Channel\":6,\"Mode\":\"11n\",\"RSSI\":86,\"Signal\":-57,\"LinkCount\":1,\"Downtime\":\"0T00:00:03\"}}"
+        s +=
+            "\"Wifi\":{\"AP\":1,\"SSId\":\"simulated\",\"BSSId\":\"30:B5:C2:00:00:01\",\"Channel\":6,\"Mode\":\"11n\",\"RSSI\":86,\"Signal\":-57,\"LinkCount\":1,\"Downtime\":\"0T00:00:03\"}}"
         return s
     }
 
@@ -346,7 +352,8 @@ public final class TasmotaSimulator: Sendable {
             current.append(voltage > 0 ? s / voltage : 0)
         }
         func field(_ values: [Double], _ decimals: Int) -> String {
-            values.count == 1 ? Self.number(values[0], decimals) : "[" + values.map { Self.number($0, decimals) }.joined(separator: ",") + "]"
+            values.count == 1
+                ? Self.number(values[0], decimals) : "[" + values.map { Self.number($0, decimals) }.joined(separator: ",") + "]"
         }
         var e = "\"TotalStartTime\":\"\(d.totalStartTime)\",\"Total\":\(field(d.totalKWh, 3)),"
         e += "\"Yesterday\":\(field(d.yesterdayKWh, 3)),\"Today\":\(field(d.todayKWh, 3)),"
@@ -369,8 +376,9 @@ public final class TasmotaSimulator: Sendable {
     /// Local time as Tasmota prints it: `2021-06-27T15:03:44`.
     static func timestamp(_ date: Date) -> String {
         let c = Calendar.current.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0,
-                      c.hour ?? 0, c.minute ?? 0, c.second ?? 0)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0,
+            c.hour ?? 0, c.minute ?? 0, c.second ?? 0)
     }
 
     /// `1T02:03:04` (days T hh:mm:ss).
@@ -382,8 +390,10 @@ public final class TasmotaSimulator: Sendable {
 
     /// Runs `count` simulated devices until the task is cancelled (`hub sim tasmota`). With
     /// `count` > 1 the topics are `<topic>_1`...`<topic>_<count>`.
-    public static func runForever(options: Options, count: Int = 1,
-                                  print output: @Sendable (String) -> Void = { Swift.print($0) }) async throws {
+    public static func runForever(
+        options: Options, count: Int = 1,
+        print output: @Sendable (String) -> Void = { Swift.print($0) }
+    ) async throws {
         var simulators: [TasmotaSimulator] = []
         do {
             for i in 0..<max(1, count) {
@@ -392,7 +402,9 @@ public final class TasmotaSimulator: Sendable {
                 let simulator = TasmotaSimulator(options: o)
                 try await simulator.start()
                 simulators.append(simulator)
-                output("tasmota simulator \(o.topic) (\(simulator.options.relays) relay\(simulator.options.relays == 1 ? "" : "s"), \(number(simulator.options.loadWatts, 0)) W) on MQTT \(o.host):\(o.port), tele every \(number(simulator.options.telePeriod, 1)) s; switch with: mosquitto_pub -t cmnd/\(o.topic)/POWER -m TOGGLE")
+                output(
+                    "tasmota simulator \(o.topic) (\(simulator.options.relays) relay\(simulator.options.relays == 1 ? "" : "s"), \(number(simulator.options.loadWatts, 0)) W) on MQTT \(o.host):\(o.port), tele every \(number(simulator.options.telePeriod, 1)) s; switch with: mosquitto_pub -t cmnd/\(o.topic)/POWER -m TOGGLE"
+                )
             }
             while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
         } catch {

@@ -37,8 +37,9 @@ public struct ActivationsModel: Sendable, Equatable, Codable {
             unresolved[e.device] = e.resolution == .report ? e : nil
         case .activationChanged(let e):
             unresolved[e.device] = nil
-            let a = Activation(name: e.name, start: e.start, lengthMinutes: e.lengthMinutes, periodMinutes: e.periodMinutes,
-                               daily: e.daily)
+            let a = Activation(
+                name: e.name, start: e.start, lengthMinutes: e.lengthMinutes, periodMinutes: e.periodMinutes,
+                daily: e.daily)
             switch e.change {
             case .added:
                 byDevice[e.device, default: []].append(a)

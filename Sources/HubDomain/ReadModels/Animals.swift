@@ -92,10 +92,11 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
                 beaconIndex[previous.beacon] = nil
             }
             let beacon = BeaconId.key(e.beacon)
-            byId[e.animal] = AnimalRecord(id: e.animal, admission: e, status: .admitted, admittedAt: context.timestamp,
-                                          dischargedAt: nil, discharge: nil, beacon: beacon, lastRoom: nil,
-                                          lastSeenAt: nil, heartRate: nil, temperature: nil,
-                                          admissions: (previous?.admissions ?? 0) + 1)
+            byId[e.animal] = AnimalRecord(
+                id: e.animal, admission: e, status: .admitted, admittedAt: context.timestamp,
+                dischargedAt: nil, discharge: nil, beacon: beacon, lastRoom: nil,
+                lastSeenAt: nil, heartRate: nil, temperature: nil,
+                admissions: (previous?.admissions ?? 0) + 1)
             beaconIndex[beacon] = e.animal
         case .animalDischarged(let e):
             guard let beacon = byId[e.animal]?.markDischarged(e, at: context.timestamp) else { return }

@@ -81,11 +81,13 @@ public struct AuditTrail: Sendable, Equatable {
         let type = event.typeName
         let stream = event.streamKey
         totalEvents += 1
-        lastByStreamKey[stream] = StreamChange(sequence: context.sequence, timestamp: context.timestamp, type: type,
-                                            actor: context.actor, commandId: context.commandId)
+        lastByStreamKey[stream] = StreamChange(
+            sequence: context.sequence, timestamp: context.timestamp, type: type,
+            actor: context.actor, commandId: context.commandId)
         countsByActor[context.actor, default: 0] += 1
-        let entry = AuditEntry(sequence: context.sequence, timestamp: context.timestamp, streamKey: stream, type: type,
-                               actor: context.actor, commandId: context.commandId)
+        let entry = AuditEntry(
+            sequence: context.sequence, timestamp: context.timestamp, streamKey: stream, type: type,
+            actor: context.actor, commandId: context.commandId)
         if ring.count < capacity {
             if ring.capacity < capacity { ring.reserveCapacity(capacity) }
             ring.append(entry)

@@ -163,8 +163,9 @@ public struct DevicesModel: Sendable, Equatable, Codable {
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         switch event {
         case .deviceRegistered(let e):
-            let record = DeviceRecord(id: e.device, driver: e.driver, name: e.name, config: e.config,
-                                      hardwareId: e.hardwareId, registeredAt: context.timestamp)
+            let record = DeviceRecord(
+                id: e.device, driver: e.driver, name: e.name, config: e.config,
+                hardwareId: e.hardwareId, registeredAt: context.timestamp)
             if let slot = slotById[e.device] {
                 records[slot] = record
             } else {
@@ -177,8 +178,9 @@ public struct DevicesModel: Sendable, Equatable, Codable {
             update(e.device) { $0.markRemoved(at: context.timestamp) }
         case .switchRequested(let e):
             update(e.device) {
-                $0.pending = PendingSwitch(state: e.state, since: context.timestamp, commandId: context.commandId,
-                                           bySchedule: context.actor == Scheduling.actor)
+                $0.pending = PendingSwitch(
+                    state: e.state, since: context.timestamp, commandId: context.commandId,
+                    bySchedule: context.actor == Scheduling.actor)
             }
         case .switchToggled(let e):
             update(e.device) { $0.applyToggled(e, at: context.timestamp) }
@@ -193,8 +195,8 @@ public struct DevicesModel: Sendable, Equatable, Codable {
                 update(id) { $0.lastReadings.take(e.quantity, ReadingValue(value: e.value, measuredAt: e.measuredAt)) }
             }
         case .activationChanged, .activationsDiverged, .energyCounterReset, .groupDefined, .groupRemoved, .sceneDefined,
-             .sceneRemoved, .multiSwitchRequested, .animalUnseen, .ownerDataErased, .animalAdmitted, .animalDischarged, .animalSighted,
-             .commandRejected:
+            .sceneRemoved, .multiSwitchRequested, .animalUnseen, .ownerDataErased, .animalAdmitted, .animalDischarged, .animalSighted,
+            .commandRejected:
             return
         }
     }

@@ -68,8 +68,10 @@ public struct HistoryBucket: Sendable, Equatable {
     /// no time yet (the newest reading, measured at the model's clock) answers the mean of its readings.
     public var mean: Double { covered > 0 ? weighted / Double(covered) : sum / Double(count) }
 
-    public init(start: Int64, count: Int, min: Double, max: Double, sum: Double, last: Double,
-                weighted: Double = 0, covered: Int64 = 0) {
+    public init(
+        start: Int64, count: Int, min: Double, max: Double, sum: Double, last: Double,
+        weighted: Double = 0, covered: Int64 = 0
+    ) {
         self.start = start; self.count = count; self.min = min; self.max = max; self.sum = sum; self.last = last
         self.weighted = weighted; self.covered = covered
     }
@@ -110,8 +112,9 @@ struct HistoryColumn: Sendable {
 
     func bucket(at i: Int, width: Int64) -> HistoryBucket {
         let p = slot(i)
-        return HistoryBucket(start: starts[p] * width, count: Int(counts[p]), min: mins[p], max: maxs[p], sum: sums[p], last: lasts[p],
-                             weighted: weighteds[p], covered: covereds[p])
+        return HistoryBucket(
+            start: starts[p] * width, count: Int(counts[p]), min: mins[p], max: maxs[p], sum: sums[p], last: lasts[p],
+            weighted: weighteds[p], covered: covereds[p])
     }
 
     func start(at i: Int) -> Int64 { starts[slot(i)] }
@@ -238,9 +241,10 @@ extension HistoryColumn: Equatable {
         for i in 0..<a.count {
             let p = a.slot(i), q = b.slot(i)
             guard a.starts[p] == b.starts[q], a.counts[p] == b.counts[q], a.mins[p].bitPattern == b.mins[q].bitPattern,
-                  a.maxs[p].bitPattern == b.maxs[q].bitPattern, a.sums[p].bitPattern == b.sums[q].bitPattern,
-                  a.lasts[p].bitPattern == b.lasts[q].bitPattern, a.lastAts[p] == b.lastAts[q],
-                  a.weighteds[p].bitPattern == b.weighteds[q].bitPattern, a.covereds[p] == b.covereds[q] else { return false }
+                a.maxs[p].bitPattern == b.maxs[q].bitPattern, a.sums[p].bitPattern == b.sums[q].bitPattern,
+                a.lasts[p].bitPattern == b.lasts[q].bitPattern, a.lastAts[p] == b.lastAts[q],
+                a.weighteds[p].bitPattern == b.weighteds[q].bitPattern, a.covereds[p] == b.covereds[q]
+            else { return false }
         }
         return true
     }

@@ -68,8 +68,10 @@ public struct HistoryHold: Sendable, Equatable, Codable {
 extension HistoryResolution {
     /// Calls `body` with each bucket `span` overlaps, from bucket `first` (older buckets are past
     /// retention) through bucket `through`, and the µs of the span inside it, oldest first.
-    public func pieces(of span: HistoryHold.Span, from first: Int64 = .min, through: Int64 = .max,
-                       _ body: (_ bucket: Int64, _ micros: Int64) throws -> Void) rethrows {
+    public func pieces(
+        of span: HistoryHold.Span, from first: Int64 = .min, through: Int64 = .max,
+        _ body: (_ bucket: Int64, _ micros: Int64) throws -> Void
+    ) rethrows {
         guard span.to > span.from else { return }
         var b = Swift.max(bucket(of: span.from), first)
         let last = Swift.min(bucket(of: span.to - 1), through)
@@ -84,8 +86,9 @@ extension HistoryResolution {
 extension HistoryBucket {
     /// A bucket holding no reading, covered `micros` by a value held from before it.
     static func carried(_ b: Int64, width: Int64, value: Double, micros: Int64) -> HistoryBucket {
-        HistoryBucket(start: b * width, count: 0, min: value, max: value, sum: 0, last: value,
-                      weighted: value * Double(micros), covered: micros)
+        HistoryBucket(
+            start: b * width, count: 0, min: value, max: value, sum: 0, last: value,
+            weighted: value * Double(micros), covered: micros)
     }
 
     /// Adds `micros` of `value` to the weighting.
@@ -97,8 +100,10 @@ extension HistoryBucket {
 
 /// Adds the open tail of `hold` (up to `now`) to `buckets` (of `resolution`, starting in `[from, to)`,
 /// oldest first): what a query answers, from memory or from the files alike.
-public func withOpenTail(_ buckets: [HistoryBucket], hold: HistoryHold, now: Int64, _ resolution: HistoryResolution,
-                         from: Int64, to: Int64) -> [HistoryBucket] {
+public func withOpenTail(
+    _ buckets: [HistoryBucket], hold: HistoryHold, now: Int64, _ resolution: HistoryResolution,
+    from: Int64, to: Int64
+) -> [HistoryBucket] {
     guard let tail = hold.tail(now: now), to > from else { return buckets }
     let first = max(resolution.bucket(of: from), resolution.horizon(now: now)), last = resolution.bucket(of: to - 1)
     var out: [HistoryBucket] = []

@@ -25,12 +25,16 @@ public struct HistoryQuery: Sendable, Equatable {
     ///   - bucket: `1m`, `1h` or `1d` (energy: `1d` only).
     /// - Throws: A `Rejection` with code `unknown_subject`, `unknown_quantity`, `bad_bucket`,
     ///   `bad_range` or `too_many_buckets`.
-    public static func parse(subject: String, quantity: String, from: String, to: String,
-                             bucket: String) throws(Rejection) -> HistoryQuery {
+    public static func parse(
+        subject: String, quantity: String, from: String, to: String,
+        bucket: String
+    ) throws(Rejection) -> HistoryQuery {
         let parsedSubject = try parseSubject(subject)
         guard let q = Quantity(rawValue: quantity) else {
-            throw Rejection(code: "unknown_quantity", message: "quantity \(quoted(quantity)) is not one of "
-                            + Quantity.allCases.map(\.rawValue).joined(separator: ", "))
+            throw Rejection(
+                code: "unknown_quantity",
+                message: "quantity \(quoted(quantity)) is not one of "
+                    + Quantity.allCases.map(\.rawValue).joined(separator: ", "))
         }
         guard let resolution = HistoryResolution(rawValue: bucket) else {
             throw Rejection(code: "bad_bucket", message: "bucket \(quoted(bucket)) is not one of 1m, 1h, 1d")
@@ -45,8 +49,10 @@ public struct HistoryQuery: Sendable, Equatable {
         }
         let query = HistoryQuery(subject: parsedSubject, quantity: q, from: start, to: end, resolution: resolution)
         guard query.bucketCount <= maxBuckets else {
-            throw Rejection(code: "too_many_buckets", message: "the range holds \(query.bucketCount) buckets of \(bucket); "
-                            + "at most \(maxBuckets): shorten it or use a wider bucket")
+            throw Rejection(
+                code: "too_many_buckets",
+                message: "the range holds \(query.bucketCount) buckets of \(bucket); "
+                    + "at most \(maxBuckets): shorten it or use a wider bucket")
         }
         return query
     }
@@ -67,7 +73,8 @@ public struct HistoryQuery: Sendable, Equatable {
     }
 
     static func badTime(_ field: String, _ text: String) -> Rejection {
-        Rejection(code: "bad_range", message: "\"\(field)\": \(quoted(text)) is not an ISO-8601 time (2026-11-22T18:00:00Z) or date (2026-11-22)")
+        Rejection(
+            code: "bad_range", message: "\"\(field)\": \(quoted(text)) is not an ISO-8601 time (2026-11-22T18:00:00Z) or date (2026-11-22)")
     }
 
     /// How many buckets the range spans (empty ones included).
@@ -113,9 +120,11 @@ extension HubState {
         let resolution = query.resolution
         let horizon = resolution.horizon(now: source.now)
         if resolution.bucket(of: query.from) < horizon {
-            throw Rejection(code: "not_retained", message: "\(resolution.rawValue) buckets are kept \(resolution.retentionText): "
-                            + "the oldest kept starts at \(ISO8601.format(micros: horizon * resolution.width)); "
-                            + "start the range there or use a wider bucket")
+            throw Rejection(
+                code: "not_retained",
+                message: "\(resolution.rawValue) buckets are kept \(resolution.retentionText): "
+                    + "the oldest kept starts at \(ISO8601.format(micros: horizon * resolution.width)); "
+                    + "start the range there or use a wider bucket")
         }
         let key = HistorySeriesKey(subject: query.subject, quantity: query.quantity)
         return .buckets(try source.buckets(key, resolution, from: query.from, to: query.to))

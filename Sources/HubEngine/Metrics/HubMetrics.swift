@@ -1,5 +1,4 @@
 import CoreMetrics
-
 import Synchronization
 
 /// The hub's metrics, made once through a swift-metrics `MetricsFactory` and recorded beside the
@@ -61,12 +60,15 @@ public final class HubMetrics: Sendable {
     /// One answer of the command service.
     func answered(_ answer: CommandAnswer) {
         let outcome = answer.outcomeName
-        commands.get(outcome) { CoreMetrics.Counter(label: MetricCatalog.Name.commands, dimensions: [("outcome", outcome)], factory: factory) }
-            .increment()
+        commands.get(outcome) {
+            CoreMetrics.Counter(label: MetricCatalog.Name.commands, dimensions: [("outcome", outcome)], factory: factory)
+        }
+        .increment()
         if let rejection = answer.rejection {
             rejections.get(outcome + "\u{0}" + rejection.code) {
-                CoreMetrics.Counter(label: MetricCatalog.Name.rejections, dimensions: [("outcome", outcome), ("code", rejection.code)],
-                                    factory: factory)
+                CoreMetrics.Counter(
+                    label: MetricCatalog.Name.rejections, dimensions: [("outcome", outcome), ("code", rejection.code)],
+                    factory: factory)
             }.increment()
         }
     }
@@ -77,8 +79,9 @@ public final class HubMetrics: Sendable {
     func driverCommand(driver: String, failed: Bool, duration: Duration) {
         let outcome = failed ? "failed" : "sent"
         driverCommands.get(driver + "\u{0}" + outcome) {
-            CoreMetrics.Timer(label: MetricCatalog.Name.driverCommandDuration, dimensions: [("driver", driver), ("outcome", outcome)],
-                              factory: factory)
+            CoreMetrics.Timer(
+                label: MetricCatalog.Name.driverCommandDuration, dimensions: [("driver", driver), ("outcome", outcome)],
+                factory: factory)
         }.record(duration)
     }
 

@@ -31,29 +31,36 @@ public enum MetricCatalog {
 
     public static let entries: [Entry] = [
         Entry(name: Name.eventsAppended, type: "counter", labels: [], help: "Events appended to the log by this process."),
-        Entry(name: Name.appendDuration, type: "histogram", labels: [],
-              help: "Time of one append, from the request to its acknowledgement (group commit's fdatasync included)."),
+        Entry(
+            name: Name.appendDuration, type: "histogram", labels: [],
+            help: "Time of one append, from the request to its acknowledgement (group commit's fdatasync included)."),
         Entry(name: Name.syncDuration, type: "histogram", labels: [], help: "Time of one fdatasync of the log's segment file."),
         Entry(name: Name.commands, type: "counter", labels: ["outcome"], help: "Commands answered, by outcome (ok, refused, failed)."),
-        Entry(name: Name.rejections, type: "counter", labels: ["outcome", "code"],
-              help: "Commands refused or failed, by outcome and rejection code."),
+        Entry(
+            name: Name.rejections, type: "counter", labels: ["outcome", "code"],
+            help: "Commands refused or failed, by outcome and rejection code."),
         Entry(name: Name.mqttConnected, type: "gauge", labels: [], help: "1 while the hub is connected to the broker, else 0."),
         Entry(name: Name.mqttReconnects, type: "counter", labels: [], help: "Times the broker connection came back after a loss."),
         Entry(name: Name.mqttReceived, type: "counter", labels: [], help: "MQTT messages the hub's client received."),
         Entry(name: Name.mqttPublished, type: "counter", labels: [], help: "MQTT messages the hub's client published."),
-        Entry(name: Name.mqttEventsRefused, type: "counter", labels: [],
-              help: "Event feed publishes the broker refused or that failed (each retried alone, with back-off)."),
-        Entry(name: Name.driverCommandDuration, type: "histogram", labels: ["driver", "outcome"],
-              help: "Time a driver took to carry out (send) one command to its device, by driver and outcome (sent, failed)."),
-        Entry(name: Name.devices, type: "gauge", labels: ["driver", "availability"],
-              help: "Registered devices by driver and availability (available, unavailable, unknown)."),
+        Entry(
+            name: Name.mqttEventsRefused, type: "counter", labels: [],
+            help: "Event feed publishes the broker refused or that failed (each retried alone, with back-off)."),
+        Entry(
+            name: Name.driverCommandDuration, type: "histogram", labels: ["driver", "outcome"],
+            help: "Time a driver took to carry out (send) one command to its device, by driver and outcome (sent, failed)."),
+        Entry(
+            name: Name.devices, type: "gauge", labels: ["driver", "availability"],
+            help: "Registered devices by driver and availability (available, unavailable, unknown)."),
         Entry(name: Name.bridgeObservations, type: "counter", labels: ["bridge"], help: "Raw MQTT messages a bridge received."),
-        Entry(name: Name.bridgeFacts, type: "counter", labels: ["bridge", "fact"],
-              help: "Facts a bridge reported (sighted, present, unseen), before the log's own filtering."),
+        Entry(
+            name: Name.bridgeFacts, type: "counter", labels: ["bridge", "fact"],
+            help: "Facts a bridge reported (sighted, present, unseen), before the log's own filtering."),
         Entry(name: Name.snapshotAge, type: "gauge", labels: [], help: "Seconds since the newest read-model snapshot was written."),
         Entry(name: Name.eventsSinceSnapshot, type: "gauge", labels: [], help: "Events in the log after the newest snapshot."),
-        Entry(name: Name.httpConnectionsCut, type: "counter", labels: ["reason"],
-              help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body."),
+        Entry(
+            name: Name.httpConnectionsCut, type: "counter", labels: ["reason"],
+            help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body.")
     ]
 
     /// Durations the hub measures are mostly milliseconds: finer buckets than the Prometheus
@@ -61,7 +68,7 @@ public enum MetricCatalog {
     public static let durationBuckets: [Duration] = [
         .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
-        .milliseconds(2500), .seconds(5), .seconds(10),
+        .milliseconds(2500), .seconds(5), .seconds(10)
     ]
 
     /// Adds a `# HELP` line before each `# TYPE` line of a metric in the catalogue (Prometheus

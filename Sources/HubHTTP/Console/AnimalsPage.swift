@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 
 /// `GET /animals`: the patients, admitted first, with room, last seen and present; and the
 /// admission form with every field of the seed clinic app, the photo included.
@@ -12,14 +12,16 @@ struct AnimalsPage {
 
     var page: ConsolePage {
         let admitted = animals.filter(\.isAdmitted), discharged = animals.filter { !$0.isAdmitted }
-        return ConsolePage(title: "Animals", section: .animals, live: ["animal/"], body: """
-        <h2>Admitted (\(admitted.count))</h2>
-        \(table(admitted))
-        <h2>Discharged (\(discharged.count))</h2>
-        \(table(discharged))
-        <h2 id="admit">Admit an animal</h2>
-        \(Self.admissionForm(beacon: beacon))
-        """)
+        return ConsolePage(
+            title: "Animals", section: .animals, live: ["animal/"],
+            body: """
+                <h2>Admitted (\(admitted.count))</h2>
+                \(table(admitted))
+                <h2>Discharged (\(discharged.count))</h2>
+                \(table(discharged))
+                <h2 id="admit">Admit an animal</h2>
+                \(Self.admissionForm(beacon: beacon))
+                """)
     }
 
     func table(_ list: [AnimalRecord]) -> HTML {
@@ -29,15 +31,15 @@ struct AnimalsPage {
             let room = live?.room ?? a.lastRoom
             let seen = max(live?.at ?? 0, a.lastSeenAt ?? 0)
             return """
-            <tr data-animal="\(a.id)"><td><a href="/animals/\(URLText.component(a.id))">\(a.admission.name)</a> <span class="muted">\(a.id)</span></td>\
-            <td>\(a.admission.species)</td><td>\(room ?? "–")</td><td>\(ConsoleFormat.time(seen > 0 ? seen : nil))</td>\
-            <td>\(Self.presentText(a, live: live != nil))</td><td>\(ConsoleFormat.time(a.admittedAt))</td></tr>
-            """
+                <tr data-animal="\(a.id)"><td><a href="/animals/\(URLText.component(a.id))">\(a.admission.name)</a> <span class="muted">\(a.id)</span></td>\
+                <td>\(a.admission.species)</td><td>\(room ?? "–")</td><td>\(ConsoleFormat.time(seen > 0 ? seen : nil))</td>\
+                <td>\(Self.presentText(a, live: live != nil))</td><td>\(ConsoleFormat.time(a.admittedAt))</td></tr>
+                """
         }
         return """
-        <div class="scroll"><table><thead><tr><th>Name</th><th>Species</th><th>Room</th><th>Last seen</th><th>Present</th>\
-        <th>Admitted</th></tr></thead><tbody>\(rows)</tbody></table></div>
-        """
+            <div class="scroll"><table><thead><tr><th>Name</th><th>Species</th><th>Room</th><th>Last seen</th><th>Present</th>\
+            <th>Admitted</th></tr></thead><tbody>\(rows)</tbody></table></div>
+            """
     }
 
     static func presentText(_ a: AnimalRecord, live: Bool) -> String {
@@ -54,27 +56,27 @@ struct AnimalsPage {
             "<label class=\"\(wide ? "wide" : "")\">\(label)<input name=\"\(name)\" \(extra)></label>"
         }
         return """
-        <form class="stack card" data-after="reload" data-command="\(ConsoleFormat.command([("command", "admit_animal")]))">
-        \(field("id", "Id (letters, digits, - and _)", "required pattern=\"[A-Za-z0-9_-]{1,64}\""))
-        \(field("name", "Name", "required"))
-        \(field("species", "Species", "required list=\"species\""))
-        <datalist id="species"><option value="dog"><option value="cat"><option value="horse"><option value="cow"><option value="bird"></datalist>
-        \(field("breed", "Breed"))
-        <label>Gender<select name="gender"><option value="">–</option><option value="male">male</option><option value="female">female</option></select></label>
-        \(field("birth_date", "Birth date", "type=\"date\""))
-        \(field("weight_kg", "Weight (kg)", "required data-type=\"number\" inputmode=\"decimal\""))
-        \(field("coat", "Coat"))
-        \(field("beacon", "Beacon", "required value=\"\(beacon ?? "")\" placeholder=\"iBeacon:uuid-major-minor, a uuid, or a MAC\""))
-        \(field("owner_name", "Owner's name"))
-        \(field("owner_phone", "Owner's phone", "type=\"tel\""))
-        \(field("owner_address", "Owner's address", wide: true))
-        \(field("motive", "Reason for admission", wide: true))
-        \(field("veterinarian", "Veterinarian"))
-        <label class="wide">Observations<textarea name="observations"></textarea></label>
-        <label class="wide">Photo (JPEG, PNG, WebP or GIF, at most \(PhotoStore.maxBytes / 1_048_576) MiB)<input type="file" name="photo" accept="image/jpeg,image/png,image/webp,image/gif" capture="environment"></label>
-        <div class="wide"><button type="submit" class="primary">Admit</button></div>
-        </form>
-        """
+            <form class="stack card" data-after="reload" data-command="\(ConsoleFormat.command([("command", "admit_animal")]))">
+            \(field("id", "Id (letters, digits, - and _)", "required pattern=\"[A-Za-z0-9_-]{1,64}\""))
+            \(field("name", "Name", "required"))
+            \(field("species", "Species", "required list=\"species\""))
+            <datalist id="species"><option value="dog"><option value="cat"><option value="horse"><option value="cow"><option value="bird"></datalist>
+            \(field("breed", "Breed"))
+            <label>Gender<select name="gender"><option value="">–</option><option value="male">male</option><option value="female">female</option></select></label>
+            \(field("birth_date", "Birth date", "type=\"date\""))
+            \(field("weight_kg", "Weight (kg)", "required data-type=\"number\" inputmode=\"decimal\""))
+            \(field("coat", "Coat"))
+            \(field("beacon", "Beacon", "required value=\"\(beacon ?? "")\" placeholder=\"iBeacon:uuid-major-minor, a uuid, or a MAC\""))
+            \(field("owner_name", "Owner's name"))
+            \(field("owner_phone", "Owner's phone", "type=\"tel\""))
+            \(field("owner_address", "Owner's address", wide: true))
+            \(field("motive", "Reason for admission", wide: true))
+            \(field("veterinarian", "Veterinarian"))
+            <label class="wide">Observations<textarea name="observations"></textarea></label>
+            <label class="wide">Photo (JPEG, PNG, WebP or GIF, at most \(PhotoStore.maxBytes / 1_048_576) MiB)<input type="file" name="photo" accept="image/jpeg,image/png,image/webp,image/gif" capture="environment"></label>
+            <div class="wide"><button type="submit" class="primary">Admit</button></div>
+            </form>
+            """
     }
 }
 
@@ -94,36 +96,43 @@ struct AnimalPage {
     var page: ConsolePage {
         let a = animal.admission
         let ranges = VitalsRange.allCases.map { r -> HTML in
-            r == range ? "<a aria-current=\"page\" href=\"?range=\(r.rawValue)\">\(r.title)</a>" as HTML : "<a href=\"?range=\(r.rawValue)\">\(r.title)</a>"
+            r == range
+                ? "<a aria-current=\"page\" href=\"?range=\(r.rawValue)\">\(r.title)</a>" as HTML
+                : "<a href=\"?range=\(r.rawValue)\">\(r.title)</a>"
         }
-        let photo: HTML = a.photo.map { PhotoStore.isValidName($0) ? "<img class=\"photo\" alt=\"Photo of \($0)\" src=\"/console/photos/\($0)\">" as HTML : .empty } ?? .empty
-        return ConsolePage(title: a.name, section: .animals, live: ["animal/" + animal.id], body: """
-        <div class="grid">
-        <section class="card"><h3>Admission <span class="state \(animal.isAdmitted ? "on" : "off")">\(animal.status.rawValue)</span></h3>
-        \(photo)
-        <dl>
-        \(Self.pairs([("Id", animal.id), ("Species", a.species), ("Breed", a.breed), ("Gender", a.gender), ("Birth date", a.birthDate),
+        let photo: HTML =
+            a.photo.map {
+                PhotoStore.isValidName($0) ? "<img class=\"photo\" alt=\"Photo of \($0)\" src=\"/console/photos/\($0)\">" as HTML : .empty
+            } ?? .empty
+        return ConsolePage(
+            title: a.name, section: .animals, live: ["animal/" + animal.id],
+            body: """
+                <div class="grid">
+                <section class="card"><h3>Admission <span class="state \(animal.isAdmitted ? "on" : "off")">\(animal.status.rawValue)</span></h3>
+                \(photo)
+                <dl>
+                \(Self.pairs([("Id", animal.id), ("Species", a.species), ("Breed", a.breed), ("Gender", a.gender), ("Birth date", a.birthDate),
                       ("Weight", ConsoleFormat.number(a.weightKg, decimals: 1) + " kg"), ("Coat", a.coat), ("Reason", a.motive),
                       ("Veterinarian", a.veterinarian), ("Observations", a.observations), ("Beacon", animal.beacon),
                       ("Admitted", ConsoleFormat.time(animal.admittedAt)), ("Admissions", String(animal.admissions))]))
-        </dl></section>
-        <section class="card"><h3>Whereabouts</h3><dl>
-        \(Self.pairs([("Room", live?.room ?? animal.lastRoom), ("Last seen", ConsoleFormat.time(live?.at ?? animal.lastSeenAt)),
+                </dl></section>
+                <section class="card"><h3>Whereabouts</h3><dl>
+                \(Self.pairs([("Room", live?.room ?? animal.lastRoom), ("Last seen", ConsoleFormat.time(live?.at ?? animal.lastSeenAt)),
                       ("Present", AnimalsPage.presentText(animal, live: live != nil)),
                       ("Heart rate", animal.heartRate.map { ConsoleFormat.number($0.value, decimals: 0) + " bpm" }),
                       ("Temperature", animal.temperature.map { ConsoleFormat.number($0.value, decimals: 1) + " °C" })]))
-        </dl></section>
-        \(ownerCard)
-        \(dischargeCard)
-        </div>
-        <h2>Vital signs</h2>
-        \(animal.isAdmitted ? vitalsForm : HTML.empty)
-        <p class="ranges">\(ranges)</p>
-        <h3>Heart rate, \(range.title)</h3>
-        \(SVGChart.band(heartRate, from: from, to: to, unit: "bpm", label: "heart rate", style: Self.vitalsStyle(decimals: 0)))
-        <h3>Temperature, \(range.title)</h3>
-        \(SVGChart.band(temperature, from: from, to: to, unit: "°C", label: "temperature", style: Self.vitalsStyle(decimals: 1)))
-        """)
+                </dl></section>
+                \(ownerCard)
+                \(dischargeCard)
+                </div>
+                <h2>Vital signs</h2>
+                \(animal.isAdmitted ? vitalsForm : HTML.empty)
+                <p class="ranges">\(ranges)</p>
+                <h3>Heart rate, \(range.title)</h3>
+                \(SVGChart.band(heartRate, from: from, to: to, unit: "bpm", label: "heart rate", style: Self.vitalsStyle(decimals: 0)))
+                <h3>Temperature, \(range.title)</h3>
+                \(SVGChart.band(temperature, from: from, to: to, unit: "°C", label: "temperature", style: Self.vitalsStyle(decimals: 1)))
+                """)
     }
 
     /// Vitals are measurements at moments: dots joined by lines, the axis fitted to them, each
@@ -152,39 +161,40 @@ struct AnimalPage {
             return "<section class=\"card\"><h3>Owner</h3><p class=\"muted\">\(text)</p></section>"
         }
         return """
-        <section class="card"><h3>Owner</h3><dl>
-        \(Self.pairs([("Name", owner.name), ("Phone", owner.phone), ("Address", owner.address)]))
-        </dl><button class="danger" data-after="reload" data-confirm="Erase the owner's contact data for good?" data-command="\(erase)">Erase owner data</button></section>
-        """
+            <section class="card"><h3>Owner</h3><dl>
+            \(Self.pairs([("Name", owner.name), ("Phone", owner.phone), ("Address", owner.address)]))
+            </dl><button class="danger" data-after="reload" data-confirm="Erase the owner's contact data for good?" data-command="\(erase)">Erase owner data</button></section>
+            """
     }
 
     var dischargeCard: HTML {
         guard animal.isAdmitted else {
             let d = animal.discharge
             return """
-            <section class="card"><h3>Discharged</h3><dl>
-            \(Self.pairs([("When", ConsoleFormat.time(animal.dischargedAt)), ("Exit weight", d.map { ConsoleFormat.number($0.exitWeightKg, decimals: 1) + " kg" }),
+                <section class="card"><h3>Discharged</h3><dl>
+                \(Self.pairs([("When", ConsoleFormat.time(animal.dischargedAt)), ("Exit weight", d.map { ConsoleFormat.number($0.exitWeightKg, decimals: 1) + " kg" }),
                           ("Veterinarian", d?.veterinarian), ("Observations", d?.observations)]))
-            </dl></section>
-            """
+                </dl></section>
+                """
         }
         return """
-        <section class="card"><h3>Discharge</h3>
-        <form class="stack" data-after="reload" data-command="\(ConsoleFormat.command([("command", "discharge_animal"), ("id", .string(animal.id))]))">
-        <label>Exit weight (kg)<input name="exit_weight_kg" required data-type="number" inputmode="decimal"></label>
-        <label>Veterinarian<input name="veterinarian"></label>
-        <label class="wide">Observations<textarea name="observations"></textarea></label>
-        <div class="wide"><button type="submit" class="danger">Discharge</button></div>
-        </form></section>
-        """
+            <section class="card"><h3>Discharge</h3>
+            <form class="stack" data-after="reload" data-command="\(ConsoleFormat.command([("command", "discharge_animal"), ("id", .string(animal.id))]))">
+            <label>Exit weight (kg)<input name="exit_weight_kg" required data-type="number" inputmode="decimal"></label>
+            <label>Veterinarian<input name="veterinarian"></label>
+            <label class="wide">Observations<textarea name="observations"></textarea></label>
+            <div class="wide"><button type="submit" class="danger">Discharge</button></div>
+            </form></section>
+            """
     }
 
     /// `<dt>`/`<dd>` pairs, the empty ones left out.
     static func pairs(_ items: [(String, String?)]) -> HTML {
-        HTML.join(items.compactMap { label, value in
-            guard let value, !value.isEmpty else { return nil }
-            return "<dt>\(label)</dt><dd>\(value)</dd>"
-        })
+        HTML.join(
+            items.compactMap { label, value in
+                guard let value, !value.isEmpty else { return nil }
+                return "<dt>\(label)</dt><dd>\(value)</dd>"
+            })
     }
 }
 

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import HubLog
 
 /// `GET /audit`: the event timeline filtered by stream, type, actor and time (newest first, a page
@@ -76,67 +76,74 @@ struct AuditPage {
     let asOf: String?
 
     var page: ConsolePage {
-        ConsolePage(title: "Audit", section: .audit, body: """
-        \(problem.map { "<p class=\"error-box\">\($0)</p>" as HTML } ?? .empty)
-        <h2>The log</h2>
-        \(chain)
-        <h2>Timeline</h2>
-        \(form)
-        \(timelineHTML)
-        <h2 id="as-of">Read models as of a point</h2>
-        <form class="inline" method="get" action="/audit#as-of">
-        <label>Sequence, or a time (\(LocalTime.current.name))<input name="asof" value="\(filter.asOf)" placeholder="\(lastSequence) or 2026-11-22T18:00"></label>
-        <button type="submit">Replay</button></form>
-        \(asOf.map { "<div class=\"scroll\"><pre class=\"mono\">\($0)</pre></div>" as HTML } ?? .empty)
-        """)
+        ConsolePage(
+            title: "Audit", section: .audit,
+            body: """
+                \(problem.map { "<p class=\"error-box\">\($0)</p>" as HTML } ?? .empty)
+                <h2>The log</h2>
+                \(chain)
+                <h2>Timeline</h2>
+                \(form)
+                \(timelineHTML)
+                <h2 id="as-of">Read models as of a point</h2>
+                <form class="inline" method="get" action="/audit#as-of">
+                <label>Sequence, or a time (\(LocalTime.current.name))<input name="asof" value="\(filter.asOf)" placeholder="\(lastSequence) or 2026-11-22T18:00"></label>
+                <button type="submit">Replay</button></form>
+                \(asOf.map { "<div class=\"scroll\"><pre class=\"mono\">\($0)</pre></div>" as HTML } ?? .empty)
+                """)
     }
 
     var chain: HTML {
         let verdictHTML: HTML
         switch verdict {
         case .sound(let records, let hash, let note)?:
-            verdictHTML = "<p class=\"ok-box\">Log sound: all \(records) events checked, every frame and the whole hash chain. Head hash <code>\(hash)</code>\(note.map { " (\($0))" } ?? "")</p>"
+            verdictHTML =
+                "<p class=\"ok-box\">Log sound: all \(records) events checked, every frame and the whole hash chain. Head hash <code>\(hash)</code>\(note.map { " (\($0))" } ?? "")</p>"
         case .broken(let reason)?:
             verdictHTML = "<p class=\"error-box\">The log does not verify: \(reason)</p>"
         case nil:
             verdictHTML = "<p><a class=\"button\" href=\"/audit?verify=1\">Verify the whole chain now</a></p>"
         }
         return """
-        <p>\(lastSequence) events; head of the hash chain: <code>\(headHash ?? "–")</code>. Keep it: a later verify that does not \
-        reach the same hash means the log was cut or rewritten.</p>
-        \(verdictHTML)
-        """
+            <p>\(lastSequence) events; head of the hash chain: <code>\(headHash ?? "–")</code>. Keep it: a later verify that does not \
+            reach the same hash means the log was cut or rewritten.</p>
+            \(verdictHTML)
+            """
     }
 
     var form: HTML {
-        let types = ["<option value=\"\">any</option>" as HTML] + EventType.allCases.map { t -> HTML in
-            "<option\(t.rawValue == filter.type ? " selected" : "")>\(t.rawValue)</option>"
-        }
+        let types =
+            ["<option value=\"\">any</option>" as HTML]
+            + EventType.allCases.map { t -> HTML in
+                "<option\(t.rawValue == filter.type ? " selected" : "")>\(t.rawValue)</option>"
+            }
         return """
-        <form class="inline" method="get" action="/audit">
-        <label>Stream<input name="stream" value="\(filter.stream)" list="streams" placeholder="device/lamp or device/"></label>
-        <datalist id="streams">\(streams.map { "<option value=\"\($0)\">" as HTML })</datalist>
-        <label>Type<select name="type">\(types)</select></label>
-        <label>Actor<input name="actor" value="\(filter.actor)" list="actors"></label>
-        <datalist id="actors">\(actors.map { "<option value=\"\($0)\">" as HTML })</datalist>
-        <label>From (\(LocalTime.current.name))<input name="from" type="datetime-local" value="\(filter.from)"></label>
-        <label>To (\(LocalTime.current.name))<input name="to" type="datetime-local" value="\(filter.to)"></label>
-        <button type="submit" class="primary">Filter</button> <a class="button" href="/audit">Clear</a>
-        </form>
-        """
+            <form class="inline" method="get" action="/audit">
+            <label>Stream<input name="stream" value="\(filter.stream)" list="streams" placeholder="device/lamp or device/"></label>
+            <datalist id="streams">\(streams.map { "<option value=\"\($0)\">" as HTML })</datalist>
+            <label>Type<select name="type">\(types)</select></label>
+            <label>Actor<input name="actor" value="\(filter.actor)" list="actors"></label>
+            <datalist id="actors">\(actors.map { "<option value=\"\($0)\">" as HTML })</datalist>
+            <label>From (\(LocalTime.current.name))<input name="from" type="datetime-local" value="\(filter.from)"></label>
+            <label>To (\(LocalTime.current.name))<input name="to" type="datetime-local" value="\(filter.to)"></label>
+            <button type="submit" class="primary">Filter</button> <a class="button" href="/audit">Clear</a>
+            </form>
+            """
     }
 
     var timelineHTML: HTML {
         guard let timeline else { return .empty }
-        let older: HTML = timeline.nextBefore.map { next in
-            "<a class=\"button\" href=\"/audit\(URLText.query(filter.queryPairs + [("before", String(next))]))\">Older</a>"
-        } ?? "<span class=\"muted\">Start of the log reached.</span>"
-        let newest: HTML = filter.before.isEmpty ? .empty : "<a class=\"button\" href=\"/audit\(URLText.query(filter.queryPairs))\">Newest</a>"
+        let older: HTML =
+            timeline.nextBefore.map { next in
+                "<a class=\"button\" href=\"/audit\(URLText.query(filter.queryPairs + [("before", String(next))]))\">Older</a>"
+            } ?? "<span class=\"muted\">Start of the log reached.</span>"
+        let newest: HTML =
+            filter.before.isEmpty ? .empty : "<a class=\"button\" href=\"/audit\(URLText.query(filter.queryPairs))\">Newest</a>"
         return """
-        <p class="muted">\(timeline.entries.count) events shown, newest first\(filter.before.isEmpty ? "" : ", from sequence \(filter.before) back") \
-        (\(timeline.scanned) records read).</p>
-        \(EventTable(entries: timeline.entries).html)
-        <div class="row">\(newest)\(older)</div>
-        """
+            <p class="muted">\(timeline.entries.count) events shown, newest first\(filter.before.isEmpty ? "" : ", from sequence \(filter.before) back") \
+            (\(timeline.scanned) records read).</p>
+            \(EventTable(entries: timeline.entries).html)
+            <div class="row">\(newest)\(older)</div>
+            """
     }
 }

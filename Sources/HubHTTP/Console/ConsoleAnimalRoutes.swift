@@ -1,11 +1,13 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import Hummingbird
 
 extension ConsoleRoutes {
     func animalsPage(_ request: Request) async -> Response {
         let animals = await hub.read { state in
-            state.animals.byId.values.sorted { ($0.isAdmitted ? 0 : 1, $0.admission.name, $0.id) < ($1.isAdmitted ? 0 : 1, $1.admission.name, $1.id) }
+            state.animals.byId.values.sorted {
+                ($0.isAdmitted ? 0 : 1, $0.admission.name, $0.id) < ($1.isAdmitted ? 0 : 1, $1.admission.name, $1.id)
+            }
         }
         let presence = await routes.bridges.presence
         let beacon = request.uri.queryParameters.get("beacon")
@@ -27,24 +29,32 @@ extension ConsoleRoutes {
         async let heart = vitals(id, .heartRate, range.resolution, from: from, to: now)
         async let temperature = vitals(id, .temperature, range.resolution, from: from, to: now)
         // A tenth of the range after now, so the newest measurement is not drawn on the frame.
-        return AnimalPage(animal: animal, owner: owner(animal), live: live, heartRate: await heart, temperature: await temperature,
-                          range: range, from: from, to: now + (now - from) / 10).page.response
+        return AnimalPage(
+            animal: animal, owner: owner(animal), live: live, heartRate: await heart, temperature: await temperature,
+            range: range, from: from, to: now + (now - from) / 10
+        ).page.response
     }
 
     /// The owner's contact data opened with the animal's key; nil when there is none or it was erased.
     func owner(_ animal: AnimalRecord) -> (name: String?, address: String?, phone: String?)? {
         let a = animal.admission, vault = hub.vault
         guard !animal.ownerErased else { return nil }
-        let opened = (vault.open(a.ownerName, animal: a.animal), vault.open(a.ownerAddress, animal: a.animal),
-                      vault.open(a.ownerPhone, animal: a.animal))
+        let opened = (
+            vault.open(a.ownerName, animal: a.animal), vault.open(a.ownerAddress, animal: a.animal),
+            vault.open(a.ownerPhone, animal: a.animal)
+        )
         guard opened.0 != nil || opened.1 != nil || opened.2 != nil else { return nil }
         return opened
     }
 
     /// One vital sign's buckets that hold a measurement, each drawn at its bucket's middle.
     func vitals(_ id: String, _ quantity: Quantity, _ resolution: HistoryResolution, from: Int64, to: Int64) async -> [SVGChart.Band] {
-        guard case .buckets(let buckets)? = try? await hub.history(HistoryQuery(subject: .animal(id), quantity: quantity, from: from,
-                                                                               to: to, resolution: resolution)) else { return [] }
+        guard
+            case .buckets(let buckets)? = try? await hub.history(
+                HistoryQuery(
+                    subject: .animal(id), quantity: quantity, from: from,
+                    to: to, resolution: resolution))
+        else { return [] }
         return buckets.filter { $0.count > 0 }.map {
             SVGChart.Band(start: $0.start + resolution.width / 2, min: $0.min, mean: $0.last, max: $0.max)
         }

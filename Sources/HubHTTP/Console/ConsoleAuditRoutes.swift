@@ -1,6 +1,6 @@
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
 import HubLog
 import Hummingbird
 
@@ -11,8 +11,9 @@ extension ConsoleRoutes {
     func auditPage(_ request: Request) async -> Response {
         let q = request.uri.queryParameters
         func param(_ name: String) -> String { q.get(name)?.trimmingCharacters(in: .whitespaces) ?? "" }
-        let filter = AuditPage.Filter(stream: param("stream"), type: param("type"), actor: param("actor"), from: param("from"),
-                                      to: param("to"), before: param("before"), asOf: param("asof"), verify: param("verify") == "1")
+        let filter = AuditPage.Filter(
+            stream: param("stream"), type: param("type"), actor: param("actor"), from: param("from"),
+            to: param("to"), before: param("before"), asOf: param("asof"), verify: param("verify") == "1")
         var problem = filter.problem()
         let store = hub.store
         let last = store.lastSequence
@@ -54,8 +55,10 @@ extension ConsoleRoutes {
                 problem = Self.unreadable(error)
             }
         }
-        return AuditPage(filter: filter, problem: problem, timeline: timeline, lastSequence: last, headHash: head, verdict: verdict,
-                         actors: actors, streams: streams, asOf: asOf).page.response
+        return AuditPage(
+            filter: filter, problem: problem, timeline: timeline, lastSequence: last, headHash: head, verdict: verdict,
+            actors: actors, streams: streams, asOf: asOf
+        ).page.response
     }
 
     /// What the page says when the log cannot be read (an audit never shows a gap as if it were empty).

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import Hummingbird
 
 /// `GET /console/events`: server-sent events for one open page, from ``ConsoleFeed``.
@@ -23,32 +23,34 @@ struct ConsoleEventStream: Sendable {
         }
         let (id, subscription) = subscribed
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
-        return Response(status: .ok, headers: headers, body: ResponseBody { [self] writer in
-            let pinger = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: keepAlive)
-                    subscription.poke()
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { [self] writer in
+                let pinger = Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: keepAlive)
+                        subscription.poke()
+                    }
                 }
-            }
-            defer {
-                pinger.cancel()
-                feed.unsubscribe(id)
-            }
-            try await writer.write(ByteBuffer(string: "retry: 2000\n: live updates from the hub's log\n\n"))
-            for await _ in subscription.wakes {
-                let (changes, overflowed, finished) = subscription.take()
-                if overflowed || finished {
-                    try await writer.write(ByteBuffer(string: Self.frame("reload", overflowed ? "behind" : "stopping")))
-                    break
+                defer {
+                    pinger.cancel()
+                    feed.unsubscribe(id)
                 }
-                if changes.isEmpty {
-                    try await writer.write(ByteBuffer(string: ": ping\n\n"))
-                } else {
-                    try await writer.write(ByteBuffer(string: await frames(for: changes)))
+                try await writer.write(ByteBuffer(string: "retry: 2000\n: live updates from the hub's log\n\n"))
+                for await _ in subscription.wakes {
+                    let (changes, overflowed, finished) = subscription.take()
+                    if overflowed || finished {
+                        try await writer.write(ByteBuffer(string: Self.frame("reload", overflowed ? "behind" : "stopping")))
+                        break
+                    }
+                    if changes.isEmpty {
+                        try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                    } else {
+                        try await writer.write(ByteBuffer(string: await frames(for: changes)))
+                    }
                 }
-            }
-            try await writer.finish(nil)
-        })
+                try await writer.finish(nil)
+            })
     }
 
     /// The frames for a batch of changes: one per changed device (as it is now), one per other change.
@@ -59,15 +61,20 @@ struct ConsoleEventStream: Sendable {
             if let key = StreamKey(stream: change.stream), let device = key.deviceId {
                 if seen.insert(device).inserted { devices.append(device) }
             } else {
-                out += Self.frame("change", JSONValue.object([("seq", .number(Double(change.sequence))),
-                                                              ("stream", .string(change.stream)), ("type", .string(change.type))]).serialized())
+                out += Self.frame(
+                    "change",
+                    JSONValue.object([
+                        ("seq", .number(Double(change.sequence))),
+                        ("stream", .string(change.stream)), ("type", .string(change.type))
+                    ]).serialized())
             }
         }
         if !devices.isEmpty {
             let now = currentMicros()
             let views = await hub.views(devices: devices, animals: []).devices
             for view in views {
-                out += Self.frame("device", StateJSON.device(view, dayKey: Civil.dayKey(dayNumber: Civil.dayNumber(micros: now))).serialized())
+                out += Self.frame(
+                    "device", StateJSON.device(view, dayKey: Civil.dayKey(dayNumber: Civil.dayNumber(micros: now))).serialized())
             }
         }
         return out

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import Synchronization
 
 /// One committed event as the console's live updates announce it.

@@ -1,6 +1,6 @@
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
 import Hummingbird
 
 /// The frame every console page shares: title, navigation, the answer box and the embedded assets.
@@ -29,24 +29,24 @@ struct ConsolePage {
             s == section ? "<a href=\"\(s.path)\" aria-current=\"page\">\(s.rawValue)</a>" : "<a href=\"\(s.path)\">\(s.rawValue)</a>"
         }
         return """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(title) · hub</title>
-        <link rel="stylesheet" href="/console/console.css">
-        </head>
-        <body data-live="\(live.joined(separator: " "))" data-zone="\(LocalTime.current.name)">
-        <header><span class="brand">hub</span><nav>\(nav)</nav></header>
-        <main>
-        <h1>\(title)</h1>
-        <div id="live-note" role="status">New events were logged here: <a href="">reload</a> to see them.</div>
-        \(body)
-        <p class="muted zone-note">Times are in \(LocalTime.current.name).</p>
-        </main>
-        <div id="answer" role="status" aria-live="polite"></div>
-        <script src="/console/console.js"></script>
-        </body></html>
-        """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(title) · hub</title>
+            <link rel="stylesheet" href="/console/console.css">
+            </head>
+            <body data-live="\(live.joined(separator: " "))" data-zone="\(LocalTime.current.name)">
+            <header><span class="brand">hub</span><nav>\(nav)</nav></header>
+            <main>
+            <h1>\(title)</h1>
+            <div id="live-note" role="status">New events were logged here: <a href="">reload</a> to see them.</div>
+            \(body)
+            <p class="muted zone-note">Times are in \(LocalTime.current.name).</p>
+            </main>
+            <div id="answer" role="status" aria-live="polite"></div>
+            <script src="/console/console.js"></script>
+            </body></html>
+            """
     }
 
     var response: Response { ConsoleResponse.html(html) }
@@ -55,13 +55,15 @@ struct ConsolePage {
 /// Responses the console sends.
 enum ConsoleResponse {
     static func html(_ page: HTML, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: page.text)))
+        Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: page.text)))
     }
 
     static func text(_ status: HTTPResponse.Status, _ body: String, contentType: String = "text/plain; charset=utf-8") -> Response {
-        Response(status: status, headers: [.contentType: contentType, .cacheControl: "no-store"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        Response(
+            status: status, headers: [.contentType: contentType, .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 
     static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {
@@ -74,8 +76,9 @@ enum ConsoleResponse {
     }
 
     static func asset(_ text: String, contentType: String) -> Response {
-        Response(status: .ok, headers: [.contentType: contentType, .cacheControl: "max-age=300"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: .ok, headers: [.contentType: contentType, .cacheControl: "max-age=300"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// A page saying what was not found, with the navigation.

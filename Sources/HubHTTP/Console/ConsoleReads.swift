@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 
 extension Hub {
     /// Runs `body` on the read models inside the hub, for a page to take just what it shows: the

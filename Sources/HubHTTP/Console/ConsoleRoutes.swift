@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import Hummingbird
 
 /// The console's paths: the pages (`/`, `/devices/{id}`, `/animals`, `/animals/{id}`, `/audit`,
@@ -22,7 +22,9 @@ struct ConsoleRoutes: Sendable {
         router.get("console/console.js") { _, _ in ConsoleResponse.asset(ConsoleAssets.js, contentType: "text/javascript; charset=utf-8") }
         router.get("console/events") { _, _ in ConsoleEventStream(hub: hub, feed: routes.console).response() }
         // Not the stream's own: a HEAD must not subscribe a stream that is never read.
-        router.head("console/events") { _, _ in Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"]) }
+        router.head("console/events") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"])
+        }
         router.get("console/photos/{name}") { _, context in photos.serve(context.parameters.get("name") ?? "") }
         router.post("console/command") { request, context in await command(request, actor: context.actor) }
         router.post("console/photo") { request, _ in await photos.upload(request) }
@@ -36,7 +38,8 @@ struct ConsoleRoutes: Sendable {
     }
 
     func devicesPage() async -> Response {
-        DevicesPage(snapshot: await hub.read { DevicesSnapshot($0) }, drivers: routes.requests.drivers.catalog.factories.keys.sorted()).page.response
+        DevicesPage(snapshot: await hub.read { DevicesSnapshot($0) }, drivers: routes.requests.drivers.catalog.factories.keys.sorted()).page
+            .response
     }
 
     /// `POST /console/command`: one command object (or a list, run in order until one is refused),
@@ -66,7 +69,8 @@ struct ConsoleRoutes: Sendable {
                 return ConsoleResponse.error(.badRequest, code: "bad_command", place + "\(error)")
             }
         }
-        let answer = parsed.count == 1
+        let answer =
+            parsed.count == 1
             ? await routes.commands.execute(parsed[0].command, commandId: parsed[0].commandId, actor: actor)
             : await routes.commands.execute(parsed, actor: actor)
         // The status by the refusal's kind, as the API answers (a refused switch is 409, an unknown
@@ -88,11 +92,12 @@ extension ConsoleRoutes {
         let reading = Array(EventType.readingRecorded.rawValue.utf8)
         let events: Result<LogScan.Page, LogUnreadable>
         do {
-            events = .success(try await Self.offloaded {
-                try LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
-                    !$0.typeEquals(reading) && $0.stream == stream
-                }
-            })
+            events = .success(
+                try await Self.offloaded {
+                    try LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
+                        !$0.typeEquals(reading) && $0.stream == stream
+                    }
+                })
         } catch {
             events = .failure(LogUnreadable(message: Self.unreadable(error)))
         }

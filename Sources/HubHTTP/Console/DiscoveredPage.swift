@@ -1,6 +1,6 @@
-import HubEngine
 import DriverAPI
 import HubDomain
+import HubEngine
 import Hummingbird
 
 /// `GET /discovered`: devices announced on the broker and not registered (each adopted with one
@@ -14,13 +14,15 @@ struct DiscoveredPage {
     let listening: Bool
 
     var page: ConsolePage {
-        ConsolePage(title: "Discovered", section: .discovered, body: """
-        \(listening ? HTML.empty : "<p class=\"error-box\">This hub runs without MQTT: devices and beacons are discovered on the broker.</p>")
-        <h2>Devices</h2>
-        \(deviceList)
-        <h2>Unknown beacons</h2>
-        \(beaconList)
-        """)
+        ConsolePage(
+            title: "Discovered", section: .discovered,
+            body: """
+                \(listening ? HTML.empty : "<p class=\"error-box\">This hub runs without MQTT: devices and beacons are discovered on the broker.</p>")
+                <h2>Devices</h2>
+                \(deviceList)
+                <h2>Unknown beacons</h2>
+                \(beaconList)
+                """)
     }
 
     var deviceList: HTML {
@@ -30,15 +32,17 @@ struct DiscoveredPage {
 
     static func card(_ d: DiscoveredDevice) -> HTML {
         let config = (try? JSONValue.parse(Array(d.settingsJSON.utf8))) ?? .object([])
-        var command: [(String, JSONValue)] = [("command", "register_device"), ("id", .string(d.suggestedId)), ("driver", .string(d.driver)),
-                                              ("name", .string(d.name)), ("config", config)]
+        var command: [(String, JSONValue)] = [
+            ("command", "register_device"), ("id", .string(d.suggestedId)), ("driver", .string(d.driver)),
+            ("name", .string(d.name)), ("config", config)
+        ]
         if let hardwareId = d.hardwareId { command.append(("hardware_id", .string(hardwareId))) }
         return """
-        <section class="card" data-discovered="\(d.suggestedId)"><h3>\(d.name)</h3><dl>
-        <dt>Driver</dt><dd>\(d.driver)</dd><dt>Id</dt><dd><code>\(d.suggestedId)</code></dd>
-        <dt>Hardware</dt><dd>\(d.hardwareId ?? "–")</dd><dt>Settings</dt><dd class="mono">\(d.settingsJSON)</dd></dl>
-        <button class="primary" data-after="reload" data-command="\(ConsoleFormat.command(command))">Adopt</button></section>
-        """
+            <section class="card" data-discovered="\(d.suggestedId)"><h3>\(d.name)</h3><dl>
+            <dt>Driver</dt><dd>\(d.driver)</dd><dt>Id</dt><dd><code>\(d.suggestedId)</code></dd>
+            <dt>Hardware</dt><dd>\(d.hardwareId ?? "–")</dd><dt>Settings</dt><dd class="mono">\(d.settingsJSON)</dd></dl>
+            <button class="primary" data-after="reload" data-command="\(ConsoleFormat.command(command))">Adopt</button></section>
+            """
     }
 
     var beaconList: HTML {
@@ -50,9 +54,9 @@ struct DiscoveredPage {
             """
         }
         return """
-        <div class="scroll"><table><thead><tr><th>Beacon</th><th>Room</th><th>Last heard</th><th>Reports</th><th></th></tr></thead>
-        <tbody>\(rows)</tbody></table></div>
-        """
+            <div class="scroll"><table><thead><tr><th>Beacon</th><th>Room</th><th>Last heard</th><th>Reports</th><th></th></tr></thead>
+            <tbody>\(rows)</tbody></table></div>
+            """
     }
 }
 

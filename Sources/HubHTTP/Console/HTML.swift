@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 
 /// A piece of HTML that is safe to send: text interpolated into it is escaped, other `HTML` is
 /// kept as it is. Every console page is built from these, so nothing a user typed (a device named
@@ -63,7 +63,7 @@ enum URLText {
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)

@@ -1,6 +1,6 @@
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
 
 /// The household's clock face: every time the console shows, and every time a person types into
 /// it, is in the hub's time zone (`time_zone` in the configuration; the system's by default).
@@ -56,12 +56,14 @@ package struct LocalTime: Sendable {
         let parts = text.split(separator: "T", maxSplits: 1, omittingEmptySubsequences: false)
         let day = parts[0].split(separator: "-", omittingEmptySubsequences: false)
         guard day.count == 3, day[0].count == 4, day[1].count == 2, day[2].count == 2,
-              let y = Int(day[0]), let mo = Int(day[1]), let d = Int(day[2]) else { return nil }
+            let y = Int(day[0]), let mo = Int(day[1]), let d = Int(day[2])
+        else { return nil }
         var h = 0, mi = 0, se = 0
         if parts.count == 2 {
             let clock = parts[1].split(separator: ":", omittingEmptySubsequences: false)
             guard (2...3).contains(clock.count), clock.allSatisfy({ $0.count == 2 }), let hh = Int(clock[0]), let mm = Int(clock[1]),
-                  let ss = clock.count == 3 ? Int(clock[2]) : 0, hh < 24, mm < 60, ss < 60 else { return nil }
+                let ss = clock.count == 3 ? Int(clock[2]) : 0, hh < 24, mm < 60, ss < 60
+            else { return nil }
             (h, mi, se) = (hh, mm, ss)
         }
         var calendar = Calendar(identifier: .gregorian)

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import HubLog
 
 /// Reads the log backwards for the pages that list events (a device's recent events, the audit
@@ -32,8 +32,10 @@ struct LogScan {
     ///   - limit: Events to return at most.
     ///   - budget: Records to read at most.
     ///   - matches: Which records to keep (decoded only when kept).
-    func newest(before: UInt64, limit: Int, budget: Int = 50_000, chunk: UInt64 = 2048,
-                matches: (RecordView) -> Bool) throws -> Page {
+    func newest(
+        before: UInt64, limit: Int, budget: Int = 50_000, chunk: UInt64 = 2048,
+        matches: (RecordView) -> Bool
+    ) throws -> Page {
         var entries: [Entry] = []
         var high = min(before, store.lastSequence), scanned = 0
         while high >= 1 {
@@ -46,7 +48,9 @@ struct LogScan {
             }
             scanned += Int(high - low + 1)
             for entry in found.reversed() {
-                if entries.count == limit { return Page(entries: entries, nextBefore: entries.last.map { $0.sequence - 1 }, scanned: scanned) }
+                if entries.count == limit {
+                    return Page(entries: entries, nextBefore: entries.last.map { $0.sequence - 1 }, scanned: scanned)
+                }
                 entries.append(entry)
             }
             if low == 1 { break }
@@ -59,8 +63,9 @@ struct LogScan {
     static func entry(_ view: RecordView) -> Entry {
         let type = view.type
         let event = try? HubEvent.decode(type: type, schemaVersion: view.schemaVersion, payload: view.payload)
-        return Entry(sequence: view.sequence, timestamp: view.timestamp, stream: view.stream, type: type,
-                     actor: view.actor, commandId: view.commandId, data: event.map { hideSealed($0.jsonBody()) })
+        return Entry(
+            sequence: view.sequence, timestamp: view.timestamp, stream: view.stream, type: type,
+            actor: view.actor, commandId: view.commandId, data: event.map { hideSealed($0.jsonBody()) })
     }
 
     /// Sealed owner contact data shows as `"sealed"`: never its ciphertext on a page.

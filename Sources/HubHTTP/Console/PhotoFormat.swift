@@ -1,4 +1,5 @@
 import HubEngine
+
 /// Whether a photo's bytes are an image of the kind they claim, read through their structure
 /// rather than their first bytes: `GIF89a<html><script>...` is not a GIF. Pure; no decoding of
 /// pixels. Each check walks the format's blocks to its end marker and says what is wrong.
@@ -27,7 +28,7 @@ enum PhotoFormat {
         while true {
             guard i + 1 < b.count, b[i] == 0xFF else { return "it has no JPEG marker at byte \(i)" }
             var marker = b[i + 1]
-            while marker == 0xFF, i + 2 < b.count { i += 1; marker = b[i + 1] } // fill bytes
+            while marker == 0xFF, i + 2 < b.count { i += 1; marker = b[i + 1] }  // fill bytes
             i += 2
             switch marker {
             case 0xD9: return "it ends before any image data"
@@ -66,7 +67,9 @@ enum PhotoFormat {
             guard length <= b.count - i - 12 else { return "a PNG chunk at byte \(i) runs past the end" }
             let kind = String(decoding: name, as: UTF8.self)
             if first {
-                guard kind == "IHDR", length == 13, be32(b, i + 8) > 0, be32(b, i + 12) > 0 else { return "its first PNG chunk is not a valid IHDR" }
+                guard kind == "IHDR", length == 13, be32(b, i + 8) > 0, be32(b, i + 12) > 0 else {
+                    return "its first PNG chunk is not a valid IHDR"
+                }
                 first = false
             }
             if kind == "IDAT" { data = true }
@@ -107,7 +110,7 @@ enum PhotoFormat {
                 let flags = b[i + 9]
                 i += 10
                 if flags & 0x80 != 0 { i += 3 << (Int(flags & 0x07) + 1) }
-                i += 1 // LZW minimum code size
+                i += 1  // LZW minimum code size
                 guard subBlocks(&i) else { return "GIF image data runs past the end" }
                 image = true
             case 0x21:
@@ -127,7 +130,9 @@ enum PhotoFormat {
             return "it does not start with a RIFF WEBP header"
         }
         guard le32(b, 4) + 8 == b.count else { return "its RIFF size does not match its length" }
-        guard ["VP8 ", "VP8L", "VP8X"].contains(String(decoding: b[12..<16], as: UTF8.self)) else { return "its first WebP chunk is not an image" }
+        guard ["VP8 ", "VP8L", "VP8X"].contains(String(decoding: b[12..<16], as: UTF8.self)) else {
+            return "its first WebP chunk is not an image"
+        }
         var i = 12
         while i + 8 <= b.count {
             let size = le32(b, i + 4)

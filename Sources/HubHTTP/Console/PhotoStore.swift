@@ -1,9 +1,9 @@
-import HubEngine
 import Crypto
 import Foundation
-import HubDomain
-import HubLog
 import HTTPTypes
+import HubDomain
+import HubEngine
+import HubLog
 import Hummingbird
 
 /// Animals' photos: uploaded by the console (`POST /console/photo`, the image as the raw body),
@@ -23,16 +23,18 @@ struct PhotoStore: Sendable {
         ("image/jpeg", "jpg", [0xFF, 0xD8, 0xFF]),
         ("image/png", "png", [0x89, 0x50, 0x4E, 0x47]),
         ("image/webp", "webp", Array("RIFF".utf8)),
-        ("image/gif", "gif", Array("GIF8".utf8)),
+        ("image/gif", "gif", Array("GIF8".utf8))
     ]
 
     /// Stores the request's body; answers `{"status":"ok","photo":"<name>"}`, or an error naming
     /// what is wrong (too large, not an image) and storing nothing.
     func upload(_ request: Request) async -> Response {
-        let type = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let type =
+            request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         guard let kind = Self.kinds.first(where: { $0.type == type }) else {
-            return ConsoleResponse.error(.unsupportedMediaType, code: "bad_photo",
-                                         "a photo must be sent as \(Self.kinds.map(\.type).joined(separator: ", ")), not \"\(type)\"")
+            return ConsoleResponse.error(
+                .unsupportedMediaType, code: "bad_photo",
+                "a photo must be sent as \(Self.kinds.map(\.type).joined(separator: ", ")), not \"\(type)\"")
         }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > Self.maxBytes {
             return tooLarge(length)
@@ -49,7 +51,8 @@ struct PhotoStore: Sendable {
             return ConsoleResponse.error(.badRequest, code: "bad_photo", "the body is not a \(kind.type) image (it does not start as one)")
         }
         if let problem = PhotoFormat.problem(bytes, type: kind.type) {
-            return ConsoleResponse.error(.badRequest, code: "bad_photo", "the body is not a \(kind.type) image: \(problem); nothing was stored")
+            return ConsoleResponse.error(
+                .badRequest, code: "bad_photo", "the body is not a \(kind.type) image: \(problem); nothing was stored")
         }
         let name = SHA256.hash(data: bytes).prefix(16).map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "." + kind.ext
         do {
@@ -63,8 +66,9 @@ struct PhotoStore: Sendable {
     /// 413; the connection closes after it, so the rest of a large body is not waited for.
     func tooLarge(_ length: Int?) -> Response {
         let size = length.map { " is \(ConsoleFormat.number(Double($0) / 1_048_576, decimals: 1)) MiB:" } ?? " is larger than that:"
-        var response = ConsoleResponse.error(.contentTooLarge, code: "photo_too_large",
-                                             "a photo may be at most \(Self.maxBytes / 1_048_576) MiB; this one\(size) nothing was stored (make it smaller and try again)")
+        var response = ConsoleResponse.error(
+            .contentTooLarge, code: "photo_too_large",
+            "a photo may be at most \(Self.maxBytes / 1_048_576) MiB; this one\(size) nothing was stored (make it smaller and try again)")
         response.headers[.connection] = "close"
         return response
     }
@@ -73,7 +77,7 @@ struct PhotoStore: Sendable {
     /// its own it runs nothing (a sandbox with no script, no plugin, no origin).
     static let servedHeaders: HTTPFields = [
         .contentSecurityPolicy: "default-src 'none'; img-src 'self'; sandbox",
-        .xContentTypeOptions: "nosniff",
+        .xContentTypeOptions: "nosniff"
     ]
 
     /// Whether `name` is one this store makes (no path can be smuggled in).
@@ -85,7 +89,8 @@ struct PhotoStore: Sendable {
 
     func serve(_ name: String) -> Response {
         guard Self.isValidName(name), let data = FileManager.default.contents(atPath: directory + "/" + name),
-              let kind = Self.kinds.first(where: { name.hasSuffix("." + $0.ext) }) else {
+            let kind = Self.kinds.first(where: { name.hasSuffix("." + $0.ext) })
+        else {
             return ConsoleResponse.text(.notFound, "no photo \(name)\n")
         }
         var headers: HTTPFields = [.contentType: kind.type, .cacheControl: "private, max-age=86400"]

@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 
 /// Charts drawn on the server as SVG (no script, no library): a min/mean/max band over time, and
 /// bars per day.
@@ -33,7 +33,9 @@ enum SVGChart {
     static func band(_ points: [Band], from: Int64, to: Int64, unit: String, label: String, style: Style = Style()) -> HTML {
         guard !points.isEmpty, to > from else { return "<p class=\"muted\">No \(label) readings in this range.</p>" }
         let (low, high) = axisRange(min: points.map(\.min).min() ?? 0, max: points.map(\.max).max() ?? 1, includeZero: style.includeZero)
-        func x(_ t: Int64) -> Double { left + (width - left - right) * Double(Swift.min(Swift.max(t, from), to) - from) / Double(to - from) }
+        func x(_ t: Int64) -> Double {
+            left + (width - left - right) * Double(Swift.min(Swift.max(t, from), to) - from) / Double(to - from)
+        }
         func y(_ v: Double) -> Double { top + (height - top - bottom) * (1 - (v - low) / max(high - low, 1e-9)) }
         // With steps, a point's value holds from its start to the next point's start (the last to `to`).
         func line(_ value: (Band) -> Double) -> [String] {
@@ -53,21 +55,24 @@ enum SVGChart {
             let anchor = i == 0 ? "start" : i == 4 ? "end" : "middle"
             return "<text x=\"\(f(x(t)))\" y=\"\(f(height - 8))\" text-anchor=\"\(anchor)\">\(LocalTime.current.tick(t, long: long))</text>"
         }
-        let labels: HTML = points.count <= style.labelUpTo ? HTML.join(points.map { p -> HTML in
-            "<text class=\"value\" x=\"\(f(x(p.start)))\" y=\"\(f(y(p.mean) - 7))\" text-anchor=\"middle\">\(ConsoleFormat.number(p.mean, decimals: style.decimals))</text>"
-        }) : .empty
+        let labels: HTML =
+            points.count <= style.labelUpTo
+            ? HTML.join(
+                points.map { p -> HTML in
+                    "<text class=\"value\" x=\"\(f(x(p.start)))\" y=\"\(f(y(p.mean) - 7))\" text-anchor=\"middle\">\(ConsoleFormat.number(p.mean, decimals: style.decimals))</text>"
+                }) : .empty
         return """
-        <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label): min, mean and max per bucket">
-        \(axes(low: low, high: high, y: y))
-        <polygon class="band" points="\(band)"/>
-        <polyline class="max" points="\(maxLine)"/>
-        <polyline class="mean" points="\(mean)"/>
-        \(points.count <= 120 ? dots(points, unit: unit, x: x, y: y) : .empty)
-        \(labels)
-        \(ticks)
-        <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
-        </svg>
-        """
+            <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label): min, mean and max per bucket">
+            \(axes(low: low, high: high, y: y))
+            <polygon class="band" points="\(band)"/>
+            <polyline class="max" points="\(maxLine)"/>
+            <polyline class="mean" points="\(mean)"/>
+            \(points.count <= 120 ? dots(points, unit: unit, x: x, y: y) : .empty)
+            \(labels)
+            \(ticks)
+            <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
+            </svg>
+            """
     }
 
     /// The y axis's range: from 0 (when `includeZero`) or just below the lowest value, to just
@@ -97,19 +102,20 @@ enum SVGChart {
         let bars = values.enumerated().map { i, item -> HTML in
             let x = left + slot * Double(i) + slot * 0.15
             let h = (height - bottom) - y(item.value)
-            let tick: HTML = i % max(1, values.count / 6) == 0
+            let tick: HTML =
+                i % max(1, values.count / 6) == 0
                 ? "<text x=\"\(f(x + slot * 0.35))\" y=\"\(f(height - 8))\" text-anchor=\"middle\">\(item.label)</text>" : .empty
             return """
-            <rect class="bar" x="\(f(x))" y="\(f(y(item.value)))" width="\(f(slot * 0.7))" height="\(f(max(h, 0)))"><title>\(item.label): \(ConsoleFormat.number(item.value, decimals: 3)) \(unit)</title></rect>\(tick)
-            """
+                <rect class="bar" x="\(f(x))" y="\(f(y(item.value)))" width="\(f(slot * 0.7))" height="\(f(max(h, 0)))"><title>\(item.label): \(ConsoleFormat.number(item.value, decimals: 3)) \(unit)</title></rect>\(tick)
+                """
         }
         return """
-        <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label) per day">
-        \(axes(low: 0, high: high, y: y))
-        \(bars)
-        <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
-        </svg>
-        """
+            <svg class="chart" viewBox="0 0 \(f(width)) \(f(height))" role="img" aria-label="\(label) per day">
+            \(axes(low: 0, high: high, y: y))
+            \(bars)
+            <text x="\(f(left))" y="\(f(top - 2))">\(unit)</text>
+            </svg>
+            """
     }
 
     /// Grid lines and their labels on round steps from `low` to `high` (at most 6).
@@ -117,22 +123,25 @@ enum SVGChart {
         let step = niceCeiling((high - low) / 5)
         let first = (low / step).rounded(.up)
         let count = Int(((high - low) / step).rounded(.down)) + 1
-        return HTML.join((0..<Swift.min(Swift.max(count, 1), 7)).compactMap { i -> HTML? in
-            let v = (first + Double(i)) * step
-            guard v <= high + step * 1e-9 else { return nil }
-            return """
-            <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: decimals(step * 4)))</text>
-            """
-        })
+        return HTML.join(
+            (0..<Swift.min(Swift.max(count, 1), 7)).compactMap { i -> HTML? in
+                let v = (first + Double(i)) * step
+                guard v <= high + step * 1e-9 else { return nil }
+                return """
+                    <line class="grid" x1="\(f(left))" x2="\(f(width - right))" y1="\(f(y(v)))" y2="\(f(y(v)))"/><text x="\(f(left - 4))" y="\(f(y(v) + 4))" text-anchor="end">\(ConsoleFormat.number(v, decimals: decimals(step * 4)))</text>
+                    """
+            })
     }
 
     /// A dot per point (hover: its values), when there are few enough to see.
     static func dots(_ points: [Band], unit: String, x: (Int64) -> Double, y: (Double) -> Double) -> HTML {
-        HTML.join(points.map { p -> HTML in
-            let text = "\(ConsoleFormat.time(p.start)): min \(ConsoleFormat.number(p.min, decimals: 1)), mean "
-                + "\(ConsoleFormat.number(p.mean, decimals: 1)), max \(ConsoleFormat.number(p.max, decimals: 1)) \(unit)"
-            return "<circle class=\"dot\" cx=\"\(f(x(p.start)))\" cy=\"\(f(y(p.mean)))\" r=\"2.5\"><title>\(text)</title></circle>"
-        })
+        HTML.join(
+            points.map { p -> HTML in
+                let text =
+                    "\(ConsoleFormat.time(p.start)): min \(ConsoleFormat.number(p.min, decimals: 1)), mean "
+                    + "\(ConsoleFormat.number(p.mean, decimals: 1)), max \(ConsoleFormat.number(p.max, decimals: 1)) \(unit)"
+                return "<circle class=\"dot\" cx=\"\(f(x(p.start)))\" cy=\"\(f(y(p.mean)))\" r=\"2.5\"><title>\(text)</title></circle>"
+            })
     }
 
     /// Enough decimals to tell the axis's steps apart.

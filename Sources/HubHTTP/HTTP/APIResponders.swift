@@ -1,5 +1,5 @@
-import HubEngine
 import HubDomain
+import HubEngine
 import HubLog
 import Hummingbird
 
@@ -55,8 +55,12 @@ struct APIResponders: Sendable {
     static func pathId(_ raw: String?) -> Result<String?, BodyLimits.Refusal> {
         guard let raw else { return .success(nil) }
         guard let decoded = raw.removingPercentEncoding else {
-            return .failure(BodyLimits.Refusal(response: response(.refused(
-                "the id in the path, \"\(Shown.text(raw))\", is not valid percent-encoding", code: "invalid_id", kind: .invalid))))
+            return .failure(
+                BodyLimits.Refusal(
+                    response: response(
+                        .refused(
+                            "the id in the path, \"\(Shown.text(raw))\", is not valid percent-encoding", code: "invalid_id", kind: .invalid)
+                    )))
         }
         return .success(decoded)
     }
@@ -67,13 +71,15 @@ struct APIResponders: Sendable {
         if let id, id.contains("/") {
             // A decoded `/` would make another topic of the path: refused as a topic level would be.
             let kind = template.split(separator: "/").first.map(String.init) ?? "an"
-            return .refused("\(kind) id \"\(Shown.text(id))\" contains the character '/': ids are 1 to \(Identifier.maxLength) "
-                            + "characters of A-Z, a-z, 0-9, _ and -", code: nil, kind: .invalid)
+            return .refused(
+                "\(kind) id \"\(Shown.text(id))\" contains the character '/': ids are 1 to \(Identifier.maxLength) "
+                    + "characters of A-Z, a-z, 0-9, _ and -", code: nil, kind: .invalid)
         }
         let path = template.replacingOccurrences(of: "{id}", with: id ?? "")
         guard let route = RequestRoute(path: Substring(path), named: base + "/" + path, base: base) else {
-            return .refused("id \"\(Shown.text(id ?? ""))\" is not valid: ids are 1 to \(Identifier.maxLength) "
-                            + "characters of A-Z, a-z, 0-9, _ and -", code: nil, kind: .invalid)
+            return .refused(
+                "id \"\(Shown.text(id ?? ""))\" is not valid: ids are 1 to \(Identifier.maxLength) "
+                    + "characters of A-Z, a-z, 0-9, _ and -", code: nil, kind: .invalid)
         }
         do {
             let parsed = try RequestParser.parse(route: route, message: payload, now: currentMicros())
@@ -90,11 +96,15 @@ struct APIResponders: Sendable {
         for (key, value) in request.uri.queryParameters {
             switch key {
             case "after":
-                guard let n = UInt64(value) else { return Self.response(.refused("after: expected a sequence number (0 or more), not \"\(value)\"", code: nil, kind: .invalid)) }
+                guard let n = UInt64(value) else {
+                    return Self.response(
+                        .refused("after: expected a sequence number (0 or more), not \"\(value)\"", code: nil, kind: .invalid))
+                }
                 after = n
             case "limit":
                 guard let n = Int(value), (1...Self.eventsLimit).contains(n) else {
-                    return Self.response(.refused("limit: expected a number from 1 to \(Self.eventsLimit), not \"\(value)\"", code: nil, kind: .invalid))
+                    return Self.response(
+                        .refused("limit: expected a number from 1 to \(Self.eventsLimit), not \"\(value)\"", code: nil, kind: .invalid))
                 }
                 limit = n
             default:
@@ -106,8 +116,12 @@ struct APIResponders: Sendable {
         guard after < last else { return Self.response(.ok(.array([]))) }
         do {
             try hub.store.read(from: after + 1, through: min(last, after + UInt64(limit))) { record in
-                lines.append(EventLines.json(record, event: try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion,
-                                                                                 payload: record.payload)))
+                lines.append(
+                    EventLines.json(
+                        record,
+                        event: try? HubEvent.decode(
+                            type: record.type, schemaVersion: record.schemaVersion,
+                            payload: record.payload)))
                 return true
             }
         } catch {

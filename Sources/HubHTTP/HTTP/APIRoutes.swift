@@ -55,7 +55,7 @@ enum APIRoutes {
             APIRoute(method: .get, path: "/api/discovered", target: .query("discovered")),
             APIRoute(method: .get, path: "/api/beacons/unknown", target: .query("beacons/unknown")),
             APIRoute(method: .get, path: "/api/history", target: .query("history")),
-            APIRoute(method: .get, path: "/api/events", target: .events),
+            APIRoute(method: .get, path: "/api/events", target: .events)
         ]
         // Every `<base>/request/<name>` topic, with the same payload.
         for name in RequestParser.requestNames {

@@ -1,8 +1,9 @@
-import HubEngine
 import Crypto
 import Foundation
 import HubDomain
+import HubEngine
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -90,9 +91,15 @@ public final class AccessTokens: Sendable {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw HubError.failed("cannot create \(directory): \(String(cString: strerror(errno)))")
         }
-        let json = JSONValue.object([("tokens", .array(entries.map { e in
-            .object([("name", .string(e.name)), ("sha256", .string(e.sha256)), ("created", .string(e.created))])
-        }))])
+        let json = JSONValue.object([
+            (
+                "tokens",
+                .array(
+                    entries.map { e in
+                        .object([("name", .string(e.name)), ("sha256", .string(e.sha256)), ("created", .string(e.created))])
+                    })
+            )
+        ])
         let bytes = Array((json.serialized() + "\n").utf8)
         let temporary = path + ".new"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -115,8 +122,9 @@ public final class AccessTokens: Sendable {
             try root.allow(["tokens"])
             return try (root.objects("tokens") ?? []).map { item in
                 try item.allow(["name", "sha256", "created"])
-                return Entry(name: try item.require("name", item.string), sha256: try item.require("sha256", item.string),
-                             created: try item.string("created") ?? "")
+                return Entry(
+                    name: try item.require("name", item.string), sha256: try item.require("sha256", item.string),
+                    created: try item.string("created") ?? "")
             }
         } catch {
             throw HubError.failed("\(path): not a token file: \(error)")

@@ -60,15 +60,21 @@ struct AuditRoutes: Sendable {
 
     /// Reads the whole-number parameters `known` (any other is refused), opens the tree read-only
     /// and answers what `body` makes of them (`newest`: the newest head's size, else the tree's).
-    private func answer(_ request: Request, known: [String],
-                        _ body: ([String: UInt64], TreeFile, UInt64) throws -> [(String, JSONValue)]) -> Response {
+    private func answer(
+        _ request: Request, known: [String],
+        _ body: ([String: UInt64], TreeFile, UInt64) throws -> [(String, JSONValue)]
+    ) -> Response {
         var values: [String: UInt64] = [:]
         for (key, value) in request.uri.queryParameters {
             guard known.contains(String(key)) else {
-                return APIResponders.response(.refused("unknown parameter \"\(Shown.text(String(key)))\"; known: \(known.joined(separator: ", "))", code: nil, kind: .invalid))
+                return APIResponders.response(
+                    .refused(
+                        "unknown parameter \"\(Shown.text(String(key)))\"; known: \(known.joined(separator: ", "))", code: nil,
+                        kind: .invalid))
             }
             guard let n = UInt64(value) else {
-                return APIResponders.response(.refused("\(key): expected a whole number, not \"\(Shown.text(String(value)))\"", code: nil, kind: .invalid))
+                return APIResponders.response(
+                    .refused("\(key): expected a whole number, not \"\(Shown.text(String(value)))\"", code: nil, kind: .invalid))
             }
             values[String(key)] = n
         }
@@ -77,8 +83,10 @@ struct AuditRoutes: Sendable {
             let newest = try AuditTrail.newestHead(directory: directory)?.size ?? trail.tree.size
             return APIResponders.response(.ok(.object(try body(values, trail.tree, newest))))
         } catch let refusal as Refusal {
-            return APIResponders.response(.refused(refusal.message, code: refusal.notFound ? "out_of_range" : nil,
-                                                           kind: refusal.notFound ? .notFound : .invalid))
+            return APIResponders.response(
+                .refused(
+                    refusal.message, code: refusal.notFound ? "out_of_range" : nil,
+                    kind: refusal.notFound ? .notFound : .invalid))
         } catch let error as AuditError {
             return APIResponders.response(.refused("\(error)", code: "no_tree_head", kind: .notFound))
         } catch {

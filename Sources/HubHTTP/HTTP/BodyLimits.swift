@@ -1,5 +1,5 @@
-import HubEngine
 import HTTPTypes
+import HubEngine
 import Hummingbird
 
 /// How large a request body each path takes, in one table, and the refusals when one is larger
@@ -27,7 +27,8 @@ struct BodyLimits: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let limit = Self.limit(for: request.uri.path)
         // A photo's upload says it in its own words (``PhotoStore/tooLarge(_:)``).
-        if let declared = request.headers[.contentLength], let length = Int(declared), length > limit, request.uri.path != "/console/photo" {
+        if let declared = request.headers[.contentLength], let length = Int(declared), length > limit, request.uri.path != "/console/photo"
+        {
             return Self.tooLarge(request.uri.path, limit: limit, length: length)
         }
         return try await next(request, context)
@@ -50,8 +51,9 @@ struct BodyLimits: RouterMiddleware {
     /// 413 with a sentence, in the API's JSON shape; the connection closes after it.
     static func tooLarge(_ path: String, limit: Int, length: Int?) -> Response {
         let size = length.map { "this one is \($0) bytes" } ?? "this one is larger"
-        var response = HTTPAccess.refusal(.contentTooLarge, "\(path) takes a body of at most \(shown(limit)); \(size), and was not read",
-                                          code: "too_large")
+        var response = HTTPAccess.refusal(
+            .contentTooLarge, "\(path) takes a body of at most \(shown(limit)); \(size), and was not read",
+            code: "too_large")
         response.headers[.connection] = "close"
         return response
     }
@@ -62,8 +64,10 @@ struct BodyLimits: RouterMiddleware {
         guard let given = request.headers[.contentType] else { return nil }
         let type = given.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         guard !accepted.contains(type) else { return nil }
-        return HTTPAccess.refusal(.unsupportedMediaType, "\(request.uri.path) reads \(accepted.joined(separator: " or ")), "
-                                  + "not \(type.isEmpty ? "an empty Content-Type" : type)", code: "unsupported_media_type")
+        return HTTPAccess.refusal(
+            .unsupportedMediaType,
+            "\(request.uri.path) reads \(accepted.joined(separator: " or ")), "
+                + "not \(type.isEmpty ? "an empty Content-Type" : type)", code: "unsupported_media_type")
     }
 
     static func shown(_ bytes: Int) -> String {

@@ -1,5 +1,5 @@
-import HubEngine
 import HTTPTypes
+import HubEngine
 import NIOCore
 import NIOHTTPTypes
 

@@ -1,6 +1,6 @@
-import HubEngine
 import Foundation
 import HTTPTypes
+import HubEngine
 import Hummingbird
 
 /// Who may use the HTTP listener, as a middleware on the whole router (every route, and the 404s):
@@ -41,24 +41,31 @@ struct HTTPAccess: RouterMiddleware {
         case .bearer(let name):
             context.actor = "http:" + name
         case .badBearer:
-            return Self.refusal(.unauthorized, "the bearer token is not one of this hub's tokens (hub token list names them; hub token rotate makes a new one)",
-                                code: "unauthorized")
+            return Self.refusal(
+                .unauthorized,
+                "the bearer token is not one of this hub's tokens (hub token list names them; hub token rotate makes a new one)",
+                code: "unauthorized")
         case .session(let session, let cookies):
             if unsafe {
                 let header = request.headers[Self.csrfHeader] ?? ""
                 guard !header.isEmpty, header == cookies[Self.csrfCookie], AccessTokens.same(header, session.csrf) else {
-                    return Self.refusal(.forbidden, "a request signed in with the session cookie must carry the header X-CSRF-Token "
-                                        + "equal to the hub_csrf cookie", code: "csrf")
+                    return Self.refusal(
+                        .forbidden,
+                        "a request signed in with the session cookie must carry the header X-CSRF-Token "
+                            + "equal to the hub_csrf cookie", code: "csrf")
                 }
             }
             context.actor = "http:" + session.name
         case .none:
             guard requireCredential else { break }
             if Self.wantsPage(request) {
-                return Self.redirect(to: "/login?next=" + LoginResponders.encode(request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")))
+                return Self.redirect(
+                    to: "/login?next=" + LoginResponders.encode(request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")))
             }
-            return Self.refusal(.unauthorized, "this hub serves \(request.uri.path) only with a credential: send Authorization: Bearer <token> "
-                                + "(hub token rotate prints one) or sign in at /login", code: "unauthorized")
+            return Self.refusal(
+                .unauthorized,
+                "this hub serves \(request.uri.path) only with a credential: send Authorization: Bearer <token> "
+                    + "(hub token rotate prints one) or sign in at /login", code: "unauthorized")
         }
         return try await next(request, context)
     }
@@ -74,12 +81,14 @@ struct HTTPAccess: RouterMiddleware {
         if let authorization = request.headers[.authorization] {
             let parts = authorization.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "bearer",
-                  let name = tokens.name(of: parts[1].trimmingCharacters(in: .whitespaces)) else { return .badBearer }
+                let name = tokens.name(of: parts[1].trimmingCharacters(in: .whitespaces))
+            else { return .badBearer }
             return .bearer(name)
         }
         let cookies = Self.cookies(request)
         if let id = cookies[Self.sessionCookie], let session = sessions.session(id),
-           tokens.digest(named: session.name).map({ AccessTokens.same($0, session.tokenDigest) }) == true {
+            tokens.digest(named: session.name).map({ AccessTokens.same($0, session.tokenDigest) }) == true
+        {
             return .session(session, cookies: cookies)
         }
         return .none

@@ -19,8 +19,10 @@ package final class HTTPService: Service, Sendable {
     ///   - metrics: where a cut connection is counted.
     ///   - logger: the hub's logger; hummingbird's own lines are kept to warnings unless it is at `trace`.
     ///   - serving: what the listener serves, for its start-up line.
-    package init(settings: HTTPSettings, router: Router<HubRequestContext>, metrics: HubMetrics, logger: Logger,
-         serving: String = "the console, the API, /metrics, /healthz and /readyz") {
+    package init(
+        settings: HTTPSettings, router: Router<HubRequestContext>, metrics: HubMetrics, logger: Logger,
+        serving: String = "the console, the API, /metrics, /healthz and /readyz"
+    ) {
         self.settings = settings
         var quieter = logger
         if logger.logLevel > .trace { quieter.logLevel = max(logger.logLevel, .warning) }
@@ -33,17 +35,19 @@ package final class HTTPService: Service, Sendable {
             additionalChannelHandlers: [ConnectionDeadlines(idle: settings.idleTimeout, body: settings.bodyTimeout, cut: cut)])
         // Past the limit the listener stops accepting (new connections wait in the backlog) until one closes.
         let limit = MaximumAvailableConnections(settings.maxConnections, logger: quieter)
-        app = Application(router: router, server: .http1(configuration: channel),
-                          configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil,
-                                                                  availableConnectionsDelegate: limit),
-                          onServerRunning: { channel in
-                              let port = channel.localAddress?.port ?? settings.port
-                              bound.state.withLock { $0.port = port }
-                              let address = HTTPSettings(host: settings.host, port: port)
-                              let access = address.isLoopback ? "this machine only, no credential" : "a token or /login required"
-                              logger.info("http: serving \(serving) on http://\(address.description)/ (\(access))")
-                          },
-                          logger: quieter)
+        app = Application(
+            router: router, server: .http1(configuration: channel),
+            configuration: ApplicationConfiguration(
+                address: .hostname(settings.host, port: settings.port), serverName: nil,
+                availableConnectionsDelegate: limit),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? settings.port
+                bound.state.withLock { $0.port = port }
+                let address = HTTPSettings(host: settings.host, port: port)
+                let access = address.isLoopback ? "this machine only, no credential" : "a token or /login required"
+                logger.info("http: serving \(serving) on http://\(address.description)/ (\(access))")
+            },
+            logger: quieter)
     }
 
     package func run() async throws {

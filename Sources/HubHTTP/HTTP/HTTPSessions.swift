@@ -1,5 +1,5 @@
-import HubEngine
 import Foundation
+import HubEngine
 import Synchronization
 
 /// Browser sessions opened at `/login`, kept in memory only (a restart logs everyone out): a

@@ -1,4 +1,5 @@
 import HubEngine
+
 /// Where `hub run` serves HTTP (`--http ADDRESS:PORT`, or `"http": {"listen": ...}` in the
 /// configuration file; ``standard`` unless `--no-http` or `"http": false`): the JSON API, the
 /// console, `/metrics`, `/healthz` and `/readyz`.

@@ -1,5 +1,5 @@
-import HubEngine
 import HTTPTypes
+import HubEngine
 import Hummingbird
 
 /// The names this listener answers to, as a middleware before every route (DNS rebinding): a page
@@ -34,12 +34,13 @@ package struct HostCheck: RouterMiddleware {
         // HTTP/1.1's Host header arrives as the request's authority.
         guard let host = request.head.authority ?? request.headers[HTTPAccess.hostHeader] else { return try await next(request, context) }
         if accepts(host) { return try await next(request, context) }
-        var refusal = HTTPAccess.refusal(HTTPResponse.Status(code: 421, reasonPhrase: "Misdirected Request"),
-                                         "this hub does not answer to the name \"\(Shown.text(host))\": a page of another site may be "
-                                         + "using its own name to reach the hub (DNS rebinding). It answers to localhost, its loopback "
-                                         + "addresses\(loopback ? "" : ", any IP address") and the names in http.allowed_hosts ("
-                                         + (configured.isEmpty ? "none" : configured.joined(separator: ", "))
-                                         + "); add the name there to use it", code: "unknown_host")
+        var refusal = HTTPAccess.refusal(
+            HTTPResponse.Status(code: 421, reasonPhrase: "Misdirected Request"),
+            "this hub does not answer to the name \"\(Shown.text(host))\": a page of another site may be "
+                + "using its own name to reach the hub (DNS rebinding). It answers to localhost, its loopback "
+                + "addresses\(loopback ? "" : ", any IP address") and the names in http.allowed_hosts ("
+                + (configured.isEmpty ? "none" : configured.joined(separator: ", "))
+                + "); add the name there to use it", code: "unknown_host")
         refusal.headers[.connection] = "close"
         return refusal
     }
@@ -68,7 +69,8 @@ package struct HostCheck: RouterMiddleware {
         }
         if host.hasSuffix(".") { host = host.dropLast() }
         guard !host.isEmpty, host.count <= 253,
-              host.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "." || $0 == "_" }) else { return nil }
+            host.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "." || $0 == "_" })
+        else { return nil }
         return String(host)
     }
 
@@ -77,7 +79,7 @@ package struct HostCheck: RouterMiddleware {
     package static func configuredName(_ text: String) -> String? {
         let bracketed = text.contains(":") && !text.hasPrefix("[") ? "[\(text)]" : text
         guard let name = name(ofHost: bracketed), !text.hasSuffix(":") else { return nil }
-        if !name.contains(":"), text.contains(":") { return nil } // a port was given
+        if !name.contains(":"), text.contains(":") { return nil }  // a port was given
         return name
     }
 

@@ -61,8 +61,11 @@ package struct HubRoutes: Sendable {
         return router
     }
 
-    package init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, link: (any MessagingLink)?, dataDirectory: String, observability: ObservabilityResponders, requests: Requests, base: String, requireCredential: Bool, tokens: AccessTokens,
-                 console: ConsoleFeed = ConsoleFeed(), time: LocalTime = .system, http: HTTPSettings = .standard) {
+    package init(
+        hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, link: (any MessagingLink)?, dataDirectory: String,
+        observability: ObservabilityResponders, requests: Requests, base: String, requireCredential: Bool, tokens: AccessTokens,
+        console: ConsoleFeed = ConsoleFeed(), time: LocalTime = .system, http: HTTPSettings = .standard
+    ) {
         self.hub = hub
         self.commands = commands
         self.drivers = drivers

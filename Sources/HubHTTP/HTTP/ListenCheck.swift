@@ -23,7 +23,7 @@ extension HTTPSettings {
         guard fd >= 0 else { throw HubError.usage("HTTP address \(description): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var on: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) // as the server does
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))  // as the server does
         guard bind(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
             throw HubError.usage("HTTP address \(description): cannot listen there: \(String(cString: strerror(errno)))")
         }

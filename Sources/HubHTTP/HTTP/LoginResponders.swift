@@ -1,5 +1,5 @@
-import HubEngine
 import Foundation
+import HubEngine
 import Hummingbird
 
 /// `/login` and `/logout`: how a browser gets the session cookie ``HTTPAccess`` accepts. A plain
@@ -26,18 +26,22 @@ struct LoginResponders: Sendable {
         }
         let (id, csrf) = sessions.open(name: name, tokenDigest: digest)
         let age = HTTPSessions.lifetime
-        return HTTPAccess.redirect(to: next, cookies: [
-            "\(HTTPAccess.sessionCookie)=\(id); Path=/; Max-Age=\(age); HttpOnly; SameSite=Strict",
-            "\(HTTPAccess.csrfCookie)=\(csrf); Path=/; Max-Age=\(age); SameSite=Strict",
-        ])
+        return HTTPAccess.redirect(
+            to: next,
+            cookies: [
+                "\(HTTPAccess.sessionCookie)=\(id); Path=/; Max-Age=\(age); HttpOnly; SameSite=Strict",
+                "\(HTTPAccess.csrfCookie)=\(csrf); Path=/; Max-Age=\(age); SameSite=Strict"
+            ])
     }
 
     func logout(_ request: Request) -> Response {
         if let id = HTTPAccess.cookies(request)[HTTPAccess.sessionCookie] { sessions.close(id) }
-        return HTTPAccess.redirect(to: "/login", cookies: [
-            "\(HTTPAccess.sessionCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict",
-            "\(HTTPAccess.csrfCookie)=; Path=/; Max-Age=0; SameSite=Strict",
-        ])
+        return HTTPAccess.redirect(
+            to: "/login",
+            cookies: [
+                "\(HTTPAccess.sessionCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict",
+                "\(HTTPAccess.csrfCookie)=; Path=/; Max-Age=0; SameSite=Strict"
+            ])
     }
 
     private func page(_ status: HTTPResponse.Status, next: String, problem: String?) -> Response {
@@ -63,7 +67,8 @@ struct LoginResponders: Sendable {
     /// Where to go after signing in: a path on this hub only (never another site: `//host`, `https:`).
     static func safeNext(_ next: String?) -> String {
         guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\"),
-              !next.unicodeScalars.contains(where: { $0.value < 0x20 }) else { return "/" }
+            !next.unicodeScalars.contains(where: { $0.value < 0x20 })
+        else { return "/" }
         return next
     }
 

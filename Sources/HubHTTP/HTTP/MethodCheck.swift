@@ -1,5 +1,5 @@
-import HubEngine
 import HTTPTypes
+import HubEngine
 import Hummingbird
 import Synchronization
 
@@ -18,8 +18,9 @@ struct MethodCheck: RouterMiddleware {
         } catch let error as HTTPError where error.status == .notFound {
             let allowed = table.methods(for: request.uri.path)
             guard !allowed.isEmpty, !allowed.contains(request.method.rawValue) else { throw error }
-            var response = HTTPAccess.refusal(.methodNotAllowed, "\(request.uri.path) takes \(allowed.joined(separator: ", ")), not \(request.method.rawValue)",
-                                              code: "method_not_allowed")
+            var response = HTTPAccess.refusal(
+                .methodNotAllowed, "\(request.uri.path) takes \(allowed.joined(separator: ", ")), not \(request.method.rawValue)",
+                code: "method_not_allowed")
             response.headers[.allow] = allowed.joined(separator: ", ")
             return response
         }
@@ -45,8 +46,10 @@ final class RouteTable: Sendable {
         let wanted = Self.segments(path)
         return routes.withLock { routes in
             var found: Set<String> = []
-            for route in routes where route.segments.count == wanted.count
-                && zip(route.segments, wanted).allSatisfy({ $0.hasPrefix("{") || $0.hasPrefix(":") || $0 == $1 }) {
+            for route in routes
+            where route.segments.count == wanted.count
+                && zip(route.segments, wanted).allSatisfy({ $0.hasPrefix("{") || $0.hasPrefix(":") || $0 == $1 })
+            {
                 found.formUnion(route.methods)
             }
             return found.sorted()

@@ -1,6 +1,6 @@
-import HubEngine
 import Foundation
 import HubDomain
+import HubEngine
 import Hummingbird
 import Prometheus
 
@@ -33,15 +33,18 @@ package struct ObservabilityResponders: Sendable {
         if problems.isEmpty {
             return Self.json(.ok, .object([("status", "ready")]))
         }
-        return Self.json(.serviceUnavailable, .object([
-            ("status", "not ready"),
-            ("problems", .object(problems.map { ($0.name, JSONValue.string($0.problem)) })),
-        ]))
+        return Self.json(
+            .serviceUnavailable,
+            .object([
+                ("status", "not ready"),
+                ("problems", .object(problems.map { ($0.name, JSONValue.string($0.problem)) }))
+            ]))
     }
 
     static func text(_ status: HTTPResponse.Status, _ body: String, contentType: String = "text/plain; charset=utf-8") -> Response {
-        Response(status: status, headers: [.contentType: contentType, .cacheControl: "no-store"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        Response(
+            status: status, headers: [.contentType: contentType, .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 
     static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {

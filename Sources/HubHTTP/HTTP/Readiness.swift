@@ -1,5 +1,6 @@
-import HubEngine
 import Foundation
+import HubEngine
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
-import HubEngine
 import HTTPTypes
+import HubEngine
 import Hummingbird
 
 /// The headers every response carries, the outermost middleware (refusals, 404s and errors
@@ -11,7 +11,8 @@ package struct SecurityHeaders: RouterMiddleware {
 
     /// The pages' policy: scripts, styles, images and connections (`fetch`, the live updates) from
     /// the hub only, no inline script or style, no plugins, no framing, forms posting to the hub.
-    static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
         + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
     static let headers: HTTPFields = [
@@ -20,7 +21,7 @@ package struct SecurityHeaders: RouterMiddleware {
         HTTPField.Name("X-Frame-Options")!: "DENY",
         HTTPField.Name("Referrer-Policy")!: "no-referrer",
         HTTPField.Name("Cross-Origin-Opener-Policy")!: "same-origin",
-        .crossOriginResourcePolicy: "same-origin",
+        .crossOriginResourcePolicy: "same-origin"
     ]
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

@@ -30,13 +30,17 @@ package struct StandbyGate: RouterMiddleware {
         case "/healthz":
             return ObservabilityResponders.text(.ok, "ok\n")
         case "/readyz":
-            return ObservabilityResponders.json(.serviceUnavailable, .object([
-                ("status", "not ready"),
-                ("problems", .object([("standby", .string(status.text))])),
-            ]))
+            return ObservabilityResponders.json(
+                .serviceUnavailable,
+                .object([
+                    ("status", "not ready"),
+                    ("problems", .object([("standby", .string(status.text))]))
+                ]))
         default:
-            return HTTPAccess.refusal(.serviceUnavailable, "instance \(instance) is a standby (\(status.text)): "
-                                      + "it serves no data and takes no command; ask the active hub", code: CommandService.notActive)
+            return HTTPAccess.refusal(
+                .serviceUnavailable,
+                "instance \(instance) is a standby (\(status.text)): "
+                    + "it serves no data and takes no command; ask the active hub", code: CommandService.notActive)
         }
     }
 
@@ -45,4 +49,3 @@ package struct StandbyGate: RouterMiddleware {
         self.status = status
     }
 }
-
