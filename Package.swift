@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "HubAudit",
             dependencies: [
-                "HubLog", "HubJSON",
+                "HubLog", "HubDomain",
                 .product(name: "Crypto", package: "swift-crypto")
             ]),
         // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.

@@ -1,5 +1,5 @@
 import Crypto
-import HubJSON
+import HubDomain
 import HubLog
 
 /// A signed tree head: the size and root of the tree over the log's first `size` records at a
@@ -109,18 +109,10 @@ public enum Hex {
 public enum HeadTime {
     /// `seconds` since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
     public static func format(unixSeconds seconds: Int64) -> String {
-        // Days to a civil date (Howard Hinnant's algorithm), so no C library time zone is involved.
+        // The domain's civil calendar, so no C library time zone is involved.
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = Civil.civilFromDays(days)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))Z"
     }
