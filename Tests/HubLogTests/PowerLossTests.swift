@@ -143,6 +143,19 @@ import Testing
         return runs.map { .write(offset: $0.lowerBound, bytes: Array(current[$0])) }
     }
 
+    /// Opens a crash state as the hub would after the power came back: its files in a log
+    /// directory of their own (removed afterwards); the records the store recovers.
+    static func recovered(_ state: [String: [UInt8]], options: SegmentStoreOptions) throws -> [EventRecord] {
+        let base = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let image = base + "/log"
+        try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: true)
+        for (name, bytes) in state { FileManager.default.createFile(atPath: image + "/" + name, contents: Data(bytes)) }
+        let store = try SegmentStore(directory: image, options: options)
+        defer { store.close() }
+        return try allRecords(store)
+    }
+
     /// Every crash state at one point: one file's outcome varied at a time, the others all synced
     /// only or all kept.
     static func states(_ files: [String: File], coalescing: Bool = false) -> [(files: [String: [UInt8]], kind: Kind)] {
@@ -287,16 +300,9 @@ import Testing
             let files = Self.model(operations[..<point], root: directory + "/log/")
             let acknowledged = eventsBefore[acknowledgedAt.filter { $0 <= point }.count]
             for (state, kind) in Self.states(files) {
-                let base = temporaryDirectory()
-                defer { try? FileManager.default.removeItem(atPath: base) }
-                let image = base + "/log"
-                try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: true)
-                for (name, bytes) in state { FileManager.default.createFile(atPath: image + "/" + name, contents: Data(bytes)) }
                 let records: [EventRecord]
                 do {
-                    let store = try SegmentStore(directory: image, options: options)
-                    records = try allRecords(store)
-                    store.close()
+                    records = try Self.recovered(state, options: options)
                 } catch {
                     failures[kind, default: 0] += 1
                     Issue.record("crash after change \(point) of \(operations.count) (\(kind)): the log did not open: \(error)")
@@ -339,16 +345,9 @@ import Testing
             let lastCommand = requests[..<answered].lastIndex { $0.needsDurability }
             let durable = lastCommand.map { eventsBefore[$0 + 1] } ?? 0
             for (state, kind) in Self.states(files, coalescing: true) {
-                let base = temporaryDirectory()
-                defer { try? FileManager.default.removeItem(atPath: base) }
-                let image = base + "/log"
-                try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: true)
-                for (name, bytes) in state { FileManager.default.createFile(atPath: image + "/" + name, contents: Data(bytes)) }
                 let records: [EventRecord]
                 do {
-                    let store = try SegmentStore(directory: image, options: options)
-                    records = try allRecords(store)
-                    store.close()
+                    records = try Self.recovered(state, options: options)
                 } catch {
                     if kind == .lastSectors {
                         withKnownIssue { Issue.record("crash after change \(point) (\(kind)): the log did not open: \(error)") }
