@@ -229,14 +229,4 @@ public enum MQTTRoute: Sendable, Equatable {
         if case .command(let r) = self { return r }
         return nil
     }
-
-    /// `.command(.switchSet(id))`, and likewise for each command route: tests and callers compare with these.
-    public static func switchSet(_ id: String) -> MQTTRoute { .command(.switchSet(id)) }
-    public static func activationsSet(_ id: String) -> MQTTRoute { .command(.activationsSet(id)) }
-    public static func groupSwitchSet(_ id: String) -> MQTTRoute { .command(.groupSwitchSet(id)) }
-    public static var animalAdmit: MQTTRoute { .command(.animalAdmit) }
-    public static func animalDischarge(_ id: String) -> MQTTRoute { .command(.animalDischarge(id)) }
-    public static func animalVitals(_ id: String) -> MQTTRoute { .command(.animalVitals(id)) }
-    public static func request(_ name: String) -> MQTTRoute { .command(.request(name)) }
-    public static func invalid(_ reason: String) -> MQTTRoute { .command(.invalid(reason)) }
 }

@@ -33,7 +33,7 @@ import Testing
         let c = MQTTTopics(base: "site1/hub/", discoveryPrefix: "ha")
         #expect(c.base == "site1/hub")
         #expect(c.deviceState("a") == "site1/hub/device/a/state")
-        #expect(c.route(topic: "site1/hub/device/a/switch/set") == .switchSet("a"))
+        #expect(c.route(topic: "site1/hub/device/a/switch/set") == .command(.switchSet("a")))
         #expect(c.route(topic: "hub/device/a/switch/set") == .ignored)
         #expect(c.route(topic: "ha/status") == .homeAssistantStatus)
         #expect(c.route(topic: "homeassistant/status") == .ignored)
@@ -48,8 +48,8 @@ import Testing
         #expect(c.route(topic: "site1/hub") == .ignored)
         #expect(c.route(topic: "site1/hub/") == .ignored)
         #expect(c.route(topic: "site1/hubx/request/devices") == .ignored)
-        #expect(c.route(topic: "site1/hub/request/devices") == .request("devices"))
-        #expect(c.route(topic: "site1/hub/request/a//b/") == .request("a//b/"))
+        #expect(c.route(topic: "site1/hub/request/devices") == .command(.request("devices")))
+        #expect(c.route(topic: "site1/hub/request/a//b/") == .command(.request("a//b/")))
         if case .command(.invalid) = c.route(topic: "site1/hub/request/") {
         } else {
             Issue.record("a request without a name must be invalid")
@@ -65,7 +65,7 @@ import Testing
         } else {
             Issue.record("a non-ASCII id must be invalid")
         }
-        #expect(c.route(topic: "site1/hub/request/grüße/x") == .request("grüße/x"))
+        #expect(c.route(topic: "site1/hub/request/grüße/x") == .command(.request("grüße/x")))
         #expect(c.isStatus("site1/hub/status"))
         #expect(!c.isStatus("site1/hub/status/active"))
         #expect(!c.isStatus("site1/hubstatus"))
@@ -82,23 +82,23 @@ import Testing
     }
 
     @Test func routesGroupSwitches() {
-        #expect(t.route(topic: "hub/group/living/switch/set") == .groupSwitchSet("living"))
-        #expect(t.response(for: .groupSwitchSet("living")) == "hub/response/group/living/switch/set")
+        #expect(t.route(topic: "hub/group/living/switch/set") == .command(.groupSwitchSet("living")))
+        #expect(t.response(for: .command(.groupSwitchSet("living"))) == "hub/response/group/living/switch/set")
         if case .command(.invalid) = t.route(topic: "hub/group/a b/switch/set") {} else { Issue.record("a bad group id must be invalid") }
         #expect(t.route(topic: "hub/group/living/switch") == .ignored)
     }
 
     @Test func routesEveryCommandPattern() {
-        #expect(t.route(topic: "hub/device/lamp/switch/set") == .switchSet("lamp"))
-        #expect(t.route(topic: "hub/device/Plug_1-a/activations/set") == .activationsSet("Plug_1-a"))
-        #expect(t.route(topic: "hub/animal/admit") == .animalAdmit)
-        #expect(t.route(topic: "hub/animal/rex/discharge") == .animalDischarge("rex"))
-        #expect(t.route(topic: "hub/animal/rex/vitals") == .animalVitals("rex"))
-        #expect(t.route(topic: "hub/request/device/add") == .request("device/add"))
-        #expect(t.route(topic: "hub/request/devices") == .request("devices"))
-        #expect(t.route(topic: "hub/request/nonsense/x/y") == .request("nonsense/x/y"))
+        #expect(t.route(topic: "hub/device/lamp/switch/set") == .command(.switchSet("lamp")))
+        #expect(t.route(topic: "hub/device/Plug_1-a/activations/set") == .command(.activationsSet("Plug_1-a")))
+        #expect(t.route(topic: "hub/animal/admit") == .command(.animalAdmit))
+        #expect(t.route(topic: "hub/animal/rex/discharge") == .command(.animalDischarge("rex")))
+        #expect(t.route(topic: "hub/animal/rex/vitals") == .command(.animalVitals("rex")))
+        #expect(t.route(topic: "hub/request/device/add") == .command(.request("device/add")))
+        #expect(t.route(topic: "hub/request/devices") == .command(.request("devices")))
+        #expect(t.route(topic: "hub/request/nonsense/x/y") == .command(.request("nonsense/x/y")))
         #expect(t.route(topic: "homeassistant/status") == .homeAssistantStatus)
-        #expect(MQTTRoute.route(topic: "hub/device/x/switch/set") == .switchSet("x"))
+        #expect(MQTTRoute.route(topic: "hub/device/x/switch/set") == .command(.switchSet("x")))
     }
 
     @Test func invalidIds() {
@@ -118,7 +118,8 @@ import Testing
         let long = String(repeating: "a", count: 65)
         #expect(reason("hub/device/\(long)/switch/set")?.contains("is 65 characters long") == true)
         #expect(
-            t.route(topic: "hub/device/\(String(repeating: "a", count: 64))/switch/set") == .switchSet(String(repeating: "a", count: 64)))
+            t.route(topic: "hub/device/\(String(repeating: "a", count: 64))/switch/set")
+                == .command(.switchSet(String(repeating: "a", count: 64))))
         #expect(reason("hub/device/l amp/switch/set")?.contains("U+0020") == true)
         #expect(reason("hub/device/lâmp/switch/set")?.contains("'â'") == true)
         #expect(reason("hub/device/l.amp/switch/set")?.contains("'.'") == true)
@@ -143,15 +144,15 @@ import Testing
     }
 
     @Test func responseTopics() {
-        #expect(t.response(for: .switchSet("lamp")) == "hub/response/device/lamp/switch/set")
-        #expect(t.response(for: .activationsSet("lamp")) == "hub/response/device/lamp/activations/set")
-        #expect(t.response(for: .animalAdmit) == "hub/response/animal/admit")
-        #expect(t.response(for: .animalDischarge("rex")) == "hub/response/animal/rex/discharge")
-        #expect(t.response(for: .animalVitals("rex")) == "hub/response/animal/rex/vitals")
-        #expect(t.response(for: .request("device/add")) == "hub/response/device/add")
+        #expect(t.response(for: .command(.switchSet("lamp"))) == "hub/response/device/lamp/switch/set")
+        #expect(t.response(for: .command(.activationsSet("lamp"))) == "hub/response/device/lamp/activations/set")
+        #expect(t.response(for: .command(.animalAdmit)) == "hub/response/animal/admit")
+        #expect(t.response(for: .command(.animalDischarge("rex"))) == "hub/response/animal/rex/discharge")
+        #expect(t.response(for: .command(.animalVitals("rex"))) == "hub/response/animal/rex/vitals")
+        #expect(t.response(for: .command(.request("device/add"))) == "hub/response/device/add")
         #expect(t.response(for: .ignored) == nil)
         #expect(t.response(for: .homeAssistantStatus) == nil)
-        #expect(t.response(for: .invalid("x")) == nil)
+        #expect(t.response(for: .command(.invalid("x"))) == nil)
         // Topic-based: the same for valid routes, and usable for invalid ones.
         for topic in [
             "hub/device/lamp/switch/set", "hub/device/lamp/activations/set", "hub/animal/admit", "hub/animal/rex/discharge",

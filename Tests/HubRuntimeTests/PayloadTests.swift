@@ -662,7 +662,7 @@ private enum P {
         }
         // The state and command topics the configs name are the ones the hub publishes and routes.
         let t = MQTTTopics()
-        #expect(t.route(topic: sw["command_topic"]!.stringValue!) == .switchSet("lamp"))
+        #expect(t.route(topic: sw["command_topic"]!.stringValue!) == .command(.switchSet("lamp")))
         #expect(
             StateJSON.devicePlain(w.state.devices["lamp"]!, energy: w.state.energy["lamp"], topics: t).map(\.topic)
                 == [
@@ -752,7 +752,7 @@ private enum P {
         #expect(config["unique_id"] == "hub_scene_evening" && config["availability_topic"] == "hub/status")
         #expect(config["device"]?["name"] == "Evening" && config["name"] == .null)
         let t = MQTTTopics()
-        #expect(t.route(topic: config["command_topic"]!.stringValue!) == .request("scene/apply"))
+        #expect(t.route(topic: config["command_topic"]!.stringValue!) == .command(.request("scene/apply")))
     }
 
     @Test func animalEntities() {
