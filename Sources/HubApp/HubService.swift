@@ -161,7 +161,8 @@ public final class HubService: Sendable {
             let follower = HubLogFollower(
                 hub: hub, from: hub.store.lastSequence + 1, surface: surface, drivers: drivers, scheduler: scheduler,
                 bridges: bridges, console: console, stepDown: stepDown)
-            var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger)]
+            // The keeper stops last (it closes the log); the snapshot writer just before it.
+            var services: [any Service] = [HubLogKeeper(hub: hub, logger: logger), SnapshotWriter(hub: hub)]
             if let active, let lease = options.lease, let stepDown {
                 // Stops after everything that appends, so it releases the lease last (before the log closes).
                 services.append(LeaseKeeper(lease: active, settings: lease, surface: surface, stepDown: stepDown, logger: logger))
@@ -427,11 +428,8 @@ struct HubLogFollower: Service {
                     try await catchUp()
                     if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
                     console?.publish(ConsoleChange(sequence: record.sequence, stream: record.stream, type: record.type))
-                    guard
-                        let event = try? HubEvent.decode(
-                            type: record.type, schemaVersion: record.schemaVersion,
-                            payload: record.payload)
-                    else { continue }  // counted by the read models as skipped
+                    // Decoded once, when the read models folded it.
+                    guard let event = hub.event(of: record) else { continue }  // counted by the read models as skipped
                     await drivers.handle(event)
                     await scheduler.handle(event)
                     await bridges?.handle(event, at: record.timestamp)

@@ -57,6 +57,9 @@ public actor Hub {
     public nonisolated let openingNotes: [String]
     /// Seals owner contact data before it is logged; erasing deletes the key.
     public nonisolated let vault: OwnerDataVault
+    /// The events folded last, decoded: what the follower and the event feed read instead of
+    /// decoding each record again (``event(of:)``).
+    package nonisolated let recent = RecentEvents()
 
     /// Bumped whenever the read models' shape or rules change, so older snapshots are ignored
     /// (6: latest readings by measured time, history weighted by time).
@@ -341,7 +344,7 @@ public actor Hub {
             fold(record)
             return true
         }
-        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+        if snapshotIsDue { snapshotQuietly() }
     }
 
     /// ``catchUp()`` on the command path: the records are read with ``EventStore/records(from:through:)``,
@@ -352,7 +355,14 @@ public actor Hub {
         guard last > state.lastSequence else { return }
         let records = try await store.records(from: state.lastSequence + 1, through: last)
         for record in records where record.sequence == state.lastSequence + 1 { fold(record) }
-        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+        guard snapshotIsDue else { return }
+        // With a snapshot writer running, the snapshot is encoded and written off the command path.
+        if let snapshotDue { snapshotDue.yield() } else { snapshotQuietly() }
+    }
+
+    /// Whether enough events were folded since the last snapshot (and since a failed one) to write one.
+    private var snapshotIsDue: Bool {
+        state.lastSequence - snapshotSequence >= snapshotEvery && state.lastSequence >= snapshotRetryAt
     }
 
     /// Folds one record into the read models (an event this version cannot read is skipped, counted).
@@ -360,7 +370,9 @@ public actor Hub {
         let context = EventContext(
             sequence: record.sequence, timestamp: record.timestamp,
             actor: record.causation.actor, commandId: record.causation.commandId)
-        if let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload) {
+        let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
+        recent.keep(event, at: record.sequence)
+        if let event {
             state.apply(event, context: context)
             history.apply(event, context: context)
         } else {
@@ -368,6 +380,10 @@ public actor Hub {
             history.skip(sequence: record.sequence)
         }
     }
+
+    /// The decoded event of a logged record, decoded once: taken from the events the read models
+    /// folded last when they hold it (``RecentEvents``). Nil when this version cannot read it.
+    public nonisolated func event(of record: EventRecord) -> HubEvent? { recent.event(of: record) }
 
     /// Whether the log can write now, as far as its disk goes (``EventStore/storageCondition``):
     /// `full` while commands are refused with `storage_full`. Cheap; safe from any thread (a
@@ -385,25 +401,95 @@ public actor Hub {
             try snapshot()
             snapshotProblem = nil
         } catch {
-            snapshotProblem = "the snapshot at sequence \(state.lastSequence) was not written: \(error); the previous one stays in use"
-            snapshotRetryAt = state.lastSequence + max(1, snapshotEvery / 8)
+            snapshotFailed(error)
         }
+    }
+
+    private func snapshotFailed(_ error: any Error) {
+        snapshotProblem = "the snapshot at sequence \(state.lastSequence) was not written: \(error); the previous one stays in use"
+        snapshotRetryAt = state.lastSequence + max(1, snapshotEvery / 8)
     }
 
     /// Writes a snapshot of the read models with the sequence it covers and the log's chain hash
     /// there, which binds it to this log.
     public func snapshot() throws {
+        guard let material = try snapshotMaterial() else { return }
+        try snapshots.save(sequence: material.sequence, chainHash: material.chainHash, bytes: Self.encodeSnapshot(material.state))
+        snapshotSaved(at: material.sequence)
+    }
+
+    /// What a snapshot holds: the read models at one sequence and the log's chain hash there.
+    struct SnapshotMaterial: Sendable {
+        var sequence: UInt64
+        var chainHash: [UInt8]
+        var state: HubState
+    }
+
+    /// The actor's half of a snapshot: syncs the history files (they go first: when they cannot be
+    /// synced, a full disk, no snapshot is tried either) and takes the read models as they are.
+    /// Nil when nothing was folded since the last snapshot.
+    private func snapshotMaterial() throws -> SnapshotMaterial? {
         guard state.lastSequence > snapshotSequence || history.needsSync,
             let chainHash = try store.chainHash(at: state.lastSequence)
-        else { return }
-        // The history first: when its files cannot be synced (a full disk), no snapshot is tried either.
+        else { return nil }
         if history.needsSync, history.foldedThrough == state.lastSequence {
             try history.sync(sequence: state.lastSequence, chainHash: chainHash)
         }
-        guard state.lastSequence > snapshotSequence else { return }
-        try snapshots.save(sequence: state.lastSequence, chainHash: chainHash, bytes: Self.encodeSnapshot(state))
-        snapshotSequence = state.lastSequence
+        guard state.lastSequence > snapshotSequence else { return nil }
+        return SnapshotMaterial(sequence: state.lastSequence, chainHash: chainHash, state: state)
+    }
+
+    private func snapshotSaved(at sequence: UInt64) {
+        snapshotSequence = max(snapshotSequence, sequence)
         snapshotWrittenAt = Date().timeIntervalSince1970
+    }
+
+    // MARK: Snapshots off the command path
+
+    /// Set while a ``SnapshotWriter`` runs: a due snapshot is handed to it instead of being written
+    /// inside the command that made it due.
+    private var snapshotDue: AsyncStream<Void>.Continuation?
+    /// Set while a snapshot is encoded and written off the actor: whoever waits for it to end.
+    private var snapshotWriting: [CheckedContinuation<Void, Never>]?
+
+    /// Hands due snapshots to `due` from now on (nil: written in the command path again).
+    func handSnapshots(to due: AsyncStream<Void>.Continuation?) { snapshotDue = due }
+
+    /// Writes a due snapshot with its encoding, write and sync off the actor, so commands go on
+    /// meanwhile: only the history files' sync and a copy of the read models (copy-on-write) happen
+    /// on it. A failure is kept in ``snapshotProblem``, as by the command path.
+    func writeSnapshotOffTheActor() async {
+        guard snapshotWriting == nil, snapshotIsDue else { return }
+        let material: SnapshotMaterial
+        do {
+            guard let taken = try snapshotMaterial() else { return }
+            material = taken
+        } catch {
+            return snapshotFailed(error)
+        }
+        snapshotWriting = []
+        let written = await Self.save(material, in: snapshots)
+        for waiter in snapshotWriting ?? [] { waiter.resume() }
+        snapshotWriting = nil
+        switch written {
+        case .success:
+            snapshotSaved(at: material.sequence)
+            snapshotProblem = nil
+        case .failure(let error): snapshotFailed(error)
+        }
+    }
+
+    /// Encodes and writes a snapshot on the global executor, off any actor.
+    @concurrent private static func save(_ material: SnapshotMaterial, in snapshots: SnapshotStore) async -> Result<Void, any Error> {
+        Result {
+            try snapshots.save(sequence: material.sequence, chainHash: material.chainHash, bytes: encodeSnapshot(material.state))
+        }
+    }
+
+    /// Returns once no snapshot is being written off the actor.
+    private func snapshotSettled() async {
+        guard snapshotWriting != nil else { return }
+        await withCheckedContinuation { snapshotWriting?.append($0) }
     }
 
     /// What `/metrics` reads when scraped: devices per driver by availability, and the snapshot's
@@ -435,6 +521,7 @@ public actor Hub {
             await store.close()
             throw error
         }
+        await snapshotSettled()
         snapshotRetryAt = 0
         snapshotQuietly()
         history.closeFiles()
