@@ -116,7 +116,7 @@ public struct HubConfig: Sendable, Equatable {
     }
 
     /// Reads and parses the file at `path`.
-    /// Throws: `Problem` when it cannot be read, is not JSON, or a field is wrong.
+    /// - Throws: `Problem` when it cannot be read, is not JSON, or a field is wrong.
     public static func load(path: String) throws -> HubConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Problem(file: path, message: "cannot be read")
@@ -127,7 +127,7 @@ public struct HubConfig: Sendable, Equatable {
     }
 
     /// Parses a configuration value.
-    /// Throws: `Problem` (with no file) naming the wrong field.
+    /// - Throws: `Problem` (with no file) naming the wrong field.
     public static func parse(_ value: JSONValue) throws -> HubConfig {
         do { return try read(value) } catch let error as JSONFieldError { throw Problem(file: "", message: error.description) }
     }

@@ -67,7 +67,7 @@ public enum EventLines {
     }
 
     /// Parses one `hub export` line (`line` is its number, for errors).
-    /// Throws: `LineError` when it is not JSON, a key is missing or of the wrong type, or the data is not a valid event.
+    /// - Throws: `LineError` when it is not JSON, a key is missing or of the wrong type, or the data is not a valid event.
     public static func parse(_ text: String, line: Int) throws -> Parsed {
         let value: JSONValue
         do { value = try JSONValue.parse(text) } catch { throw LineError(line: line, reason: "not JSON: \(error)") }

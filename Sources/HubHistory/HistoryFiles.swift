@@ -358,7 +358,7 @@ public final class HistoryFiles: HistorySource {
     }
 
     /// The buckets of `key` at `resolution` starting in `[from, to)` (µs), oldest first.
-    /// Throws: `history_unavailable` once the files stopped folding after a write failure.
+    /// - Throws: `history_unavailable` once the files stopped folding after a write failure.
     public func buckets(
         _ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64
     ) throws(Rejection) -> [HistoryBucket] {
