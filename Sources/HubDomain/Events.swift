@@ -23,13 +23,13 @@ public enum SwitchState: UInt8, Sendable, Equatable, Hashable, Codable, CaseIter
 
 /// Why a switch changed; the raw value is the byte the binary codec writes.
 public enum SwitchCause: UInt8, Sendable, Equatable, Hashable, Codable, CaseIterable {
-    /// Asked for through the command path (MQTT, HTTP, exec or a scene).
+    /// Confirms a switch a command asked for (MQTT, HTTP, exec, a group or a scene).
     case command = 0
     /// Switched by hand at the device.
     case manual = 1
     /// Switched by an activation's schedule.
     case schedule = 2
-    /// Reported by the device without a known cause.
+    /// Reported by the device with no request pending and not as manual.
     case deviceReport = 3
 
     /// The wire name: "command", "manual", "schedule" or "device_report".
