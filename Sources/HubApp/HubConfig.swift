@@ -30,12 +30,18 @@ public struct HubConfig: Sendable, Equatable {
     /// The broker connection's settings (the `[mqtt]` table).
     public typealias MQTT = MQTTSettings
 
+    /// A device listed in the configuration file, registered at start when not registered yet.
     public struct Device: Sendable, Equatable {
+        /// The device id.
         public var id: String
+        /// The driver's name.
         public var driver: String
+        /// The display name.
         public var name: String
+        /// The driver configuration, a JSON object text.
         public var config: String
 
+        /// A device; `config` defaults to the empty object.
         public init(id: String, driver: String, name: String, config: String = "{}") {
             self.id = id
             self.driver = driver
@@ -44,8 +50,11 @@ public struct HubConfig: Sendable, Equatable {
         }
     }
 
+    /// The broker connection (the `[mqtt]` table).
     public var mqtt = MQTT()
+    /// The devices registered at start.
     public var devices: [Device] = []
+    /// How long a switch command waits for the driver's confirmation before it fails, in seconds.
     public var confirmTimeoutSeconds = 5.0
     /// What to do when a device's own activations differ from the log's: restore, adopt or report.
     public var activationDivergence: DivergencePolicy = .restore
@@ -93,14 +102,21 @@ public struct HubConfig: Sendable, Equatable {
             divergencePolicy: activationDivergence, readingRules: readingRules)
     }
 
+    /// The defaults: a local broker, no devices.
     public init() {}
 
+    /// Why the configuration file was refused: the file and what is wrong in it.
     public struct Problem: Error, CustomStringConvertible {
+        /// The file's path ("" when parsed from a value).
         public var file: String
+        /// What is wrong, naming the field.
         public var message: String
+        /// "<file>: <message>".
         public var description: String { "\(file): \(message)" }
     }
 
+    /// Reads and parses the file at `path`.
+    /// - Throws: `Problem` when it cannot be read, is not JSON, or a field is wrong.
     public static func load(path: String) throws -> HubConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Problem(file: path, message: "cannot be read")
@@ -110,6 +126,8 @@ public struct HubConfig: Sendable, Equatable {
         do { return try parse(value) } catch let problem as Problem { throw Problem(file: path, message: problem.message) }
     }
 
+    /// Parses a configuration value.
+    /// - Throws: `Problem` (with no file) naming the wrong field.
     public static func parse(_ value: JSONValue) throws -> HubConfig {
         do { return try read(value) } catch let error as JSONFieldError { throw Problem(file: "", message: error.description) }
     }

@@ -13,8 +13,11 @@ import UnixSignals
 
 /// Everything `hub run` needs to start the long-running hub.
 public struct HubServiceOptions: Sendable {
+    /// The data directory's paths.
     public var paths: HubPaths
+    /// The configuration file's settings.
     public var config: HubConfig
+    /// The drivers the hub can run, by their names.
     public var factories: [any DriverFactory]
     /// With no devices in the configuration, register `demoDevices` (those not registered yet), so
     /// a newcomer sees something.
@@ -24,6 +27,7 @@ public struct HubServiceOptions: Sendable {
         HubConfig.Device(id: "demo-lamp", driver: "virtual", name: "Demo lamp", config: "{}"),
         HubConfig.Device(id: "demo-fan", driver: "virtual", name: "Demo fan", config: "{}")
     ]
+    /// Write a snapshot after this many new events.
     public var snapshotEvery: UInt64
     /// Bridges the hub runs (the executable passes the beacon bridge); `config.beacons` configures "beacons".
     public var bridgeFactories: [any BridgeFactory] = []
@@ -53,6 +57,7 @@ public struct HubServiceOptions: Sendable {
     /// Settings of the embedded segment log (its preallocation, ...); not used with PostgreSQL.
     public var logOptions = SegmentStoreOptions()
 
+    /// Options for one hub; no demo devices and a snapshot every 10,000 events unless given.
     public init(
         paths: HubPaths, config: HubConfig = HubConfig(), factories: [any DriverFactory], demo: Bool = false,
         snapshotEvery: UInt64 = 10_000
@@ -72,12 +77,17 @@ public struct HubServiceOptions: Sendable {
 /// start in that order and shut down gracefully in the reverse one: commands stop being taken
 /// first (those taken are answered), the log is closed (with a snapshot) last.
 public final class HubService: Sendable {
+    /// The hub actor: the log and the read models.
     public let hub: Hub
     /// The one command path every entry point uses.
     public let commands: CommandService
+    /// Runs the drivers of the registered devices.
     public let drivers: DriverHost
+    /// Switches devices for their activations.
     public let scheduler: Scheduler
+    /// Runs the bridges (the beacon bridge).
     public let bridges: BridgeHost
+    /// The MQTT surface; nil when the hub runs without a broker.
     public let surface: MQTTSurface?
     let http: HTTPService?
     /// The admin token made at this start, because the listener is off loopback and the data

@@ -7,8 +7,11 @@ import Logging
 /// error (`hub: mqtt: connected to ...`), and what tests read back. Warnings and errors say so;
 /// metadata follows the message as `key=value`.
 public struct LineLogHandler: LogHandler {
+    /// Messages below this level are dropped.
     public var logLevel: Logger.Level
+    /// Metadata added to every message.
     public var metadata: Logger.Metadata = [:]
+    /// Metadata computed at each message.
     public var metadataProvider: Logger.MetadataProvider?
     let prefix: String
     let sink: @Sendable (String) -> Void
@@ -23,11 +26,13 @@ public struct LineLogHandler: LogHandler {
         self.sink = sink
     }
 
+    /// One metadata value.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
+    /// Writes one line for the message: prefix, level (warnings and errors), message, then `key=value` pairs.
     public func log(event: LogEvent) {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }

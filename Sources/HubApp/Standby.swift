@@ -25,6 +25,7 @@ public struct LeaseSettings: Sendable {
     /// the lease, and its MQTT client id stays the configured one.
     public var derived = false
 
+    /// Settings for `instance`, with a lease of `ttl` (3 s unless given).
     public init(instance: String, ttl: Duration = .seconds(3)) {
         self.instance = instance
         self.ttl = ttl
@@ -72,7 +73,9 @@ public struct LeaseSettings: Sendable {
 
 /// The lease this process holds once it is the active hub.
 public struct ActiveLease: Sendable {
+    /// The instance's name.
     public let instance: String
+    /// The lease's fencing token: higher at every acquisition, announced in `<base>/status/active`.
     public let token: UInt64
     /// When it was acquired (seconds since the epoch).
     public let since: Date
@@ -90,6 +93,7 @@ public struct ActiveLease: Sendable {
 
 /// Thrown when the hub is asked to stop (SIGINT/SIGTERM) while it is a standby.
 public struct StandbyStopped: Error, CustomStringConvertible {
+    /// "stopped while standby".
     public var description: String { "stopped while standby" }
 }
 

@@ -21,13 +21,19 @@ public typealias LeafBytes = (RecordView) -> [UInt8]
 ///
 /// One task uses a trail at a time (it is handed between tasks, never shared).
 public final class AuditTrail: @unchecked Sendable {
+    /// The audit directory (`<data>/audit`).
     public let directory: String
+    /// The Merkle tree over the log.
     public private(set) var tree: TreeFile
     private var lockFD: Int32 = -1
 
+    /// The audit directory of a data directory: `<data>/audit`.
     public static func directory(dataDirectory: String) -> String { dataDirectory + "/audit" }
+    /// The signing key's file.
     public var keyPath: String { directory + "/key" }
+    /// The signed tree heads' file.
     public var headsPath: String { directory + "/heads" }
+    /// The tree's file.
     public var treePath: String { directory + "/tree" }
 
     /// Opens the audit files of `dataDirectory`. A writer makes the directory and the tree when

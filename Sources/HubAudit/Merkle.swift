@@ -149,8 +149,11 @@ public protocol SubtreeHashes {
 
 /// Subtree hashes computed from leaf hashes held in memory (tests, small trees).
 public struct LeafHashList: SubtreeHashes {
+    /// The leaves' hashes, in log order.
     public var leafHashes: [[UInt8]]
+    /// A list over `leafHashes`.
     public init(_ leafHashes: [[UInt8]]) { self.leafHashes = leafHashes }
+    /// The Merkle tree hash of leaves `lo..<hi`, computed from the list.
     public func hash(_ lo: UInt64, _ hi: UInt64) throws -> [UInt8] {
         Merkle.root(leafHashes: leafHashes[Int(lo)..<Int(hi)])
     }
@@ -165,6 +168,7 @@ public enum AuditError: Error, CustomStringConvertible, Equatable {
     /// A proof, head or line that does not check out (says which and why).
     case rejected(String)
 
+    /// The message each case carries.
     public var description: String {
         switch self {
         case .outOfRange(let s), .badFile(let s), .rejected(let s): return s

@@ -28,6 +28,7 @@ public struct SignedHead: Sendable, Equatable {
         Array("hub-tree-head/1 \(size) \(LogVerifier.hex(root)) \(time)".utf8)
     }
 
+    /// The bytes the signature covers, for this head.
     public var signedBytes: [UInt8] { Self.signedBytes(size: size, root: root, time: time) }
 
     /// Signs a head with `key`.
@@ -69,6 +70,7 @@ public struct SignedHead: Sendable, Equatable {
         self.init(size: UInt64(size), root: root, time: time, signature: signature)
     }
 
+    /// A head from its parts (the signature is not checked).
     public init(size: UInt64, root: [UInt8], time: String, signature: [UInt8]) {
         self.size = size
         self.root = root
@@ -102,6 +104,7 @@ public enum Hex {
         return out
     }
 
+    /// Lowercase hex of `bytes`.
     public static func string(_ bytes: [UInt8]) -> String { LogVerifier.hex(bytes) }
 }
 

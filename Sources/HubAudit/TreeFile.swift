@@ -19,9 +19,11 @@ import Darwin
 /// tail is dropped at open, and a tree that does not fit the log is rebuilt. One task appends at a
 /// time; readers of another process open it read-only.
 public final class TreeFile: SubtreeHashes, @unchecked Sendable {
+    /// The file's 32-byte header: `HUBTREE1` and 24 zero bytes.
     public static let magic: [UInt8] = Array("HUBTREE1".utf8) + [UInt8](repeating: 0, count: 24)
     static let headerSize = 32
 
+    /// The file's path.
     public let path: String
     private let fd: Int32
     /// Leaves in the tree.

@@ -7,10 +7,15 @@ import HubLog
 /// Everything is deterministic in the event index: no clock and no global random state, so two
 /// backends are given byte-identical content.
 public struct BenchmarkWorkload: Sendable {
+    /// The kinds of event the workload writes, in the hub's usual mix.
     public enum Kind: Sendable, CaseIterable {
+        /// A reading (most events).
         case readingRecorded
+        /// A switch confirmation.
         case switchToggled
+        /// An activation change (schema 2).
         case activationChanged
+        /// An availability report.
         case availabilityChanged
 
         /// The event type it stands for (its name is the stored type name).
@@ -29,14 +34,20 @@ public struct BenchmarkWorkload: Sendable {
     public typealias Encoder =
         @Sendable (_ kind: Kind, _ stream: String, _ index: Int) -> (type: String, schemaVersion: UInt16, payload: [UInt8])
 
+    /// How many device streams the events are spread over (more than 0).
     public var deviceCount: Int
+    /// How many animal streams the events are spread over (more than 0).
     public var animalCount: Int
     /// First timestamp (µs since the epoch) and the step between consecutive event indices.
     public var baseTimestamp: Int64
+    /// µs between the timestamps of consecutive event indices.
     public var timestampStep: Int64
+    /// The actor recorded on every append.
     public var actor: String
+    /// Makes each event's type, schema version and payload (`defaultEncoder` unless given).
     public var encoder: Encoder
 
+    /// A workload of 500 devices and 60 animals from 2026-01-01, 1 ms apart, by actor "bench".
     public init(
         deviceCount: Int = 500, animalCount: Int = 60,
         baseTimestamp: Int64 = 1_767_225_600_000_000,  // 2026-01-01T00:00:00Z
@@ -96,6 +107,7 @@ public struct BenchmarkWorkload: Sendable {
         }
     }
 
+    /// The event at `index` on `stream`, deterministic in both.
     public func event(stream: String, index: Int) -> ProposedEvent {
         let (type, schemaVersion, payload) = encoder(kind(stream: stream, index: index), stream, index)
         return ProposedEvent(

@@ -6,13 +6,20 @@ import Foundation
 /// device under its data directory wrote (`/sys/dev/block/<major>:<minor>/stat`, sectors x 512;
 /// nil when no block device could be found) and its CPU time (`utime + stime`).
 public struct HouseholdCounters: Sendable, Equatable {
+    /// Events seen on the event feed.
     public var events: Int
+    /// The JSON bytes of those events.
     public var eventBytes: Int
+    /// `write_bytes` of `/proc/<pid>/io`: what the process wrote.
     public var writeBytes: Int
+    /// The log's fdatasyncs from `/metrics`; nil when not read.
     public var fsyncs: Int?
+    /// Bytes the data directory's block device wrote (sectors x 512); nil when no device was found.
     public var deviceBytes: Int?
+    /// The process's CPU time (`utime + stime`), in seconds.
     public var cpuSeconds: Double
 
+    /// Counters, zero unless given.
     public init(
         events: Int = 0, eventBytes: Int = 0, writeBytes: Int = 0, fsyncs: Int? = nil,
         deviceBytes: Int? = nil, cpuSeconds: Double = 0
@@ -29,8 +36,11 @@ public struct HouseholdCounters: Sendable, Equatable {
 /// What happened between two readings of the counters, over `simulatedDays` of the household's
 /// traffic, and the same figures per simulated day.
 public struct HouseholdPeriod: Sendable, Equatable {
+    /// The row's name ("day 1", "mean per day").
     public let label: String
+    /// How many simulated days the period covered.
     public let simulatedDays: Double
+    /// The counters at the end minus those at the start (nil where either is nil).
     public let delta: HouseholdCounters
     /// The process's peak RSS (`VmHWM`) in KiB at the end of the period.
     public let peakRSSKiB: Int
@@ -54,11 +64,17 @@ public struct HouseholdPeriod: Sendable, Equatable {
     }
 
     func perDay(_ value: Int) -> Int { Int((Double(value) / simulatedDays).rounded()) }
+    /// Events per simulated day.
     public var eventsPerDay: Int { perDay(delta.events) }
+    /// Event JSON bytes per simulated day.
     public var eventBytesPerDay: Int { perDay(delta.eventBytes) }
+    /// Bytes the process wrote per simulated day.
     public var writeBytesPerDay: Int { perDay(delta.writeBytes) }
+    /// fdatasyncs per simulated day; nil without the figure.
     public var fsyncsPerDay: Int? { delta.fsyncs.map(perDay) }
+    /// Bytes the block device wrote per simulated day; nil without the figure.
     public var deviceBytesPerDay: Int? { delta.deviceBytes.map(perDay) }
+    /// CPU seconds per simulated day.
     public var cpuSecondsPerDay: Double { delta.cpuSeconds / simulatedDays }
 
     /// Device bytes over event bytes (nil without a device figure or without events).
@@ -105,6 +121,7 @@ public struct HouseholdClock: Sendable, Equatable {
         self.dayMinutes = dayMinutes
     }
 
+    /// Why a clock was refused, as a sentence naming the option.
     public struct Invalid: Error, CustomStringConvertible { public let message: String; public var description: String { message } }
 
     /// Simulated seconds per real second.

@@ -11,6 +11,7 @@ import HubLog
 /// Requests are built outside the timed regions: a) and b) are generated up front; c) generates
 /// each batch before timing its append and sums the append times. d) includes the caller's closure.
 public struct LogBenchmark: Sendable {
+    /// How much each phase does.
     public struct Configuration: Sendable, Equatable {
         /// Events the store holds when the bulk load ends, and so the events replayed.
         public var replayEventCount: Int
@@ -23,6 +24,7 @@ public struct LogBenchmark: Sendable {
         /// Events per append in the bulk load.
         public var bulkBatchSize: Int
 
+        /// The defaults `hub-bench log` runs: 1,000,000 events replayed, 5,000 sequential appends, 64 writers sharing 20,000 appends, batches of 100.
         public init(
             replayEventCount: Int = 1_000_000, sequentialAppends: Int = 5_000,
             concurrentWriters: Int = 64, concurrentAppendsTotal: Int = 20_000, bulkBatchSize: Int = 100
@@ -35,9 +37,12 @@ public struct LogBenchmark: Sendable {
         }
     }
 
+    /// How much each phase does.
     public var configuration: Configuration
+    /// The events written.
     public var workload: BenchmarkWorkload
 
+    /// A benchmark with the default configuration and workload unless given.
     public init(configuration: Configuration = Configuration(), workload: BenchmarkWorkload = BenchmarkWorkload()) {
         self.configuration = configuration
         self.workload = workload
@@ -214,22 +219,31 @@ public struct LogBenchmark: Sendable {
 
 /// The figures of one `LogBenchmark.run`.
 public struct LogBenchmarkResult: Sendable, Equatable {
+    /// One timed phase: what it did and how long it took.
     public struct Phase: Sendable, Equatable {
+        /// Appends made.
         public var appends: Int
+        /// Events written (or replayed).
         public var events: Int
+        /// Wall time, in seconds.
         public var seconds: Double
 
+        /// Creates a phase.
         public init(appends: Int, events: Int, seconds: Double) {
             self.appends = appends
             self.events = events
             self.seconds = seconds
         }
 
+        /// Appends per second; nil when nothing was timed or appended.
         public var appendsPerSecond: Double? { seconds > 0 && appends > 0 ? Double(appends) / seconds : nil }
+        /// Events per second; nil when nothing was timed or written.
         public var eventsPerSecond: Double? { seconds > 0 && events > 0 ? Double(events) / seconds : nil }
     }
 
+    /// The store's name, as the report shows it.
     public var backend: String
+    /// What each phase did.
     public var configuration: LogBenchmark.Configuration
     /// a) one writer, one event per append.
     public var sequential: Phase
@@ -241,8 +255,10 @@ public struct LogBenchmarkResult: Sendable, Equatable {
     public var replay: Phase
     /// The store's last sequence after the bulk load (== events replayed).
     public var lastSequence: UInt64
+    /// The mean payload size of the events written, in bytes.
     public var averagePayloadBytes: Double
 
+    /// Creates a result.
     public init(
         backend: String, configuration: LogBenchmark.Configuration, sequential: Phase, concurrent: Phase,
         bulk: Phase, replay: Phase, lastSequence: UInt64, averagePayloadBytes: Double
@@ -260,6 +276,7 @@ public struct LogBenchmarkResult: Sendable, Equatable {
     /// Wall time of the four timed phases together.
     public var elapsedSeconds: Double { sequential.seconds + concurrent.seconds + bulk.seconds + replay.seconds }
 
+    /// One line: the four rates and the elapsed time.
     public var summary: String {
         "a) \(Self.rate(sequential.appendsPerSecond)) appends/s, b) \(Self.rate(concurrent.appendsPerSecond)) appends/s, "
             + "c) \(Self.rate(bulk.eventsPerSecond)) events/s, d) \(Self.rate(replay.eventsPerSecond)) events/s, "

@@ -19,6 +19,7 @@ import Synchronization
 /// inside the write transaction (`BEGIN IMMEDIATE` serializes writers). A UNIQUE index is not
 /// possible because one append with one command id writes several rows.
 public final class SQLiteEventStore: EventStore, Sendable {
+    /// The database file's path.
     public let path: String
 
     private struct WriterState: ~Copyable {
@@ -105,8 +106,10 @@ public final class SQLiteEventStore: EventStore, Sendable {
         }
     }
 
+    /// The last committed global sequence (0 when empty).
     public var lastSequence: UInt64 { writer.withLock { $0.lastSequence } }
 
+    /// The version of the stream's last committed event, nil when it has none (or the store is closed).
     public func streamVersion(_ stream: String) -> UInt64? {
         writer.withLock { state -> UInt64? in
             guard let connection = state.connection else { return nil }
@@ -114,6 +117,7 @@ public final class SQLiteEventStore: EventStore, Sendable {
         }
     }
 
+    /// The original result of an append that carried `commandId` (marked duplicate), nil when none did.
     public func commandResult(_ commandId: String) -> AppendResult? {
         writer.withLock { state -> AppendResult? in
             guard let connection = state.connection else { return nil }
@@ -123,6 +127,8 @@ public final class SQLiteEventStore: EventStore, Sendable {
 
     // MARK: Append
 
+    /// Appends one request in a write transaction, committed durably before it returns.
+    /// - Throws: As `EventStore.append(_:)`.
     public func append(_ request: AppendRequest) async throws -> AppendResult {
         try Self.validate(request)
         // Uncontended: run right here (no thread hop). Contended: queue up on the writer queue
@@ -271,6 +277,7 @@ public final class SQLiteEventStore: EventStore, Sendable {
 
     // MARK: Read
 
+    /// Calls `body` for each committed record in `from...through`, in order, until it returns false; reads in chunks.
     public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
         var next = max(from, 1)
         while next <= through {

@@ -11,6 +11,7 @@ public enum DivergencePolicy: UInt8, Sendable, Equatable, Hashable, Codable, Cas
     /// Record the difference and change nothing.
     case report = 2
 
+    /// The wire name: "restore", "adopt" or "report".
     public var name: String {
         switch self {
         case .restore: return "restore"
@@ -19,6 +20,7 @@ public enum DivergencePolicy: UInt8, Sendable, Equatable, Hashable, Codable, Cas
         }
     }
 
+    /// Parses the wire name; nil for anything else.
     public init?(name: String) {
         guard let p = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = p
@@ -27,6 +29,7 @@ public enum DivergencePolicy: UInt8, Sendable, Equatable, Hashable, Codable, Cas
 
 /// The device holds other activations than the log says it should.
 public struct ActivationsDiverged: Sendable, Equatable, Codable {
+    /// The device id.
     public var device: String
     /// What the log says the device holds.
     public var expected: [Activation]
@@ -36,6 +39,7 @@ public struct ActivationsDiverged: Sendable, Equatable, Codable {
     /// represented in the log (duplicate or invalid names).
     public var resolution: DivergencePolicy
 
+    /// Creates the event.
     public init(device: String, expected: [Activation], found: [Activation], resolution: DivergencePolicy) {
         self.device = device; self.expected = expected; self.found = found; self.resolution = resolution
     }

@@ -11,6 +11,7 @@
 ///
 /// `<uuid>` is 32 lowercase hex digits without dashes; major and minor are 0 to 65535.
 public enum BeaconId {
+    /// The longest beacon id accepted, in UTF-8 bytes.
     public static let maxLength = 128
 
     /// The forms a collar id may be given in, for messages that refuse one.
@@ -21,7 +22,9 @@ public enum BeaconId {
 
     /// Why a beacon id was refused: says which form was meant and what it should look like.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What was wrong with the id, naming the form meant and what it should look like.
         public var reason: String
+        /// The reason, as given.
         public var description: String { reason }
     }
 

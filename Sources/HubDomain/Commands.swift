@@ -1,17 +1,26 @@
 // Commands: what someone (a user, a driver, the scheduler) asks the hub to do.
 
+/// The state a switch command asks for; `toggle` means the opposite of the current state.
 public enum SwitchTarget: String, Sendable, Equatable, Codable, CaseIterable {
+    /// Switch on, switch off, or invert the current state.
     case on, off, toggle
 }
 
+/// What a `setActivation` command does to the named activation.
 public enum ActivationOp: String, Sendable, Equatable, Codable, CaseIterable {
+    /// Add a new name, update an existing one, or remove it.
     case add, update, remove
 }
 
+/// What someone (a person, a driver, the scheduler) asks the hub to do; `decide` accepts or rejects it.
 public enum HubCommand: Sendable, Equatable {
+    /// Registers a device under a new id (or one removed before); `config` is a JSON text.
     case registerDevice(id: String, driver: String, name: String, config: String, hardwareId: String?)
+    /// Gives a device a new display name.
     case renameDevice(id: String, name: String)
+    /// Removes a device; its id may be registered again.
     case removeDevice(id: String)
+    /// Asks a device to switch (from MQTT, HTTP or exec); recorded as `SwitchRequested` until the driver confirms.
     case switchDevice(id: String, target: SwitchTarget)
     /// The hub's scheduler switching a device for an activation window (actor `scheduler`): refused
     /// while the device is in manual mode, nothing when it is already in that state.
@@ -25,21 +34,30 @@ public enum HubCommand: Sendable, Equatable {
     case setActivation(
         device: String, op: ActivationOp, name: String, start: Int64?, lengthMinutes: Int?, periodMinutes: Int?,
         daily: DailyRepeat? = nil)
+    /// A driver's report that the device became reachable or unreachable.
     case reportAvailability(id: String, available: Bool, reason: String)
     /// A driver read back the activations a device stores itself; `policy` says how a difference
     /// from the log is reconciled.
     case reportActivations(device: String, found: [Activation], policy: DivergencePolicy)
+    /// A measurement; `measuredAt` in µs since the Unix epoch, refused when further ahead than `DomainLimits.readingClockSkew`.
     case recordReading(subject: Subject, quantity: Quantity, value: Double, measuredAt: Int64)
+    /// Defines (or redefines) a group of registered devices.
     case defineGroup(id: String, name: String, members: [String])
+    /// Deletes a group.
     case removeGroup(id: String)
     /// Every registered member to one state (toggle: off if any member is on, else on).
     case switchGroup(id: String, target: SwitchTarget)
+    /// Defines (or redefines) a scene: registered devices, each with a state.
     case defineScene(id: String, name: String, targets: [DeviceTarget])
+    /// Deletes a scene.
     case removeScene(id: String)
     /// A defined scene, or `all-off`: every registered device off.
     case applyScene(id: String)
+    /// Admits an animal with its beacon.
     case admitAnimal(Admission)
+    /// Discharges an admitted animal; `exitWeightKg` in kilograms.
     case dischargeAnimal(id: String, exitWeightKg: Double, veterinarian: String?, observations: String?)
+    /// A bridge heard an admitted animal's beacon in a room; `at` in µs since the Unix epoch.
     case sightAnimal(id: String, room: String, beacon: String, at: Int64)
     /// Erase the animal's owner contact data (the runtime deletes the key that seals it).
     case eraseOwnerData(id: String)
@@ -103,14 +121,18 @@ public enum HubCommand: Sendable, Equatable {
 public struct DomainLimits: Sendable, Equatable {
     /// Activation slots per device (the TCP plug has 10).
     public var maxActivationsPerDevice: Int
+    /// The longest device, group or scene name, in characters.
     public var maxNameLength: Int
+    /// The longest activation name, in characters.
     public var maxActivationNameLength: Int
+    /// The heaviest weight an admission or discharge may give, in kilograms.
     public var maxWeightKg: Double
     /// How far past the hub's clock a reading's measured time may lie, µs (60 s): the clock skew
     /// allowed between a device or a person's clock and the hub's. A reading dated later is
     /// refused (`reading_in_future`), so that it cannot stand as the latest ahead of the ones to come.
     public var readingClockSkew: Int64
 
+    /// Limits with the reference defaults unless given.
     public init(
         maxActivationsPerDevice: Int = 10, maxNameLength: Int = 64, maxActivationNameLength: Int = 20,
         maxWeightKg: Double = 2000, readingClockSkew: Int64 = 60_000_000
@@ -122,5 +144,6 @@ public struct DomainLimits: Sendable, Equatable {
         self.readingClockSkew = readingClockSkew
     }
 
+    /// The reference defaults.
     public static let standard = DomainLimits()
 }

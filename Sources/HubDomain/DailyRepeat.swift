@@ -8,13 +8,16 @@ public struct DailyRepeat: Sendable, Equatable, Hashable, Codable {
     /// An IANA time zone name, e.g. "Europe/Lisbon" (validated by the runtime, which has the tz database).
     public var timeZone: String
 
+    /// A rule; `weekdays` defaults to every day and must not be 0.
     public init(minuteOfDay: UInt16, weekdays: UInt8 = DailyRepeat.everyDay, timeZone: String) {
         self.minuteOfDay = minuteOfDay
         self.weekdays = weekdays
         self.timeZone = timeZone
     }
 
+    /// The weekday mask for every day (bits 0 to 6 set).
     public static let everyDay: UInt8 = 0x7F
+    /// Day names in mask bit order, Monday first: the names `weekdays(of:)` reads and `dayList` writes.
     public static let dayNames = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
     /// Whether the rule runs on ISO weekday `day` (1 = Monday ... 7 = Sunday).

@@ -1,13 +1,18 @@
 // decide: command + current state -> events, or a rejection. Pure.
 
+/// What `decide` made of a command: the events to append, or why it was refused.
 public enum Decision: Sendable, Equatable {
+    /// The command is accepted; the events may be empty when it changes nothing.
     case accepted([HubEvent])
+    /// The command is refused; nothing is appended but its `CommandRejected`.
     case rejected(Rejection)
 
+    /// The events of an accepted command; empty for a rejection.
     public var events: [HubEvent] {
         if case .accepted(let events) = self { return events }
         return []
     }
+    /// The rejection, nil when accepted.
     public var rejection: Rejection? {
         if case .rejected(let r) = self { return r }
         return nil

@@ -95,6 +95,7 @@ extension HubEvent {
         return try result.get()
     }
 
+    /// As `decode(type:schemaVersion:payload:)` for a payload that is already in memory (the log's mapped record), without a copy.
     public static func decode(type: String, schemaVersion: UInt16, payload: UnsafeRawBufferPointer) throws(DecodingFailure) -> HubEvent {
         try decode(type: type, as: EventType(rawValue: type), schemaVersion: schemaVersion, payload: payload)
     }

@@ -4,28 +4,51 @@
 ///
 /// Names are part of the log's format: a case may be added, never renamed or removed.
 public enum EventType: String, Sendable, Equatable, Hashable, CaseIterable, Codable {
+    /// `DeviceRegistered`.
     case deviceRegistered = "DeviceRegistered"
+    /// `DeviceRenamed`.
     case deviceRenamed = "DeviceRenamed"
+    /// `DeviceRemoved`.
     case deviceRemoved = "DeviceRemoved"
+    /// `SwitchRequested`.
     case switchRequested = "SwitchRequested"
+    /// `SwitchToggled`.
     case switchToggled = "SwitchToggled"
+    /// `SwitchFailed`.
     case switchFailed = "SwitchFailed"
+    /// `ModeChanged`.
     case modeChanged = "ModeChanged"
+    /// `ActivationChanged` (schema 2: daily repeats).
     case activationChanged = "ActivationChanged"
+    /// `AvailabilityChanged`.
     case availabilityChanged = "AvailabilityChanged"
+    /// `ReadingRecorded`.
     case readingRecorded = "ReadingRecorded"
+    /// `EnergyCounterReset`.
     case energyCounterReset = "EnergyCounterReset"
+    /// `AnimalAdmitted`.
     case animalAdmitted = "AnimalAdmitted"
+    /// `AnimalDischarged`.
     case animalDischarged = "AnimalDischarged"
+    /// `AnimalSighted`.
     case animalSighted = "AnimalSighted"
+    /// `CommandRejected`.
     case commandRejected = "CommandRejected"
+    /// `ActivationsDiverged`.
     case activationsDiverged = "ActivationsDiverged"
+    /// `GroupDefined`.
     case groupDefined = "GroupDefined"
+    /// `GroupRemoved`.
     case groupRemoved = "GroupRemoved"
+    /// `SceneDefined`.
     case sceneDefined = "SceneDefined"
+    /// `SceneRemoved`.
     case sceneRemoved = "SceneRemoved"
+    /// `MultiSwitchRequested`.
     case multiSwitchRequested = "MultiSwitchRequested"
+    /// `AnimalUnseen`.
     case animalUnseen = "AnimalUnseen"
+    /// `OwnerDataErased`.
     case ownerDataErased = "OwnerDataErased"
 
     /// The schema version written for new events of this type (`ActivationChanged` is at 2, every

@@ -5,33 +5,51 @@
 
 /// One device and the state a scene or multi-switch wants it in.
 public struct DeviceTarget: Sendable, Equatable, Hashable, Codable {
+    /// The device id.
     public var device: String
+    /// The state wanted for it.
     public var state: SwitchState
+    /// Creates a target.
     public init(device: String, state: SwitchState) { self.device = device; self.state = state }
 }
 
+/// A group of devices was defined (or redefined) under an id, on stream `group/<id>`.
 public struct GroupDefined: Sendable, Equatable, Codable {
+    /// The group id.
     public var group: String
+    /// The display name (the id when none was given).
     public var name: String
     /// Device ids, in the order given, each once.
     public var members: [String]
+    /// Creates the event.
     public init(group: String, name: String, members: [String]) { self.group = group; self.name = name; self.members = members }
 }
 
+/// A group was deleted.
 public struct GroupRemoved: Sendable, Equatable, Codable {
+    /// The group id.
     public var group: String
+    /// Creates the event.
     public init(group: String) { self.group = group }
 }
 
+/// A scene (a named set of device states) was defined or redefined, on stream `scene/<id>`.
 public struct SceneDefined: Sendable, Equatable, Codable {
+    /// The scene id (never `all-off`, which is reserved).
     public var scene: String
+    /// The display name (the id when none was given).
     public var name: String
+    /// Each device once, with the state the scene sets it to.
     public var targets: [DeviceTarget]
+    /// Creates the event.
     public init(scene: String, name: String, targets: [DeviceTarget]) { self.scene = scene; self.name = name; self.targets = targets }
 }
 
+/// A scene was deleted.
 public struct SceneRemoved: Sendable, Equatable, Codable {
+    /// The scene id.
     public var scene: String
+    /// Creates the event.
     public init(scene: String) { self.scene = scene }
 }
 
@@ -41,27 +59,40 @@ public struct MultiSwitchRequested: Sendable, Equatable, Codable {
     public var origin: String
     /// The devices and the state each is asked for (removed devices left out).
     public var targets: [DeviceTarget]
+    /// Creates the event.
     public init(origin: String, targets: [DeviceTarget]) { self.origin = origin; self.targets = targets }
 }
 
+/// A group as it is defined now.
 public struct GroupRecord: Sendable, Equatable, Codable {
+    /// The group id.
     public var id: String
+    /// The display name.
     public var name: String
+    /// The member device ids, in the order defined.
     public var members: [String]
 }
 
+/// A scene as it is defined now.
 public struct SceneRecord: Sendable, Equatable, Codable {
+    /// The scene id.
     public var id: String
+    /// The display name.
     public var name: String
+    /// Each device with the state the scene sets it to.
     public var targets: [DeviceTarget]
+    /// Creates a record.
     public init(id: String, name: String, targets: [DeviceTarget]) { self.id = id; self.name = name; self.targets = targets }
 }
 
 /// The groups and scenes that exist now.
 public struct HouseholdModel: Sendable, Equatable, Codable {
+    /// The defined groups, by id.
     public private(set) var groups: [String: GroupRecord] = [:]
+    /// The defined scenes, by id.
     public private(set) var scenes: [String: SceneRecord] = [:]
 
+    /// No groups, no scenes.
     public init() {}
 
     /// Groups a device belongs to, by id.
@@ -69,6 +100,7 @@ public struct HouseholdModel: Sendable, Equatable, Codable {
         groups.values.filter { $0.members.contains(device) }.map(\.id).sorted()
     }
 
+    /// Folds one event into the model; events other than group and scene definitions are ignored.
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         switch event {
         case .groupDefined(let e): groups[e.group] = GroupRecord(id: e.group, name: e.name, members: e.members)
@@ -80,7 +112,9 @@ public struct HouseholdModel: Sendable, Equatable, Codable {
     }
 }
 
+/// The limits on groups and scenes, and the reserved "all off" id.
 public enum HouseholdLimits {
+    /// The most devices one group or scene may list.
     public static let maxMembers = 256
     /// The reserved origin and scene id for "everything off".
     public static let allOff = "all-off"

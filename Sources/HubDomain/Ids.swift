@@ -1,5 +1,6 @@
 /// Identifier rules shared by devices and animals: `[A-Za-z0-9_-]{1,64}`.
 public enum Identifier {
+    /// The longest id, in characters.
     public static let maxLength = 64
 
     /// True when `id` matches `[A-Za-z0-9_-]{1,64}`.

@@ -1,6 +1,8 @@
 /// Why a command was refused: a stable machine `code` and a human `message` saying what and which.
 public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable machine code clients read, e.g. `unknown_device`.
     public var code: String
+    /// The human-readable reason, naming what and which.
     public var message: String
     /// What kind of refusal it is; each surface derives its own answer from it (an HTTP status).
     public var kind: RejectionKind
@@ -10,6 +12,7 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
         self.kind = kind ?? RejectionKind(code: code)
     }
+    /// "<code>: <message>".
     public var description: String { "\(code): \(message)" }
 }
 

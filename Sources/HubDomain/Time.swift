@@ -1,5 +1,6 @@
 // Times are Int64 microseconds since the Unix epoch, UTC. Pure arithmetic, no Foundation.
 
+/// Civil (proleptic Gregorian, UTC) calendar arithmetic on day numbers and microsecond times.
 public enum Civil {
     /// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's days_from_civil).
     public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
@@ -25,8 +26,10 @@ public enum Civil {
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 
+    /// Whether `y` is a leap year in the Gregorian calendar.
     public static func isLeapYear(_ y: Int64) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
 
+    /// The days in `month` (1 to 12) of `year`.
     public static func daysInMonth(year: Int64, month: Int64) -> Int64 {
         switch month {
         case 2: return isLeapYear(year) ? 29 : 28
@@ -42,7 +45,9 @@ public enum Civil {
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }
 
+    /// Microseconds in a second.
     public static let microsPerSecond: Int64 = 1_000_000
+    /// Microseconds in a (UTC) day.
     public static let microsPerDay: Int64 = 86_400_000_000
 
     /// The UTC day number (days since 1970-01-01) of a time in microseconds.
@@ -104,6 +109,7 @@ public enum Civil {
     }
 }
 
+/// ISO 8601 UTC times: rendering and strict parsing.
 public enum ISO8601 {
     /// Renders `2026-11-22T18:00:00.000000Z`.
     public static func format(micros: Int64) -> String {

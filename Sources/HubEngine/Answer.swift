@@ -9,6 +9,7 @@ public struct Answer: Sendable, Equatable {
     /// Nil when the request succeeded.
     public var refusal: RejectionKind?
 
+    /// An answer with its body; `refusal` nil when the request succeeded.
     public init(body: JSONValue, refusal: RejectionKind?) {
         self.body = body
         self.refusal = refusal

@@ -3,7 +3,9 @@ import HubLog
 
 /// A point in the log given on the command line: a sequence number or a time.
 public enum LogBound: Sendable, Equatable, CustomStringConvertible {
+    /// The log's sequence number.
     case sequence(UInt64)
+    /// A time, µs since the Unix epoch, UTC.
     case time(Int64)
 
     /// A plain integer is a sequence number; anything else must be an ISO-8601 time
@@ -31,6 +33,7 @@ public enum LogBound: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// "sequence <n>" or the time in ISO 8601.
     public var description: String {
         switch self {
         case .sequence(let n): return "sequence \(n)"

@@ -35,9 +35,13 @@ public actor BridgeHost: Service {
     public nonisolated let presenceChanges: AsyncStream<String>
     nonisolated let presenceSink: AsyncStream<String>.Continuation
 
+    /// A beacon heard that no admitted animal wears.
     public struct UnknownBeacon: Sendable, Equatable {
+        /// The room it was last heard in.
         public var room: String
+        /// When it was last heard, µs since the Unix epoch.
         public var lastSeen: Int64
+        /// How many facts (sighted, present) were reported for it.
         public var reports: Int
         /// Heard now: no `unseen` since it was last heard.
         public var heard: Bool = true
@@ -45,6 +49,7 @@ public actor BridgeHost: Service {
         public var bridge: String = ""
     }
 
+    /// A host for `bridges`, reporting through `commands`; `relay` gives the bridges their MQTT handles (nil: no broker).
     public init(
         commands: CommandService, relay: (any DriverMessaging)?, bridges: [(factory: any BridgeFactory, settingsJSON: String)] = [],
         logger: Logger
@@ -57,6 +62,7 @@ public actor BridgeHost: Service {
         (presenceChanges, presenceSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
     }
 
+    /// Starts the configured bridges (one that cannot start is logged and left out), then stops them all at graceful shutdown.
     public func run() async throws {
         for (factory, settings) in configured {
             if let problem = await start(factory, settingsJSON: settings) { logger.error("\(problem)") }

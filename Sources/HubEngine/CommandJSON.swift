@@ -4,12 +4,17 @@ import HubDomain
 /// Commands as JSON objects: `{"command":"switch","id":"lamp","state":"ON","command_id":"c-1"}`.
 /// Shared by `hub exec` and the MQTT surface. Errors name the field and what was wrong.
 public enum CommandJSON {
+    /// Why a command object was refused: the field and what was wrong with it.
     public struct Failure: Error, Equatable, CustomStringConvertible {
+        /// The field's key ("" when the whole object is wrong).
         public var field: String
+        /// What was wrong.
         public var reason: String
+        /// `"<field>": <reason>`, or the reason alone.
         public var description: String { field.isEmpty ? reason : "\"\(field)\": \(reason)" }
     }
 
+    /// Every command name a JSON object may give, in the order the help lists them.
     public static let names = [
         "register_device", "rename_device", "remove_device", "switch", "report_switch", "fail_switch",
         "set_activation", "report_availability", "report_activations", "record_reading", "admit_animal", "discharge_animal",

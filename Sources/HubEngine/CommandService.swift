@@ -14,6 +14,7 @@ import Synchronization
 /// answer says so (`storage_full` for a full disk, `internal` otherwise), the failure is logged
 /// with its cause and counted (`unrecorded`).
 public struct CommandService: Sendable {
+    /// The hub the commands are decided and logged by.
     public let hub: Hub
     package let catalog: DriverCatalog
     let confirmTimeout: Duration
@@ -212,6 +213,7 @@ public enum CommandAnswer: Sendable, Equatable {
     /// Not recorded: the log could not take it. Nothing changed; the same command id may be retried.
     case failed(Rejection)
 
+    /// True for `ok`.
     public var isOK: Bool { if case .ok = self { return true } else { return false } }
 
     /// `ok`, `refused` or `failed`: the `outcome` label of `hub_commands_total`.
@@ -258,8 +260,10 @@ public enum CommandAnswer: Sendable, Equatable {
 
 /// The drivers a hub links: their names, and what a device's driver can do.
 public struct DriverCatalog: Sendable {
+    /// The factories, by driver name (the first of a name wins).
     public let factories: [String: any DriverFactory]
 
+    /// A catalog of `factories`.
     public init(_ factories: [any DriverFactory]) {
         self.factories = Dictionary(factories.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }

@@ -19,6 +19,7 @@ public struct DriverHostOptions: Sendable {
     /// Deadband and maximum interval per quantity (missing quantities keep the defaults).
     public var readingRules: [Quantity: ReadingFilter.Rule] = [:]
 
+    /// Options; the defaults are a 5 s confirmation timeout, `restore`, and the default reading rules.
     public init(
         confirmTimeout: Duration = .seconds(5), divergencePolicy: DivergencePolicy = .restore,
         readingRules: [Quantity: ReadingFilter.Rule] = [:]
@@ -91,6 +92,7 @@ public actor DriverHost: Service {
     var writeOwed: Set<String> = []
     var readings: ReadingFilter
 
+    /// A host running the drivers of the devices `commands`' hub knows; `relay` gives MQTT-native drivers their handles (nil: no broker).
     public init(
         commands: CommandService, options: DriverHostOptions = DriverHostOptions(), relay: (any DriverMessaging)? = nil,
         lease: LeaseStanding? = nil, logger: Logger
@@ -106,7 +108,9 @@ public actor DriverHost: Service {
         (jobs, jobSink) = AsyncStream.makeStream()
     }
 
+    /// The names of the drivers this hub links, sorted.
     public nonisolated var driverNames: [String] { catalog.names }
+    /// How long a switch command waits for the driver's confirmation.
     public nonisolated var confirmTimeout: Duration { options.confirmTimeout }
 
     /// Starts the drivers and discovery; at graceful shutdown stops every driver.

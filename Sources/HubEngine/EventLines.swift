@@ -5,6 +5,7 @@ import HubLog
 /// MQTT surface publishes. Keys, in order: seq, stream, version, type, schema, time, actor,
 /// command_id, data (and hash, in exports).
 public enum EventLines {
+    /// The event's JSON object; `event` nil for a payload this build cannot decode (an `error` key says so); `hash` added in exports.
     public static func json(_ record: EventRecord, event: HubEvent?, hash: String? = nil) -> JSONValue {
         var fields: [(String, JSONValue)] = [
             ("seq", .number(Double(record.sequence))),
@@ -22,6 +23,7 @@ public enum EventLines {
         return .object(fields)
     }
 
+    /// The event's line, decoding the payload from the record; `hash` added in exports.
     public static func render(_ record: EventRecord, hash: String? = nil) -> String {
         json(
             record,
@@ -41,14 +43,21 @@ public enum EventLines {
 
     /// One parsed line: the record it describes (payload re-encoded), the event, and the hash if present.
     public struct Parsed {
+        /// The record, with the payload encoded again from the line's data.
         public var record: EventRecord
+        /// The event the line describes.
         public var event: HubEvent
+        /// The line's hash (hex), when it has one (an export line).
         public var hash: String?
     }
 
+    /// Why an export line was refused: its number and the reason.
     public struct LineError: Error, CustomStringConvertible {
+        /// The line's number, from 1.
         public var line: Int
+        /// What is wrong with it.
         public var reason: String
+        /// "line <n>: <reason>".
         public var description: String { "line \(line): \(reason)" }
 
         package init(line: Int, reason: String) {
@@ -57,6 +66,8 @@ public enum EventLines {
         }
     }
 
+    /// Parses one `hub export` line (`line` is its number, for errors).
+    /// - Throws: `LineError` when it is not JSON, a key is missing or of the wrong type, or the data is not a valid event.
     public static func parse(_ text: String, line: Int) throws -> Parsed {
         let value: JSONValue
         do { value = try JSONValue.parse(text) } catch { throw LineError(line: line, reason: "not JSON: \(error)") }

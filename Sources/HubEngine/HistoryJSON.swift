@@ -11,8 +11,11 @@ public enum HistoryJSON {
     /// Why a history request was not answered: a field missing or of the wrong type (`code` nil),
     /// or a refusal with a stable code (`bad_range`, `unknown_subject`, ...).
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The refusal's stable code; nil when a field is missing or of the wrong type.
         public var code: String?
+        /// What was wrong, naming the field.
         public var message: String
+        /// "<code>: <message>", or the message alone.
         public var description: String { code.map { "\($0): \(message)" } ?? message }
     }
 

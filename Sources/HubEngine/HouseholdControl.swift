@@ -16,10 +16,15 @@ struct HouseholdControl: Sendable {
         self.confirmTimeout = confirmTimeout
     }
 
+    /// What became of one device of a multi-device command.
     public struct DeviceOutcome: Sendable, Equatable {
+        /// The device id.
         public var device: String
+        /// The state it was asked for.
         public var state: SwitchState
+        /// `confirmed`, `failed`, `unavailable` (offline: not sent) or `pending` (no answer within the confirm timeout).
         public var outcome: String
+        /// Why it failed or was not sent; nil otherwise.
         public var reason: String?
 
         var json: JSONValue {
@@ -29,6 +34,7 @@ struct HouseholdControl: Sendable {
         }
     }
 
+    /// True for the commands `HouseholdControl` carries out (a group's switch, a scene); false for every other.
     public static func isMultiDevice(_ command: HubCommand) -> Bool {
         switch command {
         case .switchGroup, .applyScene: return true

@@ -5,16 +5,20 @@ import HubLog
 
 /// Where the hub keeps its data: `<dataDir>/log` (segments) and `<dataDir>/snapshots`.
 public struct HubPaths: Sendable {
+    /// The data directory.
     public var dataDirectory: String
     /// Where the event log is kept when it is not the segment log in ``log``: a
     /// `postgres://user@host:5432/database` URL (`--log`, or `log` in the configuration file);
     /// nil for the embedded segment log. The data directory still holds snapshots and keys.
     public var logURL: String?
+    /// The paths of `dataDirectory`; `logURL` nil for the embedded segment log.
     public init(dataDirectory: String, logURL: String? = nil) {
         self.dataDirectory = dataDirectory
         self.logURL = logURL
     }
+    /// The segment log's directory, `<dataDir>/log`.
     public var log: String { dataDirectory + "/log" }
+    /// The snapshots' directory, `<dataDir>/snapshots`.
     public var snapshots: String { dataDirectory + "/snapshots" }
     /// The history read model's files (see `HistoryFiles`).
     public var history: String { dataDirectory + "/history" }
@@ -39,6 +43,7 @@ public actor Hub {
     /// The event log, through the storage protocol only (any backend); the hub closes it in ``close()``.
     public nonisolated let store: any EventStore
     let snapshots: SnapshotStore
+    /// The read models, folded through the last event appended or caught up.
     public private(set) var state: HubState
     /// The history read model, on disk; `state` folds no history.
     let history: HistoryFiles
@@ -275,12 +280,16 @@ public actor Hub {
 
     /// What the state topics show of one device.
     public struct DeviceView: Sendable {
+        /// The device's record.
         public var record: DeviceRecord
+        /// Its energy account, nil before its first energy reading.
         public var energy: EnergyAccount?
+        /// Its activations, in order.
         public var activations: [Activation]
         /// A difference from the device's own list, recorded and left unreconciled (policy `report`).
         public var divergence: ActivationsDiverged?
 
+        /// The view of `record` in `state`.
         public init(_ state: HubState, _ record: DeviceRecord) {
             self.record = record
             energy = state.energy[record.id]
@@ -300,11 +309,14 @@ public actor Hub {
         )
     }
 
+    /// The device with this id (removed ones included), nil when never registered.
     public func device(_ id: String) -> DeviceRecord? { state.devices[id] }
 
+    /// The animal with this id (discharged ones included), nil when never admitted.
     public func animal(_ id: String) -> AnimalRecord? { state.animals[id] }
     /// The admitted animal wearing `beacon` (lowercased), if any.
     public func animal(wearing beacon: String) -> String? { state.animals.beaconIndex[beacon] }
+    /// The device's activations, empty when none.
     public func activations(of device: String) -> [Activation] { state.activations[device] }
     /// Every device's activations (the scheduler's working set; changes only with ActivationChanged).
     public func allActivations() -> [String: [Activation]] { state.activations.byDevice }

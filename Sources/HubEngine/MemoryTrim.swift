@@ -14,10 +14,12 @@ public struct MemoryTrim: Service {
     /// Time between trims.
     public let every: Duration
 
+    /// Trims every `every`.
     public init(every: Duration) {
         self.every = every
     }
 
+    /// Trims the allocator's free memory every `every` until graceful shutdown or cancellation.
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while true {

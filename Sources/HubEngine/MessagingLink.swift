@@ -14,6 +14,7 @@ public struct MessagingTraffic: Sendable, Equatable {
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
 
+    /// Creates a count.
     public init(received: UInt64, published: UInt64) {
         self.received = received
         self.published = published

@@ -9,15 +9,18 @@ import HubLog
 /// that animal's key: the sealed values in the log, in exports and in backups of the log can no
 /// longer be read, while every other fact about the animal stays and the hash chain is untouched.
 public struct OwnerDataVault: Sendable {
+    /// The key directory, `<data-dir>/keys`.
     public let directory: String
     static let prefix = "sealed:v1:"
 
+    /// The vault of a data directory (nothing is made until a key is needed).
     public init(dataDirectory: String) {
         directory = dataDirectory + "/keys"
     }
 
     func keyPath(_ animal: String) -> String { directory + "/animal-" + animal + ".key" }
 
+    /// True when `value` is a sealed text (`sealed:v1:` prefix) rather than plain.
     public static func isSealed(_ value: String) -> Bool { value.hasPrefix(prefix) }
 
     /// The animal's key, made on first use.
@@ -79,5 +82,6 @@ public struct OwnerDataVault: Sendable {
         }
     }
 
+    /// True while the animal's key exists (not yet erased).
     public func hasKey(animal: String) -> Bool { FileManager.default.fileExists(atPath: keyPath(animal)) }
 }

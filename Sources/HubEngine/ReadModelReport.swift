@@ -18,6 +18,7 @@ public enum ReadModelReport {
         return .object([("name", text(name)), ("address", text(address)), ("phone", text(phone))])
     }
 
+    /// The read models as one JSON object; owner data is opened with `vault` when given, else shown sealed.
     public static func json(_ state: HubState, asOf: String, vault: OwnerDataVault? = nil) -> JSONValue {
         let devices = state.devices.all.sorted { $0.id < $1.id }
         return .object([
@@ -130,6 +131,7 @@ public enum ReadModelReport {
         ])
     }
 
+    /// The read models as aligned text tables, as `hub state` prints them.
     public static func table(_ state: HubState, asOf: String) -> String {
         var out = "Read models as of \(asOf) (through sequence \(state.lastSequence))\n"
         let devices = state.devices.all.sorted { $0.id < $1.id }

@@ -6,6 +6,7 @@ import HubDomain
 /// boundary — the last sample of the old day and the first of the new — so per-day totals are exact
 /// to the driver's sampling interval.
 public struct ReadingFilter: Sendable {
+    /// When a quantity's sample is worth recording.
     public struct Rule: Sendable, Equatable {
         /// A change must exceed this (in the quantity's unit) to be recorded before the interval is up...
         public var deadband: Double
@@ -15,6 +16,7 @@ public struct ReadingFilter: Sendable {
         /// A sample is recorded at least this often (seconds) while the driver keeps sending.
         public var maxIntervalSeconds: Double
 
+        /// A rule; `relative` 0 unless given.
         public init(deadband: Double, relative: Double = 0, maxIntervalSeconds: Double) {
             self.deadband = deadband
             self.relative = relative
@@ -32,6 +34,7 @@ public struct ReadingFilter: Sendable {
         .heartRate: Rule(deadband: 1, maxIntervalSeconds: 300)
     ]
 
+    /// A sample: the value, and when it was measured (µs since the Unix epoch).
     public typealias Sample = (value: Double, at: Int64)
 
     struct Key: Hashable { var device: String; var quantity: Quantity }
@@ -40,6 +43,7 @@ public struct ReadingFilter: Sendable {
     let rules: [Quantity: Rule]
     var tracks: [Key: Track] = [:]
 
+    /// A filter with the default rules, overridden per quantity by `rules`.
     public init(rules: [Quantity: Rule] = ReadingFilter.defaultRules) {
         self.rules = ReadingFilter.defaultRules.merging(rules) { _, new in new }
     }

@@ -9,12 +9,14 @@ public struct RequestError: Error, Sendable, Equatable, CustomStringConvertible 
     /// What could still be read of the request's `id` / `transaction`, so the error answer can echo it.
     public var echo: RequestParser.Echo
 
+    /// An error with its message; `code` nil for a malformed request.
     public init(_ message: String, code: String? = nil, echo: RequestParser.Echo = RequestParser.Echo()) {
         self.message = message
         self.code = code
         self.echo = echo
     }
 
+    /// The message.
     public var description: String { message }
 
     /// What kind of refusal it is: `invalid`, unless a well-formed request named what does not
@@ -32,6 +34,7 @@ public struct RequestError: Error, Sendable, Equatable, CustomStringConvertible 
 /// Numbers may also be given as numeric strings (`"23.5"`), and times as ISO-8601 or Unix seconds,
 /// exactly as in `hub exec` (`CommandJSON`).
 public enum RequestParser {
+    /// The largest request payload accepted, in bytes (64 KiB).
     public static let maxPayloadBytes = 65_536
 
     /// Keys any JSON payload may carry for the answer to echo; never read as a field.
@@ -96,8 +99,11 @@ public enum RequestParser {
 
     /// The values a JSON request carried for the answer to echo: `id` and `transaction`, verbatim.
     public struct Echo: Sendable, Equatable {
+        /// The request's `id`, verbatim; nil when it had none.
         public var id: JSONValue?
+        /// The request's `transaction`, verbatim; nil when it had none.
         public var transaction: JSONValue?
+        /// An echo of the given values.
         public init(id: JSONValue? = nil, transaction: JSONValue? = nil) { self.id = id; self.transaction = transaction }
 
         /// Reads both from a JSON object; nothing from other values.
@@ -123,6 +129,7 @@ public enum RequestParser {
         /// Set for queries (`commands` is then empty).
         public var query: Query?
 
+        /// A parsed request; `commandIds` defaults to `commandId` for each command.
         public init(commands: [HubCommand], commandId: String?, echo: Echo = Echo(), query: Query? = nil, commandIds: [String?]? = nil) {
             self.commands = commands
             self.commandId = commandId
@@ -476,6 +483,7 @@ public enum RequestParser {
 /// `{"status":"error","error":"...","code":"...","id":<echo>}`; `"transaction"` is echoed too when the
 /// request had one. `id` is always present (`null` when the request had none).
 public enum AnswerJSON {
+    /// `{"status":"ok","data":<data>}` with the echo.
     public static func ok(_ data: JSONValue = .null, echo: RequestParser.Echo = RequestParser.Echo()) -> JSONValue {
         .object([("status", "ok"), ("data", data)] + echoFields(echo))
     }
@@ -487,6 +495,7 @@ public enum AnswerJSON {
         return .object(fields + echoFields(echo))
     }
 
+    /// The error answer for a malformed or refused request, with its code and echo.
     public static func error(_ error: RequestError) -> JSONValue { self.error(error.message, code: error.code, echo: error.echo) }
 
     static func echoFields(_ echo: RequestParser.Echo) -> [(String, JSONValue)] {

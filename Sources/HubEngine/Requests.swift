@@ -12,6 +12,7 @@ public struct Requests: Sendable {
     /// Live beacon presence for the animals' state, and the beacons no animal wears.
     let bridges: BridgeHost
 
+    /// Requests answered from `hub`, commands run through `commands`, driver and beacon questions asked of `drivers` and `bridges`.
     public init(hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost) {
         self.hub = hub
         self.commands = commands

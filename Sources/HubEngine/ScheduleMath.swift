@@ -4,17 +4,23 @@ import Synchronization
 
 /// One run of an activation: the load is wanted on during [start, end) (Unix seconds, UTC).
 public struct ScheduleWindow: Sendable, Equatable {
+    /// Start, Unix seconds (inclusive).
     public var start: Int64
+    /// End, Unix seconds (exclusive).
     public var end: Int64
+    /// Creates a window.
     public init(start: Int64, end: Int64) { self.start = start; self.end = end }
 }
 
 /// Two activations of one device whose windows overlap.
 public struct ActivationConflict: Sendable, Equatable {
+    /// One activation's name.
     public var first: String
+    /// The other's name.
     public var second: String
     /// The first instant (at or after the search's `from`) at which both want the load on.
     public var at: Int64
+    /// Creates a conflict.
     public init(first: String, second: String, at: Int64) { self.first = first; self.second = second; self.at = at }
 }
 
@@ -36,6 +42,7 @@ public enum ScheduleMath {
 
     // MARK: Time zones
 
+    /// Whether `identifier` names a time zone in this system's tz database.
     public static func isValidTimeZone(_ identifier: String) -> Bool {
         timeZone(identifier) != nil
     }

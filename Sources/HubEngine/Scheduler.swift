@@ -11,9 +11,13 @@ public protocol ScheduleClock: Sendable {
     func sleep(micros: Int64) async
 }
 
+/// The system clock, and `Task.sleep`.
 public struct WallClock: ScheduleClock {
+    /// The system clock.
     public init() {}
+    /// Now, µs since the Unix epoch.
     public func now() -> Int64 { currentMicros() }
+    /// Sleeps about `micros` (at least 1 µs); returns early when cancelled.
     public func sleep(micros: Int64) async { try? await Task.sleep(for: .microseconds(max(1, micros))) }
 }
 
@@ -43,6 +47,7 @@ public actor Scheduler: Service {
     /// Devices to evaluate on the next tick (event-driven changes).
     var pending: Set<String> = []
 
+    /// A scheduler switching through `commands`, for the devices `drivers` runs whose driver has no activations of its own.
     public init(commands: CommandService, drivers: DriverHost, clock: ScheduleClock = WallClock()) {
         self.hub = commands.hub
         self.commands = commands

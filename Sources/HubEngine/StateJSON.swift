@@ -130,6 +130,7 @@ extension StateJSON {
         ])
     }
 
+    /// A scene's state object: id, name and its targets.
     public static func scene(_ scene: SceneRecord) -> JSONValue {
         .object([
             ("id", .string(scene.id)),

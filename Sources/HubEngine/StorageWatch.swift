@@ -6,6 +6,7 @@ import ServiceLifecycle
 /// What the hub says about its disk: the log's ``StorageCondition`` and the last snapshot that
 /// could not be written. Published retained on `<base>/status/storage` (see docs/mqtt.md).
 public struct StorageReport: Sendable, Equatable {
+    /// The log's storage condition (ok, or refusing appends because the disk is full).
     public var condition: StorageCondition
     /// Why the last snapshot was not written (the previous one stays in use), or nil.
     public var snapshotProblem: String?

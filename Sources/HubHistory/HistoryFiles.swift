@@ -27,6 +27,7 @@ import HubLog
 ///
 /// Not thread-safe: the hub uses it inside its actor only (`hub-bench history --files` alone).
 public final class HistoryFiles: HistorySource {
+    /// The directory the series files and the sync record live in.
     public let directory: String
     /// The model's clock: the newest event timestamp folded.
     public private(set) var now: Int64 = 0
@@ -57,17 +58,25 @@ public final class HistoryFiles: HistorySource {
     /// The sync record: the sequence the files hold, the log's chain hash there (hex), the clock,
     /// the files' format, and each series' held value by file name.
     public struct Mark: Codable, Equatable, Sendable {
+        /// The sequence of the newest event the files hold.
         public var sequence: UInt64
+        /// The log's chain hash at that sequence (hex); a different one means another log.
         public var chainHash: String
+        /// The model's clock then, µs since the epoch.
         public var now: Int64
+        /// The files' format (`formatVersion`); nil in records written before it was kept.
         public var version: Int?
+        /// Each series' held value, by file name; nil in records written before holds were kept.
         public var holds: [String: StoredHold]?
     }
 
     /// A series' ``HistoryHold`` in the sync record, its value as the binary64 bit pattern (exact).
     public struct StoredHold: Codable, Equatable, Sendable {
+        /// The held value's binary64 bit pattern; nil when none is held.
         public var value: UInt64?
+        /// The measured time of the reading whose value is held, µs since the epoch.
         public var since: Int64
+        /// The measured time of the series' newest reading; nil before any.
         public var newest: Int64?
 
         init(_ hold: HistoryHold) {
@@ -343,10 +352,13 @@ public final class HistoryFiles: HistorySource {
 
     // MARK: Queries
 
+    /// Whether any reading of `subject` has a series file.
     public func knows(_ subject: Subject) -> Bool {
         Quantity.allCases.contains { series[HistorySeriesKey(subject: subject, quantity: $0)] != nil }
     }
 
+    /// The buckets of `key` at `resolution` starting in `[from, to)` (µs), oldest first.
+    /// - Throws: `history_unavailable` once the files stopped folding after a write failure.
     public func buckets(
         _ key: HistorySeriesKey, _ resolution: HistoryResolution, from: Int64, to: Int64
     ) throws(Rejection) -> [HistoryBucket] {

@@ -6,6 +6,7 @@
 /// `devices[0].id is required`, `mqtt.port must be a whole number from 1 to 65535`); readers with
 /// their own wording (driver settings, command fields) map `kind` instead of parsing the text.
 public struct JSONFieldError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong with the field at `path`.
     public enum Kind: Sendable, Equatable {
         /// The value at `path` is not a JSON object.
         case notAnObject
@@ -21,8 +22,10 @@ public struct JSONFieldError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// The dotted path of the field (`mqtt.tls.ca_file`, `devices[2].id`); "" for the top level.
     public var path: String
+    /// What is wrong.
     public var kind: Kind
 
+    /// Creates an error for the field at `path`.
     public init(path: String, kind: Kind) {
         self.path = path
         self.kind = kind
@@ -31,6 +34,7 @@ public struct JSONFieldError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The last key of `path` ("" for the top level or an array element).
     public var key: String { JSONObjectReader.lastKey(of: path) }
 
+    /// The canonical sentence, naming the path (see the type's comment for examples).
     public var description: String {
         switch kind {
         case .notAnObject: return path.isEmpty ? "the top level must be a JSON object" : "\(path) must be a JSON object"

@@ -1,15 +1,19 @@
 // A strict RFC 8259 JSON parser over bytes.
 
+/// Why a text is not valid JSON: the byte offset and what the parser expected there.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset of the problem in the input.
     public var offset: Int
     /// What was expected (or what was wrong) at that offset.
     public var expected: String
+    /// Creates an error.
     public init(offset: Int, expected: String) { self.offset = offset; self.expected = expected }
+    /// "invalid JSON at byte <offset>: expected <expected>".
     public var description: String { "invalid JSON at byte \(offset): expected \(expected)" }
 }
 
 extension JSONValue {
+    /// The deepest nesting of arrays and objects `parse` accepts; deeper input is refused, not recursed into.
     public static let maxDepth = 64
 
     /// Parses exactly one JSON text (surrounding whitespace allowed, nothing else). An object that
@@ -23,6 +27,7 @@ extension JSONValue {
         return v
     }
 
+    /// Parses the string's UTF-8 bytes, as `parse(_:)` on bytes.
     public static func parse(_ string: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(string.utf8))
     }

@@ -1,6 +1,7 @@
 // A small JSON value with ordered object keys, a deterministic compact serializer and helpers.
 // The hub's one way to read and write JSON (the domain, the runtime, the driver API and the drivers).
 
+/// A JSON value; object members keep their order, so serialising is deterministic.
 public enum JSONValue: Sendable, Equatable {
     /// `null`.
     case null
@@ -15,6 +16,7 @@ public enum JSONValue: Sendable, Equatable {
     /// Keys in insertion order (a repeated key is kept; reading it gives the last value).
     case object([(String, JSONValue)])
 
+    /// Structural equality; objects compare their members in order.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -52,9 +54,13 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
+    /// The string, nil for other values.
     public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
+    /// The number, nil for other values.
     public var doubleValue: Double? { if case .number(let d) = self { return d }; return nil }
+    /// The Boolean, nil for other values.
     public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
+    /// True for `null`.
     public var isNull: Bool { if case .null = self { return true }; return false }
     /// The members of an object, in order; nil for other values.
     public var objectValue: [(String, JSONValue)]? { if case .object(let m) = self { return m }; return nil }
@@ -148,17 +154,25 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 extension JSONValue: CustomStringConvertible {
+    /// The compact serialised text.
     public var description: String { serialized() }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByNilLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
+    /// A JSON string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// A JSON number.
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    /// A JSON number.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// A JSON Boolean.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// JSON `null`.
     public init(nilLiteral: ()) { self = .null }
+    /// A JSON array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A JSON object, members in the order written.
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements) }
 }

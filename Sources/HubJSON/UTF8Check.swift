@@ -1,6 +1,7 @@
 /// Strict UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), one sequence
 /// at a time, so callers can name the offset of the first bad byte.
 public enum UTF8Check {
+    /// The verdict on the sequence starting at one offset.
     public enum Sequence: Equatable {
         /// A well-formed sequence of this many bytes.
         case valid(length: Int)
@@ -8,6 +9,7 @@ public enum UTF8Check {
         case invalid(at: Int)
     }
 
+    /// Checks the sequence that starts at `bytes[i]` (`i` must be a valid index).
     public static func sequence(in bytes: [UInt8], at i: Int) -> Sequence {
         let c = bytes[i]
         if c < 0x80 { return .valid(length: 1) }

@@ -7,11 +7,13 @@
 /// lock to remove its waiter. A store that resumed under its lock could wait for ever on a thread
 /// that waited for it (a hub stopping while the log moved never finished stopping).
 public struct AppendWaiters: Sendable {
+    /// A task waiting for the log to pass a sequence.
     public typealias Waiter = CheckedContinuation<Void, any Error>
 
     private var waiting: [Int: (after: UInt64, waiter: Waiter)] = [:]
     private var lastId = 0
 
+    /// No waiters.
     public init() {}
 
     /// A number for the next waiter (taken before it suspends, so its cancellation handler knows it).
@@ -78,12 +80,15 @@ public struct AppendWaiters: Sendable {
 public struct Wakeups: Sendable {
     fileprivate let waiters: [AppendWaiters.Waiter]
 
+    /// Nothing to wake.
     public static let none = Wakeups(waiters: [])
 
+    /// Resumes every waiter taken; call once the store's lock is let go.
     public func resume() {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Resumes every waiter taken by throwing `error` (the store closed or failed); call outside the lock.
     public func fail(_ error: any Error) {
         for waiter in waiters { waiter.resume(throwing: error) }
     }

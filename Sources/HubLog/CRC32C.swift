@@ -3,6 +3,7 @@ import CCRC32C
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the CPU's instructions where it has them
 /// (x86-64 SSE4.2, ARMv8 CRC), else a portable slicing-by-8 table.
 public enum CRC32C {
+    /// True when the CPU's CRC-32C instructions are used (decided once, at first use).
     public static let hardware = hub_crc32c_hardware_available() != 0
 
     static let tables: [[UInt32]] = {
@@ -24,6 +25,7 @@ public enum CRC32C {
     /// Flat copy of the eight tables for the hot loop.
     static let flat: [UInt32] = tables.flatMap { $0 }
 
+    /// The CRC-32C of `buffer`, continuing from `seed` (the CRC of the bytes before; 0 to start).
     public static func checksum(_ buffer: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
         if hardware {
             guard let base = buffer.baseAddress, buffer.count > 0 else { return seed }
@@ -57,6 +59,7 @@ public enum CRC32C {
         return ~crc
     }
 
+    /// The CRC-32C of `bytes`.
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { checksum($0) }
     }

@@ -1,8 +1,11 @@
 /// One append waiting for a store's writer, and how to answer it.
 public struct PendingAppend: Sendable {
+    /// What to append.
     public var request: AppendRequest
+    /// Called once with the append's result or error, from the writer.
     public var complete: @Sendable (Result<AppendResult, Error>) -> Void
 
+    /// Creates a pending append.
     public init(request: AppendRequest, complete: @escaping @Sendable (Result<AppendResult, Error>) -> Void) {
         self.request = request
         self.complete = complete

@@ -939,6 +939,7 @@ public final class ResultCollector: Sendable {
     private let state: Mutex<(results: [Result<AppendResult, Error>?], remaining: Int)>
     private let done: @Sendable ([Result<AppendResult, Error>]) -> Void
 
+    /// A collector of `count` results; `done` is called once, with them in order, when the last is in.
     public init(count: Int, done: @escaping @Sendable ([Result<AppendResult, Error>]) -> Void) {
         state = Mutex((Array(repeating: nil, count: count), count))
         self.done = done

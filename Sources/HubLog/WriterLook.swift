@@ -7,6 +7,7 @@ public struct WriterLook: Sendable {
     private var looking = true
     private var committedAt = ContinuousClock.now
 
+    /// Looking, as after a commit now.
     public init() {}
 
     /// Until when to look for the next write; nil to sleep at once.

@@ -25,12 +25,14 @@ public final class CommandWindow: Sendable {
     private let recording = Atomic<Bool>(false)
     private let samples = Mutex<[Sample]>([])
 
+    /// A window with nothing in it and no samples.
     public init() {}
 
     /// Commands in the lanes now: received (acknowledged), parsed, not yet durable.
     public var current: Int { inWindow.load(ordering: .relaxed) }
     /// The most there were at once since start (or since `resetPeak`).
     public var maximum: Int { peak.load(ordering: .relaxed) }
+    /// Restarts `maximum` from the commands in the window now.
     public func resetPeak() { peak.store(inWindow.load(ordering: .relaxed), ordering: .relaxed) }
 
     /// Starts timing each command (dropping earlier samples).

@@ -11,9 +11,12 @@ import HubEngine
 /// `hardware_id`, an animal's beacon), never from display names, so renames keep the entities.
 /// An empty retained payload on a config topic removes the entity (`deviceRemovals`, `animalRemovals`).
 public struct HomeAssistantDiscovery: Sendable, Equatable {
+    /// The hub's topics, which the configs point at.
     public var topics: MQTTTopics
+    /// The manufacturer and origin name every config carries.
     public static let manufacturer = "the hub"
 
+    /// Discovery for `topics`.
     public init(topics: MQTTTopics = MQTTTopics()) { self.topics = topics }
 
     /// The base topic with every character outside `[a-zA-Z0-9_-]` replaced by `_`.
@@ -25,6 +28,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return out
     }
 
+    /// `<discovery prefix>/<component>/<node id>/<object id>/config`.
     public func configTopic(component: String, objectId: String) -> String {
         topics.discoveryPrefix + "/" + component + "/" + nodeId + "/" + objectId + "/config"
     }
@@ -118,6 +122,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// The config topics to clear (empty retained payload) when a device goes away.
     public func deviceRemovals(_ record: DeviceRecord) -> [String] { deviceRemovals(id: record.id) }
 
+    /// The config topics to clear when the device `id` goes away: its switch and its meter sensors.
     public func deviceRemovals(id: String) -> [String] {
         [configTopic(component: "switch", objectId: id + "_switch")] + Self.meterQuantities.map { sensorConfigTopic(id, $0) }
     }
@@ -179,6 +184,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// The config topics to clear when an animal is discharged.
     public func animalRemovals(_ record: AnimalRecord) -> [String] { animalRemovals(id: record.id) }
 
+    /// The config topics to clear when the animal `id` is discharged.
     public func animalRemovals(id: String) -> [String] {
         [
             configTopic(component: "sensor", objectId: id + "_room"),
@@ -216,6 +222,7 @@ extension HomeAssistantDiscovery {
         return (groupConfigTopic(group.id), config)
     }
 
+    /// A group's switch config topic.
     public func groupConfigTopic(_ id: String) -> String {
         configTopic(component: "switch", objectId: "group_" + id)
     }
@@ -248,6 +255,7 @@ extension HomeAssistantDiscovery {
         return (sceneConfigTopic(scene.id), config)
     }
 
+    /// A scene's config topic.
     public func sceneConfigTopic(_ id: String) -> String {
         configTopic(component: "scene", objectId: "scene_" + id)
     }

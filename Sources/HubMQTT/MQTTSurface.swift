@@ -21,7 +21,9 @@ public actor MQTTSurface {
     nonisolated let bridges: BridgeHost
     /// Answers requests and runs commands (the same for MQTT and HTTP).
     package nonisolated let requests: Requests
+    /// The broker connection the surface publishes and subscribes through.
     public nonisolated let client: MQTTClient
+    /// The topics it serves.
     public nonisolated let topics: MQTTTopics
     let discovery: HomeAssistantDiscovery
     nonisolated let events: MQTTEventsPublisher
@@ -52,6 +54,7 @@ public actor MQTTSurface {
     static let laneCount = 32
     /// Counters for the operator.
     private nonisolated let ignoredRetainedCount = Counter()
+    /// Retained messages ignored on command topics since start (a retained command is never run).
     public nonisolated var ignoredRetained: Int { ignoredRetainedCount.value }
     private nonisolated let answeredCount = Counter()
     /// Answers handed to the broker connection since start (one per command message).

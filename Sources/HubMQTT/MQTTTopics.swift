@@ -42,11 +42,13 @@ public struct MQTTTopics: Sendable, Equatable {
 
     // MARK: Out
 
+    /// Plain `online` / `offline` (retained; the last will says `offline`).
     public var status: String { base + "/" + Self.statusLevel }
     /// JSON (retained): which instance of several sharing a PostgreSQL log is active (hot standby).
     public var activeStatus: String { base + "/status/active" }
     /// JSON (retained): whether the disk holding the log is full (`StorageReport`).
     public var storageStatus: String { base + "/status/storage" }
+    /// JSON (retained): the device's full state.
     public func deviceState(_ id: String) -> String { device(id, "state") }
     /// Plain `ON` / `OFF`.
     public func deviceSwitch(_ id: String) -> String { device(id, "switch") }
@@ -63,21 +65,28 @@ public struct MQTTTopics: Sendable, Equatable {
     /// The plain topic of a device's `quantity`: `power`, `energy` (kWh), `voltage`, `current`
     /// (`<base>/device/<id>/<quantity>`).
     public func devicePlain(_ id: String, _ quantity: Quantity) -> String { device(id, quantity.rawValue) }
+    /// JSON (retained): the animal's state, without owner data.
     public func animalState(_ id: String) -> String { base + "/animal/" + id + "/state" }
     /// JSON (retained): members, how many are on.
     public func groupState(_ id: String) -> String { base + "/group/" + id + "/state" }
     /// Plain `ON` (any member on) / `OFF` (retained).
     public func groupSwitch(_ id: String) -> String { base + "/group/" + id + "/switch" }
+    /// Switches every member of a group: `ON`, `OFF`, `TOGGLE`, or JSON.
     public func groupSwitchSet(_ id: String) -> String { base + "/group/" + id + "/switch/set" }
     /// `<base>/events/<stream>/<type>`; a stream such as `device/lamp` keeps its slash.
     public func event(stream: String, type: String) -> String { base + "/events/" + stream + "/" + type }
 
     // MARK: In
 
+    /// Switches a device: `ON`, `OFF`, `TOGGLE`, or JSON.
     public func deviceSwitchSet(_ id: String) -> String { device(id, "switch/set") }
+    /// Sets a device's activations (JSON).
     public func deviceActivationsSet(_ id: String) -> String { device(id, "activations/set") }
+    /// Admits an animal (the admission form, JSON).
     public var animalAdmit: String { base + "/animal/admit" }
+    /// Discharges an animal (JSON).
     public func animalDischarge(_ id: String) -> String { base + "/animal/" + id + "/discharge" }
+    /// Records an animal's vital signs (JSON).
     public func animalVitals(_ id: String) -> String { base + "/animal/" + id + "/vitals" }
     /// `<base>/request/<name>`, e.g. `request("device/add")`.
     public func request(_ name: String) -> String { base + "/request/" + name }

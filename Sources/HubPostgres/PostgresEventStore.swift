@@ -36,6 +36,7 @@ import Synchronization
 public final class PostgresEventStore: QueuedAppends, Sendable {
     /// Where the log lives (its description masks the password).
     public let location: PostgresLocation
+    /// True when opened for reading only: appends are refused and the tables are not created.
     public let readOnly: Bool
     let group: MultiThreadedEventLoopGroup
     let logger: Logger
@@ -310,8 +311,11 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     // MARK: The core requirements
 
+    /// The last committed global sequence, as this store last saw it (0 when empty).
     public var lastSequence: UInt64 { state.withLock { $0.lastSequence } }
 
+    /// The version of the stream's last event, nil when it has none.
+    /// - Throws: `EventLogError.unreachable` when the server cannot be asked (never read as "no stream").
     public func streamVersion(_ stream: String) async throws -> UInt64? {
         let query: PostgresQuery = "SELECT max(stream_version) FROM hub_events WHERE stream = \(stream)"
         let rows = try await ask(query, "cannot read the version of stream \(stream)")
@@ -323,6 +327,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         }
     }
 
+    /// The original result of an append that carried `commandId` (marked duplicate), nil when none did.
+    /// - Throws: `EventLogError.unreachable` when the server cannot be asked.
     public func commandResult(_ commandId: String) async throws -> AppendResult? {
         let query: PostgresQuery = "SELECT first_seq, last_seq, stream_version FROM hub_commands WHERE command_id = \(commandId)"
         let rows = try await ask(query, "cannot look up command id \(commandId)")
@@ -337,6 +343,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         }
     }
 
+    /// The committed records in `from...through`, in order, asked a chunk at a time without blocking a thread.
     public func records(from: UInt64, through: UInt64) async throws -> [EventRecord] {
         var found: [EventRecord] = []
         var next = max(from, 1)
@@ -383,6 +390,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     /// through them, and the next chunk is on its way).
     static let readChunk: UInt64 = 1024
 
+    /// Calls `body` for each committed record in `from...through`, in order, until it returns false.
     public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
         try readRows(from: from, through: through) { record, _ in try body(record) }
     }
@@ -464,6 +472,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         }
     }
 
+    /// The chain hash stored with record `sequence` (the genesis hash for 0), nil past the last record.
     public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
         if sequence == 0 { return RecordFormat.genesisHash }
         try failIfConnectionLost()
@@ -478,6 +487,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     // MARK: Waiting, faults, closing
 
+    /// Returns once a record after `sequence` is committed; throws when the store closes or the task is cancelled.
     public func waitForAppend(after sequence: UInt64) async throws {
         let id = state.withLock { $0.waiters.newId() }
         try await AppendWaiters.suspend { waiter in
@@ -491,6 +501,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         }
     }
 
+    /// Why the writer stopped accepting appends, nil while it runs.
     public var writerFault: String? { state.withLock { $0.fault } }
 
     /// A read on a connection the server dropped is not attempted (it could wait for an answer
@@ -510,6 +521,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     /// only writer, more when it must learn a stream's version or another writer appended.
     public var writerStatements: UInt64 { state.withLock { $0.statements } }
 
+    /// Stops the writer and the connections; appends after it throw `closed`.
     public func close() async {
         let first = state.withLock { state -> Bool in
             defer { state.closing = true }

@@ -11,9 +11,13 @@ import HubLog
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// A host name or address, or a directory holding the server's Unix socket (starts with `/`).
     public var host: String
+    /// The server's TCP port (5432 by default).
     public var port: Int
+    /// The database user.
     public var user: String
+    /// The password; nil for none (trust or peer authentication). Never printed.
     public var password: String?
+    /// The database holding the log's tables.
     public var database: String
     /// Whether and how the connection is encrypted and the server checked (TCP only: a Unix socket
     /// stays on this machine, and libpq ignores `sslmode` there too).

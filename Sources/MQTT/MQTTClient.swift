@@ -30,17 +30,20 @@ private struct Handle: @unchecked Sendable {  // only touched under the Mutex (a
     var thread: pthread_t?
 }
 
+/// One connection to an MQTT broker through libmosquitto, with its own network thread; reconnects by itself until stopped.
 public final class MQTTClient: Sendable {
     /// Every incoming message, in arrival order. Single consumer. Note: cancelling the task that is
     /// iterating an AsyncStream finishes the stream — keep one long-lived consumer task.
     public let messages: AsyncStream<MQTTMessage>
     /// `.connected` / `.disconnected` on every change, `.failed` once when the client dies.
     public let connectionEvents: AsyncStream<MQTTConnectionEvent>
+    /// The options it was made with (applied before the first connect).
     public let options: MQTTOptions
 
     let core: MQTTClientCore
     private let handle: Mutex<Handle>
 
+    /// Makes the libmosquitto instance and applies `options`; connects only on `start()`. Throws `MQTTError` for options libmosquitto refuses.
     public init(options: MQTTOptions) throws {
         _ = mosquittoLibraryInitialised
         self.options = options
@@ -171,6 +174,7 @@ public final class MQTTClient: Sendable {
         hardShutdown(reason: "client released without stop()")
     }
 
+    /// True while the broker has accepted the connection (between CONNACK and the next disconnect).
     public var isConnected: Bool { core.isConnected }
 
     /// How many messages this client received from the broker and published (sent, or queued by
@@ -264,6 +268,7 @@ public final class MQTTClient: Sendable {
         }
     }
 
+    /// Forgets the subscription (it is not re-sent on reconnect) and unsubscribes when connected; throws `MQTTError` when the request cannot be sent.
     public func unsubscribe(_ filter: String) throws {
         core.state.withLock { s in s.subscriptions.removeAll { $0.filter == filter } }
         guard core.isConnected else { return }
@@ -476,6 +481,7 @@ public final class MQTTClient: Sendable {
 /// One published message whose acknowledgement can be awaited (see `MQTTClient.publishTracked`).
 public struct PublishTicket: Sendable {
     let core: MQTTClientCore
+    /// The message id libmosquitto gave the publish.
     public let mid: Int32
     let token: UInt64
 

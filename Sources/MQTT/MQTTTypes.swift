@@ -2,6 +2,7 @@
 
 /// How to reach and talk to the broker. Everything here is applied before the first connect.
 public struct MQTTOptions: Sendable {
+    /// The MQTT protocol version spoken.
     public enum ProtocolVersion: Sendable, Equatable {
         /// MQTT 5: response topic / correlation data, PUBACK reason codes, session expiry.
         case v5
@@ -18,10 +19,12 @@ public struct MQTTOptions: Sendable {
         public var caPath: String?
         /// Client certificate and key, for brokers that require client certificates.
         public var certFile: String?
+        /// The client certificate's private key (PEM), with `certFile`.
         public var keyFile: String?
         /// Skip the host name check of the broker's certificate (testing only).
         public var insecure: Bool
 
+        /// TLS settings; all nil uses the system's CA store.
         public init(
             caFile: String? = nil, caPath: String? = nil, certFile: String? = nil,
             keyFile: String? = nil, insecure: Bool = false
@@ -36,11 +39,16 @@ public struct MQTTOptions: Sendable {
 
     /// Last will: published by the broker when the connection ends without a DISCONNECT.
     public struct Will: Sendable, Equatable {
+        /// The topic the will is published on.
         public var topic: String
+        /// The will's payload.
         public var payload: [UInt8]
+        /// The will's QoS (0, 1 or 2).
         public var qos: Int
+        /// Whether the broker retains the will.
         public var retain: Bool
 
+        /// A will, retained at QoS 1 unless told otherwise.
         public init(topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = true) {
             self.topic = topic
             self.payload = payload
@@ -53,10 +61,14 @@ public struct MQTTOptions: Sendable {
     /// libmosquitto counts in whole seconds: `min` is rounded up to at least 1 s.
     /// With `exponential`, the n-th consecutive retry waits min * n², capped at `max`.
     public struct ReconnectDelay: Sendable, Equatable {
+        /// The first retry's wait (at least 1 s).
         public var min: Duration
+        /// The longest wait between retries.
         public var max: Duration
+        /// Grow the wait quadratically with consecutive retries (min * n²) rather than keep it at `min`.
         public var exponential: Bool
 
+        /// Back-off from 1 s to 30 s, exponential.
         public init(min: Duration = .seconds(1), max: Duration = .seconds(30), exponential: Bool = true) {
             self.min = min
             self.max = max
@@ -64,10 +76,15 @@ public struct MQTTOptions: Sendable {
         }
     }
 
+    /// The broker's host name or address.
     public var host: String
+    /// The broker's TCP port.
     public var port: Int
+    /// The client id, unique per broker: a second client with the same id takes the session over.
     public var clientId: String
+    /// The user name, nil to connect without one.
     public var username: String?
+    /// The password, with `username`.
     public var password: String?
     /// Seconds; libmosquitto requires at least 5.
     public var keepAlive: Int
@@ -78,14 +95,19 @@ public struct MQTTOptions: Sendable {
     /// we disconnect (seconds; `UInt32.max` = forever). MQTT 3.1.1 persistent sessions never expire
     /// (unless the broker's `persistent_client_expiration` says otherwise).
     public var sessionExpiryInterval: UInt32
+    /// MQTT 5 (default) or 3.1.1.
     public var protocolVersion: ProtocolVersion
+    /// TLS to the broker, nil for plain TCP.
     public var tls: TLSOptions?
+    /// The last will, nil for none.
     public var will: Will?
+    /// How reconnects back off.
     public var reconnectDelay: ReconnectDelay
     /// MQTT 5: ask the broker to keep the retain flag on live deliveries ("retain as published"), so
     /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
     public var retainAsPublished = false
 
+    /// Options for one client; the defaults are a local broker on 1883, MQTT 5, persistent session, keep-alive 30 s.
     public init(
         host: String = "127.0.0.1", port: Int = 1883, clientId: String,
         username: String? = nil, password: String? = nil,
@@ -112,14 +134,18 @@ public struct MQTTOptions: Sendable {
 
 /// One incoming message, copied out of libmosquitto's buffers. The payload is raw bytes.
 public struct MQTTMessage: Sendable, Equatable {
+    /// The topic it was published on.
     public var topic: String
+    /// The payload bytes, as published.
     public var payload: [UInt8]
+    /// The QoS it was delivered with (0, 1 or 2).
     public var qos: Int
     /// True when the broker delivered a stored retained message (i.e. because we just subscribed),
     /// false for live traffic. The hub ignores retained messages on command topics.
     public var retain: Bool
     /// MQTT 5 request/response properties; always nil with MQTT 3.1.1.
     public var responseTopic: String?
+    /// MQTT 5 correlation data, echoed in the response; nil with MQTT 3.1.1 or when absent.
     public var correlationData: [UInt8]?
     /// When libmosquitto handed the message to the client (monotonic), set in the message callback;
     /// nil for a message made by hand. For QoS 1 the library has already queued the PUBACK by then
@@ -128,6 +154,7 @@ public struct MQTTMessage: Sendable, Equatable {
     /// Not part of equality: two deliveries of the same message are the same message.
     public var receivedAt: ContinuousClock.Instant?
 
+    /// A message; `receivedAt` nil for one made by hand.
     public init(
         topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false,
         responseTopic: String? = nil, correlationData: [UInt8]? = nil,
@@ -142,12 +169,14 @@ public struct MQTTMessage: Sendable, Equatable {
         self.receivedAt = receivedAt
     }
 
+    /// Equal when every field but `receivedAt` is equal.
     public static func == (a: MQTTMessage, b: MQTTMessage) -> Bool {
         a.topic == b.topic && a.payload == b.payload && a.qos == b.qos && a.retain == b.retain
             && a.responseTopic == b.responseTopic && a.correlationData == b.correlationData
     }
 }
 
+/// A change of the client's connection, in `MQTTClient.connectionEvents`.
 public enum MQTTConnectionEvent: Sendable, Equatable {
     /// CONNACK accepted. `sessionPresent`: the broker resumed our persistent session.
     /// Remembered subscriptions have already been re-sent when this is emitted.
@@ -161,6 +190,7 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
 
 /// An MQTT failure as a sentence naming the broker and the cause.
 public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// What went wrong, for callers that act on it (a retry, a message).
     public enum Kind: Sendable, Equatable {
         /// CONNACK "not authorized" (MQTT 3.1.1 code 5 / MQTT 5 code 135).
         case notAuthorized
@@ -168,13 +198,17 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
         case badCredentials
         /// Any other CONNACK refusal (identifier rejected, banned, server unavailable, ...).
         case connectionRefused
+        /// The TLS handshake or certificate check failed.
         case tls
         /// No TCP connection could be made (refused, host unknown, network down).
         case unreachable
+        /// An operation did not finish within its time limit.
         case timeout
         /// A QoS 0 publish (or other operation) that needs a live connection.
         case notConnected
+        /// The broker or the library reported a protocol violation.
         case protocolError
+        /// The library refused an option or a request (a bad topic, QoS or size).
         case invalidArgument
         /// MQTT 5 PUBACK/PUBREC with a failure reason code (e.g. not authorized by the ACL).
         case publishRejected
@@ -184,12 +218,16 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
         case library
     }
 
+    /// What went wrong.
     public let kind: Kind
+    /// The broker's host, for the message.
     public let host: String
+    /// The broker's port, for the message.
     public let port: Int
     /// The cause in libmosquitto's or the broker's words.
     public let detail: String
 
+    /// Creates an error.
     public init(kind: Kind, host: String, port: Int, detail: String) {
         self.kind = kind
         self.host = host
@@ -197,6 +235,7 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
         self.detail = detail
     }
 
+    /// A sentence naming the broker, the cause and, for refusals and TLS, what to check.
     public var description: String {
         let broker = "MQTT broker \(host):\(port)"
         switch kind {
@@ -235,6 +274,7 @@ public struct MQTTTraffic: Sendable, Equatable {
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
 
+    /// Creates a count.
     public init(received: UInt64, published: UInt64) {
         self.received = received
         self.published = published

@@ -5,9 +5,13 @@ import Synchronization
 /// Makes `BeaconBridge`s: BLE beacon observations from ESPresense, OpenMQTTGateway and Theengs
 /// Gateway on the hub's broker, turned into facts (sighted / present / unseen).
 public struct BeaconBridgeFactory: BridgeFactory {
+    /// The bridge's name: its settings key in the configuration and its label in metrics.
     public let name = "beacons"
+    /// A factory.
     public init() {}
 
+    /// A bridge from its settings JSON.
+    /// - Throws: A `DriverError` naming the setting that is wrong.
     public func make(settingsJSON: String) throws -> any Bridge {
         try BeaconBridge(settings: BeaconSettings(json: settingsJSON))
     }
@@ -21,15 +25,20 @@ public struct BeaconBridgeCounters: Sendable, Equatable {
     public var observations = 0
     /// Messages dropped (garbage, foreign topics, retained), also by reason.
     public var dropped = 0
+    /// Dropped messages by reason (`BeaconDropReason` raw values).
     public var droppedByReason: [String: Int] = [:]
+    /// `sighted` facts: a beacon's room decided or changed.
     public var sighted = 0
+    /// `present` facts: a beacon still heard in its room.
     public var present = 0
+    /// `unseen` facts: a beacon silent for `unseen_seconds`.
     public var unseen = 0
     /// Beacons dropped because `max_beacons` was reached.
     public var evicted = 0
     /// Beacons tracked now.
     public var tracked = 0
 
+    /// Facts reported, of every kind.
     public var facts: Int { sighted + present + unseen }
 }
 
@@ -41,7 +50,9 @@ public struct BeaconBridgeCounters: Sendable, Equatable {
 /// holds up reading).
 /// The bridge does not subscribe itself: the hub subscribes `mqttScope` for it.
 public final class BeaconBridge: Bridge {
+    /// The settings it was made with.
     public let settings: BeaconSettings
+    /// The MQTT filters the hub subscribes for it: the ESPresense and gateway topics.
     public let mqttScope: [String]
     private let parser: BeaconParser
     private let clock: @Sendable () -> Int64
@@ -72,8 +83,10 @@ public final class BeaconBridge: Bridge {
         self.core = Mutex(Core(tracker: BeaconTracker(settings: settings)))
     }
 
+    /// What the bridge has seen so far.
     public var counters: BeaconBridgeCounters { core.withLock { $0.counters } }
 
+    /// Starts reading observations and reporting facts to `context`; a second start while running does nothing.
     public func start(context: any BridgeContext) async throws {
         let (facts, sink) = AsyncStream<BeaconFact>.makeStream()
         let fresh = core.withLock { c -> Bool in
@@ -109,6 +122,7 @@ public final class BeaconBridge: Bridge {
         tasks.withLock { $0 = [reader, checker, emitter] }
     }
 
+    /// Stops the reader, the silence checker and the reporter, and waits for them to end.
     public func stop() async {
         let running = tasks.withLock { t -> [Task<Void, Never>] in
             defer { t = [] }; return t

@@ -5,13 +5,16 @@ import Foundation
 public struct BeaconObservation: Sendable, Equatable {
     /// The beacon identity the hub sees (see `BeaconParser` for the rule).
     public var beacon: String
+    /// The room the observation was made in (the ESPresense room or the gateway's room).
     public var room: String
     /// Estimated distance in metres.
     public var distance: Double
     /// The received signal strength (dBm), when the message had one.
     public var rssi: Double?
+    /// Which bridge format the message was in.
     public var format: BeaconFormat
 
+    /// Creates an observation.
     public init(beacon: String, room: String, distance: Double, rssi: Double?, format: BeaconFormat) {
         self.beacon = beacon
         self.room = room
@@ -21,18 +24,26 @@ public struct BeaconObservation: Sendable, Equatable {
     }
 }
 
+/// The bridge formats the parser reads.
 public enum BeaconFormat: String, Sendable, Equatable {
+    /// ESPresense, OpenMQTTGateway, Theengs Gateway.
     case espresense, openMQTTGateway, theengs
 }
 
 /// Why a message was not an observation.
 public enum BeaconDropReason: String, Error, Sendable, Equatable {
-    case topic  // not a beacon topic, or a level is missing/empty
-    case tooLarge  // payload larger than `BeaconParser.maxPayload`
-    case notJSON  // not a JSON object
-    case noIdentity  // no usable id / uuid / MAC
-    case badSignal  // rssi / distance missing, of the wrong type, NaN or absurd
-    case retained  // a retained message: an observation of unknown age
+    /// Not a beacon topic, or a level is missing or empty.
+    case topic
+    /// The payload is larger than `BeaconParser.maxPayload`.
+    case tooLarge
+    /// Not a JSON object.
+    case notJSON
+    /// No usable id, uuid or MAC.
+    case noIdentity
+    /// rssi or distance missing, of the wrong type, NaN or absurd.
+    case badSignal
+    /// A retained message: an observation of unknown age.
+    case retained
 }
 
 /// Pure parsing of the three bridge formats (ESPresense, OpenMQTTGateway, Theengs Gateway).
@@ -48,17 +59,27 @@ public enum BeaconDropReason: String, Error, Sendable, Equatable {
 /// calibration), else the log-distance model `10^((P - rssi) / (10 n))` with P = `rssi@1m`, or the
 /// iBeacon `txpower` (when it is a measured power, -100...-20 dBm), or -59 dBm.
 public struct BeaconParser: Sendable {
+    /// The largest payload parsed, in bytes.
     public static let maxPayload = 4096
+    /// The rssi values accepted, dBm.
     public static let rssiRange: ClosedRange<Double> = -130 ... -1
+    /// The distances accepted from a payload, metres.
     public static let distanceRange: ClosedRange<Double> = 0.000_001...500
+    /// The measured power (rssi at 1 m, dBm) used when the message gives none.
     public static let defaultMeasuredPower = -59.0
 
+    /// The ESPresense base topic (`<prefix>/devices/<id>/<room>`).
     public var espresensePrefix: String
+    /// The OpenMQTTGateway / Theengs base topic (`<prefix>/<gateway>/BTtoMQTT/<mac>`).
     public var gatewayPrefix: String
+    /// Gateway name to room; an unlisted gateway is its own room.
     public var gatewayRooms: [String: String]
+    /// Raw id, MAC or iBeacon uuid to the configured beacon id.
     public var beaconIds: [String: String]
+    /// The path-loss exponent n of the log-distance model.
     public var pathLoss: Double
 
+    /// A parser with the settings' defaults unless given.
     public init(
         espresensePrefix: String = "espresense", gatewayPrefix: String = "home",
         gatewayRooms: [String: String] = [:], beaconIds: [String: String] = [:], pathLoss: Double = 2.7
@@ -77,6 +98,7 @@ public struct BeaconParser: Sendable {
         pow(10, (measuredPower - rssi) / (10 * n))
     }
 
+    /// The observation in one message, or why it is not one; pure.
     public func parse(topic: String, payload: [UInt8]) -> Result<BeaconObservation, BeaconDropReason> {
         // Topic first: it is cheap and rejects most foreign traffic.
         enum Source { case espresense(id: String, room: String), gateway(name: String, mac: String) }
@@ -180,6 +202,7 @@ public struct BeaconParser: Sendable {
         return Int(d)
     }
 
+    /// The iBeacon identity: the uuid alone when major = minor = 0, else `<uuid>-<major>-<minor>`.
     public static func identity(uuid: String, major: Int, minor: Int) -> String {
         major == 0 && minor == 0 ? uuid : "\(uuid)-\(major)-\(minor)"
     }

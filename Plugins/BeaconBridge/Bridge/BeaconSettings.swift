@@ -18,6 +18,7 @@ import Foundation
 /// | `present_every_seconds` | 30 | at most one `present` per beacon per this period (1...86400) |
 /// | `max_beacons` | 5000 | tracked beacons; the least recently heard are dropped beyond it (1...1000000) |
 public struct BeaconSettings: Sendable, Equatable {
+    /// How much nearer a challenger room must be before a beacon moves to it.
     public enum Hysteresis: Sendable, Equatable {
         /// Challenger distance + metres < current room's distance.
         case metres(Double)
@@ -25,23 +26,36 @@ public struct BeaconSettings: Sendable, Equatable {
         case decibels(Double)
     }
 
+    /// `espresense_prefix`.
     public var espresensePrefix = "espresense"
+    /// `gateway_prefix`.
     public var gatewayPrefix = "home"
+    /// `gateway_rooms`: gateway name to room.
     public var gatewayRooms: [String: String] = [:]
+    /// `beacon_ids`: raw id, MAC or uuid to the configured beacon id.
     public var beaconIds: [String: String] = [:]
+    /// `path_loss`: n of the log-distance model (1...6).
     public var pathLoss = 2.7
+    /// `window_seconds`: the smoothing window per (beacon, room) (0.5...600).
     public var windowSeconds = 10.0
+    /// `hysteresis_m` or `hysteresis_db`.
     public var hysteresis = Hysteresis.metres(1.0)
+    /// `hysteresis_confirmations`: consecutive fresh samples a challenger needs (1...100).
     public var confirmations = 2
+    /// `unseen_seconds`: silence after which `unseen` is reported (1...604800).
     public var unseenSeconds = 300.0
+    /// `present_every_seconds`: at most one `present` per beacon per this period (1...86400).
     public var presentEverySeconds = 30.0
+    /// `max_beacons`: beacons tracked at most (1...1000000).
     public var maxBeacons = 5000
 
+    /// The JSON keys the settings accept.
     public static let keys: Set<String> = [
         "espresense_prefix", "gateway_prefix", "gateway_rooms", "beacon_ids", "path_loss", "window_seconds",
         "hysteresis_m", "hysteresis_db", "hysteresis_confirmations", "unseen_seconds", "present_every_seconds", "max_beacons"
     ]
 
+    /// The defaults (the table above).
     public init() {}
 
     /// Parses and checks the settings JSON (errors are `DriverError`s naming the key).
@@ -80,6 +94,7 @@ public struct BeaconSettings: Sendable, Equatable {
     /// The MQTT filters of the bridge.
     public var mqttScope: [String] { ["\(espresensePrefix)/devices/#", "\(gatewayPrefix)/+/BTtoMQTT/#"] }
 
+    /// A parser with these settings.
     public var parser: BeaconParser {
         BeaconParser(
             espresensePrefix: espresensePrefix, gatewayPrefix: gatewayPrefix, gatewayRooms: gatewayRooms,

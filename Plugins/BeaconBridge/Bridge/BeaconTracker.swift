@@ -2,8 +2,11 @@ import Foundation
 
 /// What the bridge reports (mirrors the `BridgeContext` calls).
 public enum BeaconFact: Sendable, Equatable {
+    /// A beacon's room was decided, or changed; `at` in µs since the epoch.
     case sighted(beacon: String, room: String, at: Int64)
+    /// A beacon is still heard in its room (at most once per `presentEvery`).
     case present(beacon: String, room: String, at: Int64)
+    /// A beacon has been silent for `unseenAfter`; `lastSeen` in µs since the epoch.
     case unseen(beacon: String, lastRoom: String, lastSeen: Int64)
 }
 
@@ -26,6 +29,7 @@ public enum BeaconFact: Sendable, Equatable {
 /// Memory: at most `maxBeacons` beacons (the least recently heard are dropped, in batches of 5 %,
 /// without a fact) and `maxRoomsPerBeacon` rooms per beacon, each at most `DistanceWindow.capacity` samples.
 public struct BeaconTracker: Sendable {
+    /// Rooms tracked per beacon at most.
     public static let maxRoomsPerBeacon = 32
 
     struct State: Sendable {
@@ -37,17 +41,26 @@ public struct BeaconTracker: Sendable {
         var lastPresent: Int64 = 0
     }
 
+    /// The smoothing window, µs.
     public let window: Int64
+    /// The silence after which `unseen` is reported, µs.
     public let unseenAfter: Int64
+    /// The least time between two `present` facts of one beacon, µs.
     public let presentEvery: Int64
+    /// Beacons tracked at most.
     public let maxBeacons: Int
+    /// How much nearer a challenger room must be.
     public let hysteresis: BeaconSettings.Hysteresis
+    /// Consecutive fresh samples a challenger needs to win.
     public let confirmationsNeeded: Int
+    /// The path-loss exponent, for hysteresis in dB.
     public let pathLoss: Double
 
     private var beacons: [String: State] = [:]
+    /// Beacons dropped because `maxBeacons` was reached, since start.
     public private(set) var evicted = 0
 
+    /// A tracker with the settings' window, silence, hysteresis and limits.
     public init(settings: BeaconSettings) {
         window = Int64(settings.windowSeconds * 1_000_000)
         unseenAfter = Int64(settings.unseenSeconds * 1_000_000)
@@ -58,6 +71,7 @@ public struct BeaconTracker: Sendable {
         pathLoss = settings.pathLoss
     }
 
+    /// Beacons tracked now.
     public var trackedCount: Int { beacons.count }
     /// The decided room of a tracked beacon.
     public func room(of beacon: String) -> String? { beacons[beacon]?.room }
@@ -74,6 +88,7 @@ public struct BeaconTracker: Sendable {
         }
     }
 
+    /// Takes one observation at `now` (µs) and returns the facts it causes (none, `sighted` or `present`).
     public mutating func observe(_ o: BeaconObservation, at now: Int64) -> [BeaconFact] {
         if beacons[o.beacon] == nil && beacons.count >= maxBeacons { evictLeastRecentlyHeard() }
         var state = beacons[o.beacon] ?? State()

@@ -9,15 +9,20 @@
 /// A median needs no tuning, ignores single spikes completely and follows a real move within half
 /// a window; with 2 messages/s and a 10 s window it sees about 20 samples.
 public struct DistanceWindow: Sendable {
+    /// Samples kept at most.
     public static let capacity = 64
 
     private var times: [Int64] = []
     private var values: [Double] = []
+    /// The robust median of the samples held; infinity when none.
     public private(set) var estimate: Double = .infinity
+    /// When the newest sample was taken, µs; `.min` before any.
     public private(set) var lastHeard: Int64 = .min
 
+    /// An empty window.
     public init() {}
 
+    /// Samples held.
     public var count: Int { values.count }
 
     /// Adds a sample taken at `time` (µs), drops samples older than `time - window`, re-estimates.
@@ -39,6 +44,7 @@ public struct DistanceWindow: Sendable {
     /// Whether the window still holds a sample at `now`.
     public func isFresh(at now: Int64, window: Int64) -> Bool { lastHeard >= now - window }
 
+    /// The median of `xs`; infinity for none.
     public static func median(_ xs: [Double]) -> Double {
         guard !xs.isEmpty else { return .infinity }
         let s = xs.sorted()
@@ -46,6 +52,7 @@ public struct DistanceWindow: Sendable {
         return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
     }
 
+    /// The median after dropping outliers (see the type's comment); the plain median for two samples or fewer.
     public static func robustMedian(_ xs: [Double]) -> Double {
         guard xs.count > 2 else { return median(xs) }
         let m = median(xs)

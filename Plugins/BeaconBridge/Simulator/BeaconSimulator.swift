@@ -13,32 +13,48 @@ import Synchronization
 ///   and 3 + 4·|j - room| m from the others; rssi = P - 10 n log10(d) + N(0, noiseDb) with occasional
 ///   ±12 dB spikes (2 %); the payload distance is derived from the noisy rssi, as the bridges do.
 public final class BeaconSimulator: Sendable {
+    /// Which bridge's payloads the room nodes publish; `all` rotates them by room.
     public enum Format: String, Sendable, CaseIterable {
+        /// ESPresense, OpenMQTTGateway, Theengs Gateway, or one of each by room.
         case espresense, openmqttgateway, theengs, all
     }
 
+    /// The broker, the herd, the rooms and the radio model.
     public struct Options: Sendable {
+        /// The broker's host.
         public var host = "127.0.0.1"
+        /// The broker's port.
         public var port = 1883
+        /// How many collared animals (at least 1).
         public var animals = 3
+        /// How many rooms, each with one node (at least 1).
         public var rooms = 3
         /// Messages per second per beacon per room.
         public var rate = 2.0
+        /// Which bridge's payloads the nodes publish.
         public var format = Format.all
+        /// The seed of the beacon ids and of the noise: the same seed, the same run.
         public var seed: UInt64 = 1
         /// Each animal changes room every this many seconds (0 = only when `place` says so).
         public var moveEverySeconds = 30.0
         /// Standard deviation of the rssi noise (dB).
         public var noiseDb = 2.0
+        /// The rssi at 1 m, dBm (the iBeacon's calibrated power).
         public var measuredPower = -59.0
+        /// The path-loss exponent of the log-distance model.
         public var pathLoss = 2.7
+        /// The ESPresense topic prefix (`<prefix>/devices/<id>/<room>`).
         public var espresensePrefix = "espresense"
+        /// The OpenMQTTGateway / Theengs topic prefix (`<prefix>/<room>/BTtoMQTT/<mac>`).
         public var gatewayPrefix = "home"
+        /// The QoS of the node messages.
         public var qos = 1
 
+        /// Three animals in three rooms, two messages per second each, all three formats.
         public init() {}
     }
 
+    /// The options, clamped (at least one animal and room, a rate from 0.01 to 1000).
     public let options: Options
     /// The identities the bridge reports (= `uuids`, since major = minor = 0): the uuids to admit.
     public let beaconIds: [String]
@@ -46,6 +62,7 @@ public final class BeaconSimulator: Sendable {
     public let uuids: [String]
     /// The collar MACs (`AA:BB:CC:DD:EE:FF`).
     public let macs: [String]
+    /// The room names, `room-1` ... `room-<rooms>`.
     public let roomNames: [String]
 
     private struct State {
@@ -58,6 +75,7 @@ public final class BeaconSimulator: Sendable {
     private let state: Mutex<State>
     private let running = Mutex<(client: MQTTClient?, task: Task<Void, Never>?)>((nil, nil))
 
+    /// A simulator with beacon ids derived from `options.seed`; publishes nothing until `start()`.
     public init(options: Options) {
         var o = options
         o.animals = max(1, o.animals)
@@ -100,10 +118,14 @@ public final class BeaconSimulator: Sendable {
         }
     }
 
+    /// The room animal `index` is in now; nil when out of every room or no such animal.
     public func room(ofAnimal index: Int) -> Int? { state.withLock { $0.placement.indices.contains(index) ? $0.placement[index] : nil } }
 
+    /// Messages published since start.
     public var messagesSent: Int { state.withLock { $0.sent } }
 
+    /// Connects to the broker and starts publishing.
+    /// - Throws: `MQTTError` when the client cannot be made.
     public func start() async throws {
         let client = try MQTTClient(
             options: MQTTOptions(
@@ -124,6 +146,7 @@ public final class BeaconSimulator: Sendable {
         running.withLock { $0 = (client, task) }
     }
 
+    /// Stops publishing and disconnects; waits for the publishing task to end.
     public func stop() async {
         let (client, task) = running.withLock { r in
             defer { r = (nil, nil) }; return r

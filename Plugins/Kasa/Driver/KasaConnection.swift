@@ -4,21 +4,30 @@ import Synchronization
 
 /// Why a request to a plug failed, in words a person can read (used as the availability reason).
 public enum KasaClientError: Error, Equatable, CustomStringConvertible {
+    /// The plug refused the TCP connection.
     case refused(endpoint: String)
+    /// The plug (or its network) could not be reached; `what` says which step failed.
     case unreachable(endpoint: String, what: String)
+    /// The host name did not resolve.
     case unresolved(host: String)
     /// One request got no (complete) answer within `seconds`.
     case timeout(seconds: Double)
     /// No answer after the retries.
     case noAnswer(seconds: Double, retries: Int)
+    /// The plug closed the connection.
     case closed
+    /// The reply broke the wire protocol (framing or payload).
     case protocolError(KasaProtocolError)
+    /// Another I/O error, in the channel's words.
     case io(String)
     /// The plug answered, with a non-zero `err_code` for `path` ("system.get_sysinfo").
     case device(path: String, code: Int, message: String)
+    /// The reply was JSON but not the answer expected (a field missing or of the wrong type).
     case badReply(String)
+    /// The driver was stopped while the request waited.
     case stopped
 
+    /// The sentence used as the availability reason, e.g. "connection refused by 10.0.0.5:9999".
     public var description: String {
         switch self {
         case .refused(let endpoint): "connection refused by \(endpoint)"

@@ -11,6 +11,7 @@ import Synchronization
 /// `retry_backoff` seconds before a retry (default 1), `max_backoff` seconds between polls while
 /// the plug does not answer (default 60; the wait doubles from `poll_interval` up to it).
 public struct KasaDriverFactory: DriverFactory {
+    /// The driver name devices are registered with.
     public let name = "kasa"
     private let group: any EventLoopGroup
 
@@ -21,6 +22,8 @@ public struct KasaDriverFactory: DriverFactory {
 
     static let keys: Set<String> = ["host", "port", "poll_interval", "timeout", "retries", "retry_backoff", "max_backoff"]
 
+    /// A driver for one plug from its settings.
+    /// - Throws: A `DriverError` naming a setting that is missing, unknown or out of range.
     public func make(configuration: DriverConfiguration) throws -> any Driver {
         let s = try DriverSettings(configuration, allowed: Self.keys)
         let pollInterval = try s.double("poll_interval", default: 5, in: 0.01...86_400)
@@ -83,6 +86,8 @@ public final class KasaDriver: Driver {
         relay = KasaRelayReports(gate: gate)
     }
 
+    /// Starts polling the plug; availability and readings follow.
+    /// - Throws: A `DriverError` when started twice or after `stop()`.
     public func start(context: any DriverContext) async throws {
         let ok = state.withLock { s -> Bool in
             guard !s.started, !s.stopped else { return false }
@@ -95,6 +100,7 @@ public final class KasaDriver: Driver {
         schedulePoll(in: 0)
     }
 
+    /// Stops polling and waits for the poll and read-back in flight to end.
     public func stop() async {
         let (timer, poll, readBack) = state.withLock { s in
             s.stopped = true
@@ -110,6 +116,8 @@ public final class KasaDriver: Driver {
         await gate.close()
     }
 
+    /// Switches the relay and reports the state the plug confirms.
+    /// - Throws: A `DriverError` for activations, when not running or the plug is unavailable, or when it does not answer.
     public func execute(_ command: DriverCommand) async throws {
         switch command {
         case .writeActivations:

@@ -7,6 +7,7 @@ public enum KasaProtocolError: Error, Equatable, CustomStringConvertible {
     /// The payload is JSON, but not an object as the protocol requires.
     case notAnObject
 
+    /// What went wrong, as a person reads it.
     public var description: String {
         switch self {
         case .frameTooLarge(let size, let limit): "frame of \(size) bytes (limit \(limit))"
@@ -22,10 +23,12 @@ public struct KasaFrameDecoder: Sendable {
     /// The default maximum payload size: 64 KiB.
     public static let defaultMaxFrameSize = 64 * 1024
 
+    /// The largest payload accepted, in bytes.
     public let maxFrameSize: Int
     private var buffer: [UInt8] = []
     private var readIndex = 0
 
+    /// A decoder accepting payloads up to `maxFrameSize` bytes (64 KiB unless given).
     public init(maxFrameSize: Int = KasaFrameDecoder.defaultMaxFrameSize) {
         self.maxFrameSize = maxFrameSize
     }

@@ -19,15 +19,20 @@ public final class KasaSimulator: Sendable {
 
     /// How the simulated plug looks and where it listens.
     public struct Options: Sendable {
+        /// The address to listen on.
         public var host: String
         /// 0 = an ephemeral port (see `start()`'s result).
         public var port: Int
+        /// Which firmware's emeter fields to speak.
         public var firmware: Firmware
+        /// The plug's name (`alias` in `system.get_sysinfo`).
         public var alias: String
+        /// The MAC it reports.
         public var mac: String
         /// The load plugged in, drawn while the relay is on.
         public var loadWatts: Double
 
+        /// A plug on 127.0.0.1:9999 with new firmware, a 60 W load.
         public init(
             host: String = "127.0.0.1", port: Int = 9999, firmware: Firmware = .new,
             alias: String = "Kasa Plug", mac: String = "50:C7:BF:00:00:01", loadWatts: Double = 60.0
@@ -41,6 +46,7 @@ public final class KasaSimulator: Sendable {
         }
     }
 
+    /// How it looks and where it listens.
     public let options: Options
     private let group: any EventLoopGroup
     private let clock: @Sendable () -> Double

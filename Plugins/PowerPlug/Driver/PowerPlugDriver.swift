@@ -8,6 +8,7 @@ import NIOPosix
 /// Settings: `host` (required), `port` (230), `slots` (10), `read_timeout` seconds (5),
 /// `activation_check` seconds (60, how often the plug's list is re-read), `connect_timeout` seconds (3).
 public struct PowerPlugDriverFactory: DriverFactory {
+    /// The driver name devices are registered with.
     public let name = "powerplug"
     private let group: any EventLoopGroup
 
@@ -16,6 +17,8 @@ public struct PowerPlugDriverFactory: DriverFactory {
         self.group = group
     }
 
+    /// A driver for one plug from its settings.
+    /// - Throws: A `DriverError` naming the bad setting.
     public func make(configuration: DriverConfiguration) throws -> any Driver {
         PowerPlugDriver(settings: try PowerPlugDriver.Settings(configuration), group: group)
     }
@@ -26,13 +29,20 @@ public struct PowerPlugDriverFactory: DriverFactory {
 public actor PowerPlugDriver: Driver {
     /// The driver's settings, checked.
     public struct Settings: Sendable, Equatable {
+        /// The plug's host name or address.
         public var host: String
+        /// Its TCP port.
         public var port: Int
+        /// How many activation slots it has.
         public var slots: Int
+        /// Seconds to wait for an answer before the connection counts as broken.
         public var readTimeout: Double
+        /// Seconds between re-reads of the plug's activation list.
         public var activationCheck: Double
+        /// Seconds a connection attempt may take.
         public var connectTimeout: Double
 
+        /// Settings with the reference plug's defaults.
         public init(
             host: String, port: Int = 230, slots: Int = 10, readTimeout: Double = 5,
             activationCheck: Double = 60, connectTimeout: Double = 3
@@ -68,6 +78,7 @@ public actor PowerPlugDriver: Driver {
     /// A plug that leaves this many list requests unanswered is treated as broken.
     static let maxPendingLists = 16
 
+    /// Switching, activations stored on the plug, and the MQTT scope (none).
     public nonisolated let capabilities: DriverCapabilities
     private let settings: Settings
     private let group: any EventLoopGroup
@@ -103,12 +114,15 @@ public actor PowerPlugDriver: Driver {
 
     // MARK: Driver
 
+    /// Starts the connection loop (connect, read, reconnect with back-off); a second start does nothing.
     public func start(context: any DriverContext) async throws {
         guard runTask == nil, !stopped else { return }
         self.context = context
         runTask = Task { await self.run() }
     }
 
+    /// Sends a switch or the activation list over the open connection.
+    /// - Throws: A `DriverError` when not connected or when the list does not fit the plug's slots.
     public func execute(_ command: DriverCommand) async throws {
         switch command {
         case .setSwitch(let on):
@@ -120,6 +134,7 @@ public actor PowerPlugDriver: Driver {
         }
     }
 
+    /// Stops the loop and closes the connection.
     public func stop() async {
         stopped = true
         runTask?.cancel()

@@ -2,6 +2,7 @@ import DriverAPI
 
 /// One direction of the wire format: which type bytes exist, how long each message is, how to decode it.
 public protocol PowerPlugFrameFormat: Sendable {
+    /// What one message decodes to.
     associatedtype Message: Sendable
     /// Whole length (type byte included) of a message starting with `type`; nil = unknown type.
     func length(ofType type: UInt8) -> Int?
@@ -11,9 +12,12 @@ public protocol PowerPlugFrameFormat: Sendable {
 
 /// Plug -> client messages: status 'S' (3 bytes) and activations 'A' (1 + slots x 29 bytes).
 public struct PlugMessageFormat: PowerPlugFrameFormat {
+    /// The plug's activation slots, which fix the activations message's length.
     public let slots: Int
+    /// The plug side's format for a plug with `slots` slots.
     public init(slots: Int = PowerPlugProtocol.defaultSlots) { self.slots = slots }
 
+    /// 3 for a status, the activations message's length for 'A', nil for any other type byte.
     public func length(ofType type: UInt8) -> Int? {
         switch type {
         case PowerPlugProtocol.typeStatus: return 3
@@ -22,6 +26,8 @@ public struct PlugMessageFormat: PowerPlugFrameFormat {
         }
     }
 
+    /// A status or the activations list.
+    /// - Throws: `PowerPlugProtocolError` for a flag other than 0 or 1 or a record that does not decode.
     public func decode(_ bytes: ArraySlice<UInt8>, offset: Int) throws(PowerPlugProtocolError) -> PlugMessage {
         let s = bytes.startIndex
         if bytes[s] == PowerPlugProtocol.typeStatus {
@@ -47,8 +53,10 @@ public struct PlugMessageFormat: PowerPlugFrameFormat {
 
 /// Client -> plug commands: 'A' (1 byte), 'U' (31), 'D' (2), 'S' (2).
 public struct PlugCommandFormat: PowerPlugFrameFormat {
+    /// The client side's format.
     public init() {}
 
+    /// The length of each command type, nil for any other type byte.
     public func length(ofType type: UInt8) -> Int? {
         switch type {
         case PowerPlugProtocol.typeActivations: return 1
@@ -59,6 +67,8 @@ public struct PlugCommandFormat: PowerPlugFrameFormat {
         }
     }
 
+    /// One client command.
+    /// - Throws: `PowerPlugProtocolError` when its fields do not decode.
     public func decode(_ bytes: ArraySlice<UInt8>, offset: Int) throws(PowerPlugProtocolError) -> PlugCommand {
         let s = bytes.startIndex
         switch bytes[s] {
@@ -83,6 +93,7 @@ public struct PlugCommandFormat: PowerPlugFrameFormat {
 /// Feed bytes with `append`, then call `next()` until it returns nil. At most `capacity` bytes are
 /// held; `append` throws rather than grow past it. After the first error the framer stays failed.
 public struct PowerPlugFramer<Format: PowerPlugFrameFormat>: Sendable {
+    /// The direction being read.
     public let format: Format
     /// The most bytes held at once.
     public let capacity: Int

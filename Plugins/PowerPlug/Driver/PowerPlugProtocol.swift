@@ -47,6 +47,7 @@ public enum PowerPlugProtocolError: Error, Equatable, Sendable, CustomStringConv
     /// More bytes were buffered than the framer may hold.
     case bufferOverflow(limit: Int)
 
+    /// The fault and its stream offset, as a person reads it.
     public var description: String {
         switch self {
         case .unknownMessageType(let byte, let offset):

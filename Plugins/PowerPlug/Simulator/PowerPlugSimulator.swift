@@ -12,18 +12,23 @@ import Synchronization
 public final class PowerPlugSimulator: Sendable {
     /// How the simulated plug is set up.
     public struct Options: Sendable {
+        /// The address to listen on.
         public var host: String
         /// 0 = an ephemeral port (see `start()`'s result).
         public var port: Int
+        /// How many activation slots the plug has.
         public var slots: Int
         /// Where activations and mode are kept across restarts (written atomically); nil = memory only.
         public var stateFile: String?
+        /// How often it sends its status to the connected client.
         public var statusInterval: Duration
+        /// How often it checks its activations against the clock.
         public var checkInterval: Duration
         /// The real plug's checks pause while a client is connected; off by default so a hub that is
         /// always connected still sees the plug run its activations.
         public var pauseSchedulerWhileConnected: Bool
 
+        /// A plug on 127.0.0.1 at the protocol's default port and slot count, status every 2 s, checks every minute.
         public init(
             host: String = "127.0.0.1", port: Int = PowerPlugProtocol.defaultPort,
             slots: Int = PowerPlugProtocol.defaultSlots, stateFile: String? = nil,
@@ -52,6 +57,7 @@ public final class PowerPlugSimulator: Sendable {
         var stopped = false
     }
 
+    /// How it is set up.
     public let options: Options
     private let loop: any EventLoop
     private let clock: @Sendable () -> Int64

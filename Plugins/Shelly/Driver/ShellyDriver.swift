@@ -83,6 +83,8 @@ public final class ShellyDriver: Driver {
 
     // MARK: - Lifecycle
 
+    /// Subscribes the device's topics and asks for its status.
+    /// - Throws: A `DriverError` when the hub has no broker connection.
     public func start(context: any DriverContext) async throws {
         guard let mqtt = context.mqtt else {
             throw DriverError("shelly driver for \(context.deviceId) needs the hub's MQTT broker connection (none is configured)")
@@ -117,6 +119,7 @@ public final class ShellyDriver: Driver {
         requestStatus()
     }
 
+    /// Stops reading, cancels pending confirmations and waits for the reader to end.
     public func stop() async {
         let (task, timers) = state.withLock { s -> (Task<Void, Never>?, [Task<Void, Never>]) in
             s.stopped = true
@@ -130,6 +133,8 @@ public final class ShellyDriver: Driver {
 
     // MARK: - Commands
 
+    /// Switches the relay; the state is reported when the device confirms it.
+    /// - Throws: A `DriverError` for activations, when not running, or when the device is offline.
     public func execute(_ command: DriverCommand) async throws {
         guard case .setSwitch(let on) = command else {
             throw DriverError("the shelly driver does not write activations to the device")

@@ -12,12 +12,17 @@ import Foundation
 /// Discovery: Gen1 devices answer `announce` on `shellies/announce`; Gen2/Gen3 devices publish a
 /// retained `<id>/online` `true`.
 public struct ShellyDriverFactory: DiscoveringDriverFactory {
+    /// The driver name devices are registered with.
     public let name = "shelly"
 
+    /// A factory.
     public init() {}
 
+    /// The settings a Shelly device takes: `id`, `gen` and `channel`.
     public static let settingKeys: Set<String> = ["id", "gen", "channel"]
 
+    /// A driver for one device from its settings.
+    /// - Throws: A `DriverError` naming the setting that is missing, unknown or invalid.
     public func make(configuration: DriverConfiguration) throws -> any Driver {
         let s = try DriverSettings(configuration, allowed: Self.settingKeys)
         let id = try s.string("id")
@@ -38,11 +43,13 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
 
     // MARK: - Discovery
 
+    /// The topics discovery listens on: Gen1 announcements and Gen2/Gen3 `online` messages.
     public var discoveryFilters: [String] { ["shellies/announce", "+/online"] }
 
     /// Gen1 devices announce themselves when asked on `shellies/command`.
     public var discoveryProbes: [DriverMQTTMessage] { [DriverMQTTMessage(topic: "shellies/command", payload: Array("announce".utf8))] }
 
+    /// The device a discovery message describes, nil when it describes none.
     public func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice? {
         if message.topic == "shellies/announce" { return discoverGen1(message.payload) }
         let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)

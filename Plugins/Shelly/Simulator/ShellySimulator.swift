@@ -17,8 +17,11 @@ import Synchronization
 ///
 /// Both publish a retained `online` `true` when connected; the last will is `false` (retained).
 public final class ShellySimulator: Sendable {
+    /// The broker, the generation and identity, and the simulated load.
     public struct Options: Sendable {
+        /// The broker's host.
         public var host: String
+        /// The broker's port.
         public var port: Int
         /// 1, or 2 (Gen2/Gen3 protocol).
         public var gen: Int
@@ -28,11 +31,14 @@ public final class ShellySimulator: Sendable {
         public var loadWatts: Double
         /// Seconds between periodic reports (real Gen1 devices report every 30 s).
         public var statusPeriod: Double
+        /// The broker user name, nil for none.
         public var username: String?
+        /// The broker password, with `username`.
         public var password: String?
         /// Mains voltage, V.
         public var voltage: Double
 
+        /// A Gen2 device on a local broker, a 60 W load at 230 V, reporting every 10 s.
         public init(
             host: String = "127.0.0.1", port: Int = 1883, gen: Int = 2, id: String? = nil,
             loadWatts: Double = 60, statusPeriod: Double = 10,
@@ -49,7 +55,9 @@ public final class ShellySimulator: Sendable {
             self.voltage = voltage
         }
 
+        /// The Gen1 device id used when none is given (a Plug S).
         public static let defaultGen1Id = "shellyplug-s-7AB1C2"
+        /// The Gen2 topic prefix used when none is given (a Plus 1PM).
         public static let defaultGen2Id = "shellyplus1pm-441793ab3fb4"
 
         /// The id in use.
@@ -71,10 +79,13 @@ public final class ShellySimulator: Sendable {
         var publishedPower: Double?
     }
 
+    /// How it was set up.
     public let options: Options
+    /// The device id (Gen1) or topic prefix (Gen2) in use.
     public var deviceId: String { options.deviceId }
     private let state = Mutex(State())
 
+    /// A simulator; publishes nothing until `start()`.
     public init(options: Options = Options()) {
         self.options = options
     }
@@ -108,6 +119,8 @@ public final class ShellySimulator: Sendable {
 
     // MARK: - Lifecycle
 
+    /// Connects to the broker and publishes `online` and the full status.
+    /// - Throws: `MQTTError` when the client cannot be made or subscribe, `.stopped` when already started or stopped.
     public func start() async throws {
         var mqttOptions = MQTTOptions(
             host: options.host, port: options.port,

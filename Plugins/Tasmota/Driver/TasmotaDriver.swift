@@ -51,6 +51,8 @@ public final class TasmotaDriver: Driver {
     /// Payloads on the device's topics that could not be read (malformed JSON, garbage, absurd values).
     public var ignoredPayloads: Int { state.withLock { $0.ignored } }
 
+    /// Subscribes the device's topics and asks for the relay state.
+    /// - Throws: A `DriverError` when started twice, after `stop()`, or without a broker connection.
     public func start(context: any DriverContext) async throws {
         let ok = state.withLock { s -> Bool in
             guard !s.started, !s.stopped else { return false }
@@ -77,6 +79,7 @@ public final class TasmotaDriver: Driver {
         try mqtt.publish(topics.commandTopic, [], retain: false)
     }
 
+    /// Stops reading, cancels pending confirmations and waits for them to end.
     public func stop() async {
         let (loop, timers) = state.withLock { s -> (Task<Void, Never>?, [Task<Void, Never>]) in
             s.stopped = true
@@ -89,6 +92,8 @@ public final class TasmotaDriver: Driver {
         for timer in timers { await timer.value }
     }
 
+    /// Switches the relay; `.commandFailed` is reported when no confirmation comes in time.
+    /// - Throws: A `DriverError` for activations, when not running or offline, or when the command cannot be published.
     public func execute(_ command: DriverCommand) async throws {
         switch command {
         case .writeActivations:

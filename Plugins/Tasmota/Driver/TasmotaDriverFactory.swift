@@ -15,18 +15,22 @@ import DriverAPI
 /// Discovery: the hub subscribes to `tele/+/LWT`; a device whose last will says `Online` is offered
 /// for adoption with settings `{"topic":"<t>"}` (devices with a custom FullTopic must be added by hand).
 public struct TasmotaDriverFactory: DiscoveringDriverFactory {
+    /// The driver name devices are registered with.
     public let name = "tasmota"
 
     /// How long a switch command may wait for the device's confirmation before it is reported as
     /// failed (`.commandFailed`). A confirmation arriving later is still reported as the state.
     let confirmationTimeout: Duration
 
+    /// A factory whose drivers wait 10 s for a switch's confirmation.
     public init() { self.confirmationTimeout = .seconds(10) }
 
     init(confirmationTimeout: Duration) { self.confirmationTimeout = confirmationTimeout }
 
     static let keys: Set<String> = ["topic", "full_topic", "relay", "relays", "energy_channel"]
 
+    /// A driver for one device from its settings.
+    /// - Throws: A `DriverError` naming the setting that is missing, unknown or invalid.
     public func make(configuration: DriverConfiguration) throws -> any Driver {
         let s = try DriverSettings(configuration, allowed: Self.keys)
         let topic = try s.string("topic")
@@ -50,8 +54,10 @@ public struct TasmotaDriverFactory: DiscoveringDriverFactory {
         return TasmotaDriver(topics: topics, energyChannel: channel, confirmationTimeout: confirmationTimeout)
     }
 
+    /// The topic discovery listens on: every device's last will.
     public var discoveryFilters: [String] { ["tele/+/LWT"] }
 
+    /// The device an `Online` last will describes, nil for any other message.
     public func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice? {
         let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count == 3, levels[0] == "tele", levels[2] == "LWT" else { return nil }

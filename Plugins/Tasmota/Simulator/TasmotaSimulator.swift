@@ -20,11 +20,15 @@ import Synchronization
 /// With several relays the energy fields are arrays, one element per relay (like a multi-channel
 /// meter with `SetOption129 1`), and `Voltage` is a single value (the line all channels share).
 public final class TasmotaSimulator: Sendable {
+    /// The broker, the device's topic and relays, and the simulated load.
     public struct Options: Sendable {
+        /// The broker's host.
         public var host: String
+        /// The broker's port.
         public var port: Int
         /// The device's `%topic%`.
         public var topic: String
+        /// How many relays (1 to 8).
         public var relays: Int
         /// Seconds between `tele/` messages (the firmware's default is 300; 10 suits a demo).
         public var telePeriod: Double
@@ -32,11 +36,14 @@ public final class TasmotaSimulator: Sendable {
         public var loadWatts: Double
         /// The energy counter (`Total`, kWh) the device starts with, per relay.
         public var initialTotalKWh: Double
+        /// The broker user name, nil for none.
         public var username: String?
+        /// The broker password, with `username`.
         public var password: String?
         /// Skip commands the broker delivers from its retained store (a real Tasmota obeys them).
         public var ignoreRetainedCommands: Bool
 
+        /// One relay under `tasmota_A1B2C3` on a local broker, 60 W, `tele/` every 10 s.
         public init(
             host: String = "127.0.0.1", port: Int = 1883, topic: String = "tasmota_A1B2C3",
             relays: Int = 1, telePeriod: Double = 10, loadWatts: Double = 60,
@@ -78,10 +85,12 @@ public final class TasmotaSimulator: Sendable {
         var stopped = false
     }
 
+    /// How it was set up (relays clamped to 1...8, `telePeriod` at least 0.05 s).
     public let options: Options
     private let device: Mutex<Device>
     private let connection = Mutex(Connection())
 
+    /// A simulator; publishes nothing until started.
     public init(options: Options = Options()) {
         var options = options
         options.relays = min(max(options.relays, 1), 8)

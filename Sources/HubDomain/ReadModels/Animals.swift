@@ -1,24 +1,37 @@
+/// Whether an animal is in the hub's care now.
 public enum AnimalStatus: String, Sendable, Equatable, Codable {
+    /// In care since its last admission, or gone since its last discharge.
     case admitted, discharged
 }
 
+/// One animal as the read model knows it: its latest admission, whereabouts and vitals.
 public struct AnimalRecord: Sendable, Equatable, Codable {
+    /// The animal id.
     public var id: String
     /// The latest admission.
     public var admission: Admission
+    /// Admitted or discharged.
     public var status: AnimalStatus
+    /// When it was last admitted, µs since the Unix epoch.
     public var admittedAt: Int64
+    /// When it was last discharged, µs since the Unix epoch; nil while admitted.
     public var dischargedAt: Int64?
+    /// The last discharge's details; nil while admitted.
     public var discharge: AnimalDischarged?
     /// The beacon's identity as the bridges report it (`BeaconId.key`).
     public var beacon: String
+    /// The room its beacon was last heard in; nil before the first sighting.
     public var lastRoom: String?
+    /// When its beacon was last heard, µs since the Unix epoch.
     public var lastSeenAt: Int64?
+    /// The latest heart rate, in beats per minute.
     public var heartRate: ReadingValue?
+    /// The latest temperature, in °C.
     public var temperature: ReadingValue?
     /// How many times the animal was admitted.
     public var admissions: Int
 
+    /// True while in care.
     public var isAdmitted: Bool { status == .admitted }
 
     /// Returns the beacon that is released.
@@ -54,10 +67,12 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
 
 /// Per animal: admission, status, whereabouts, latest vitals; plus a beacon index.
 public struct AnimalsModel: Sendable, Equatable, Codable {
+    /// Every animal ever admitted, by id (discharged ones included).
     public private(set) var byId: [String: AnimalRecord] = [:]
     /// Beacon identity (`BeaconId.key`, as the bridges report it) -> currently admitted animal id.
     public private(set) var beaconIndex: [String: String] = [:]
 
+    /// No animals.
     public init() {}
 
     enum CodingKeys: String, CodingKey { case byId, beaconIndex }
@@ -74,6 +89,7 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
         beaconIndex = Dictionary(index.map { (BeaconId.key($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The animal with this id, discharged ones included; nil when never admitted.
     public subscript(id: String) -> AnimalRecord? { byId[id] }
 
     /// The admitted animal wearing `beacon`, given in any form `BeaconId` reads.
@@ -82,8 +98,10 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
         return byId[id]
     }
 
+    /// The animals in care now, sorted by id.
     public var admitted: [AnimalRecord] { byId.values.filter(\.isAdmitted).sorted { $0.id < $1.id } }
 
+    /// Folds one event into the model; events not about animals are ignored.
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         switch event {
         case .animalAdmitted(let e):

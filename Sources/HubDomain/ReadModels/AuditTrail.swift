@@ -1,20 +1,31 @@
 /// The last change of one stream.
 public struct StreamChange: Sendable, Equatable, Codable {
+    /// The global sequence number of the change.
     public var sequence: UInt64
+    /// When it was appended, µs since the Unix epoch.
     public var timestamp: Int64
+    /// The event type's name.
     public var type: String
+    /// Who caused it.
     public var actor: String
+    /// The command id it came with, if any.
     public var commandId: String?
 }
 
+/// One event in the audit trail's ring of recent entries.
 public struct AuditEntry: Sendable, Equatable {
+    /// The global sequence number.
     public var sequence: UInt64
+    /// When it was appended, µs since the Unix epoch.
     public var timestamp: Int64
     /// The stream, kept as its key: the fold makes an entry for every event, and a stream's name
     /// longer than 15 bytes would be a heap allocation each time.
     public var streamKey: StreamKey
+    /// The event type's name.
     public var type: String
+    /// Who caused it (a user, a driver, "scheduler", ...).
     public var actor: String
+    /// The command id it came with, if any.
     public var commandId: String?
 
     /// The stream's name, e.g. `device/lamp`.
@@ -27,6 +38,7 @@ public struct AuditEntry: Sendable, Equatable {
 extension AuditEntry: Codable {
     enum CodingKeys: String, CodingKey { case sequence, timestamp, stream, type, actor, commandId }
 
+    /// Decodes the snapshot form (the stream by name).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         sequence = try c.decode(UInt64.self, forKey: .sequence)
@@ -37,6 +49,7 @@ extension AuditEntry: Codable {
         commandId = try c.decodeIfPresent(String.self, forKey: .commandId)
     }
 
+    /// Encodes the snapshot form (the stream by name).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(sequence, forKey: .sequence)
@@ -50,16 +63,20 @@ extension AuditEntry: Codable {
 
 /// Who changed what: last change per stream, counts per actor, and a bounded ring of recent entries.
 public struct AuditTrail: Sendable, Equatable {
+    /// How many recent entries the ring keeps (at least 1).
     public let capacity: Int
     /// The last change of every stream, by the stream's key (the fold's hot path: no name is built).
     public private(set) var lastByStreamKey: [StreamKey: StreamChange] = [:]
+    /// How many events each actor caused.
     public private(set) var countsByActor: [String: Int] = [:]
     /// Ring storage; use `recent` for chronological order.
     private var ring: [AuditEntry] = []
     /// Index of the oldest entry once the ring is full.
     private var head: Int = 0
+    /// Every event folded, including those that fell out of the ring.
     public private(set) var totalEvents: UInt64 = 0
 
+    /// An empty trail keeping the newest `capacity` entries (at least 1).
     public init(capacity: Int = 1000) {
         self.capacity = max(1, capacity)
     }
@@ -70,6 +87,7 @@ public struct AuditTrail: Sendable, Equatable {
         return Array(ring[head...] + ring[..<head])
     }
 
+    /// The entries held, at most `capacity`.
     public var count: Int { ring.count }
 
     /// The last change of every stream, by the stream's name (built on each call: bind it once).
@@ -77,6 +95,7 @@ public struct AuditTrail: Sendable, Equatable {
         Dictionary(uniqueKeysWithValues: lastByStreamKey.map { ($0.key.stream, $0.value) })
     }
 
+    /// Folds one event: records the stream's last change, counts the actor, and rings the entry.
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         let type = event.typeName
         let stream = event.streamKey
@@ -104,6 +123,7 @@ public struct AuditTrail: Sendable, Equatable {
 extension AuditTrail: Codable {
     enum CodingKeys: String, CodingKey { case capacity, lastByStream, countsByActor, ring, head, totalEvents }
 
+    /// Decodes the snapshot form (`lastByStream` by stream name).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         capacity = try c.decode(Int.self, forKey: .capacity)
@@ -120,6 +140,7 @@ extension AuditTrail: Codable {
         totalEvents = try c.decode(UInt64.self, forKey: .totalEvents)
     }
 
+    /// Encodes the snapshot form (`lastByStream` by stream name).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(capacity, forKey: .capacity)

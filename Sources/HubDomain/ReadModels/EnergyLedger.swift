@@ -2,6 +2,7 @@
 public struct EnergyAccount: Sendable, Equatable, Codable {
     /// The last counter value seen (after a reset: 0 until the next reading).
     public var lastCounterWh: Double?
+    /// When the last counter reading was measured, µs since the Unix epoch.
     public var lastMeasuredAt: Int64?
     /// Never decreases: the sum of positive deltas between counter readings.
     public var lifetimeWh: Double = 0
@@ -10,13 +11,17 @@ public struct EnergyAccount: Sendable, Equatable, Codable {
     public var dailyWh: [String: Double] = [:]
     /// How many days ``dailyWh`` keeps.
     public static let daysKept = 366
+    /// How many times the counter went backwards (each an `EnergyCounterReset`).
     public var resets: Int = 0
     // Cache of the last day key, so consecutive readings on one day format nothing.
     var cachedDay: Int64?
     var cachedDayKey: String = ""
 
+    /// `lifetimeWh` in kWh.
     public var lifetimeKWh: Double { lifetimeWh / 1000 }
+    /// Energy used on a UTC day ("YYYY-MM-DD"), in Wh; 0 for a day not kept or without readings.
     public func wh(on day: String) -> Double { dailyWh[day] ?? 0 }
+    /// Energy used on a UTC day ("YYYY-MM-DD"), in kWh.
     public func kWh(on day: String) -> Double { wh(on: day) / 1000 }
 
     mutating func record(counterWh value: Double, measuredAt: Int64) {
@@ -39,17 +44,25 @@ public struct EnergyAccount: Sendable, Equatable, Codable {
     }
 }
 
+/// Energy per device, folded from energy counter readings.
 public struct EnergyLedger: Sendable, Equatable, Codable {
+    /// The accounts, by device id.
     public private(set) var accounts: [String: EnergyAccount] = [:]
 
+    /// No accounts.
     public init() {}
 
+    /// The account of `device`, nil before its first energy reading.
     public subscript(device: String) -> EnergyAccount? { accounts[device] }
 
+    /// The device's lifetime energy, in kWh (0 when none).
     public func lifetimeKWh(device: String) -> Double { accounts[device]?.lifetimeKWh ?? 0 }
+    /// The device's energy on a UTC day ("YYYY-MM-DD"), in kWh (0 when none).
     public func kWh(device: String, on day: String) -> Double { accounts[device]?.kWh(on: day) ?? 0 }
+    /// The device's last energy counter value, in Wh; nil before its first energy reading.
     public func lastCounterWh(device: String) -> Double? { accounts[device]?.lastCounterWh }
 
+    /// Folds one event: energy readings of devices and counter resets; others are ignored.
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         switch event {
         case .readingRecorded(let e):

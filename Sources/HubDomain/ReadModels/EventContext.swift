@@ -6,8 +6,10 @@ public struct EventContext: Sendable, Equatable, Codable {
     public var timestamp: Int64
     /// Who caused it (a user, a driver, "scheduler", ...).
     public var actor: String
+    /// The caller's command id, when the event came from a command that carried one.
     public var commandId: String?
 
+    /// Creates a context; `commandId` defaults to nil.
     public init(sequence: UInt64, timestamp: Int64, actor: String, commandId: String? = nil) {
         self.sequence = sequence; self.timestamp = timestamp; self.actor = actor; self.commandId = commandId
     }
@@ -15,9 +17,11 @@ public struct EventContext: Sendable, Equatable, Codable {
 
 /// A value with the time it was measured.
 public struct ReadingValue: Sendable, Equatable, Codable {
+    /// The measured value, in its quantity's unit.
     public var value: Double
     /// Microseconds since the Unix epoch, UTC.
     public var measuredAt: Int64
+    /// Creates a value.
     public init(value: Double, measuredAt: Int64) { self.value = value; self.measuredAt = measuredAt }
 
     /// The latest by measurement: `new` unless `held` was measured after it (on equal times, `new`).

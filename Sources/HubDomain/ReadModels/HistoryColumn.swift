@@ -1,7 +1,10 @@
 /// A bucket width of the history read model, with how long its buckets are kept.
 public enum HistoryResolution: String, Sendable, Equatable, CaseIterable, Codable {
+    /// One-minute buckets (`1m`).
     case minute = "1m"
+    /// One-hour buckets (`1h`).
     case hour = "1h"
+    /// One-day buckets (`1d`, UTC days).
     case day = "1d"
 
     /// The bucket width in microseconds.
@@ -52,7 +55,9 @@ public struct HistoryBucket: Sendable, Equatable {
     public var start: Int64
     /// Readings measured in the bucket.
     public var count: Int
+    /// The smallest reading measured in the bucket (the held value when `count` is 0).
     public var min: Double
+    /// The largest reading measured in the bucket (the held value when `count` is 0).
     public var max: Double
     /// The sum of the readings measured in the bucket.
     public var sum: Double
@@ -68,6 +73,7 @@ public struct HistoryBucket: Sendable, Equatable {
     /// no time yet (the newest reading, measured at the model's clock) answers the mean of its readings.
     public var mean: Double { covered > 0 ? weighted / Double(covered) : sum / Double(count) }
 
+    /// Creates a bucket; `weighted` and `covered` default to 0 (no time held yet).
     public init(
         start: Int64, count: Int, min: Double, max: Double, sum: Double, last: Double,
         weighted: Double = 0, covered: Int64 = 0

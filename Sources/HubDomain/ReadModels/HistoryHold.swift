@@ -20,16 +20,21 @@ public struct HistoryHold: Sendable, Equatable, Codable {
     /// The measured time of the series' newest reading (nil before any).
     public var newest: Int64?
 
+    /// No value held yet.
     public init() {}
 
+    /// A hold restored from its parts (the history files' form).
     public init(value: Double?, since: Int64, newest: Int64?) {
         self.value = value; self.since = since; self.newest = newest
     }
 
     /// One value held over `[from, to)` (µs).
     public struct Span: Sendable, Equatable {
+        /// The value held.
         public var value: Double
+        /// Where it starts holding, µs since the epoch (inclusive).
         public var from: Int64
+        /// Where it stops holding, µs since the epoch (exclusive).
         public var to: Int64
     }
 

@@ -1,7 +1,10 @@
 /// What one history series is about: a device's or an animal's readings of one quantity.
 public struct HistorySeriesKey: Sendable, Hashable {
+    /// The device or animal.
     public var subject: Subject
+    /// The quantity measured (never energy: that is the ledger's).
     public var quantity: Quantity
+    /// Creates a key.
     public init(subject: Subject, quantity: Quantity) { self.subject = subject; self.quantity = quantity }
 }
 
@@ -91,11 +94,13 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
     /// moves with every event.
     private var only: HistorySeriesKey?
 
+    /// A model folding every series, or only `only`.
     public init(only: HistorySeriesKey? = nil) { self.only = only }
 
     /// The quantities the model keeps (energy is the ledger's).
     public static func keeps(_ quantity: Quantity) -> Bool { quantity != .energy }
 
+    /// Folds one event: moves the clock, takes history-kept readings, and ends the series of a subject that stops reporting.
     public mutating func apply(_ event: HubEvent, context: EventContext) {
         if context.timestamp > now { now = context.timestamp }
         if let subject = Self.stopsReporting(event) { end(subject, at: context.timestamp); return }
@@ -173,6 +178,7 @@ public struct HistoryModel: Sendable, Equatable, HistorySource {
     /// Bytes one bucket slot takes.
     public static var bytesPerBucket: Int { HistoryColumn.bytesPerBucket }
 
+    /// Equal when the clocks and every series match (slot order aside).
     public static func == (a: HistoryModel, b: HistoryModel) -> Bool {
         guard a.now == b.now, a.series.count == b.series.count else { return false }
         for (key, slot) in a.slots {
@@ -252,6 +258,7 @@ extension HistoryModel: Codable {
         try container.encode(Base64.encode(encodedBytes()))
     }
 
+    /// Decodes the snapshot form: the binary encoding as a base64 string.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         guard let bytes = Base64.decode(try container.decode(String.self)) else {

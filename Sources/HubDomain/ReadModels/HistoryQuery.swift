@@ -1,16 +1,21 @@
 /// A history request, checked: `{"subject":"device/kettle","quantity":"power","from":...,"to":...,"bucket":"1h"}`.
 /// The same for every transport (`hub/request/history`, `hub exec`, `hub replay --history`).
 public struct HistoryQuery: Sendable, Equatable {
+    /// What the readings are of.
     public var subject: Subject
+    /// The quantity asked for (energy answers from the ledger, per day).
     public var quantity: Quantity
     /// The range, µs since the epoch: buckets whose start lies in `[bucket of from, to)`.
     public var from: Int64
+    /// The end of the range, µs since the epoch (exclusive).
     public var to: Int64
+    /// The bucket width.
     public var resolution: HistoryResolution
 
     /// At most this many buckets in one range (`too_many_buckets` beyond).
     public static let maxBuckets = 10_000
 
+    /// Creates a query without checking it (`parse` checks a request).
     public init(subject: Subject, quantity: Quantity, from: Int64, to: Int64, resolution: HistoryResolution) {
         self.subject = subject; self.quantity = quantity; self.from = from; self.to = to; self.resolution = resolution
     }
@@ -85,13 +90,17 @@ public struct HistoryQuery: Sendable, Equatable {
 public struct EnergyDay: Sendable, Equatable {
     /// The day's start, µs since the epoch, UTC.
     public var start: Int64
+    /// The energy used that day, in Wh.
     public var wh: Double
+    /// Creates a day.
     public init(start: Int64, wh: Double) { self.start = start; self.wh = wh }
 }
 
 /// What a history query answers: buckets of readings, or energy per day.
 public enum HistoryAnswer: Sendable, Equatable {
+    /// Buckets of readings, oldest first.
     case buckets([HistoryBucket])
+    /// Energy per UTC day, oldest first.
     case energy([EnergyDay])
 }
 

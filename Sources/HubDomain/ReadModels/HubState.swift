@@ -1,18 +1,26 @@
 /// All read models, folded from the event log.
 public struct HubState: Sendable, Equatable, Codable {
+    /// The devices, by id.
     public var devices = DevicesModel()
+    /// Energy per device, from counter readings.
     public var energy = EnergyLedger()
+    /// Each device's activations.
     public var activations = ActivationsModel()
+    /// The animals and the beacon index.
     public var animals = AnimalsModel()
+    /// The groups and scenes.
     public var household = HouseholdModel()
     /// The history read model, folded here when ``foldsHistory``; the running hub keeps its
     /// history on disk instead (`HistoryFiles`) and leaves this one empty.
     public var history = HistoryModel()
+    /// Whether `apply` folds readings into `history` (false in the running hub, which keeps history on disk).
     public var foldsHistory: Bool
+    /// Who changed what, and the recent entries.
     public var audit: AuditTrail
     /// Sequence of the last applied event (0 = none).
     public private(set) var lastSequence: UInt64 = 0
 
+    /// Empty read models; the audit ring keeps `auditCapacity` entries.
     public init(auditCapacity: Int = 1000, foldsHistory: Bool = true) {
         audit = AuditTrail(capacity: auditCapacity)
         self.foldsHistory = foldsHistory

@@ -2,33 +2,57 @@
 /// used by ``HubMetrics``; the help texts are written as `# HELP` lines into `/metrics` (swift-metrics
 /// has no place for them); docs/operations.md lists the same table.
 public enum MetricCatalog {
+    /// The Prometheus names, one constant each; `entries` gives their type, labels and help.
     public enum Name {
+        /// Counter: events appended to the log by this process.
         public static let eventsAppended = "hub_events_appended_total"
+        /// Histogram: the time of one append, from the request to its acknowledgement, seconds.
         public static let appendDuration = "hub_append_duration_seconds"
+        /// Histogram: the time of one fdatasync of the log's segment file, seconds.
         public static let syncDuration = "hub_fsync_duration_seconds"
+        /// Counter: commands answered, by outcome (ok, refused, failed).
         public static let commands = "hub_commands_total"
+        /// Counter: commands refused or failed, by outcome and rejection code.
         public static let rejections = "hub_command_rejections_total"
+        /// Gauge: 1 while connected to the broker, else 0.
         public static let mqttConnected = "hub_mqtt_connected"
+        /// Counter: times the broker connection came back after a loss.
         public static let mqttReconnects = "hub_mqtt_reconnects_total"
+        /// Counter: messages received from the broker.
         public static let mqttReceived = "hub_mqtt_messages_received_total"
+        /// Counter: messages published to the broker.
         public static let mqttPublished = "hub_mqtt_messages_published_total"
+        /// Counter: event feed publishes the broker refused or that failed.
         public static let mqttEventsRefused = "hub_mqtt_events_refused_total"
+        /// Histogram: how long a driver took to send one command to its device, seconds, by driver and outcome.
         public static let driverCommandDuration = "hub_driver_command_duration_seconds"
+        /// Gauge: registered devices, by driver and availability.
         public static let devices = "hub_devices"
+        /// Counter: raw MQTT messages a bridge received.
         public static let bridgeObservations = "hub_bridge_observations_total"
+        /// Counter: facts a bridge reported (sighted, present, unseen), by bridge and fact.
         public static let bridgeFacts = "hub_bridge_facts_total"
+        /// Gauge: seconds since the newest read-model snapshot was written.
         public static let snapshotAge = "hub_snapshot_age_seconds"
+        /// Gauge: events in the log after the newest snapshot.
         public static let eventsSinceSnapshot = "hub_events_since_snapshot"
+        /// Counter: HTTP connections closed for taking too long, by reason (idle, body).
         public static let httpConnectionsCut = "hub_http_connections_cut_total"
     }
 
+    /// One metric: its name, type, labels and help text.
     public struct Entry: Sendable {
+        /// The Prometheus name.
         public var name: String
+        /// `counter`, `gauge` or `histogram`.
         public var type: String
+        /// The label names it is split by.
         public var labels: [String]
+        /// The `# HELP` text.
         public var help: String
     }
 
+    /// Every metric, in the order `/metrics` and docs/operations.md list them.
     public static let entries: [Entry] = [
         Entry(name: Name.eventsAppended, type: "counter", labels: [], help: "Events appended to the log by this process."),
         Entry(

@@ -20,10 +20,13 @@ import Glibc
 /// The file is read again whenever it changed, so a token rotated by `hub token rotate` while the
 /// hub runs is refused from the next request on.
 public final class AccessTokens: Sendable {
+    /// One stored token: its name and digest, never the token.
     public struct Entry: Sendable, Equatable {
+        /// The token's name (`admin`, or as given to `hub token`).
         public var name: String
         /// Lowercase hex SHA-256 of the token's UTF-8 bytes.
         public var sha256: String
+        /// When it was made, ISO 8601 UTC.
         public var created: String
     }
 

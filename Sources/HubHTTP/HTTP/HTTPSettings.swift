@@ -23,6 +23,7 @@ public struct HTTPSettings: Sendable, Equatable {
     /// `http.max_connections`.
     public var maxConnections = 256
 
+    /// Listen on `host:port`, with the default limits.
     public init(host: String, port: Int) {
         self.host = host
         self.port = port

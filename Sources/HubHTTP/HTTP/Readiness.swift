@@ -10,8 +10,10 @@ import Glibc
 public struct ReadinessCheck: Sendable {
     /// What is checked (`log`, `mqtt`, `disk`, ...): the key in `/readyz`'s body.
     public var name: String
+    /// Nil when the condition holds, else a short phrase saying what is wrong.
     public var problem: @Sendable () async -> String?
 
+    /// Creates a check.
     public init(name: String, problem: @escaping @Sendable () async -> String?) {
         self.name = name
         self.problem = problem
@@ -22,8 +24,10 @@ public struct ReadinessCheck: Sendable {
 /// The hub's own are ``HubService/readinessChecks(hub:surface:options:stopping:)``;
 /// more can be passed in ``HubServiceOptions/extraReadinessChecks``.
 public struct Readiness: Sendable {
+    /// The checks, in the order they run.
     public var checks: [ReadinessCheck]
 
+    /// Creates the conditions.
     public init(_ checks: [ReadinessCheck]) { self.checks = checks }
 
     /// Every check's problem, in order; empty when ready.
