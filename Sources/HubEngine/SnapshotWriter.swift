@@ -10,6 +10,7 @@ public struct SnapshotWriter: Service {
     /// A writer for `hub`'s snapshots.
     public init(hub: Hub) { self.hub = hub }
 
+    /// Takes the due snapshots until the graceful shutdown; then the command path writes them again.
     public func run() async throws {
         let (dues, due) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await hub.handSnapshots(to: due)

@@ -2,9 +2,9 @@ import BrokerHarness
 import Foundation
 import HubDomain
 import HubLog
-import VirtualDriver
 import Logging
 import Testing
+import VirtualDriver
 
 @testable import HubApp
 @testable import HubEngine

@@ -9,7 +9,11 @@ import Testing
     /// The library targets `Package.swift` declares (test-only targets under `Tests/` aside).
     static func libraryTargets() throws -> [String] {
         let package = try DocsAndScriptsTests.read("Package.swift")
-        let regex = try NSRegularExpression(pattern: #"\.(?:target|systemLibrary)\(name: "([A-Za-z0-9]+)"([^\n]*)"#)
+        // A target's text runs from its `.target(` to the next target of any kind (targets may span lines).
+        let regex = try NSRegularExpression(
+            pattern:
+                #"\.(?:target|systemLibrary)\(\s*name: "([A-Za-z0-9]+)"((?:(?!\.(?:target|testTarget|executableTarget|systemLibrary)\()[\s\S])*)"#
+        )
         let range = NSRange(package.startIndex..., in: package)
         return regex.matches(in: package, range: range).compactMap { match in
             let name = String(package[Range(match.range(at: 1), in: package)!])
