@@ -77,7 +77,7 @@ public actor Hub {
     public init(
         store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
         metrics: HubMetrics = .disabled
-    ) throws {
+    ) async throws {
         self.store = store
         self.metrics = metrics
         snapshots = try SnapshotStore(directory: paths.snapshots)
@@ -89,7 +89,7 @@ public actor Hub {
         var state = HubState(foldsHistory: false)
         // Only a snapshot the log vouches for (sealed here, and the log has its chain hash at its
         // sequence); the others are set aside, each with a note.
-        let found = try snapshots.loadLatest { try store.chainHash(at: $0) }
+        let found = try await snapshots.loadLatest { try await store.chainHash(at: $0) }
         notes += found.notes
         if let snapshot = found.snapshot {
             let sequence = snapshot.sequence
@@ -112,10 +112,12 @@ public actor Hub {
             }
         }
         let history = try HistoryFiles(directory: paths.history)
-        notes += try Self.checkHistory(history, against: store)
+        notes += try await Self.checkHistory(history, against: store)
         let before = state.lastSequence
         let historyBefore = history.foldedThrough
-        try history.foldingInBulk { try Self.fold(store: store, into: &state, history: history, through: store.lastSequence) }
+        try await history.foldingInBulk {
+            try await Self.fold(store: store, into: &state, history: history, through: store.lastSequence)
+        }
         notes.append("replayed \(state.lastSequence - before) events; log holds \(store.lastSequence)")
         if history.foldedThrough - historyBefore != state.lastSequence - before {
             notes.append("history files folded \(history.foldedThrough - historyBefore) events from sequence \(historyBefore + 1)")
@@ -326,22 +328,23 @@ public actor Hub {
 
     /// Keeps the history files only when their sync record names this log (its chain hash at the
     /// record's sequence); otherwise they are removed, to be folded again from the whole log.
-    static func checkHistory(_ history: HistoryFiles, against store: any EventStore) throws -> [String] {
-        guard let reason = try HistoryFiles.distrust(history.synced, hasSeries: !history.isEmpty, store: store) else { return [] }
+    static func checkHistory(_ history: HistoryFiles, against store: any EventStore) async throws -> [String] {
+        guard let reason = try await HistoryFiles.distrust(history.synced, hasSeries: !history.isEmpty, store: store) else { return [] }
         try history.reset()
         return ["history files rebuilt from the log: \(reason)"]
     }
 
     /// Folds every committed event the read models have not seen yet (the live tail, which stores
     /// such as the segment store serve from memory).
-    public func catchUp() throws {
+    public func catchUp() async throws {
         let last = store.lastSequence
         guard last > state.lastSequence else { return }
-        try store.read(from: state.lastSequence + 1, through: last) { record in
-            fold(record)
+        try await store.read(from: state.lastSequence + 1, through: last) { record in
+            // While a chunk is read the actor may fold records (another catch-up): skip those.
+            if record.sequence == state.lastSequence + 1 { fold(record) }
             return true
         }
-        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { await snapshotQuietly() }
     }
 
     /// ``catchUp()`` on the command path: the records are read with ``EventStore/records(from:through:)``,
@@ -352,7 +355,7 @@ public actor Hub {
         guard last > state.lastSequence else { return }
         let records = try await store.records(from: state.lastSequence + 1, through: last)
         for record in records where record.sequence == state.lastSequence + 1 { fold(record) }
-        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { snapshotQuietly() }
+        if state.lastSequence - snapshotSequence >= snapshotEvery, state.lastSequence >= snapshotRetryAt { await snapshotQuietly() }
     }
 
     /// Folds one record into the read models (an event this version cannot read is skipped, counted).
@@ -380,9 +383,9 @@ public actor Hub {
     /// Writes a snapshot; a failure (a full disk) is kept in ``snapshotProblem`` instead of thrown:
     /// the previous snapshot stays in use, nothing is left half-written, and the next attempt waits
     /// for another eighth of `snapshotEvery` events (a full disk is not hammered with snapshots).
-    func snapshotQuietly() {
+    func snapshotQuietly() async {
         do {
-            try snapshot()
+            try await snapshot()
             snapshotProblem = nil
         } catch {
             snapshotProblem = "the snapshot at sequence \(state.lastSequence) was not written: \(error); the previous one stays in use"
@@ -392,10 +395,16 @@ public actor Hub {
 
     /// Writes a snapshot of the read models with the sequence it covers and the log's chain hash
     /// there, which binds it to this log.
-    public func snapshot() throws {
-        guard state.lastSequence > snapshotSequence || history.needsSync,
-            let chainHash = try store.chainHash(at: state.lastSequence)
-        else { return }
+    public func snapshot() async throws {
+        guard state.lastSequence > snapshotSequence || history.needsSync else { return }
+        var sequence = state.lastSequence
+        var found = try await store.chainHash(at: sequence)
+        // The read models may have moved on while the hash was read: it must be the one at their sequence.
+        while state.lastSequence != sequence {
+            sequence = state.lastSequence
+            found = try await store.chainHash(at: sequence)
+        }
+        guard let chainHash = found else { return }
         // The history first: when its files cannot be synced (a full disk), no snapshot is tried either.
         if history.needsSync, history.foldedThrough == state.lastSequence {
             try history.sync(sequence: state.lastSequence, chainHash: chainHash)
@@ -430,13 +439,13 @@ public actor Hub {
     @discardableResult
     public func close() async throws -> String? {
         do {
-            try catchUp()
+            try await catchUp()
         } catch {
             await store.close()
             throw error
         }
         snapshotRetryAt = 0
-        snapshotQuietly()
+        await snapshotQuietly()
         history.closeFiles()
         await store.close()
         return snapshotProblem
