@@ -195,6 +195,16 @@ import Testing
         #expect(try await any.chainHash(at: 1501) == nil)
     }
 
+    /// In asynchronous code a call on a `SegmentStore` is the store's own read, not the protocol's
+    /// default: `verify` checks the segment files (and counts them), as `hub verify` does.
+    @Test func anAsyncCallOnTheSegmentStoreIsItsOwnVerify() async throws {
+        let store = try SegmentStore(directory: temporaryDirectory())
+        _ = await store.appendAll((0..<10).map { request("s", $0) })
+        let report = try await store.verify(progress: nil)
+        #expect(report.records == 10 && report.segments == 1 && report.bytes > 0, "\(report)")
+        store.close()
+    }
+
     @Test func crc32cMatchesKnownVectors() {
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
         #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)

@@ -277,6 +277,47 @@ import Testing
         #expect(try await reopened.verify(progress: nil).records == 6)
         await reopened.close()
     }
+
+    /// Every read is asynchronous and calls its closure on the caller's actor (the hub folds into
+    /// its own state from inside `read`); the hashes `readViews` hands out are the ones
+    /// `chainHash(at:)` answers, and `verify` reports the last.
+    @Test(arguments: Backend.allCases)
+    func readsCallTheirClosureOnTheCallersActor(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try await place.open()
+        for n in 0..<5 { _ = try await store.append(request("s\(n % 2)", [event(n)])) }
+        let folder = Folder(store: store)
+        try await folder.fold()
+        #expect(await folder.sequences == [1, 2, 3, 4, 5])
+        let hashes = await folder.hashes
+        #expect(hashes.count == 5)
+        for sequence in 1...5 { #expect(try await store.chainHash(at: UInt64(sequence)) == hashes[sequence - 1]) }
+        #expect(try await store.chainHash(at: 6) == nil)
+        #expect(try await store.verify(progress: nil).headHash == LogVerifier.hex(hashes[4]))
+        await store.close()
+    }
+}
+
+/// Reads a log into its own state from inside the reads' closures.
+actor Folder {
+    let store: any EventStore
+    var sequences: [UInt64] = []
+    var hashes: [[UInt8]] = []
+
+    init(store: any EventStore) { self.store = store }
+
+    func fold() async throws {
+        try await store.read(from: 1, through: .max) { record in
+            self.assertIsolated("read calls its closure on the caller's actor")
+            sequences.append(record.sequence)
+            return true
+        }
+        try await store.readViews(from: 1, through: .max) { view in
+            self.assertIsolated("readViews calls its closure on the caller's actor")
+            hashes.append(view.hash)
+            return true
+        }
+    }
 }
 
 /// Whether `body` ended within `seconds` (false: it still runs, and is left running).
