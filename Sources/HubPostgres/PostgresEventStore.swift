@@ -139,7 +139,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var opened: [PostgresConnection] = []
         do {
-            let configuration = try configuration(location)
+            let configuration = try Self.configuration(location)
             for id in 1...3 {
                 let connection = try await PostgresConnection.connect(
                     on: group.next(), configuration: configuration,
@@ -162,8 +162,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
                 }
             }
         } catch {
-            await abandon(opened, group)
-            throw describe(error, location, "cannot open the event log")
+            await Self.abandon(opened, group)
+            throw Self.describe(error, location, "cannot open the event log")
         }
         let store = PostgresEventStore(
             location: location, readOnly: readOnly, logger: logger, statementDeadline: statementDeadline, group: group,
@@ -175,8 +175,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             store.watch(store.connections.withLock { $0 })
         } catch {
             store.state.withLock { $0.closed = true }
-            await abandon(opened, group)
-            throw describe(error, location, "cannot open the event log")
+            await Self.abandon(opened, group)
+            throw Self.describe(error, location, "cannot open the event log")
         }
         return store
     }
