@@ -102,7 +102,8 @@ public final class HubService: Sendable {
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         try options.http?.checkCanListen()
         let open = {
-            try await Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics)
+            try await Hub(
+                paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics)
         }
         let hub: Hub
         let active: ActiveLease?

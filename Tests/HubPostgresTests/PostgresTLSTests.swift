@@ -66,7 +66,8 @@ import Testing
         #expect(byAddress.lastSequence == 1)
         await byAddress.close()
         // ...and require checks nothing but still encrypts.
-        let required = try await PostgresEventStore.open(location: PostgresLocation(url: url(host: "127.0.0.1", "sslmode=require")), readOnly: true)
+        let required = try await PostgresEventStore.open(
+            location: PostgresLocation(url: url(host: "127.0.0.1", "sslmode=require")), readOnly: true)
         #expect(try encryptedConnections() == 3)
         await required.close()
 
@@ -85,7 +86,8 @@ import Testing
         let stranger = try TestCertificates.makeAuthority(in: server.directory.appendingPathComponent("stranger"))
         await #expect(
             performing: {
-                try await PostgresEventStore.open(location: PostgresLocation(url: url(host: "localhost", "sslmode=verify-ca&sslrootcert=\(stranger)")))
+                try await PostgresEventStore.open(
+                    location: PostgresLocation(url: url(host: "localhost", "sslmode=verify-ca&sslrootcert=\(stranger)")))
             }, throws: { "\($0)".contains("certificate was refused") })
         // A root certificate file that is not one: said before connecting.
         await #expect(
