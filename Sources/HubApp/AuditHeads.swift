@@ -28,7 +28,7 @@ struct AuditHeads: Service {
         do {
             let trail = try AuditTrail(dataDirectory: dataDirectory, readOnly: false)
             let key = try AuditKey.load(path: trail.keyPath, create: true)
-            try start(trail)
+            try await start(trail)
             signer = Signer(trail: trail, key: Array(key.rawRepresentation), store: store, surface: surface, topic: topic)
         } catch {
             logger.warning("audit: tree heads are not signed: \(error)")
@@ -76,8 +76,8 @@ struct AuditHeads: Service {
 
     /// A tree that is not this log's is set aside and rebuilt; heads signed over it no longer match
     /// the log, which `hub verify` names.
-    private func start(_ trail: AuditTrail) throws {
-        guard let misfit = try trail.misfit(store: store, leaf: AuditLeaf.bytes) else { return }
+    private func start(_ trail: AuditTrail) async throws {
+        guard let misfit = try await trail.misfit(store: store, leaf: AuditLeaf.bytes) else { return }
         let name = try trail.setAsideTree(unixSeconds: Int64(Date().timeIntervalSince1970))
         logger.warning(
             "audit: the Merkle tree in \(trail.directory) is not this log's (\(misfit)); set aside as \(name) and rebuilt from the log: heads signed before do not match it (hub verify names them)"
@@ -97,7 +97,7 @@ struct AuditHeads: Service {
         func catchUp(limit: UInt64 = .max) async throws {
             var added: UInt64 = 0
             while added < limit {
-                let step = try trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: min(4096, limit - added))
+                let step = try await trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: min(4096, limit - added))
                 guard step > 0 else { return }
                 added += step
                 await Task.yield()

@@ -11,10 +11,10 @@ extension Hub {
     public init(
         paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
         logOptions: SegmentStoreOptions = SegmentStoreOptions(), metrics: HubMetrics = .disabled
-    ) throws {
+    ) async throws {
         var logOptions = logOptions
         if logOptions.syncObserver == nil, metrics !== HubMetrics.disabled { logOptions.syncObserver = metrics.syncObserver }
-        try self.init(
+        try await self.init(
             store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery,
             metrics: metrics)
     }

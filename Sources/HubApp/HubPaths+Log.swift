@@ -23,9 +23,11 @@ extension HubPaths {
     /// - Returns: The opened store.
     /// - Throws: `EventLogError` when the log cannot be opened (locked, corrupt, missing when
     ///   read-only, a URL that does not parse, a server that cannot be reached).
-    public func openEventStore(readOnly: Bool = false, options: SegmentStoreOptions = SegmentStoreOptions()) throws -> any EventStore {
+    public func openEventStore(
+        readOnly: Bool = false, options: SegmentStoreOptions = SegmentStoreOptions()
+    ) async throws -> any EventStore {
         if let logURL {
-            return try PostgresEventStore(location: PostgresLocation(url: logURL), readOnly: readOnly)
+            return try await PostgresEventStore.open(location: PostgresLocation(url: logURL), readOnly: readOnly)
         }
         return try SegmentStore(directory: log, options: options, readOnly: readOnly)
     }

@@ -112,7 +112,8 @@ public final class HubService: Sendable {
     public init(_ options: HubServiceOptions, logger: Logger, signals: [UnixSignal] = []) async throws {
         try options.http?.checkCanListen()
         let open = {
-            try Hub(paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics)
+            try await Hub(
+                paths: options.paths, snapshotEvery: options.snapshotEvery, logOptions: options.logOptions, metrics: options.metrics)
         }
         let hub: Hub
         let active: ActiveLease?
@@ -131,7 +132,7 @@ public final class HubService: Sendable {
                 throw error
             }
         } else {
-            (hub, active) = (try open(), nil)
+            (hub, active) = (try await open(), nil)
         }
         for line in hub.openingNotes { logger.info("\(line)") }
         do {

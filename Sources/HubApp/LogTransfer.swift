@@ -18,10 +18,10 @@ public enum LogTransfer {
     /// - Returns: The number of events written.
     /// - Throws: When the log cannot be read or the file cannot be written.
     @discardableResult
-    public static func export(store: any EventStore, to path: String) throws -> UInt64 {
+    public static func export(store: any EventStore, to path: String) async throws -> UInt64 {
         let writer = try LineWriter(path: path)
         var count: UInt64 = 0
-        try store.readViews(from: 1, through: store.lastSequence) { view in
+        try await store.readViews(from: 1, through: store.lastSequence) { view in
             try writer.write(EventLines.exportLine(view))
             count += 1
             return true
@@ -45,7 +45,7 @@ public enum LogTransfer {
     @discardableResult
     public static func importFile(_ path: String, into paths: HubPaths) async throws -> UInt64 {
         let checked = try check(fileAt: path)  // a bad file is refused before anything is made
-        if paths.mayHoldLog, let existing = try? paths.openEventStore(readOnly: true) {
+        if paths.mayHoldLog, let existing = try? await paths.openEventStore(readOnly: true) {
             let count = existing.lastSequence
             await existing.close()
             if count > 0 {
@@ -53,7 +53,7 @@ public enum LogTransfer {
                 throw HubError.failed("\(place) already holds \(count) events; import needs an empty log")
             }
         }
-        let store = try paths.openEventStore()
+        let store = try await paths.openEventStore()
         do {
             // On PostgreSQL, a hub holding the lease refuses the import; otherwise it holds the lease while it writes.
             let lease = try await ToolLease.take(store, for: "hub import")

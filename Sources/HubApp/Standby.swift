@@ -139,10 +139,10 @@ enum Standby {
     /// - Returns: The hub and its lease, already fenced into the store: every append from now on checks it.
     ///   - status: What the standby's HTTP listener says on `/readyz` (kept current here).
     static func untilActive(
-        open: () throws -> Hub, settings: LeaseSettings, retryFirstOpen: Bool, logger: Logger,
+        open: () async throws -> Hub, settings: LeaseSettings, retryFirstOpen: Bool, logger: Logger,
         status: StandbyStatus? = nil, stop: @Sendable () -> Bool
     ) async throws -> (Hub, ActiveLease) {
-        var hub: Hub? = retryFirstOpen ? nil : try open()
+        var hub: Hub? = retryFirstOpen ? nil : try await open()
         var said = false
         var failures = 0
         var tries = 0
@@ -153,7 +153,7 @@ enum Standby {
             }
             do {
                 if hub == nil {
-                    hub = try open()
+                    hub = try await open()
                     if failures > 0 { logger.notice("standby: instance \(settings.instance) is connected to the log again") }
                 }
                 if tries == 0, settings.derived, !retryFirstOpen { try await refuseSecondWriter(hub!, settings: settings) }

@@ -64,14 +64,14 @@ public final class AuditTrail: @unchecked Sendable {
     /// Why the tree cannot be the tree of this log, or nil when it can: it holds more records than
     /// the log, or its last leaf is not the log's record at that sequence (each leaf holds its
     /// record's chain hash, which commits to every record before it, so one comparison suffices).
-    public func misfit(store: any EventStore, leaf: LeafBytes) throws -> String? {
+    public nonisolated(nonsending) func misfit(store: any EventStore, leaf: LeafBytes) async throws -> String? {
         let size = tree.size
         guard size > 0 else { return nil }
         guard size <= store.lastSequence else {
             return "the tree holds \(size) records, the log \(store.lastSequence)"
         }
         var fits = false
-        try store.readViews(from: size, through: size) { view in
+        try await store.readViews(from: size, through: size) { view in
             fits = Merkle.leafHash(leaf(view)) == (try tree.leafHash(size - 1))
             return false
         }
@@ -92,11 +92,13 @@ public final class AuditTrail: @unchecked Sendable {
     ///
     /// - Returns: How many were added.
     @discardableResult
-    public func catchUp(store: any EventStore, leaf: LeafBytes, limit: UInt64 = .max) throws -> UInt64 {
+    public nonisolated(nonsending) func catchUp(
+        store: any EventStore, leaf: LeafBytes, limit: UInt64 = .max
+    ) async throws -> UInt64 {
         let from = tree.size + 1, available = store.lastSequence
         guard from <= available, limit > 0 else { return 0 }
         let through = available - from + 1 > limit ? from + limit - 1 : available
-        try store.readViews(from: from, through: through) { view in
+        try await store.readViews(from: from, through: through) { view in
             tree.append(leafHash: Merkle.leafHash(leaf(view)))
             if tree.size % 4096 == 0 { try tree.flush() }
             return true

@@ -33,10 +33,10 @@ public enum AuditVerifier {
     ///   - publicKey: The key the heads must be signed by (nil: the data directory's own key's public half).
     ///   - running: A hub keeps the audit files now: what it added after `store` was opened (a
     ///     longer tree, newer heads) is its progress, not records removed from the log.
-    public static func check(
+    public nonisolated(nonsending) static func check(
         store: any EventStore, dataDirectory: String, leaf: LeafBytes,
         publicKey: Curve25519.Signing.PublicKey? = nil, running: Bool = false
-    ) throws -> Report {
+    ) async throws -> Report {
         let directory = AuditTrail.directory(dataDirectory: dataDirectory)
         var report = Report()
         let treePath = directory + "/tree"
@@ -55,7 +55,7 @@ public enum AuditVerifier {
         }
         var builder = TreeBuilder()
         var compareThrough = min(report.treeSize, store.lastSequence)
-        try store.readViews(from: 1, through: store.lastSequence) { view in
+        try await store.readViews(from: 1, through: store.lastSequence) { view in
             let emitted = builder.append(Merkle.leafHash(leaf(view)))
             if view.sequence <= compareThrough, let file {
                 let first = TreeFile.nodeCount(view.sequence - 1)

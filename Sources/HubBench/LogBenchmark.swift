@@ -60,7 +60,7 @@ public struct LogBenchmark: Sendable {
         store: any EventStore, label: String = "store",
         progress: @Sendable (String) -> Void = LogBenchmark.stderrProgress,
         replay: (EventRecord) throws -> Void,
-        replayAll: ((_ through: UInt64) throws -> (events: UInt64, payloadBytes: Int))? = nil
+        replayAll: ((_ through: UInt64) async throws -> (events: UInt64, payloadBytes: Int))? = nil
     ) async throws -> LogBenchmarkResult {
         let config = configuration
         guard config.sequentialAppends >= 0, config.concurrentAppendsTotal >= 0, config.concurrentWriters > 0,
@@ -179,9 +179,9 @@ public struct LogBenchmark: Sendable {
         let dStart = clock.now
         if let replayAll {
             // The store's own fast path (e.g. borrowed record views); it must visit 1...total in order.
-            (replayed, payloadBytes) = try replayAll(total)
+            (replayed, payloadBytes) = try await replayAll(total)
         } else {
-            try store.read(from: 1, through: total) { record in
+            try await store.read(from: 1, through: total) { record in
                 guard record.sequence == replayed + 1 else {
                     outOfOrder = (replayed + 1, record.sequence)
                     return false

@@ -9,20 +9,21 @@ extension Hub {
     ///
     /// - Returns: How many events could not be read.
     @discardableResult
-    public static func fold(store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil) throws -> Int
-    {
-        try fold(store: store, into: &state, history: nil, through: through, until: bound)
+    public nonisolated(nonsending) static func fold(
+        store: any EventStore, into state: inout HubState, through: UInt64, until bound: LogBound? = nil
+    ) async throws -> Int {
+        try await fold(store: store, into: &state, history: nil, through: through, until: bound)
     }
 
     /// Folds into `state` and the history files together, each from where it stands (the files may
     /// stand before or after the snapshot the state came from).
-    static func fold(
+    nonisolated(nonsending) static func fold(
         store: any EventStore, into state: inout HubState, history: HistoryFiles?, through: UInt64,
         until bound: LogBound? = nil
-    ) throws -> Int {
+    ) async throws -> Int {
         var reader = FoldReader()
         let from = min(state.lastSequence, history?.foldedThrough ?? state.lastSequence) + 1
-        try store.readViews(from: from, through: through) { view in
+        try await store.readViews(from: from, through: through) { view in
             if let bound, !bound.admits(sequence: view.sequence, timestamp: view.timestamp) { return false }
             let toState = view.sequence > state.lastSequence
             let toHistory = history.map { view.sequence > $0.foldedThrough } ?? false

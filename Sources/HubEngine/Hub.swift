@@ -85,7 +85,7 @@ public actor Hub {
     public init(
         store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
         metrics: HubMetrics = .disabled
-    ) throws {
+    ) async throws {
         self.store = store
         self.metrics = metrics
         snapshots = try SnapshotStore(directory: paths.snapshots)
@@ -97,7 +97,7 @@ public actor Hub {
         var state = HubState(foldsHistory: false)
         // Only a snapshot the log vouches for (sealed here, and the log has its chain hash at its
         // sequence); the others are set aside, each with a note.
-        let found = try snapshots.loadLatest { try store.chainHash(at: $0) }
+        let found = try await snapshots.loadLatest { try await store.chainHash(at: $0) }
         notes += found.notes
         if let snapshot = found.snapshot {
             let sequence = snapshot.sequence
@@ -120,10 +120,12 @@ public actor Hub {
             }
         }
         let history = try HistoryFiles(directory: paths.history)
-        notes += try Self.checkHistory(history, against: store)
+        notes += try await Self.checkHistory(history, against: store)
         let before = state.lastSequence
         let historyBefore = history.foldedThrough
-        try history.foldingInBulk { try Self.fold(store: store, into: &state, history: history, through: store.lastSequence) }
+        try await history.foldingInBulk {
+            try await Self.fold(store: store, into: &state, history: history, through: store.lastSequence)
+        }
         notes.append("replayed \(state.lastSequence - before) events; log holds \(store.lastSequence)")
         if history.foldedThrough - historyBefore != state.lastSequence - before {
             notes.append("history files folded \(history.foldedThrough - historyBefore) events from sequence \(historyBefore + 1)")
@@ -341,22 +343,23 @@ public actor Hub {
 
     /// Keeps the history files only when their sync record names this log (its chain hash at the
     /// record's sequence); otherwise they are removed, to be folded again from the whole log.
-    static func checkHistory(_ history: HistoryFiles, against store: any EventStore) throws -> [String] {
-        guard let reason = try HistoryFiles.distrust(history.synced, hasSeries: !history.isEmpty, store: store) else { return [] }
+    static func checkHistory(_ history: HistoryFiles, against store: any EventStore) async throws -> [String] {
+        guard let reason = try await HistoryFiles.distrust(history.synced, hasSeries: !history.isEmpty, store: store) else { return [] }
         try history.reset()
         return ["history files rebuilt from the log: \(reason)"]
     }
 
     /// Folds every committed event the read models have not seen yet (the live tail, which stores
     /// such as the segment store serve from memory).
-    public func catchUp() throws {
+    public func catchUp() async throws {
         let last = store.lastSequence
         guard last > state.lastSequence else { return }
-        try store.read(from: state.lastSequence + 1, through: last) { record in
-            fold(record)
+        try await store.read(from: state.lastSequence + 1, through: last) { record in
+            // While a chunk is read the actor may fold records (another catch-up): skip those.
+            if record.sequence == state.lastSequence + 1 { fold(record) }
             return true
         }
-        if snapshotIsDue { snapshotQuietly() }
+        if snapshotIsDue { await snapshotQuietly() }
     }
 
     /// ``catchUp()`` on the command path: the records are read with ``EventStore/records(from:through:)``,
@@ -369,7 +372,7 @@ public actor Hub {
         for record in records where record.sequence == state.lastSequence + 1 { fold(record) }
         guard snapshotIsDue else { return }
         // With a snapshot writer running, the snapshot is encoded and written off the command path.
-        if let snapshotDue { snapshotDue.yield() } else { snapshotQuietly() }
+        if let snapshotDue { snapshotDue.yield() } else { await snapshotQuietly() }
     }
 
     /// Whether enough events were folded since the last snapshot (and since a failed one) to write one.
@@ -408,9 +411,9 @@ public actor Hub {
     /// Writes a snapshot; a failure (a full disk) is kept in ``snapshotProblem`` instead of thrown:
     /// the previous snapshot stays in use, nothing is left half-written, and the next attempt waits
     /// for another eighth of `snapshotEvery` events (a full disk is not hammered with snapshots).
-    func snapshotQuietly() {
+    func snapshotQuietly() async {
         do {
-            try snapshot()
+            try await snapshot()
             snapshotProblem = nil
         } catch {
             snapshotFailed(error)
@@ -424,8 +427,11 @@ public actor Hub {
 
     /// Writes a snapshot of the read models with the sequence it covers and the log's chain hash
     /// there, which binds it to this log.
-    public func snapshot() throws {
-        guard let material = try snapshotMaterial() else { return }
+    public func snapshot() async throws {
+        while snapshotWriting != nil { await snapshotSettled() }  // one snapshot at a time
+        snapshotWriting = []
+        defer { snapshotDone() }
+        guard let material = try await snapshotMaterial() else { return }
         try snapshots.save(sequence: material.sequence, chainHash: material.chainHash, bytes: Self.encodeSnapshot(material.state))
         snapshotSaved(at: material.sequence)
     }
@@ -437,18 +443,24 @@ public actor Hub {
         var state: HubState
     }
 
-    /// The actor's half of a snapshot: syncs the history files (they go first: when they cannot be
-    /// synced, a full disk, no snapshot is tried either) and takes the read models as they are.
-    /// Nil when nothing was folded since the last snapshot.
-    private func snapshotMaterial() throws -> SnapshotMaterial? {
-        guard state.lastSequence > snapshotSequence || history.needsSync,
-            let chainHash = try store.chainHash(at: state.lastSequence)
-        else { return nil }
-        if history.needsSync, history.foldedThrough == state.lastSequence {
-            try history.sync(sequence: state.lastSequence, chainHash: chainHash)
+    /// The actor's half of a snapshot: the log's chain hash at the read models' sequence, the
+    /// history files synced (they go first: when they cannot be synced, a full disk, no snapshot is
+    /// tried either), and the read models as they are. Nil when nothing was folded since the last one.
+    private func snapshotMaterial() async throws -> SnapshotMaterial? {
+        guard state.lastSequence > snapshotSequence || history.needsSync else { return nil }
+        var sequence = state.lastSequence
+        var found = try await store.chainHash(at: sequence)
+        // The read models may have moved on while the hash was read: it must be the one at their sequence.
+        while state.lastSequence != sequence {
+            sequence = state.lastSequence
+            found = try await store.chainHash(at: sequence)
         }
-        guard state.lastSequence > snapshotSequence else { return nil }
-        return SnapshotMaterial(sequence: state.lastSequence, chainHash: chainHash, state: state)
+        guard let chainHash = found else { return nil }
+        if history.needsSync, history.foldedThrough == sequence {
+            try history.sync(sequence: sequence, chainHash: chainHash)
+        }
+        guard sequence > snapshotSequence else { return nil }
+        return SnapshotMaterial(sequence: sequence, chainHash: chainHash, state: state)
     }
 
     private func snapshotSaved(at sequence: UInt64) {
@@ -461,7 +473,8 @@ public actor Hub {
     /// Set while a ``SnapshotWriter`` runs: a due snapshot is handed to it instead of being written
     /// inside the command that made it due.
     private var snapshotDue: AsyncStream<Void>.Continuation?
-    /// Set while a snapshot is encoded and written off the actor: whoever waits for it to end.
+    /// Set while a snapshot is being written (its chain hash read, its file written off the actor):
+    /// whoever waits for it to end. One snapshot is written at a time.
     private var snapshotWriting: [CheckedContinuation<Void, Never>]?
 
     /// Hands due snapshots to `due` from now on (nil: written in the command path again).
@@ -472,23 +485,28 @@ public actor Hub {
     /// on it. A failure is kept in ``snapshotProblem``, as by the command path.
     func writeSnapshotOffTheActor() async {
         guard snapshotWriting == nil, snapshotIsDue else { return }
+        snapshotWriting = []
+        defer { snapshotDone() }
         let material: SnapshotMaterial
         do {
-            guard let taken = try snapshotMaterial() else { return }
+            guard let taken = try await snapshotMaterial() else { return }
             material = taken
         } catch {
             return snapshotFailed(error)
         }
-        snapshotWriting = []
-        let written = await Self.save(material, in: snapshots)
-        for waiter in snapshotWriting ?? [] { waiter.resume() }
-        snapshotWriting = nil
-        switch written {
+        switch await Self.save(material, in: snapshots) {
         case .success:
             snapshotSaved(at: material.sequence)
             snapshotProblem = nil
         case .failure(let error): snapshotFailed(error)
         }
+    }
+
+    /// Ends the snapshot being written: wakes whoever waits for it.
+    private func snapshotDone() {
+        let waiters = snapshotWriting ?? []
+        snapshotWriting = nil
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Encodes and writes a snapshot on the global executor, off any actor.
@@ -528,14 +546,13 @@ public actor Hub {
     @discardableResult
     public func close() async throws -> String? {
         do {
-            try catchUp()
+            try await catchUp()
         } catch {
             await store.close()
             throw error
         }
-        await snapshotSettled()
         snapshotRetryAt = 0
-        snapshotQuietly()
+        await snapshotQuietly()
         history.closeFiles()
         await store.close()
         return snapshotProblem

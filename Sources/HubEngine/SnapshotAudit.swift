@@ -29,11 +29,13 @@ public enum SnapshotAudit {
     /// - Returns: One finding per snapshot file, oldest first, and whether seals were checked (a
     ///   read-only look needs a readable `seal.key`).
     /// - Throws: What reading the log throws.
-    public static func check(paths: HubPaths, openStore: () throws -> any EventStore) throws -> (findings: [Finding], sealsChecked: Bool) {
+    public static func check(
+        paths: HubPaths, openStore: () async throws -> any EventStore
+    ) async throws -> (findings: [Finding], sealsChecked: Bool) {
         guard let snapshots = try? SnapshotStore(directory: paths.snapshots, readOnly: true),
             let names = try? snapshots.names(), !names.isEmpty
         else { return ([], true) }
-        let store = try openStore()
+        let store = try await openStore()
         var findings: [Finding] = []
         var folded = HubState(foldsHistory: false)
         for name in names {
@@ -44,11 +46,11 @@ public enum SnapshotAudit {
             case .success(let read): snapshot = read
             }
             var finding = Finding(name: name, sequence: snapshot.sequence)
-            if let problem = SnapshotStore.bindingProblem(snapshot, logHash: try store.chainHash(at: snapshot.sequence)) {
+            if let problem = SnapshotStore.bindingProblem(snapshot, logHash: try await store.chainHash(at: snapshot.sequence)) {
                 finding.problem = problem
             } else if let restored = Hub.decodeSnapshot(snapshot.bytes) {
                 if folded.lastSequence > snapshot.sequence { folded = HubState(foldsHistory: false) }
-                try Hub.fold(store: store, into: &folded, through: snapshot.sequence)
+                try await Hub.fold(store: store, into: &folded, through: snapshot.sequence)
                 if restored != folded {
                     finding.problem =
                         "its read models differ from the log folded to sequence \(snapshot.sequence) "

@@ -150,14 +150,14 @@ public final class HistoryFiles: HistorySource {
 
     /// Why files with this sync record cannot be trusted with `store`, or nil when they can: the
     /// log must have the chain hash the record names, at its sequence.
-    public static func distrust(_ mark: Mark?, hasSeries: Bool, store: any EventStore) throws -> String? {
+    public static func distrust(_ mark: Mark?, hasSeries: Bool, store: any EventStore) async throws -> String? {
         guard let mark else {
             return hasSeries ? "they were not synced (the hub stopped before it first synced them, or a write to them failed)" : nil
         }
         if mark.version != formatVersion {
             return "they are of an older format (\(mark.version ?? 1), now \(formatVersion): buckets weighted by time)"
         }
-        let hash = try store.chainHash(at: mark.sequence).map(LogVerifier.hex)
+        let hash = try await store.chainHash(at: mark.sequence).map(LogVerifier.hex)
         if hash == mark.chainHash { return nil }
         return hash == nil
             ? "the log does not reach sequence \(mark.sequence) they were synced at"
@@ -214,13 +214,14 @@ public final class HistoryFiles: HistorySource {
 
     /// Runs `body` (a fold of many events) with finished buckets written in batches instead of one
     /// at a time, then writes what is held. Memory: at most ``maxHeld`` buckets, for the duration.
-    public func foldingInBulk<T>(_ body: () throws -> T) rethrows -> T {
+    @discardableResult
+    public nonisolated(nonsending) func foldingInBulk<T>(_ body: nonisolated(nonsending) () async throws -> T) async rethrows -> T {
         held = [:]
         defer {
             do { try writeHeld() } catch { fail("buckets could not be written: \(error)") }
             held = nil
         }
-        return try body()
+        return try await body()
     }
 
     /// Moves past an event this hub version cannot read.

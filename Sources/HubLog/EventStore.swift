@@ -50,10 +50,19 @@
 ///   ``verify(progress:)`` reports the last one. A backend may store it (to detect tampering) or
 ///   compute it while reading (the defaults do).
 ///
-/// Reading may happen on any thread while appends proceed; readers see only committed records.
-/// ``read(from:through:_:)``, ``readViews(from:through:_:)`` and ``chainHash(at:)`` are synchronous
-/// (replay, export and verify stream through them); the lookups on the command path
-/// (``commandResult(_:)``, ``streamVersion(_:)``, ``records(from:through:)``) are asynchronous.
+/// Reading may happen on any thread or task while appends proceed; readers see only committed
+/// records. Every read is asynchronous, so a backend behind a network (PostgreSQL) suspends the
+/// caller for a round trip instead of holding a thread: ``read(from:through:_:)``,
+/// ``readViews(from:through:_:)``, ``chainHash(at:)`` and ``verify(progress:)`` (replay, export,
+/// verify and a snapshot's binding stream through them) as well as the lookups on the command path
+/// (``commandResult(_:)``, ``streamVersion(_:)``, ``records(from:through:)``). The reads that take
+/// a closure are `nonisolated(nonsending)`: they run on the caller's actor, so `body` may touch the
+/// caller's state, and `body` itself is synchronous (called for each record in turn). A backend
+/// that reads from memory or local files may read synchronously inside them (the segment store
+/// does), but should still declare its overrides of ``readViews(from:through:_:)``,
+/// ``chainHash(at:)`` and ``verify(progress:)`` `async`: a synchronous method satisfies the
+/// requirement, yet a call on the concrete type in an asynchronous context would pick the default
+/// below instead of it.
 /// A read that cannot reach the backend throws; it never answers as if the log were empty.
 ///
 /// # What the defaults do
@@ -63,8 +72,8 @@
 /// ``waitForAppend(after:)``) and ``close()``. The others have defaults built on those; override
 /// them when the backend can do better:
 ///
-/// - ``records(from:through:)``: collects ``read(from:through:_:)``. Override it when reading blocks
-///   (a network round trip).
+/// - ``records(from:through:)``: collects ``read(from:through:_:)``. Override it when the backend
+///   can hand the records out more cheaply at once.
 /// - ``appendAll(_:)``: one ``append(_:)`` after another. Override it to share one commit.
 /// - ``readViews(from:through:_:)``: reads from sequence 1 with ``read(from:through:_:)``, encodes
 ///   each record and computes its chain hash. Override it when the chain hash is stored (then reading
@@ -138,7 +147,8 @@ public protocol EventStore: Sendable {
 
     /// Calls `body` for every committed record with sequence in `from...through`, in order.
     ///
-    /// `through` beyond ``lastSequence`` reads up to the last committed record; an empty range reads
+    /// The caller is suspended while the backend fetches records (PostgreSQL: a chunk at a time);
+    /// `body` runs on the caller's actor. `through` beyond ``lastSequence`` reads up to the last committed record; an empty range reads
     /// nothing. `body` is not called while a lock that appends need is held.
     ///
     /// - Parameters:
@@ -146,8 +156,9 @@ public protocol EventStore: Sendable {
     ///   - through: The last sequence to read.
     ///   - body: Called with each record; return false to stop early.
     /// - Throws: What `body` throws, or ``EventLogError/corrupt(segment:offset:sequence:reason:)`` and
-    ///   ``EventLogError/io(path:operation:errno:)`` when a committed record cannot be read.
-    func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws
+    ///   ``EventLogError/io(path:operation:errno:)`` when a committed record cannot be read;
+    ///   ``EventLogError/unreachable(_:)`` when the backend cannot be asked (never an empty read).
+    nonisolated(nonsending) func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) async throws
 
     /// Calls `body` with a borrowed view of each committed record in `from...through`, in order: the
     /// record's canonical encoding with its chain hash (``RecordView/hash``). The fast path for
@@ -158,7 +169,7 @@ public protocol EventStore: Sendable {
     ///   - through: The last sequence to read (clamped to ``lastSequence``).
     ///   - body: Called with each view; return false to stop early.
     /// - Throws: What `body` throws, or what ``read(from:through:_:)`` throws.
-    func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws
+    nonisolated(nonsending) func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) async throws
 
     /// The chain hash of the record at `sequence`: what ties a snapshot of the read models to the
     /// log it was taken from (a snapshot is used only when the log still has this hash there).
@@ -167,7 +178,7 @@ public protocol EventStore: Sendable {
     /// - Returns: The record's chain hash (32 bytes, as ``RecordView/hash``); ``RecordFormat/genesisHash``
     ///   for 0; nil when `sequence` is beyond ``lastSequence``.
     /// - Throws: What ``readViews(from:through:_:)`` throws.
-    func chainHash(at sequence: UInt64) throws -> [UInt8]?
+    nonisolated(nonsending) func chainHash(at sequence: UInt64) async throws -> [UInt8]?
 
     /// Returns once the log holds a record after `sequence` (at once if it already does).
     ///
@@ -182,8 +193,9 @@ public protocol EventStore: Sendable {
     /// - Parameter progress: Called now and then with (work done, total work), in the backend's own
     ///   units (bytes for segment files, records otherwise).
     /// - Returns: What was checked, and the head of the hash chain.
-    /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` naming the first fault.
-    func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport
+    /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` naming the first fault;
+    ///   what ``readViews(from:through:_:)`` throws when the log cannot be read.
+    nonisolated(nonsending) func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) async throws -> VerifyReport
 
     /// Whether the store can write now as far as its disk goes: ``StorageCondition/full(path:since:reason:)``
     /// while appends are refused for want of space, ``StorageCondition/ok`` otherwise. Cheap to ask
@@ -214,7 +226,7 @@ extension EventStore {
     /// - Throws: What ``read(from:through:_:)`` throws.
     public func records(from: UInt64, through: UInt64) async throws -> [EventRecord] {
         var found: [EventRecord] = []
-        try read(from: from, through: through) {
+        try await read(from: from, through: through) {
             found.append($0); return true
         }
         return found
@@ -241,10 +253,12 @@ extension EventStore {
     ///   - through: The last sequence to read.
     ///   - body: Called with each view; return false to stop early.
     /// - Throws: What `body` or ``read(from:through:_:)`` throws.
-    public func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
+    public nonisolated(nonsending) func readViews(
+        from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool
+    ) async throws {
         var previous = RecordFormat.genesisHash
         var frame: [UInt8] = []
-        try read(from: 1, through: through) { record in
+        try await read(from: 1, through: through) { record in
             frame.removeAll(keepingCapacity: true)
             previous = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: previous)
             guard record.sequence >= from else { return true }
@@ -260,11 +274,11 @@ extension EventStore {
     /// - Parameter progress: Called with (records checked, records in the log).
     /// - Returns: The records checked and the head hash (`segments` and `bytes` are 0).
     /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` at the first fault.
-    public func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport {
+    public nonisolated(nonsending) func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) async throws -> VerifyReport {
         let last = lastSequence
         let backend = "\(Self.self)"
         var checker = ChainChecker()
-        try readViews(from: 1, through: last) { view in
+        try await readViews(from: 1, through: last) { view in
             if let fault = checker.check(view) {
                 throw EventLogError.corrupt(segment: backend, offset: 0, sequence: checker.lastSequence + 1, reason: fault)
             }
@@ -294,11 +308,11 @@ extension EventStore {
     /// - Parameter sequence: A committed sequence, or 0.
     /// - Returns: The chain hash there; the genesis hash for 0; nil beyond ``lastSequence``.
     /// - Throws: What ``readViews(from:through:_:)`` throws.
-    public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
+    public nonisolated(nonsending) func chainHash(at sequence: UInt64) async throws -> [UInt8]? {
         if sequence == 0 { return RecordFormat.genesisHash }
         guard sequence <= lastSequence else { return nil }
         var hash: [UInt8]? = nil
-        try readViews(from: sequence, through: sequence) { view in
+        try await readViews(from: sequence, through: sequence) { view in
             if view.sequence == sequence { hash = view.hash }
             return false
         }
@@ -407,7 +421,7 @@ public struct EventSubscription: AsyncSequence, Sendable {
                 position = 0
                 var collected: [EventRecord] = []
                 do {
-                    try store.read(from: next, through: next + chunk - 1) {
+                    try await store.read(from: next, through: next + chunk - 1) {
                         collected.append($0); return true
                     }
                 } catch EventLogError.unreachable {

@@ -20,7 +20,7 @@ extension SegmentStore {
     func confirm(_ commandId: String, first: UInt64, last: UInt64) throws -> AppendResult? {
         var expected = first, version: UInt64? = nil, matches = true
         let id = Array(commandId.utf8)
-        try readViews(from: first, through: last) { view in
+        try scanViews(from: first, through: last) { view in
             guard view.sequence == expected, view.commandIdEquals(id) else { matches = false; return false }
             version = view.streamVersion
             expected += 1
@@ -38,7 +38,7 @@ extension SegmentStore {
             file.close()
             file = try CommandIndexFile.create(directory: directory)
             var running: (id: String, first: UInt64)? = nil
-            try readViews(from: 1, through: opened.lastSequence) { view in
+            try scanViews(from: 1, through: opened.lastSequence) { view in
                 guard let id = view.commandId else { running = nil; return true }
                 let first = running?.id == id ? running!.first : view.sequence
                 try file.upsert(id, first: first, last: view.sequence)

@@ -267,7 +267,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             if let time = try Self.lastRecordTime(opened) {
                 lastTime = time
             } else {
-                try read(from: opened.lastSequence, through: opened.lastSequence) {
+                try scanRecords(from: opened.lastSequence, through: opened.lastSequence) {
                     lastTime = $0.timestamp; return false
                 }
             }
@@ -311,13 +311,17 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
 
     /// See ``EventStore/chainHash(at:)``: the head hash from memory, an older one read from the
     /// segment files (seeking by the index, so at most ``indexStride`` records are scanned).
-    public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
+    ///
+    /// Like every read of this store it runs to the end on the calling thread (the files are
+    /// local); it is declared `async` so that a call on a `SegmentStore` in an asynchronous context
+    /// is this method and not ``EventStore``'s default, which would read the chain from sequence 1.
+    public nonisolated(nonsending) func chainHash(at sequence: UInt64) async throws -> [UInt8]? {
         let (last, head) = shared.withLock { ($0.lastSequence, $0.headHash) }
         if sequence == 0 { return RecordFormat.genesisHash }
         guard sequence <= last else { return nil }
         if sequence == last { return head }
         var hash: [UInt8]? = nil
-        try readViews(from: sequence, through: sequence) { view in
+        try scanViews(from: sequence, through: sequence) { view in
             if view.sequence == sequence { hash = view.hash }
             return false
         }
@@ -326,7 +330,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
 
     /// Checks every segment file's frames and the whole stored hash chain (see ``LogVerifier``); the
     /// files are read afresh, so a read-only store beside a running hub checks what is on disk now.
-    public func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) throws -> VerifyReport {
+    /// (Runs on the calling thread; a synchronous caller uses ``LogVerifier/verify(directory:progress:)``.)
+    public nonisolated(nonsending) func verify(progress: ((_ done: Int, _ total: Int) -> Void)?) async throws -> VerifyReport {
         try LogVerifier.verify(directory: directory, progress: progress)
     }
 
@@ -369,13 +374,20 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         queue.unlock()
     }
 
-    /// See ``EventStore/read(from:through:_:)``: the recent tail from memory, older records from the files.
-    public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
+    /// See ``EventStore/read(from:through:_:)``: the recent tail from memory, older records from
+    /// the files, on the calling thread (see ``scanRecords(from:through:_:)``).
+    public nonisolated(nonsending) func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) async throws {
+        try scanRecords(from: from, through: through, body)
+    }
+
+    /// ``read(from:through:_:)`` for a synchronous caller: the recent tail from memory, older
+    /// records from the files.
+    public func scanRecords(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
         if let records = recentRecords(from: from, through: through) {
             for record in records where try !body(record) { return }
             return
         }
-        try readViews(from: from, through: through) { try body($0.record) }
+        try scanViews(from: from, through: through) { try body($0.record) }
     }
 
     /// Committed records `from...through` (clamped to the last committed) when all of them are still
@@ -389,8 +401,15 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
     }
 
-    /// Like `read`, but hands out borrowed views (no copies): the fast path for replay.
-    public func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
+    /// Like `read`, but hands out borrowed views (no copies): the fast path for replay. Runs on the
+    /// calling thread (see ``scanViews(from:through:_:)``).
+    public nonisolated(nonsending) func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) async throws {
+        try scanViews(from: from, through: through, body)
+    }
+
+    /// ``readViews(from:through:_:)`` for a synchronous caller (the store's own index rebuilds,
+    /// tools that read segment files in place).
+    public func scanViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
         let (segments, index, last) = shared.withLock { ($0.segments, $0.index, $0.lastSequence) }
         let start = max(from, 1), end = min(through, last)
         guard start <= end else { return }

@@ -148,14 +148,16 @@ public struct SnapshotStore: Sendable {
     /// - Returns: The snapshot to use (or nil: replay from the start) and a line per file set aside.
     /// - Throws: What `chainHash` throws; ``EventLogError/io(path:operation:errno:)`` when a file
     ///   cannot be set aside.
-    public func loadLatest(chainHash: (UInt64) throws -> [UInt8]?) throws -> (snapshot: Snapshot?, notes: [String]) {
+    public nonisolated(nonsending) func loadLatest(
+        chainHash: nonisolated(nonsending) (UInt64) async throws -> [UInt8]?
+    ) async throws -> (snapshot: Snapshot?, notes: [String]) {
         var notes: [String] = []
         for name in try names().reversed() {
             switch read(name) {
             case .failure(let problem):
                 notes.append(try setAside(name, because: problem.description))
             case .success(let snapshot):
-                if let problem = try Self.bindingProblem(snapshot, logHash: chainHash(snapshot.sequence)) {
+                if let problem = Self.bindingProblem(snapshot, logHash: try await chainHash(snapshot.sequence)) {
                     notes.append(try setAside(name, because: problem))
                     continue
                 }

@@ -132,7 +132,7 @@ final class MQTTEventsPublisher: Service {
             let sequence = acknowledged + 1
             var found: EventRecord?
             do {
-                try hub.store.read(from: sequence, through: sequence) {
+                try await hub.store.read(from: sequence, through: sequence) {
                     found = $0; return false
                 }
             } catch {

@@ -21,10 +21,11 @@ import Synchronization
 ///   ``records(from:through:)``) are asynchronous: the calling task is suspended for the round
 ///   trip, no thread is held. An error from the database is thrown, never read as "no such command"
 ///   or "no stream".
-/// - **Synchronous requirements** (``read(from:through:_:)``, ``readViews(from:through:_:)``,
-///   ``chainHash(at:)``: replay, export, verify, a snapshot's binding) block the calling thread on
-///   a future of the store's own one-thread event loop group; they must not be called on that event
-///   loop (nothing outside the store runs there). While the connection is lost they fail at once.
+/// - **Every other read** (``read(from:through:_:)``, ``readViews(from:through:_:)``,
+///   ``chainHash(at:)``, ``verify(progress:)``: replay, export, verify, a snapshot's binding) is
+///   asynchronous too: the caller is suspended while a chunk of rows comes back on the store's
+///   own one-thread event loop group, and no thread waits on it. While the connection is lost
+///   they fail at once with ``EventLogError/unreachable(_:)``, never with an empty answer.
 /// - **Following**: a third connection `LISTEN`s on `hub_log`; each notification (this process's
 ///   commits and any other writer's) moves ``lastSequence`` and wakes ``waitForAppend(after:)``.
 ///   Nothing polls.
@@ -120,8 +121,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     /// Connects to the log at `location`, creating its tables when opened for writing.
     ///
-    /// Blocks the calling thread until connected (on the store's own event loop; safe from any
-    /// thread or task).
+    /// The calling task is suspended until connected (the statements run on the store's own event
+    /// loop); no thread waits.
     ///
     /// - Parameters:
     ///   - location: The server and database.
@@ -129,63 +130,81 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     ///   - logger: Where postgres-nio's own diagnostics go (by default nowhere: they must never reach
     ///     the standard output `hub events` and `hub export -` write to).
     ///   - statementDeadline: See ``statementDeadline``.
+    /// - Returns: The open store; close it with ``close()``.
     /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause.
-    public init(
+    public static func open(
         location: PostgresLocation, readOnly: Bool = false,
         logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
         statementDeadline: TimeAmount = .seconds(30)
-    ) throws {
-        self.location = location
-        self.statementDeadline = statementDeadline
-        self.readOnly = readOnly
-        self.logger = logger
+    ) async throws -> PostgresEventStore {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        self.group = group
         var opened: [PostgresConnection] = []
         do {
             let configuration = try Self.configuration(location)
             for id in 1...3 {
-                let connection = try PostgresConnection.connect(
+                let connection = try await PostgresConnection.connect(
                     on: group.next(), configuration: configuration,
                     id: id, logger: logger
-                ).wait()
+                ).get()
                 opened.append(connection)
-                _ = try connection.query("SET synchronous_commit = on", logger: logger).wait()
+                _ = try await connection.query("SET synchronous_commit = on", logger: logger).get()
             }
             if !readOnly {
-                _ = try opened[0].query("BEGIN", logger: logger).wait()
+                _ = try await opened[0].query("BEGIN", logger: logger).get()
                 for statement in PostgresSchema.create {
-                    _ = try opened[0].query(PostgresQuery(unsafeSQL: statement), logger: logger).wait()
+                    _ = try await opened[0].query(PostgresQuery(unsafeSQL: statement), logger: logger).get()
                 }
-                _ = try opened[0].query("COMMIT", logger: logger).wait()
+                _ = try await opened[0].query("COMMIT", logger: logger).get()
             } else {
-                let rows = try opened[1].query("SELECT to_regclass('hub_log_head') IS NOT NULL", logger: logger).wait()
+                let rows = try await opened[1].query("SELECT to_regclass('hub_log_head') IS NOT NULL", logger: logger).get()
                 guard try rows.first?.decode(Bool.self) == true else {
                     throw EventLogError.invalid(
                         "\(location): no hub event log in this database (start one with `hub run --log` or `hub import --log`)")
                 }
             }
         } catch {
-            for connection in opened { _ = try? connection.close().wait() }
-            try? group.syncShutdownGracefully()
+            await Self.abandon(opened, group)
             throw Self.describe(error, location, "cannot open the event log")
         }
-        connections = Mutex(Connections(writer: opened[0], reader: opened[1], listener: opened[2], generation: 0))
-        state = Mutex(StoreState())
+        let store = PostgresEventStore(
+            location: location, readOnly: readOnly, logger: logger, statementDeadline: statementDeadline, group: group,
+            connections: Connections(writer: opened[0], reader: opened[1], listener: opened[2], generation: 0))
         do {
-            try listenFuture(opened[2]).wait()
-            let last = try readLastSequence()
-            advance(to: last)
-            watch(connections.withLock { $0 })
+            try await store.listenFuture(opened[2]).get()
+            let rows = try await opened[1].query("SELECT last_seq FROM hub_log_head WHERE id = 1", logger: logger).get()
+            store.advance(to: UInt64(try rows.first?.decode(Int64.self) ?? 0))
+            store.watch(store.connections.withLock { $0 })
         } catch {
-            for connection in opened { _ = try? connection.close().wait() }
-            try? group.syncShutdownGracefully()
+            store.state.withLock { $0.closed = true }
+            await Self.abandon(opened, group)
             throw Self.describe(error, location, "cannot open the event log")
         }
+        return store
+    }
+
+    private init(
+        location: PostgresLocation, readOnly: Bool, logger: Logger, statementDeadline: TimeAmount,
+        group: MultiThreadedEventLoopGroup, connections: Connections
+    ) {
+        self.location = location
+        self.readOnly = readOnly
+        self.logger = logger
+        self.statementDeadline = statementDeadline
+        self.group = group
+        self.connections = Mutex(connections)
+        state = Mutex(StoreState())
+    }
+
+    /// Closes the connections and the event loop of a store that failed to open. Their own errors
+    /// are ignored: the error that made the open fail is the one thrown, and a connection that
+    /// cannot close cleanly is gone with its event loop anyway.
+    private static func abandon(_ opened: [PostgresConnection], _ group: MultiThreadedEventLoopGroup) async {
+        for connection in opened { try? await connection.close() }
+        try? await group.shutdownGracefully()
     }
 
     /// `LISTEN`s on `connection` for the log's notifications: each moves ``lastSequence``.
-    private func listenFuture(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
+    func listenFuture(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
         connection.addListener(channel: PostgresSchema.channel) { [weak self] _, notification in
             if let sequence = UInt64(notification.payload) { self?.advance(to: sequence) }
         }
@@ -194,7 +213,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     /// A lost connection is not waited out silently: appends and reads fail fast and the store
     /// connects again (``lose(_:)``).
-    private func watch(_ set: Connections) {
+    func watch(_ set: Connections) {
         for (connection, role) in [(set.writer, "writer"), (set.reader, "reader"), (set.listener, "listener")] {
             connection.closeFuture.whenComplete { [weak self] _ in
                 guard let self, self.connections.withLock({ $0.generation }) == set.generation else { return }
@@ -231,7 +250,9 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
                         defer { current = set }
                         return current
                     }
-                    for connection in old.all { _ = try? await connection.close() }
+                    // The old set is already lost (that is why this runs): its closing cannot fail
+                    // in a way that matters, and the new set is in place.
+                    for connection in old.all { try? await connection.close() }
                     let closing = state.withLock { state -> Bool in
                         state.view = WriterView()
                         if state.closing { return true }
@@ -246,12 +267,15 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
                     logger.notice("connected to PostgreSQL again", metadata: ["log": "\(location)", "last_sequence": "\(last)"])
                     return
                 } catch {
-                    for connection in opened { _ = try? await connection.close() }
+                    // The attempt failed (that error is kept as the fault below); a half-opened
+                    // connection's own closing error adds nothing.
+                    for connection in opened { try? await connection.close() }
                     throw error
                 }
             } catch {
                 state.withLock { $0.fault = "\(location): cannot connect to PostgreSQL again: \(Self.reason(error))" }
             }
+            // A cancelled sleep only tries again sooner; `closing` ends the loop.
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(1))
         }
@@ -259,18 +283,18 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     }
 
     /// A store dropped without ``close()`` (a read-only one a command opened and let go) closes its
-    /// connections here, so none is left half-open.
+    /// connections here, so none is left half-open. Nothing waits: the connections are told to
+    /// close, and the event loop group shuts down once they have (its outcome has nowhere to go
+    /// from a deinit).
     deinit {
         guard state.withLock({ !$0.closed }) else { return }
         let onLoop = group.next().inEventLoop
-        for connection in connections.withLock({ $0.all }) {
-            if onLoop {
-                let _: EventLoopFuture<Void> = connection.close()
-            } else {
-                _ = try? (connection.close() as EventLoopFuture<Void>).wait()
-            }
+        let closed = connections.withLock({ $0.all }).map { connection -> EventLoopFuture<Void> in connection.close() }
+        guard !onLoop else { return }
+        let group = group
+        EventLoopFuture.whenAllComplete(closed, on: group.next()).whenComplete { _ in
+            group.shutdownGracefully { _ in }
         }
-        if !onLoop { try? group.syncShutdownGracefully() }
     }
 
     static func configuration(_ location: PostgresLocation) throws -> PostgresConnection.Configuration {
@@ -302,11 +326,6 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             return "\(error.code)"
         }
         return "\(error)"
-    }
-
-    func readLastSequence() throws -> UInt64 {
-        let rows = try reader.query("SELECT last_seq FROM hub_log_head WHERE id = 1", logger: logger).wait()
-        return UInt64(try rows.first?.decode(Int64.self) ?? 0)
     }
 
     // MARK: The core requirements
@@ -391,19 +410,22 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     static let readChunk: UInt64 = 1024
 
     /// Calls `body` for each committed record in `from...through`, in order, until it returns false.
-    public func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
-        try readRows(from: from, through: through) { record, _ in try body(record) }
+    public nonisolated(nonsending) func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) async throws {
+        try await readRows(from: from, through: through) { record, _ in try body(record) }
     }
 
     /// Reads records with their stored chain hashes, a chunk at a time. The next chunk is asked
     /// for before the caller goes through this one, so the server and the connection's thread
-    /// prepare it meanwhile (the round trips were a third of a replay's time).
-    func readRows(from: UInt64, through: UInt64, _ body: (EventRecord, [UInt8]) throws -> Bool) throws {
+    /// prepare it meanwhile (the round trips were a third of a replay's time). The caller is
+    /// suspended while a chunk is on its way; `body` runs on the caller's actor.
+    nonisolated(nonsending) func readRows(
+        from: UInt64, through: UInt64, _ body: (EventRecord, [UInt8]) throws -> Bool
+    ) async throws {
         try failIfConnectionLost()
         var chunk = askForChunk(from: max(from, 1), through: through)
         while let current = chunk {
             let rows: PostgresQueryResult
-            do { rows = try current.rows.wait() } catch {
+            do { rows = try await withinDeadline(current.rows, "cannot read from sequence \(current.from)") } catch {
                 throw Self.failure(error, location, "cannot read from sequence \(current.from)")
             }
             chunk = rows.count == current.size ? askForChunk(from: current.from + UInt64(current.size), through: through) : nil
@@ -453,11 +475,13 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
 
     /// Views built from the stored rows; each record's chain hash is recomputed from the previous
     /// stored hash and compared with its own stored hash, so an altered row is reported, not handed out.
-    public func readViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
+    public nonisolated(nonsending) func readViews(
+        from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool
+    ) async throws {
         let start = max(from, 1)
-        guard var previous = try chainHash(at: start - 1) else { return }
+        guard var previous = try await chainHash(at: start - 1) else { return }
         var frame: [UInt8] = []
-        try readRows(from: start, through: through) { record, stored in
+        try await readRows(from: start, through: through) { record, stored in
             frame.removeAll(keepingCapacity: true)
             let computed = try RecordFormat.appendFrame(to: &frame, record: record, previousHash: previous)
             guard computed == stored else {
@@ -473,16 +497,17 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     }
 
     /// The chain hash stored with record `sequence` (the genesis hash for 0), nil past the last record.
-    public func chainHash(at sequence: UInt64) throws -> [UInt8]? {
+    public func chainHash(at sequence: UInt64) async throws -> [UInt8]? {
         if sequence == 0 { return RecordFormat.genesisHash }
-        try failIfConnectionLost()
+        let what = "cannot read the chain hash at \(sequence)"
         let query: PostgresQuery = "SELECT chain_hash FROM hub_events WHERE seq = \(Int64(clamping: sequence))"
-        let rows: PostgresQueryResult
-        do { rows = try reader.query(query, logger: logger).wait() } catch {
-            throw Self.failure(error, location, "cannot read the chain hash at \(sequence)")
-        }
+        let rows = try await ask(query, what)
         guard let row = rows.first else { return nil }
-        return Array(try row.decode(ByteBuffer.self).readableBytesView)
+        do {
+            return Array(try row.decode(ByteBuffer.self).readableBytesView)
+        } catch {
+            throw Self.describe(error, location, what)
+        }
     }
 
     // MARK: Waiting, faults, closing
@@ -528,7 +553,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             return !state.closing
         }
         guard first else { return }
-        // Let queued and in-flight appends finish.
+        // Let queued and in-flight appends finish (a cancelled sleep only makes the loop ask sooner).
         while state.withLock({ $0.writing || !$0.pending.isEmpty }) {
             try? await Task.sleep(nanoseconds: 2_000_000)
         }
@@ -536,6 +561,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             state.closed = true
             return state.waiters.takeAll()
         }.fail(EventLogError.closed)
+        // Closing has no one to report to (`close()` does not throw, and the store is done with the
+        // connections either way): a connection that fails to close is gone with the event loop.
         for connection in connections.withLock({ $0.all }) { try? await connection.close() }
         try? await group.shutdownGracefully()
     }

@@ -56,7 +56,7 @@ struct AuditBench: AsyncParsableCommand {
                 Task {
                     while !Task.isCancelled {
                         try await store.waitForAppend(after: trail.tree.size)
-                        while try trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: 4096) > 0 { await Task.yield() }
+                        while try await trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: 4096) > 0 { await Task.yield() }
                     }
                 }
             }
@@ -104,7 +104,7 @@ struct AuditBench: AsyncParsableCommand {
             store: store, label: "follower", progress: { _ in }, replay: { _ in })
         let trail = try AuditTrail(dataDirectory: directory, readOnly: false)
         let start = ContinuousClock.now
-        try trail.catchUp(store: store, leaf: AuditLeaf.bytes)
+        try await trail.catchUp(store: store, leaf: AuditLeaf.bytes)
         let seconds = Self.seconds(ContinuousClock.now - start)
         let treeBytes = trail.tree.bytes
         store.close()

@@ -16,7 +16,7 @@ enum ConsoleBenchLog {
         let minute: Int64 = 60_000_000
         let end = currentMicros() / minute * minute
         let start = end - Int64(days) * 1440 * minute
-        let store = try paths.openEventStore()
+        let store = try await paths.openEventStore()
         var events = 0
         do {
             let registrations = (0..<devices).map { i in

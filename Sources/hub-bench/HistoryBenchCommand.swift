@@ -60,7 +60,7 @@ struct HistoryBench: AsyncParsableCommand {
                     if m % (1440 * 30) == 0 && m > 0 { Console.note("bench: \(m / 1440) days folded") }
                 }
             }
-            if let onDisk { onDisk.foldingInBulk(fold) } else { fold() }
+            if let onDisk { await onDisk.foldingInBulk(fold) } else { fold() }
             try onDisk?.sync(sequence: sequence, chainHash: [UInt8](repeating: 0, count: 32))
             let foldSeconds = (ContinuousClock.now - foldStarted).inSeconds
             let rssAfter = try memoryKiB(getpid(), "VmRSS")

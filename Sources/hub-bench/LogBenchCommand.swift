@@ -55,7 +55,7 @@ struct LogBench: AsyncParsableCommand {
                 replayAll: { through in
                     // Exactly what the hub does at start-up: Hub.fold.
                     var state = HubState()
-                    let unreadable = try Hub.fold(store: hubStore, into: &state, through: through)
+                    let unreadable = try await Hub.fold(store: hubStore, into: &state, through: through)
                     guard unreadable == 0, state.lastSequence == through else {
                         throw HubError.failed("replay folded through \(state.lastSequence) with \(unreadable) unreadable events")
                     }
@@ -81,12 +81,12 @@ struct LogBench: AsyncParsableCommand {
             var table = LogBenchmarkResult.table(hub: hubResult, sqlite: sqliteResult, machine: machine)
             table += "\n" + floor.lines(hubOneWriter: hubResult.sequential.appendsPerSecond, writes: sequential) + "\n"
             if let postgres {
-                let store = try PostgresEventStore(location: PostgresLocation(url: postgres))
+                let store = try await PostgresEventStore.open(location: PostgresLocation(url: postgres))
                 let result = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
                     store: store, label: "PostgreSQL", replay: { _ in },
                     replayAll: { through in
                         var state = HubState()
-                        let unreadable = try Hub.fold(store: store, into: &state, through: through)
+                        let unreadable = try await Hub.fold(store: store, into: &state, through: through)
                         guard unreadable == 0, state.lastSequence == through else {
                             throw HubError.failed("replay folded through \(state.lastSequence) with \(unreadable) unreadable events")
                         }

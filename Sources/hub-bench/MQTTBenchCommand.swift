@@ -350,7 +350,7 @@ struct MQTTBench: AsyncParsableCommand {
     /// The hub core alone: a hub of its own (no MQTT surface, no drivers, its own log) takes the same
     /// commands straight into `Hub.execute` from 32 tasks (as many as the surface's lanes).
     func directRate(root: String) async throws -> Double {
-        let hub = try Hub(paths: HubPaths(dataDirectory: root))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: root))
         for d in 0..<100 {
             _ = try await hub.execute(
                 .registerDevice(id: "meter-\(d)", driver: "virtual", name: "Meter \(d)", config: "{}", hardwareId: nil),

@@ -83,7 +83,7 @@ struct StartupBench: AsyncParsableCommand {
     /// Starts the hub on the data directory and closes it: the time to start, and its opening notes.
     func start(_ paths: HubPaths) async throws -> (seconds: Double, notes: String) {
         let t0 = ContinuousClock.now
-        let hub = try Hub(paths: paths)
+        let hub = try await Hub(paths: paths)
         let elapsed = ContinuousClock.now - t0
         let notes = hub.openingNotes.joined(separator: "; ")
         try await hub.close()

@@ -48,9 +48,9 @@ struct AuditCommand: AsyncParsableCommand {
             try await Console.guarded {
                 let directory = AuditTrail.directory(dataDirectory: data.dataDir)
                 if sign {
-                    let store = try openLogReadOnly(data)
+                    let store = try await openLogReadOnly(data)
                     let head: SignedHead
-                    do { head = try signNow(store) } catch {
+                    do { head = try await signNow(store) } catch {
                         await store.close()
                         throw error
                     }
@@ -68,12 +68,12 @@ struct AuditCommand: AsyncParsableCommand {
         }
 
         /// Brings the tree up to the log and signs a head (the running hub's lock on the audit files refuses it beside one).
-        private func signNow(_ store: any EventStore) throws -> SignedHead {
+        private func signNow(_ store: any EventStore) async throws -> SignedHead {
             let trail = try AuditTrail(dataDirectory: data.dataDir, readOnly: false)
-            if let misfit = try trail.misfit(store: store, leaf: AuditLeaf.bytes) {
+            if let misfit = try await trail.misfit(store: store, leaf: AuditLeaf.bytes) {
                 throw HubError.failed("the tree in \(trail.treePath) is not this log's (\(misfit)); `hub verify` names the record")
             }
-            try trail.catchUp(store: store, leaf: AuditLeaf.bytes)
+            try await trail.catchUp(store: store, leaf: AuditLeaf.bytes)
             guard trail.tree.size > 0 else { throw HubError.failed("the log holds no records yet: there is no tree to sign") }
             let key = try AuditKey.load(path: trail.keyPath, create: true)
             return try trail.signHead(key: key, unixSeconds: Int64(Date().timeIntervalSince1970))
@@ -224,13 +224,13 @@ func openTree(_ data: DataOptions, size: UInt64?) throws -> (TreeFile, UInt64) {
 extension VerifyCommand {
     /// Rebuilds the Merkle tree from the log and compares it with `<data-dir>/audit/tree` node by
     /// node, and checks every signed head against the log; a mismatch names the record or head.
-    func checkAudit(_ store: any EventStore) throws {
+    func checkAudit(_ store: any EventStore) async throws {
         let directory = AuditTrail.directory(dataDirectory: data.dataDir)
         guard FileManager.default.fileExists(atPath: directory + "/tree") || FileManager.default.fileExists(atPath: directory + "/heads")
         else { return }
         // Beside a running hub, a tree or heads past the log as it was opened are the hub's progress.
         let running = Self.heldByRunningHub(directory + "/LOCK") == true
-        let report = try AuditVerifier.check(store: store, dataDirectory: data.dataDir, leaf: AuditLeaf.bytes, running: running)
+        let report = try await AuditVerifier.check(store: store, dataDirectory: data.dataDir, leaf: AuditLeaf.bytes, running: running)
         for problem in report.problems { Console.note("hub: audit: \(problem)") }
         guard report.problems.isEmpty else {
             throw HubError.failed("the audit tree or heads do not match the log (named above)")

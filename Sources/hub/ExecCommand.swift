@@ -28,7 +28,7 @@ struct ExecCommand: AsyncParsableCommand {
     var commands: [String]
 
     func run() async throws {
-        let hub = try await Console.guarded { try Hub(paths: data.paths()) }
+        let hub = try await Console.guarded { try await Hub(paths: data.paths()) }
         // On a PostgreSQL log, a hub holding the lease refuses exec; otherwise exec holds it while it writes.
         let lease: ToolLease?
         do {

@@ -10,12 +10,12 @@ import HubLog
 import HubMQTT
 
 /// Opens the log read-only (beside a running hub, without repairing anything).
-func openLogReadOnly(_ data: DataOptions) throws -> any EventStore {
+func openLogReadOnly(_ data: DataOptions) async throws -> any EventStore {
     let paths = try data.paths()
     guard paths.mayHoldLog else {
         throw HubError.usage("no event log in \(data.dataDir) (start one with `hub run --data-dir \(data.dataDir)` or `hub import`)")
     }
-    return try paths.openEventStore(readOnly: true)
+    return try await paths.openEventStore(readOnly: true)
 }
 
 /// Buffered standard output for JSON Lines.
@@ -50,7 +50,7 @@ struct EventsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let store = try openLogReadOnly(data)
+            let store = try await openLogReadOnly(data)
             let sinceBound = try since.map(LogBound.init(parsing:))
             let untilBound = try until.map(LogBound.init(parsing:))
             var start: UInt64 = 1
@@ -80,7 +80,7 @@ struct EventsCommand: AsyncParsableCommand {
                     out.flush()
                 }
             } else {
-                try store.read(from: start, through: store.lastSequence) { emit($0) }
+                try await store.read(from: start, through: store.lastSequence) { emit($0) }
             }
             out.flush()
             await store.close()
@@ -109,13 +109,13 @@ struct ReplayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let store = try openLogReadOnly(data)
+            let store = try await openLogReadOnly(data)
             let bound = try until.map(LogBound.init(parsing:))
             // The tables show no history; --history folds the one series it asks for.
             let asked = try history.map { try ReplayHistory(spec: $0, from: from, to: to) }
             var state = HubState(foldsHistory: asked?.seriesKey != nil)
             state.history = HistoryModel(only: asked?.seriesKey)
-            let unreadable = try Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
+            let unreadable = try await Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
             let asOf = bound?.description ?? "the end of the log"
             if let asked {
                 try asked.print(state, asOf: asOf, json: json)
@@ -141,9 +141,9 @@ struct VerifyCommand: AsyncParsableCommand {
 
     /// Each snapshot must be sealed, bound to the log's chain hash at its sequence, and equal to the
     /// log folded to that sequence; a bad one is named, and nothing is changed.
-    func checkSnapshots() throws {
+    func checkSnapshots() async throws {
         let paths = try data.paths()
-        let audit = try SnapshotAudit.check(paths: paths) { try openLogReadOnly(data) }
+        let audit = try await SnapshotAudit.check(paths: paths) { try await openLogReadOnly(data) }
         for finding in audit.findings where finding.problem == nil {
             let verdict = finding.skipped.map { "not compared (\($0))" } ?? "matches the log folded to sequence \(finding.sequence ?? 0)"
             print("snapshot \(finding.name): \(verdict)")
@@ -162,11 +162,11 @@ struct VerifyCommand: AsyncParsableCommand {
 
     /// Says whether the next start will use the history files or rebuild them (changes nothing).
     /// Beside a running hub, files it has not synced yet are its to sync, not a fault.
-    func checkHistoryFiles(_ store: any EventStore) throws {
+    func checkHistoryFiles(_ store: any EventStore) async throws {
         let paths = try data.paths()
         let directory = paths.history
         guard let found = HistoryFiles.inspect(directory: directory) else { return }
-        if let reason = try HistoryFiles.distrust(found.mark, hasSeries: found.series > 0, store: store) {
+        if let reason = try await HistoryFiles.distrust(found.mark, hasSeries: found.series > 0, store: store) {
             if found.mark == nil, paths.logURL == nil, Self.heldByRunningHub(paths.log + "/LOCK") == true {
                 print(
                     "history files: \(found.series) series, being written by the hub running on this log; "
@@ -199,10 +199,10 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let store = try openLogReadOnly(data)
+            let store = try await openLogReadOnly(data)
             let started = ContinuousClock.now
             let bar = ProgressBar(enabled: Console.stderrIsTerminal)
-            let report = try store.verify { done, total in
+            let report = try await store.verify { done, total in
                 if ContinuousClock.now - started > .milliseconds(500) { bar.show(done: done, total: total) }
             }
             bar.finish()
@@ -213,13 +213,13 @@ struct VerifyCommand: AsyncParsableCommand {
             print("log sound: \(report.records) events\(storage) checked in " + String(format: "%.2f", seconds) + " s")
             print("head hash: \(report.headHash) (keep it to detect later truncation or rewriting)")
             if let note = report.incompleteTail { print("note: \(note)") }
-            try checkHistoryFiles(store)
-            do { try checkAudit(store) } catch {
+            try await checkHistoryFiles(store)
+            do { try await checkAudit(store) } catch {
                 await store.close()
                 throw error
             }
             await store.close()
-            try checkSnapshots()
+            try await checkSnapshots()
         }
     }
 }
@@ -258,8 +258,8 @@ struct ExportCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Console.guarded {
-            let store = try openLogReadOnly(data)
-            let count = try LogTransfer.export(store: store, to: file)
+            let store = try await openLogReadOnly(data)
+            let count = try await LogTransfer.export(store: store, to: file)
             await store.close()
             if file != "-" { Console.note("hub: exported \(count) events to \(file)") }
         }

@@ -29,22 +29,22 @@ import Testing
         let dir = temporaryDirectory()
         let store = try await log(dir, records: 21)
         let trail = try AuditTrail(dataDirectory: dir, readOnly: false)
-        #expect(try trail.catchUp(store: store, leaf: Self.leaf, limit: 5) == 5)
-        #expect(try trail.catchUp(store: store, leaf: Self.leaf) == 16)
-        #expect(try trail.catchUp(store: store, leaf: Self.leaf) == 0)
-        #expect(try trail.misfit(store: store, leaf: Self.leaf) == nil)
+        #expect(try await trail.catchUp(store: store, leaf: Self.leaf, limit: 5) == 5)
+        #expect(try await trail.catchUp(store: store, leaf: Self.leaf) == 16)
+        #expect(try await trail.catchUp(store: store, leaf: Self.leaf) == 0)
+        #expect(try await trail.misfit(store: store, leaf: Self.leaf) == nil)
         let key = try AuditKey.load(path: trail.keyPath, create: true)
         let head = try trail.signHead(key: key, unixSeconds: 1_795_780_805)
         #expect(head.size == 21 && head.time == "2026-11-27T12:00:05Z" && head.isSigned(by: key.publicKey))
         var views: [[UInt8]] = []
-        try store.readViews(from: 1, through: 21) {
+        try await store.readViews(from: 1, through: 21) {
             views.append(Merkle.leafHash(Self.leaf($0))); return true
         }
         #expect(head.root == Merkle.root(leafHashes: views[...]))
         #expect(try AuditTrail.newestHead(directory: trail.directory) == head)
         // A second writer is refused while this one holds the lock.
         #expect(throws: AuditError.self) { try AuditTrail(dataDirectory: dir, readOnly: false) }
-        let report = try AuditVerifier.check(store: store, dataDirectory: dir, leaf: Self.leaf)
+        let report = try await AuditVerifier.check(store: store, dataDirectory: dir, leaf: Self.leaf)
         #expect(report.problems == [] && report.compared == 21 && report.heads == 1, "\(report.problems)")
         store.close()
     }
@@ -55,13 +55,13 @@ import Testing
         let dir = temporaryDirectory()
         let store = try await log(dir, records: 12)
         let trail = try AuditTrail(dataDirectory: dir, readOnly: false)
-        try trail.catchUp(store: store, leaf: Self.leaf)
+        try await trail.catchUp(store: store, leaf: Self.leaf)
         _ = try trail.signHead(key: try AuditKey.load(path: trail.keyPath, create: true), unixSeconds: 1_795_780_805)
         store.close()
         try FileManager.default.removeItem(atPath: dir + "/log")
         let other = try await log(dir, records: 12, payload: 1)  // every record differs
-        #expect(try trail.misfit(store: other, leaf: Self.leaf) == "record 12 is not the record the tree holds")
-        let report = try AuditVerifier.check(store: other, dataDirectory: dir, leaf: Self.leaf)
+        #expect(try await trail.misfit(store: other, leaf: Self.leaf) == "record 12 is not the record the tree holds")
+        let report = try await AuditVerifier.check(store: other, dataDirectory: dir, leaf: Self.leaf)
         #expect(report.problems.first?.hasPrefix("record 1: its leaf in") == true, "\(report.problems)")
         #expect(
             report.problems.contains { $0.contains("head 1 in") && $0.contains("the history up to record 12 was rewritten") },
@@ -69,8 +69,8 @@ import Testing
         let name = try trail.setAsideTree(unixSeconds: 1_795_780_900)
         #expect(name == "tree.set-aside-1795780900" && FileManager.default.fileExists(atPath: trail.directory + "/" + name))
         #expect(trail.tree.size == 0)
-        try trail.catchUp(store: other, leaf: Self.leaf)
-        #expect(try trail.misfit(store: other, leaf: Self.leaf) == nil)
+        try await trail.catchUp(store: other, leaf: Self.leaf)
+        #expect(try await trail.misfit(store: other, leaf: Self.leaf) == nil)
         other.close()
     }
 
@@ -80,14 +80,14 @@ import Testing
         let store = try await log(dir, records: 8)
         do {
             let trail = try AuditTrail(dataDirectory: dir, readOnly: false)
-            try trail.catchUp(store: store, leaf: Self.leaf)
+            try await trail.catchUp(store: store, leaf: Self.leaf)
         }
         // Node 2 is the parent of records 1 and 2 (post-order: leaf, leaf, parent).
         let path = dir + "/audit/tree"
         var bytes = [UInt8](FileManager.default.contents(atPath: path)!)
         bytes[32 + 2 * 32] ^= 0x01
         FileManager.default.createFile(atPath: path, contents: Data(bytes))
-        let report = try AuditVerifier.check(store: store, dataDirectory: dir, leaf: Self.leaf)
+        let report = try await AuditVerifier.check(store: store, dataDirectory: dir, leaf: Self.leaf)
         #expect(report.problems == ["\(path): node 2 (records 1...2) is damaged"], "\(report.problems)")
         store.close()
     }

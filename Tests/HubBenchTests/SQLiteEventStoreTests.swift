@@ -18,9 +18,9 @@ func event(_ type: String, _ n: Int, bytes: Int = 48) -> ProposedEvent {
         payload: (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &+ n) })
 }
 
-func readAll(_ store: any EventStore) throws -> [EventRecord] {
+func readAll(_ store: any EventStore) async throws -> [EventRecord] {
     var records: [EventRecord] = []
-    try store.read(from: 1, through: .max) {
+    try await store.read(from: 1, through: .max) {
         records.append($0); return true
     }
     return records
@@ -55,7 +55,7 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             #expect(store.streamVersion("device/plug-1") == 2)
             #expect(store.streamVersion("animal/a-1") == 0)
 
-            let records = try readAll(store)
+            let records = try await readAll(store)
             #expect(records.map(\.sequence) == [1, 2, 3, 4])
             #expect(records.map(\.stream) == ["device/plug-1", "device/plug-1", "animal/a-1", "device/plug-1"])
             #expect(records.map(\.streamVersion) == [0, 1, 0, 2])
@@ -136,7 +136,7 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
                     causation: Causation(actor: "t"), events: [event("A", 5), event("A", 6)]))
             #expect(ok == AppendResult(firstSequence: 2, lastSequence: 3, streamVersion: 2, duplicate: false))
             // Failed appends left no gap.
-            #expect(try readAll(store).map(\.sequence) == [1, 2, 3])
+            #expect(try await readAll(store).map(\.sequence) == [1, 2, 3])
         }
     }
 
@@ -162,7 +162,7 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             #expect(retry == expected)
             #expect(store.lastSequence == 5)
             #expect(store.streamVersion("s/1") == 3)
-            #expect(try readAll(store).count == 5)
+            #expect(try await readAll(store).count == 5)
         }
     }
 
@@ -188,7 +188,7 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             defer { reopened.close() }
             #expect(reopened.lastSequence == 10)
             #expect(reopened.streamVersion("device/plug-0") == 3)
-            let records = try readAll(reopened)
+            let records = try await readAll(reopened)
             #expect(records.map(\.sequence) == Array(1...10))
             #expect(records[9].payload == event("ReadingRecorded", 9).payload)
             // Idempotency survives the reopen; sequences continue.
@@ -236,7 +236,7 @@ func readAll(_ store: any EventStore) throws -> [EventRecord] {
             #expect(Set(fresh.map(\.firstSequence)) == Set(1...UInt64(tasks * perTask)))
             #expect(store.lastSequence == UInt64(tasks * perTask))
 
-            let records = try readAll(store)
+            let records = try await readAll(store)
             #expect(records.map(\.sequence) == Array(1...UInt64(tasks * perTask)))
             #expect(Set(records.compactMap(\.causation.commandId)).count == tasks * perTask)
             for s in 0..<4 {

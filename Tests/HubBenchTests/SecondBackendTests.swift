@@ -24,7 +24,7 @@ import Testing
 
     /// Runs the same commands through a hub on `store` and exports its log.
     func run(on store: any EventStore, data: String) async throws -> String {
-        let hub = try Hub(store: store, paths: HubPaths(dataDirectory: data))
+        let hub = try await Hub(store: store, paths: HubPaths(dataDirectory: data))
         for (i, command) in Self.commands.enumerated() {
             _ = try await hub.execute(command, commandId: "c-\(i)", actor: "test", now: 1_795_000_000_000_000 + Int64(i))
         }
@@ -32,8 +32,8 @@ import Testing
         let retried = try await hub.execute(Self.commands[0], commandId: "c-0", actor: "test", now: 0)
         guard case .accepted(_, _, true) = retried else { throw HubError.failed("not a duplicate: \(retried)") }
         #expect(await hub.device("lamp")?.name == "Desk lamp")
-        try LogTransfer.export(store: store, to: data + "/export.jsonl")
-        #expect(try store.verify(progress: nil).records == store.lastSequence)
+        try await LogTransfer.export(store: store, to: data + "/export.jsonl")
+        #expect(try await store.verify(progress: nil).records == store.lastSequence)
         try await hub.close()
         return try String(contentsOfFile: data + "/export.jsonl", encoding: .utf8)
     }
@@ -45,7 +45,7 @@ import Testing
             #expect(segments.split(separator: "\n").count == Self.commands.count)
             #expect(sqlite == segments)
             // Reopened, the hub folds the SQLite log (the default readViews) into the same read models.
-            let hub = try Hub(store: try SQLiteEventStore(path: dir + "/b.sqlite"), paths: HubPaths(dataDirectory: dir + "/c"))
+            let hub = try await Hub(store: try SQLiteEventStore(path: dir + "/b.sqlite"), paths: HubPaths(dataDirectory: dir + "/c"))
             #expect(await hub.state.lastSequence == UInt64(Self.commands.count))
             #expect(await hub.device("lamp")?.name == "Desk lamp")
             try await hub.close()

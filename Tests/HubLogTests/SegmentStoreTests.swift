@@ -84,7 +84,7 @@ import Testing
         for i in 0..<300 { _ = try await store.append(request("d/\(i % 7)", i)) }
         #expect(segmentPaths(dir).count > 5)
         var some: [UInt64] = []
-        try store.read(from: 150, through: 160) {
+        try await store.read(from: 150, through: 160) {
             some.append($0.sequence); return true
         }
         #expect(some == Array(150...160))
@@ -142,25 +142,25 @@ import Testing
         #expect(seen == [3, 4, 5, 6, 7, 8])
     }
 
-    @Test func snapshotsKeepTheNewestOneTheLogVouchesFor() throws {
+    @Test func snapshotsKeepTheNewestOneTheLogVouchesFor() async throws {
         let dir = temporaryDirectory()
         let snapshots = try SnapshotStore(directory: dir)
         let h10 = [UInt8](repeating: 10, count: 32), h20 = [UInt8](repeating: 20, count: 32)
         try snapshots.save(sequence: 10, chainHash: h10, bytes: [1, 2, 3])
         try snapshots.save(sequence: 20, chainHash: h20, bytes: [4, 5])
         let log: [UInt64: [UInt8]] = [10: h10, 20: h20]
-        #expect(try snapshots.loadLatest { log[$0] }.snapshot?.sequence == 20)
+        #expect(try await snapshots.loadLatest { log[$0] }.snapshot?.sequence == 20)
         // Damage the newest: it is set aside (kept) and the older one is used.
         let newest = dir + "/snapshot-00000000000000000020.snap"
         var bytes = readFile(newest)
         bytes[bytes.count - 1] ^= 0xFF
         writeFile(newest, bytes)
-        let found = try snapshots.loadLatest { log[$0] }
+        let found = try await snapshots.loadLatest { log[$0] }
         #expect(found.snapshot?.sequence == 10 && found.snapshot?.bytes == [1, 2, 3])
         #expect(found.notes.count == 1 && found.notes[0].contains("CRC32C"), "\(found.notes)")
         #expect(readFile(newest + ".set-aside") == bytes)
         // A log with another hash at 10 (or one that ends before it): set aside too, nothing used.
-        let other = try snapshots.loadLatest { _ in [UInt8](repeating: 0, count: 32) }
+        let other = try await snapshots.loadLatest { _ in [UInt8](repeating: 0, count: 32) }
         #expect(other.snapshot == nil && other.notes.first?.contains("chain hash") == true)
         #expect(FileManager.default.fileExists(atPath: dir + "/snapshot-00000000000000000010.snap.set-aside"))
         #expect(try snapshots.names().isEmpty)
@@ -169,7 +169,7 @@ import Testing
         let elsewhere = temporaryDirectory()
         let copy = try SnapshotStore(directory: elsewhere)
         writeFile(elsewhere + "/snapshot-00000000000000000030.snap", readFile(dir + "/snapshot-00000000000000000030.snap"))
-        let foreign = try copy.loadLatest { _ in h10 }
+        let foreign = try await copy.loadLatest { _ in h10 }
         #expect(foreign.snapshot == nil && foreign.notes.first?.contains("seal") == true, "\(foreign.notes)")
     }
 
@@ -178,21 +178,31 @@ import Testing
         let store = try SegmentStore(directory: dir, options: SegmentStoreOptions(segmentSize: 64 * 1024))
         _ = await store.appendAll((0..<1500).map { request("s\($0 % 4)", $0) })
         var hashes: [[UInt8]] = [RecordFormat.genesisHash]
-        try store.readViews(from: 1, through: .max) {
+        try await store.readViews(from: 1, through: .max) {
             hashes.append($0.hash); return true
         }
         #expect(hashes.count == 1501)
         for sequence: UInt64 in [0, 1, 2, 1024, 1025, 1499, 1500] {
-            #expect(try store.chainHash(at: sequence) == hashes[Int(sequence)], "at \(sequence)")
+            #expect(try await store.chainHash(at: sequence) == hashes[Int(sequence)], "at \(sequence)")
         }
-        #expect(try store.chainHash(at: 1501) == nil)
+        #expect(try await store.chainHash(at: 1501) == nil)
         store.close()
         let readOnly = try SegmentStore(directory: dir, readOnly: true)
-        for sequence: UInt64 in [1, 1025, 1500] { #expect(try readOnly.chainHash(at: sequence) == hashes[Int(sequence)]) }
+        for sequence: UInt64 in [1, 1025, 1500] { #expect(try await readOnly.chainHash(at: sequence) == hashes[Int(sequence)]) }
         // The protocol's default (built on readViews) gives the same answers.
         let any: any EventStore = DefaultsOnly(base: readOnly)
-        for sequence: UInt64 in [0, 1, 1025, 1500] { #expect(try any.chainHash(at: sequence) == hashes[Int(sequence)]) }
-        #expect(try any.chainHash(at: 1501) == nil)
+        for sequence: UInt64 in [0, 1, 1025, 1500] { #expect(try await any.chainHash(at: sequence) == hashes[Int(sequence)]) }
+        #expect(try await any.chainHash(at: 1501) == nil)
+    }
+
+    /// In asynchronous code a call on a `SegmentStore` is the store's own read, not the protocol's
+    /// default: `verify` checks the segment files (and counts them), as `hub verify` does.
+    @Test func anAsyncCallOnTheSegmentStoreIsItsOwnVerify() async throws {
+        let store = try SegmentStore(directory: temporaryDirectory())
+        _ = await store.appendAll((0..<10).map { request("s", $0) })
+        let report = try await store.verify(progress: nil)
+        #expect(report.records == 10 && report.segments == 1 && report.bytes > 0, "\(report)")
+        store.close()
     }
 
     @Test func crc32cMatchesKnownVectors() {
@@ -219,7 +229,7 @@ struct DefaultsOnly: EventStore {
     func commandResult(_ commandId: String) -> AppendResult? { base.commandResult(commandId) }
     func streamVersion(_ stream: String) -> UInt64? { base.streamVersion(stream) }
     func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
-        try base.read(from: from, through: through, body)
+        try base.scanRecords(from: from, through: through, body)
     }
     func waitForAppend(after sequence: UInt64) async throws { try await base.waitForAppend(after: sequence) }
     func close() async { base.close() }

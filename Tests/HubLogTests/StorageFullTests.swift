@@ -66,7 +66,7 @@ struct StorageFullTests {
         #expect(result.firstSequence == 11 && result.lastSequence == 13 && !result.duplicate)
         _ = try await store.append(request("s", 500))
         #expect(try allRecords(store).map(\.sequence) == Array(1...14))
-        #expect(try store.verify(progress: nil).records == 14)
+        #expect(try await store.verify(progress: nil).records == 14)
         store.close()
 
         // Reopened: nothing to cut, nothing quarantined, the chain verifies.
@@ -74,7 +74,7 @@ struct StorageFullTests {
         defer { reopened.close() }
         #expect(reopened.recovery.truncatedTail == nil && quarantineFiles(directory).isEmpty)
         #expect(reopened.lastSequence == 14)
-        #expect(try reopened.verify(progress: nil).records == 14)
+        #expect(try await reopened.verify(progress: nil).records == 14)
     }
 
     /// With zeros written ahead of the records, appends go on into that room while the disk is full;
@@ -106,7 +106,7 @@ struct StorageFullTests {
         let reopened = try SegmentStore(directory: directory)
         defer { reopened.close() }
         #expect(reopened.recovery.truncatedTail == nil && quarantineFiles(directory).isEmpty)
-        #expect(try reopened.verify(progress: nil).records == UInt64(10 + 3 * accepted + 3))
+        #expect(try await reopened.verify(progress: nil).records == UInt64(10 + 3 * accepted + 3))
     }
 
     @Test func aFullDiskWhileStartingASegmentLeavesNoSegmentBehind() async throws {
@@ -128,7 +128,7 @@ struct StorageFullTests {
         _ = try await store.append(big(10, id: "rotating"))
         _ = try await store.append(big(20))
         #expect(try allRecords(store).map(\.sequence) == Array(1...9))
-        #expect(try store.verify(progress: nil).records == 9)
+        #expect(try await store.verify(progress: nil).records == 9)
         store.close()
         let reopened = try SegmentStore(directory: directory)
         defer { reopened.close() }

@@ -22,7 +22,7 @@ func request(_ stream: String, _ n: Int, commandId: String? = nil, expected: Exp
 
 func allRecords(_ store: SegmentStore) throws -> [EventRecord] {
     var out: [EventRecord] = []
-    try store.read(from: 1, through: .max) {
+    try store.scanRecords(from: 1, through: .max) {
         out.append($0); return true
     }
     return out

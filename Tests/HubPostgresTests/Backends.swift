@@ -27,8 +27,8 @@ struct LogPlace {
 
     var paths: HubPaths { HubPaths(dataDirectory: dataDirectory, logURL: url) }
 
-    func open(readOnly: Bool = false) throws -> any EventStore {
-        try paths.openEventStore(readOnly: readOnly)
+    func open(readOnly: Bool = false) async throws -> any EventStore {
+        try await paths.openEventStore(readOnly: readOnly)
     }
 
     /// A fresh, empty log of `backend`; nil (the test is skipped, said once) when PostgreSQL is not installed.
@@ -65,9 +65,9 @@ func request(_ stream: String, _ events: [ProposedEvent], expected: ExpectedVers
 }
 
 /// Every record of the log, in order.
-func allRecords(_ store: any EventStore) throws -> [EventRecord] {
+func allRecords(_ store: any EventStore) async throws -> [EventRecord] {
     var records: [EventRecord] = []
-    try store.read(from: 1, through: store.lastSequence) {
+    try await store.read(from: 1, through: store.lastSequence) {
         records.append($0); return true
     }
     return records

@@ -24,16 +24,16 @@ import Testing
 
     /// Runs the same commands through a hub on `place`'s log and exports it.
     func runHub(on place: LogPlace) async throws -> String {
-        let hub = try Hub(paths: place.paths)
+        let hub = try await Hub(paths: place.paths)
         for (i, command) in Self.commands.enumerated() {
             _ = try await hub.execute(command, commandId: "c-\(i)", actor: "test", now: 1_795_000_000_000_000 + Int64(i))
         }
         let retried = try await hub.execute(Self.commands[0], commandId: "c-0", actor: "test", now: 0)
         guard case .accepted(_, _, true) = retried else { throw HubError.failed("not a duplicate: \(retried)") }
         try await hub.close()
-        let store = try place.open(readOnly: true)
+        let store = try await place.open(readOnly: true)
         let file = place.dataDirectory + "/export.jsonl"
-        try LogTransfer.export(store: store, to: file)
+        try await LogTransfer.export(store: store, to: file)
         await store.close()
         return try String(contentsOfFile: file, encoding: .utf8)
     }
@@ -44,19 +44,19 @@ import Testing
         let postgresExport = try await runHub(on: pg)
         #expect(segmentExport.split(separator: "\n").count >= Self.commands.count)
         #expect(postgresExport == segmentExport)
-        let a = try seg.open(readOnly: true), b = try pg.open(readOnly: true)
+        let a = try await seg.open(readOnly: true), b = try await pg.open(readOnly: true)
         #expect(a.lastSequence == b.lastSequence)
-        for sequence in 0...a.lastSequence { #expect(try a.chainHash(at: sequence) == b.chainHash(at: sequence)) }
-        #expect(try b.chainHash(at: b.lastSequence + 1) == nil)
-        #expect(try a.verify(progress: nil).headHash == b.verify(progress: nil).headHash)
+        for sequence in 0...a.lastSequence { #expect(try await a.chainHash(at: sequence) == b.chainHash(at: sequence)) }
+        #expect(try await b.chainHash(at: b.lastSequence + 1) == nil)
+        #expect(try await a.verify(progress: nil).headHash == b.verify(progress: nil).headHash)
         // Read from the middle: the views carry the stored hashes.
         var middle: [[UInt8]] = []
-        try b.readViews(from: 3, through: 4) {
+        try await b.readViews(from: 3, through: 4) {
             middle.append($0.hash); return true
         }
-        #expect(try middle == [a.chainHash(at: 3)!, a.chainHash(at: 4)!])
+        #expect(try await middle == [a.chainHash(at: 3)!, a.chainHash(at: 4)!])
         // The hub reopens on PostgreSQL with the same read models.
-        let hub = try Hub(paths: pg.paths)
+        let hub = try await Hub(paths: pg.paths)
         #expect(await hub.device("lamp")?.name == "Desk lamp")
         try await hub.close()
         await a.close(); await b.close()
@@ -71,30 +71,30 @@ import Testing
         let count = try await LogTransfer.importFile(seg.dataDirectory + "/export.jsonl", into: pg.paths)
         #expect(count == UInt64(original.split(separator: "\n").count))
         let fromPostgres = pg.dataDirectory + "/moved.jsonl"
-        let store = try pg.open(readOnly: true)
-        try LogTransfer.export(store: store, to: fromPostgres)
+        let store = try await pg.open(readOnly: true)
+        try await LogTransfer.export(store: store, to: fromPostgres)
         await store.close()
         #expect(try String(contentsOfFile: fromPostgres, encoding: .utf8) == original)
         // A second import into a log that holds events is refused, and writes nothing.
         await #expect(throws: HubError.self) { try await LogTransfer.importFile(fromPostgres, into: pg.paths) }
         // PostgreSQL -> segment log
         _ = try await LogTransfer.importFile(fromPostgres, into: back.paths)
-        let segments = try back.open(readOnly: true)
-        try LogTransfer.export(store: segments, to: back.dataDirectory + "/again.jsonl")
+        let segments = try await back.open(readOnly: true)
+        try await LogTransfer.export(store: segments, to: back.dataDirectory + "/again.jsonl")
         await segments.close()
         #expect(try String(contentsOfFile: back.dataDirectory + "/again.jsonl", encoding: .utf8) == original)
     }
 
     @Test func anAlteredRowIsReportedByVerify() async throws {
         guard let pg = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
-        let store = try pg.open()
+        let store = try await pg.open()
         for n in 0..<5 { _ = try await store.append(request("s", [event(n)])) }
         await store.close()
         let database = String(pg.url!.split(separator: "/").last!)
         _ = try server.psql("UPDATE hub_events SET payload = 'forged'::bytea WHERE seq = 3", database: database)
-        let reopened = try pg.open(readOnly: true)
-        #expect {
-            try reopened.verify(progress: nil)
+        let reopened = try await pg.open(readOnly: true)
+        await #expect {
+            try await reopened.verify(progress: nil)
         } throws: { error in
             guard case .corrupt(_, _, let sequence, let reason)? = error as? EventLogError else { return false }
             return sequence == 3 && reason.contains("hash chain")

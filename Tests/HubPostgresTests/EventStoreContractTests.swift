@@ -14,7 +14,7 @@ import Testing
     @Test(arguments: Backend.allCases)
     func concurrentAppendsGetAGaplessSequenceAndDenseStreamVersions(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let store = try place.open()
+        let store = try await place.open()
         // 40 writers at once, over 4 streams: the store orders them.
         let results = await withTaskGroup(of: Result<AppendResult, Error>.self) { group in
             for n in 0..<40 {
@@ -30,7 +30,7 @@ import Testing
         }
         #expect(results.allSatisfy { (try? $0.get()) != nil })
         #expect(store.lastSequence == 80)
-        let records = try allRecords(store)
+        let records = try await allRecords(store)
         #expect(records.map(\.sequence) == Array(1...80))
         for stream in 0..<4 {
             let versions = records.filter { $0.stream == "s\(stream)" }.map(\.streamVersion)
@@ -40,14 +40,14 @@ import Testing
         #expect(try await store.streamVersion("nobody") == nil)
         // Both events of one append are consecutive.
         for result in results { let r = try result.get(); #expect(r.lastSequence == r.firstSequence + 1) }
-        #expect(try store.verify(progress: nil).records == 80)
+        #expect(try await store.verify(progress: nil).records == 80)
         await store.close()
     }
 
     @Test(arguments: Backend.allCases)
     func aWrongExpectedVersionWritesNothing(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let store = try place.open()
+        let store = try await place.open()
         let first = try await store.append(request("device/lamp", [event(1), event(2)], expected: .noStream))
         #expect(first == AppendResult(firstSequence: 1, lastSequence: 2, streamVersion: 1, duplicate: false))
         await #expect(throws: EventLogError.wrongExpectedVersion(stream: "device/lamp", expected: .noStream, actual: 1)) {
@@ -71,14 +71,14 @@ import Testing
         #expect((try? batch[0].get())?.streamVersion == 3)
         #expect((try? batch[1].get()) == nil)
         #expect((try? batch[2].get())?.firstSequence == 5)
-        #expect(try allRecords(store).map(\.sequence) == Array(1...5))
+        #expect(try await allRecords(store).map(\.sequence) == Array(1...5))
         await store.close()
     }
 
     @Test(arguments: Backend.allCases)
     func aCommandIdIsRememberedForGoodAcrossReopening(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        var store = try place.open()
+        var store = try await place.open()
         _ = try await store.append(request("a", [event(0)]))
         let original = try await store.append(request("b", [event(1), event(2)], commandId: "cmd-1"))
         #expect(original == AppendResult(firstSequence: 2, lastSequence: 3, streamVersion: 1, duplicate: false))
@@ -87,7 +87,7 @@ import Testing
         #expect(try batch[1].get() == AppendResult(firstSequence: 4, lastSequence: 4, streamVersion: 0, duplicate: true))
         await store.close()
 
-        store = try place.open()
+        store = try await place.open()
         var again = original
         again.duplicate = true
         // Answered before the expected-version check, and nothing is written.
@@ -102,7 +102,7 @@ import Testing
         #expect(try mixed[0].get() == AppendResult(firstSequence: 5, lastSequence: 5, streamVersion: 0, duplicate: false))
         #expect(try mixed[1].get() == again)
         #expect(store.lastSequence == 5)
-        #expect(try store.verify(progress: nil).records == 5)
+        #expect(try await store.verify(progress: nil).records == 5)
         await store.close()
     }
 
@@ -116,15 +116,15 @@ import Testing
         func at(_ time: Int64, _ n: Int) -> ProposedEvent {
             ProposedEvent(type: "Noted", schemaVersion: 1, timestamp: time, payload: Array("payload \(n)".utf8))
         }
-        var store = try place.open()
+        var store = try await place.open()
         _ = try await store.append(request("a", [at(2_000, 1)]))
         _ = try await store.append(request("b", [at(1_000, 2), at(3_000, 3), at(2_500, 4)]))
         let batch = await store.appendAll([request("c", [at(1_500, 5)]), request("a", [at(4_000, 6)]), request("b", [at(3_999, 7)])])
         #expect(batch.allSatisfy { (try? $0.get()) != nil })
-        #expect(try allRecords(store).map(\.timestamp) == [2_000, 2_000, 3_000, 3_000, 3_000, 4_000, 4_000])
+        #expect(try await allRecords(store).map(\.timestamp) == [2_000, 2_000, 3_000, 3_000, 3_000, 4_000, 4_000])
         await store.close()
 
-        let reopened = try place.open()
+        let reopened = try await place.open()
         store = reopened
         _ = try await reopened.append(request("d", [at(10, 8)]))
         // 30 writers at once, each proposing a time from before it waited: the log's times still only rise.
@@ -133,13 +133,13 @@ import Testing
                 group.addTask { _ = try? await reopened.append(request("s\(n % 3)", [at(5_000 + Int64(30 - n), 100 + n)])) }
             }
         }
-        let records = try allRecords(store)
+        let records = try await allRecords(store)
         #expect(records[7].timestamp == 4_000)  // after reopening, still no earlier than the newest
         #expect(records.count == 38)
         #expect(zip(records, records.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
         // The payload (where an observation's own time lives) is as proposed.
         #expect(records[1].payload == Array("payload 2".utf8))
-        #expect(try store.verify(progress: nil).records == 38)
+        #expect(try await store.verify(progress: nil).records == 38)
         await store.close()
     }
 
@@ -149,32 +149,32 @@ import Testing
     @Test(arguments: Backend.allCases)
     func readsAcrossManyChunksGiveEveryRecordOnceInOrder(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let store = try place.open()
+        let store = try await place.open()
         for batch in 0..<25 {
             _ = try await store.append(request("s\(batch % 3)", (0..<100).map { event(batch * 100 + $0) }))
         }
-        func sequences(_ from: UInt64, _ through: UInt64, stopAfter limit: Int = .max) throws -> [UInt64] {
+        func sequences(_ from: UInt64, _ through: UInt64, stopAfter limit: Int = .max) async throws -> [UInt64] {
             var seen: [UInt64] = []
-            try store.read(from: from, through: through) {
+            try await store.read(from: from, through: through) {
                 seen.append($0.sequence); return seen.count < limit
             }
             return seen
         }
-        #expect(try sequences(1, 2_500) == Array(1...2_500))
-        #expect(try sequences(1_000, 2_049) == Array(1_000...2_049))
-        #expect(try sequences(2_048, 9_999) == Array(2_048...2_500), "past the end: up to the last record")
-        #expect(try sequences(1, 2_500, stopAfter: 1_500) == Array(1...1_500))
-        #expect(try sequences(1_025, 1_025) == [1_025])
-        let payloads = try allRecords(store).map { String(decoding: $0.payload, as: UTF8.self) }
+        #expect(try await sequences(1, 2_500) == Array(1...2_500))
+        #expect(try await sequences(1_000, 2_049) == Array(1_000...2_049))
+        #expect(try await sequences(2_048, 9_999) == Array(2_048...2_500), "past the end: up to the last record")
+        #expect(try await sequences(1, 2_500, stopAfter: 1_500) == Array(1...1_500))
+        #expect(try await sequences(1_025, 1_025) == [1_025])
+        let payloads = try await allRecords(store).map { String(decoding: $0.payload, as: UTF8.self) }
         #expect(payloads == (0..<2_500).map { "payload \($0)" })
-        #expect(try store.verify(progress: nil).records == 2_500)
+        #expect(try await store.verify(progress: nil).records == 2_500)
         await store.close()
     }
 
     @Test(arguments: Backend.allCases)
     func aFollowerIsWokenByAnAppend(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let store = try place.open()
+        let store = try await place.open()
         _ = try await store.append(request("a", [event(0)]))
         let follower = Task { () -> [UInt64] in
             var seen: [UInt64] = []
@@ -198,9 +198,9 @@ import Testing
     @Test(arguments: Backend.allCases)
     func aReaderBesideTheWriterIsWokenByItsAppends(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let writer = try place.open()
+        let writer = try await place.open()
         _ = try await writer.append(request("a", [event(0)]))
-        let reader = try place.open(readOnly: true)
+        let reader = try await place.open(readOnly: true)
         #expect(reader.lastSequence == 1)
         await #expect(throws: EventLogError.self) { try await reader.append(request("a", [event(1)])) }
         let waiting = Task { try await reader.waitForAppend(after: 1) }
@@ -210,7 +210,7 @@ import Testing
         }
         try await waiting.value
         deadline.cancel()
-        #expect(try allRecords(reader).count == 2)
+        #expect(try await allRecords(reader).count == 2)
         await reader.close()
         await writer.close()
     }
@@ -222,7 +222,7 @@ import Testing
     @Test(arguments: Backend.allCases)
     func followersCancelledWhileTheLogMovesEnd(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let store = try place.open()
+        let store = try await place.open()
         let rounds = 300, followers = 32
         for round in 0..<rounds {
             let after = store.lastSequence
@@ -247,7 +247,7 @@ import Testing
     @Test(arguments: Backend.allCases)
     func observationsAreCommittedInOrderWhenTheyReturnAndCloseLosesNone(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
-        let store = try place.paths.openEventStore(options: SegmentStoreOptions(observationCommitDelay: .seconds(600)))
+        let store = try await place.paths.openEventStore(options: SegmentStoreOptions(observationCommitDelay: .seconds(600)))
         func observation(_ n: Int, commandId: String? = nil) -> AppendRequest {
             AppendRequest(
                 stream: "device/plug", causation: Causation(commandId: commandId, actor: "driver:test"), events: [event(n)],
@@ -260,8 +260,8 @@ import Testing
         #expect(results.compactMap { try? $0.get().firstSequence } == [3, 4])
         let version = try await store.streamVersion("device/plug")
         #expect(store.lastSequence == 4 && version == 3)
-        #expect(try allRecords(store).map(\.payload) == (1...4).map { event($0).payload })
-        let beside = try place.paths.openEventStore(readOnly: true)
+        #expect(try await allRecords(store).map(\.payload) == (1...4).map { event($0).payload })
+        let beside = try await place.paths.openEventStore(readOnly: true)
         if let segments = beside as? SegmentStore { try segments.refresh() }
         #expect(beside.lastSequence == 4)
         await beside.close()
@@ -271,11 +271,52 @@ import Testing
         #expect(again.duplicate && again.firstSequence == once.firstSequence)
         _ = try await store.append(observation(6))
         await store.close()
-        let reopened = try place.open()
+        let reopened = try await place.open()
         #expect(reopened.lastSequence == 6)
-        #expect(try allRecords(reopened).map(\.payload) == (1...6).map { event($0).payload })
-        #expect(try reopened.verify(progress: nil).records == 6)
+        #expect(try await allRecords(reopened).map(\.payload) == (1...6).map { event($0).payload })
+        #expect(try await reopened.verify(progress: nil).records == 6)
         await reopened.close()
+    }
+
+    /// Every read is asynchronous and calls its closure on the caller's actor (the hub folds into
+    /// its own state from inside `read`); the hashes `readViews` hands out are the ones
+    /// `chainHash(at:)` answers, and `verify` reports the last.
+    @Test(arguments: Backend.allCases)
+    func readsCallTheirClosureOnTheCallersActor(_ backend: Backend) async throws {
+        guard let place = try LogPlace.fresh(backend) else { return }
+        let store = try await place.open()
+        for n in 0..<5 { _ = try await store.append(request("s\(n % 2)", [event(n)])) }
+        let folder = Folder(store: store)
+        try await folder.fold()
+        #expect(await folder.sequences == [1, 2, 3, 4, 5])
+        let hashes = await folder.hashes
+        #expect(hashes.count == 5)
+        for sequence in 1...5 { #expect(try await store.chainHash(at: UInt64(sequence)) == hashes[sequence - 1]) }
+        #expect(try await store.chainHash(at: 6) == nil)
+        #expect(try await store.verify(progress: nil).headHash == LogVerifier.hex(hashes[4]))
+        await store.close()
+    }
+}
+
+/// Reads a log into its own state from inside the reads' closures.
+actor Folder {
+    let store: any EventStore
+    var sequences: [UInt64] = []
+    var hashes: [[UInt8]] = []
+
+    init(store: any EventStore) { self.store = store }
+
+    func fold() async throws {
+        try await store.read(from: 1, through: .max) { record in
+            self.assertIsolated("read calls its closure on the caller's actor")
+            sequences.append(record.sequence)
+            return true
+        }
+        try await store.readViews(from: 1, through: .max) { view in
+            self.assertIsolated("readViews calls its closure on the caller's actor")
+            hashes.append(view.hash)
+            return true
+        }
     }
 }
 

@@ -15,8 +15,8 @@ import Testing
 
     @Test func onlyTheHolderAppendsAndAnOldTokenIsFencedInTheTransaction() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let a = try #require(try place.open() as? PostgresEventStore)
-        let b = try #require(try place.open() as? PostgresEventStore)
+        let a = try await #require(try await place.open() as? PostgresEventStore)
+        let b = try await #require(try await place.open() as? PostgresEventStore)
         // Long enough that a test process busy with other suites cannot let it lapse by accident.
         let tokenA = try #require(try await a.acquireLease(holder: "a", ttl: .seconds(30)))
         #expect(try await b.acquireLease(holder: "b", ttl: .seconds(1)) == nil, "held and not expired: b must wait")
@@ -56,7 +56,7 @@ import Testing
     /// alone, with its own message, and the others in its batch go through.
     @Test func aNULInOneRequestFailsOnlyThatRequestOfTheBatch() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let store = try #require(try place.open() as? PostgresEventStore)
+        let store = try await #require(try await place.open() as? PostgresEventStore)
         let event = ProposedEvent(type: "DeviceRenamed", schemaVersion: 1, timestamp: 0, payload: Array("{}".utf8))
         let results = await store.appendAll([
             AppendRequest(stream: "device/a", expected: .noStream, causation: Causation(commandId: "n-1", actor: "test"), events: [event]),
@@ -73,7 +73,7 @@ import Testing
 
     @Test func aStoreWithoutAFenceAppendsAsAlways() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let store = try #require(try place.open() as? PostgresEventStore)
+        let store = try await #require(try await place.open() as? PostgresEventStore)
         _ = try await store.acquireLease(holder: "someone", ttl: .seconds(30))
         #expect(try await Self.append(store, "c-1").firstSequence == 1, "a single hub (no --instance) takes no lease")
         await store.close()

@@ -14,7 +14,7 @@ import Testing
 @Suite(.serialized) struct PostgresStoreTests {
     @Test func concurrentAppendsShareTransactions() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let store = try PostgresEventStore(location: PostgresLocation(url: place.url!))
+        let store = try await PostgresEventStore.open(location: PostgresLocation(url: place.url!))
         let writers = 64
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: AppendResult.self) { group in
@@ -32,7 +32,7 @@ import Testing
 
     @Test func aLostConnectionIsConnectedAgainAndFollowersKeepWaiting() async throws {
         guard let place = try LogPlace.fresh(.postgres), let server = try PostgresServer.shared() else { return }
-        let store = try PostgresEventStore(location: PostgresLocation(url: place.url!))
+        let store = try await PostgresEventStore.open(location: PostgresLocation(url: place.url!))
         _ = try await store.append(request("a", [event(0)]))
         let follower = Task { try await store.waitForAppend(after: 1) }
         let database = String(place.url!.split(separator: "/").last!)
@@ -44,7 +44,7 @@ import Testing
         #expect(try await store.append(request("a", [event(1)], expected: .exact(0))).firstSequence == 2)
         try await follower.value
         await store.close()
-        let reopened = try place.open(readOnly: true)
+        let reopened = try await place.open(readOnly: true)
         #expect(reopened.lastSequence == 2)
         await reopened.close()
     }
@@ -57,7 +57,7 @@ import Testing
         let server = try PostgresServer.start()  // its own: this test stops it
         defer { server.stop() }
         let url = try server.createDatabase()
-        let store = try PostgresEventStore(location: PostgresLocation(url: url))
+        let store = try await PostgresEventStore.open(location: PostgresLocation(url: url))
         _ = try await store.append(request("s", [event(0), event(1)], commandId: "c-1"))
         server.stopKeepingData()
         #expect(await waitUntil(timeout: 10) { store.writerFault != nil }, "the store did not notice the database went away")
@@ -68,7 +68,10 @@ import Testing
         await #expect { try await store.streamVersion("s") } throws: { unreachable($0) }
         await #expect { try await store.commandResult("c-1") } throws: { unreachable($0) }
         await #expect { try await store.records(from: 1, through: 2) } throws: { unreachable($0) }
-        #expect { try store.read(from: 1, through: 2) { _ in true } } throws: { unreachable($0) }
+        await #expect { try await store.read(from: 1, through: 2) { _ in true } } throws: { unreachable($0) }
+        await #expect { try await store.readViews(from: 1, through: 2) { _ in true } } throws: { unreachable($0) }
+        await #expect { try await store.chainHash(at: 2) } throws: { unreachable($0) }
+        await #expect { try await store.verify(progress: nil) } throws: { unreachable($0) }
         await #expect { try await store.append(request("s", [event(2)], commandId: "c-2")) } throws: { unreachable($0) }
         try server.restart()
         #expect(await waitUntil(timeout: 10) { store.writerFault == nil }, "\(store.writerFault ?? "")")
@@ -87,7 +90,7 @@ import Testing
         let server = try PostgresServer.start()  // its own: this test stops it
         defer { server.stop() }
         let url = try server.createDatabase()
-        let store = try PostgresEventStore(location: PostgresLocation(url: url), statementDeadline: .seconds(2))
+        let store = try await PostgresEventStore.open(location: PostgresLocation(url: url), statementDeadline: .seconds(2))
         _ = try await store.append(request("s", [event(0)], commandId: "c-1"))
         let postmaster = try server.pids()
         for pid in postmaster { kill(pid, SIGSTOP) }

@@ -53,7 +53,7 @@ import Testing
         }
 
         // verify-full against the name the certificate carries: the log works, every connection encrypted.
-        let full = try PostgresEventStore(
+        let full = try await PostgresEventStore.open(
             location: PostgresLocation(url: url(host: "localhost", "sslmode=verify-full&sslrootcert=\(authority)")))
         _ = try await full.append(request("s", [event(1)], commandId: "tls-1"))
         #expect(full.lastSequence == 1)
@@ -61,19 +61,20 @@ import Testing
         await full.close()
 
         // verify-ca checks the authority only, so the address (not in the certificate) is accepted...
-        let byAddress = try PostgresEventStore(
+        let byAddress = try await PostgresEventStore.open(
             location: PostgresLocation(url: url(host: "127.0.0.1", "sslmode=verify-ca&sslrootcert=\(authority)")), readOnly: true)
         #expect(byAddress.lastSequence == 1)
         await byAddress.close()
         // ...and require checks nothing but still encrypts.
-        let required = try PostgresEventStore(location: PostgresLocation(url: url(host: "127.0.0.1", "sslmode=require")), readOnly: true)
+        let required = try await PostgresEventStore.open(
+            location: PostgresLocation(url: url(host: "127.0.0.1", "sslmode=require")), readOnly: true)
         #expect(try encryptedConnections() == 3)
         await required.close()
 
         // verify-full to an address the certificate does not name: refused, saying why.
-        #expect(
+        await #expect(
             performing: {
-                try PostgresEventStore(
+                try await PostgresEventStore.open(
                     location: PostgresLocation(url: url(host: "127.0.0.1", "sslmode=verify-full&sslrootcert=\(authority)")))
             },
             throws: { error in
@@ -83,14 +84,15 @@ import Testing
             })
         // An authority that did not sign the server's certificate: refused.
         let stranger = try TestCertificates.makeAuthority(in: server.directory.appendingPathComponent("stranger"))
-        #expect(
+        await #expect(
             performing: {
-                try PostgresEventStore(location: PostgresLocation(url: url(host: "localhost", "sslmode=verify-ca&sslrootcert=\(stranger)")))
+                try await PostgresEventStore.open(
+                    location: PostgresLocation(url: url(host: "localhost", "sslmode=verify-ca&sslrootcert=\(stranger)")))
             }, throws: { "\($0)".contains("certificate was refused") })
         // A root certificate file that is not one: said before connecting.
-        #expect(
+        await #expect(
             performing: {
-                try PostgresEventStore(
+                try await PostgresEventStore.open(
                     location: PostgresLocation(url: url(host: "localhost", "sslmode=verify-full&sslrootcert=/etc/hostname")))
             }, throws: { "\($0)".contains("sslrootcert /etc/hostname: cannot read certificates") })
         // Nothing was written by the refused attempts.
@@ -100,11 +102,11 @@ import Testing
 
     @Test func requireAgainstAServerWithoutTLSIsRefusedAndPreferFallsBack() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        #expect(
+        await #expect(
             performing: {
-                try PostgresEventStore(location: PostgresLocation(url: place.url! + "?sslmode=require"))
+                try await PostgresEventStore.open(location: PostgresLocation(url: place.url! + "?sslmode=require"))
             }, throws: { "\($0)".contains("the server does not accept TLS connections") })
-        let plain = try PostgresEventStore(location: PostgresLocation(url: place.url! + "?sslmode=prefer"))
+        let plain = try await PostgresEventStore.open(location: PostgresLocation(url: place.url! + "?sslmode=prefer"))
         _ = try await plain.append(request("s", [event(1)]))
         #expect(plain.lastSequence == 1)
         await plain.close()

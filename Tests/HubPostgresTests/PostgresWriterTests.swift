@@ -8,15 +8,15 @@ import Testing
 /// sends it in one `CALL hub_append(...)`, which checks that view under the head lock. These tests
 /// make the view stale on purpose (a second writer on the same log) and count the round trips.
 @Suite(.serialized) struct PostgresWriterTests {
-    static func open(_ place: LogPlace) throws -> PostgresEventStore {
-        try PostgresEventStore(location: PostgresLocation(url: place.url!))
+    static func open(_ place: LogPlace) async throws -> PostgresEventStore {
+        try await PostgresEventStore.open(location: PostgresLocation(url: place.url!))
     }
 
     /// Each store's view goes stale at every turn: neither may accept an expected version that is no
     /// longer true, nor refuse one that has become true, nor reuse a sequence or a stream version.
     @Test func twoWritersTakingTurnsSeeEachOthersAppends() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let a = try Self.open(place), b = try Self.open(place)
+        let a = try await Self.open(place), b = try await Self.open(place)
         #expect(try await a.append(request("device/lamp", [event(0)], expected: .noStream)).streamVersion == 0)
         #expect(try await b.append(request("device/lamp", [event(1)], expected: .exact(0))).streamVersion == 1)
         // a last saw version 0: the database tells it the head moved, and it decides again.
@@ -26,10 +26,10 @@ import Testing
         await #expect(throws: EventLogError.wrongExpectedVersion(stream: "device/lamp", expected: .exact(1), actual: 2)) {
             try await b.append(request("device/lamp", [event(4)], expected: .exact(1)))
         }
-        let records = try allRecords(a)
+        let records = try await allRecords(a)
         #expect(records.map(\.sequence) == [1, 2, 3, 4])
         #expect(records.filter { $0.stream == "device/lamp" }.map(\.streamVersion) == [0, 1, 2])
-        #expect(try a.verify(progress: nil).records == 4)
+        #expect(try await a.verify(progress: nil).records == 4)
         await a.close()
         await b.close()
     }
@@ -38,7 +38,7 @@ import Testing
     /// answered as that append's duplicate, while the rest of the batch is appended after the head.
     @Test func aCommandIdAppendedByAnotherWriterIsADuplicateInABatch() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let a = try Self.open(place), b = try Self.open(place)
+        let a = try await Self.open(place), b = try await Self.open(place)
         _ = try await a.append(request("s", [event(0)], commandId: "a-0"))
         let original = try await b.append(request("s", [event(1), event(2)], commandId: "b-1"))
         let batch = await a.appendAll([
@@ -51,7 +51,7 @@ import Testing
         again.duplicate = true
         #expect(try batch[1].get() == again)
         #expect(try batch[2].get() == AppendResult(firstSequence: 5, lastSequence: 5, streamVersion: 4, duplicate: false))
-        #expect(try a.verify(progress: nil).records == 5)
+        #expect(try await a.verify(progress: nil).records == 5)
         #expect(try await a.streamVersion("t") == nil)
         await a.close()
         await b.close()
@@ -61,7 +61,7 @@ import Testing
     /// lookups or `COMMIT` of their own.
     @Test func aGroupCommitIsOneRoundTrip() async throws {
         guard let place = try LogPlace.fresh(.postgres) else { return }
-        let store = try Self.open(place)
+        let store = try await Self.open(place)
         let streams = 8
         for n in 0..<streams { _ = try await store.append(request("s\(n)", [event(n)])) }
         let (statements, transactions) = (store.writerStatements, store.transactionsCommitted)
@@ -74,7 +74,7 @@ import Testing
         #expect(store.lastSequence == UInt64(streams + 64))
         let sent = store.writerStatements - statements, committed = store.transactionsCommitted - transactions
         #expect(sent == committed, "\(sent) statements for \(committed) group commits")
-        #expect(try store.verify(progress: nil).records == streams + 64)
+        #expect(try await store.verify(progress: nil).records == streams + 64)
         await store.close()
     }
 }

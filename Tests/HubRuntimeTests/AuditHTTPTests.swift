@@ -37,7 +37,7 @@ import Testing
             let proof = try await waitFor(hub, "/api/audit/proof?seq=\(seq)&size=\(total)")["data"]
             let path = (proof?["path"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Hex.bytes($0, count: 32) } }
             var line: [UInt8] = []
-            try hub.service.hub.store.readViews(from: seq, through: seq) { view in
+            try await hub.service.hub.store.readViews(from: seq, through: seq) { view in
                 line = AuditLeaf.bytes(view)
                 return false
             }

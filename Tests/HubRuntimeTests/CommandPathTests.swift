@@ -20,7 +20,7 @@ import VirtualDriver
         let store = try SegmentStore(directory: HubPaths(dataDirectory: dataDirectory).log, options: SegmentStoreOptions())
         defer { store.close() }
         var lines: [String] = []
-        try store.read(from: 1, through: store.lastSequence) { record in
+        try store.scanRecords(from: 1, through: store.lastSequence) { record in
             guard record.causation.actor == actor, let id = record.causation.commandId,
                 id == commandId || id.hasPrefix(commandId + "/")
             else { return true }
@@ -72,7 +72,7 @@ import VirtualDriver
         #expect(exec.status == 1)
         #expect(exec.stdout.contains(#""code":"unknown_driver""#), "\(exec.stdout)")
 
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let service = CommandService(hub: hub, catalog: DriverCatalog([VirtualDriverFactory()]), confirmTimeout: .zero, logger: .discarding)
         let refused = await service.execute(
             .registerDevice(id: "x", driver: "zigbee", name: "X", config: "{}", hardwareId: nil), actor: "test")
@@ -84,7 +84,7 @@ import VirtualDriver
     @Test func aCommandTheLogCannotTakeIsLoggedAndCounted() async throws {
         let lines = LockedLines()
         let logger = Logger(label: "test") { _ in LineLogHandler(sink: { lines.append($0) }) }
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let service = CommandService(hub: hub, catalog: DriverCatalog([VirtualDriverFactory()]), confirmTimeout: .zero, logger: logger)
         await hub.store.close()  // the writer is gone: every append fails
         let answer = await service.execute(

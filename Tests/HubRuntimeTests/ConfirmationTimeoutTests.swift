@@ -39,7 +39,7 @@ import Testing
         let driver: QuietDriver
 
         init(timeout: Duration) async throws {
-            hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+            hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
             _ = try await hub.execute(
                 .registerDevice(id: "p", driver: "quiet", name: "p", config: "{}", hardwareId: nil),
                 actor: "test", now: currentMicros())
@@ -73,7 +73,7 @@ import Testing
         /// The `SwitchFailed` events in the log.
         func failuresLogged() async throws -> Int {
             var count = 0
-            try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
+            try await hub.store.read(from: 1, through: hub.store.lastSequence) { record in
                 if record.type == EventType.switchFailed.rawValue { count += 1 }
                 return true
             }

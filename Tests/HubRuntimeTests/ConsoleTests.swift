@@ -47,9 +47,9 @@ import VirtualDriver
         }
 
         /// The records of the log (all of them: the tests' logs are small).
-        func records() throws -> [EventRecord] {
+        func records() async throws -> [EventRecord] {
             var out: [EventRecord] = []
-            try service.hub.store.read(from: 1, through: service.hub.store.lastSequence) {
+            try await service.hub.store.read(from: 1, through: service.hub.store.lastSequence) {
                 out.append($0); return true
             }
             return out
@@ -198,7 +198,7 @@ import VirtualDriver
         let answer = try await hub.post("/console/command", #"{"command":"switch","id":"lamp","state":"ON","command_id":"console-1"}"#)
         #expect(answer.status == 200)
         #expect(answer.body.contains(#""status":"ok""#))
-        let requested = try hub.records().filter { $0.type == "SwitchRequested" && $0.stream == "device/lamp" }
+        let requested = try await hub.records().filter { $0.type == "SwitchRequested" && $0.stream == "device/lamp" }
         #expect(requested.count == 1)
         #expect(requested.first?.causation.actor == "http:local")
         #expect(requested.first?.causation.commandId == "console-1")

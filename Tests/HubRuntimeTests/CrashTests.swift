@@ -59,7 +59,7 @@ import Testing
             // Recover (cutting any torn tail) and check every acknowledged append is there, intact.
             let store: any EventStore = try SegmentStore(directory: dir + "/log")
             var byId: [String: (UInt64, UInt64)] = [:]
-            try store.read(from: 1, through: store.lastSequence) { record in
+            try await store.read(from: 1, through: store.lastSequence) { record in
                 if let id = record.causation.commandId {
                     let range = byId[id] ?? (record.sequence, record.sequence)
                     byId[id] = (range.0, record.sequence)
@@ -72,7 +72,7 @@ import Testing
                 #expect(
                     found?.0 == ack.first && found?.1 == ack.last, "round \(round): acknowledged \(ack.id) \(ack.first)-\(ack.last) lost")
             }
-            let report = try SegmentStore(directory: dir + "/log", readOnly: true).verify(progress: nil)
+            let report = try await SegmentStore(directory: dir + "/log", readOnly: true).verify(progress: nil)
             #expect(report.incompleteTail == nil)
             #expect(report.records >= acknowledged.map(\.last).max() ?? 0)
         }

@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func everyQuantityAReportCarriesIsRecorded() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(
             .registerDevice(id: "m", driver: "meter", name: "Meter", config: "{}", hardwareId: nil),
             actor: "test", now: t0)
@@ -45,7 +45,7 @@ import Testing
         var recorded: [(String, Double)] = []
         for _ in 0..<200 {
             recorded = []
-            try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
+            try await hub.store.read(from: 1, through: hub.store.lastSequence) { record in
                 if record.type == EventType.readingRecorded.rawValue,
                     case .readingRecorded(let r)? = try? HubEvent.decode(
                         type: record.type, schemaVersion: record.schemaVersion,
@@ -79,7 +79,7 @@ import Testing
             let name = "ahead"
             func make(configuration: DriverConfiguration) throws -> any Driver { AheadDriver() }
         }
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(
             .registerDevice(id: "m", driver: "ahead", name: "Ahead", config: "{}", hardwareId: nil),
             actor: "test", now: currentMicros())
@@ -88,7 +88,7 @@ import Testing
         await host.sync()
         var refused: CommandRejected?
         for _ in 0..<200 where refused == nil {
-            try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
+            try await hub.store.read(from: 1, through: hub.store.lastSequence) { record in
                 if case .commandRejected(let r)? = try? HubEvent.decode(
                     type: record.type, schemaVersion: record.schemaVersion,
                     payload: record.payload)
@@ -124,7 +124,7 @@ import Testing
             let name = "flaky"
             func make(configuration: DriverConfiguration) throws -> any Driver { FlakyDriver() }
         }
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(
             .registerDevice(id: "f", driver: "flaky", name: "Flaky", config: "{}", hardwareId: nil),
             actor: "test", now: currentMicros() - 10_000_000)
@@ -134,7 +134,7 @@ import Testing
         var types: [String] = []
         for _ in 0..<200 {
             types = []
-            try hub.store.read(from: 2, through: hub.store.lastSequence) {
+            try await hub.store.read(from: 2, through: hub.store.lastSequence) {
                 types.append($0.type); return true
             }
             if types.count >= 5 { break }

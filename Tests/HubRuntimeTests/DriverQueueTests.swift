@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func commandsReachEachDriverInOrderOneAtATimeAndNoWorkerStaysIdle() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         for id in ["a", "b"] {
             _ = try await hub.execute(
                 .registerDevice(id: id, driver: "slow", name: id, config: "{}", hardwareId: nil),
@@ -96,7 +96,7 @@ import Testing
     /// (`run()`) has started them: the command waits for its driver and reaches the device, instead
     /// of failing with "the device has no running driver" (and a spurious `SwitchFailed`).
     @Test func aCommandHandedOverBeforeTheDriversStartedReachesItsDevice() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(
             .registerDevice(id: "a", driver: "slow", name: "a", config: "{}", hardwareId: nil), actor: "test", now: t0)
         _ = try await hub.execute(.switchDevice(id: "a", target: .on), actor: "test", now: t0 + 1)
@@ -109,7 +109,7 @@ import Testing
         for _ in 0..<500 where factory.seen("a").isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         #expect(factory.seen("a") == [true])
         var failed: [String] = []
-        try hub.store.read(from: 1, through: hub.store.lastSequence) { record in
+        try await hub.store.read(from: 1, through: hub.store.lastSequence) { record in
             if record.type == "SwitchFailed" { failed.append(String(decoding: record.payload, as: UTF8.self)) }
             return true
         }

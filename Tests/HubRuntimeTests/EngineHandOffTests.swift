@@ -62,7 +62,7 @@ import VirtualDriver
         #expect(await service.hub.snapshotProblem == nil)
         try await service.stop()
         broker.stop()
-        let reopened = try Hub(paths: HubPaths(dataDirectory: dataDirectory))
+        let reopened = try await Hub(paths: HubPaths(dataDirectory: dataDirectory))
         #expect(reopened.openingNotes.contains { $0.contains("restored from the snapshot") })
         #expect(await reopened.device("lamp")?.name == "Lamp 44")
         try await reopened.close()

@@ -85,7 +85,7 @@ import Testing
         // Each record decoded by name with the plain decoder and applied, as the domain defines it.
         func byHand(through: UInt64) throws -> (HubState, Int) {
             var state = HubState(), unreadable = 0
-            try store.read(from: 1, through: through) { record in
+            try store.scanRecords(from: 1, through: through) { record in
                 do {
                     let event = try HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
                     state.apply(
@@ -104,25 +104,25 @@ import Testing
         let through = store.lastSequence
         let (expected, expectedUnreadable) = try byHand(through: through)
         var folded = HubState()
-        let unreadable = try Hub.fold(store: store, into: &folded, through: through)
+        let unreadable = try await Hub.fold(store: store, into: &folded, through: through)
         #expect(expectedUnreadable > 0 && unreadable == expectedUnreadable)
         #expect(folded == expected && folded.lastSequence == through)
 
         // From a state part-way (a snapshot) to a bound; and to an unreadable event.
         var part = HubState()
-        try Hub.fold(store: store, into: &part, through: 1000)
-        try Hub.fold(store: store, into: &part, through: through, until: .sequence(9_000))
+        try await Hub.fold(store: store, into: &part, through: 1000)
+        try await Hub.fold(store: store, into: &part, through: through, until: .sequence(9_000))
         #expect(part == (try byHand(through: 9_000)).0)
         let unreadableAt = try #require(try firstUnreadable(store))
         var end = HubState()
-        try Hub.fold(store: store, into: &end, through: unreadableAt)
+        try await Hub.fold(store: store, into: &end, through: unreadableAt)
         #expect(end == (try byHand(through: unreadableAt)).0 && end.lastSequence == unreadableAt)
     }
 
     /// The sequence of the first event of a type this hub cannot read.
     func firstUnreadable(_ store: SegmentStore) throws -> UInt64? {
         var found: UInt64?
-        try store.readViews(from: 1, through: store.lastSequence) { view in
+        try store.scanViews(from: 1, through: store.lastSequence) { view in
             if String(decoding: view.typeBytes, as: UTF8.self) == "FromAFutureHub" { found = view.sequence; return false }
             return true
         }

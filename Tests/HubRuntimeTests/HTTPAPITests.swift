@@ -35,8 +35,8 @@ import Testing
                 #expect(response.status == .ok, "\(response.text)")
             }
         }
-        #expect(try hub.lastEvent("DeviceRegistered").causation.actor == "http:local")
-        #expect(try hub.lastEvent("ReadingRecorded").causation.actor == "http:local")
+        #expect(try await hub.lastEvent("DeviceRegistered").causation.actor == "http:local")
+        #expect(try await hub.lastEvent("ReadingRecorded").causation.actor == "http:local")
         try await hub.stop()
     }
 

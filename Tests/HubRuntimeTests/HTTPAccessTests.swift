@@ -30,7 +30,7 @@ import Glibc
                 #expect(response.status == .ok, "\(response.text)")
             }
         }
-        let event = try hub.lastEvent()
+        let event = try await hub.lastEvent()
         #expect(event.causation.actor == "http:local", "\(event.type) by \(event.causation.actor)")
         try await hub.stop()
     }
@@ -65,7 +65,7 @@ import Glibc
                 headers: [.authorization: "Bearer \(token)"], body: ByteBuffer(text: "ON")
             ) { #expect($0.status == .ok) }
         }
-        #expect(try hub.lastEvent().causation.actor == "http:admin")
+        #expect(try await hub.lastEvent().causation.actor == "http:admin")
         try await hub.stop()
     }
 
@@ -131,7 +131,7 @@ import Glibc
             ) { response in
                 #expect(response.status == .ok, "\(response.text)")
             }
-            #expect(try hub.lastEvent().causation.actor == "http:admin")
+            #expect(try await hub.lastEvent().causation.actor == "http:admin")
 
             // Rotating the token ends the session and refuses the old token.
             _ = try hub.adminToken()

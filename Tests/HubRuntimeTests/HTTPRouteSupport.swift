@@ -63,9 +63,9 @@ struct RouteFixture {
     }
 
     /// The log's last event of this type (a driver's confirmation may follow the command's own).
-    func lastEvent(_ type: String = "SwitchRequested") throws -> EventRecord {
+    func lastEvent(_ type: String = "SwitchRequested") async throws -> EventRecord {
         var found: EventRecord?
-        try service.hub.store.read(from: 1, through: service.hub.store.lastSequence) { record in
+        try await service.hub.store.read(from: 1, through: service.hub.store.lastSequence) { record in
             if record.type == type { found = record }
             return true
         }

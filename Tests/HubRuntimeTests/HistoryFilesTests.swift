@@ -80,14 +80,14 @@ import Testing
 
     static let hash = [UInt8](repeating: 7, count: 32)
 
-    @Test func theFilesAnswerAsTheModelDoesAndAfterAReopen() throws {
+    @Test func theFilesAnswerAsTheModelDoesAndAfterAReopen() async throws {
         let dir = temporaryDirectory() + "/history"
         var model = HistoryModel()
         let files = try HistoryFiles(directory: dir)
         let events = Self.events()
         // The first half as a start-up folds a stretch of log (finished buckets written in batches), the rest one by one.
         let half = events.count / 2
-        files.foldingInBulk {
+        await files.foldingInBulk {
             for (event, context) in events[..<half] { files.apply(event, context: context) }
         }
         for (event, context) in events[half...] { files.apply(event, context: context) }
@@ -140,7 +140,7 @@ import Testing
         let query = HistoryQuery(
             subject: .device("p"), quantity: .power, from: t0 - 3_600_000_000, to: t0 + 3 * 3_600_000_000, resolution: .minute)
         func record(_ paths: HubPaths, _ values: [Double]) async throws -> HistoryAnswer {
-            let hub = try Hub(paths: paths, snapshotEvery: 4)
+            let hub = try await Hub(paths: paths, snapshotEvery: 4)
             _ = try await hub.execute(
                 .registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
             for (i, value) in values.enumerated() {
@@ -160,7 +160,7 @@ import Testing
         #expect(buckets.map(\.sum) == [1, 2, 7, 5, 13])
 
         func reopen(_ expectedNote: String?) async throws {
-            let hub = try Hub(paths: paths)
+            let hub = try await Hub(paths: paths)
             let notes = hub.openingNotes.filter { $0.hasPrefix("history files rebuilt") }
             if let expectedNote {
                 #expect(notes.count == 1 && notes[0].contains(expectedNote), "\(notes)")
@@ -180,7 +180,7 @@ import Testing
         try await reopen("not synced")
         // Files of the format before the time weighting (64-byte slots, a record with no version):
         // rebuilt, not misread.
-        let hub = try Hub(paths: paths)
+        let hub = try await Hub(paths: paths)
         try await hub.close()
         var mark = try #require(HistoryFiles.mark(in: paths.history))
         mark.version = nil
@@ -218,7 +218,7 @@ import Testing
     @Test func aDamagedSlotIsRefusedAndTheNextStartRebuilds() async throws {
         let paths = HubPaths(dataDirectory: temporaryDirectory())
         let query = HistoryQuery(subject: .device("p"), quantity: .power, from: t0, to: t0 + 3_600_000_000, resolution: .hour)
-        var hub = try Hub(paths: paths)
+        var hub = try await Hub(paths: paths)
         _ = try await hub.execute(
             .registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
         _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 42, measuredAt: t0), actor: "t", now: t0)
@@ -232,7 +232,7 @@ import Testing
         try handle.write(contentsOf: Data([0xFF]))
         try handle.close()
 
-        hub = try Hub(paths: paths)
+        hub = try await Hub(paths: paths)
         do {
             _ = try await hub.history(query)
             Issue.record("a damaged slot was answered")
@@ -241,7 +241,7 @@ import Testing
             #expect(error.message.contains("device.p.power.hist") && error.message.contains("damaged"), "\(error.message)")
         }
         try await hub.close()
-        hub = try Hub(paths: paths)
+        hub = try await Hub(paths: paths)
         #expect(hub.openingNotes.contains { $0.hasPrefix("history files rebuilt") })
         #expect(try await hub.history(query) == answer)
         try await hub.close()
@@ -256,7 +256,7 @@ import Testing
         let paths = HubPaths(dataDirectory: disk.path + "/data")
         let query = HistoryQuery(
             subject: .device("p"), quantity: .power, from: t0 - 60_000_000, to: t0 + 3_600_000_000, resolution: .minute)
-        var hub = try Hub(paths: paths)
+        var hub = try await Hub(paths: paths)
         _ = try await hub.execute(
             .registerDevice(id: "p", driver: "virtual", name: "P", config: "{}", hardwareId: nil), actor: "t", now: t0)
         _ = try await hub.execute(.recordReading(subject: .device("p"), quantity: .power, value: 1, measuredAt: t0), actor: "t", now: t0)
@@ -282,7 +282,7 @@ import Testing
         disk.free()
         try await hub.close()
 
-        hub = try Hub(paths: paths)
+        hub = try await Hub(paths: paths)
         #expect(hub.openingNotes.contains { $0.hasPrefix("history files rebuilt") }, "\(hub.openingNotes)")
         guard case .buckets(let buckets) = try await hub.history(query) else { Issue.record("no buckets"); return }
         #expect(buckets.map(\.sum) == [1, 2])

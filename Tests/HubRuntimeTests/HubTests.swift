@@ -11,7 +11,7 @@ import Testing
 
 @Suite struct HubTests {
     @Test func commandsBecomeEventsAndRejectionsAreRecorded() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let registered = try await hub.execute(
             .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
             commandId: "c1", actor: "test", now: t0)
@@ -22,7 +22,7 @@ import Testing
         #expect(rejection.code == "unknown_device")
         #expect(recorded?.firstSequence == 2)
         var types: [String] = []
-        try hub.store.read(from: 1, through: 10) {
+        try await hub.store.read(from: 1, through: 10) {
             types.append($0.type); return true
         }
         #expect(types == ["DeviceRegistered", "CommandRejected"])
@@ -33,7 +33,7 @@ import Testing
     /// committed: the log's time of the second is not before the first's (it was seq 29 dated
     /// before seq 28 in the demo), and what the read models fold is that record time.
     @Test func theLogsTimeNeverGoesBackwardsAcrossStreams() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(
             .registerDevice(id: "a", driver: "virtual", name: "A", config: "{}", hardwareId: nil),
             actor: "test", now: t0 + 10_000_000)
@@ -41,7 +41,7 @@ import Testing
             .registerDevice(id: "b", driver: "virtual", name: "B", config: "{}", hardwareId: nil),
             actor: "test", now: t0)
         var times: [Int64] = []
-        try hub.store.read(from: 1, through: 10) {
+        try await hub.store.read(from: 1, through: 10) {
             times.append($0.timestamp); return true
         }
         #expect(times == [t0 + 10_000_000, t0 + 10_000_000])
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func aRetriedCommandReturnsTheOriginalOutcome() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let register = HubCommand.registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil)
         _ = try await hub.execute(register, commandId: "c1", actor: "test", now: t0)
         // The same command id again: not "device_exists", but the original acceptance, and nothing appended.
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func concurrentCommandsOnOneDeviceStayConsistent() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(
             .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: nil),
             actor: "test", now: t0)
@@ -90,24 +90,24 @@ import Testing
 
     @Test func restartUsesTheSnapshotAndReplaysOnlyTheTail() async throws {
         let dir = temporaryDirectory()
-        let first = try Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
+        let first = try await Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
         try await populate(first)
         let before = await first.state
         #expect(before.history.seriesCount == 0)  // the running hub keeps its history in files, not in the state
         let lampPower = HistoryQuery(subject: .device("lamp"), quantity: .power, from: t0, to: t0 + 86_400_000_000, resolution: .hour)
         let answered = try await first.history(lampPower)
         try await first.close()
-        let second = try Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
+        let second = try await Hub(paths: HubPaths(dataDirectory: dir), snapshotEvery: 5)
         #expect(second.openingNotes.contains { $0.contains("restored from the snapshot at sequence \(before.lastSequence)") })
         #expect(second.openingNotes.contains { $0.hasPrefix("replayed 0 events") })
         #expect(await second.state == before)
         #expect(try await second.history(lampPower) == answered)
         // And a state replayed from scratch is the same as the snapshot + tail, its history as the files'.
         var scratch = HubState(foldsHistory: false)
-        try Hub.fold(store: second.store, into: &scratch, through: second.store.lastSequence)
+        try await Hub.fold(store: second.store, into: &scratch, through: second.store.lastSequence)
         #expect(scratch == before)
         var withHistory = HubState()
-        try Hub.fold(store: second.store, into: &withHistory, through: second.store.lastSequence)
+        try await Hub.fold(store: second.store, into: &withHistory, through: second.store.lastSequence)
         #expect(try withHistory.history(lampPower) == answered)
         guard case .buckets(let buckets) = answered else { Issue.record("no buckets: \(answered)"); return }
         #expect(buckets.map(\.count) == [1])
@@ -115,7 +115,7 @@ import Testing
     }
 
     @Test func readModelsFollowTheHistory() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         try await populate(hub)
         let state = await hub.state
         #expect(state.devices["lamp"]?.removed == true)
@@ -130,7 +130,7 @@ import Testing
         // Replay as of an earlier point shows the animal still admitted.
         var earlier = HubState()
         let sighting = state.audit.lastByStream["animal/rex"]!.sequence - 2
-        try Hub.fold(store: hub.store, into: &earlier, through: hub.store.lastSequence, until: .sequence(sighting))
+        try await Hub.fold(store: hub.store, into: &earlier, through: hub.store.lastSequence, until: .sequence(sighting))
         #expect(earlier.animals["rex"]?.isAdmitted == true)
         try await hub.close()
     }

@@ -161,6 +161,22 @@ import Testing
         return directories.filter { !$0.hasPrefix("Tests/") }
     }
 
+    /// PostgreSQL is read and written on its event loop: no thread of HubPostgres's callers blocks on
+    /// a future (`.wait()`), and no `try?` there turns a failed statement into an answer (only
+    /// closing and a back-off's sleep may drop their own error).
+    @Test func postgresNeverBlocksAThreadNorHidesAnError() throws {
+        let files = try Self.sources("HubPostgres")
+        #expect(!files.isEmpty)
+        for (path, text) in files {
+            for line in Self.code(text) {
+                #expect(!line.contains(".wait()"), "\(path) blocks a thread on a future: \(line)")
+                guard line.contains("try?") else { continue }
+                let closing = ["close()", "shutdownGracefully", "Task.sleep"].contains { line.contains($0) }
+                #expect(closing, "\(path) reads an error as an answer: \(line)")
+            }
+        }
+    }
+
     @Test func noLibraryTargetIsOver5000Lines() throws {
         for module in try Self.libraryTargets() {
             let lines = try Self.sources(module).reduce(0) { $0 + $1.text.split(separator: "\n", omittingEmptySubsequences: false).count }

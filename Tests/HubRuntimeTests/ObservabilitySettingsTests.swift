@@ -75,7 +75,7 @@ struct ObservabilitySettingsTests {
             let lines = Mutex<[String]>([])
             var logger = Logger(label: "test") { _ in LineLogHandler(level: level) { line in lines.withLock { $0.append(line) } } }
             logger.logLevel = level
-            let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+            let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
             let commands = CommandService(hub: hub, catalog: DriverCatalog([]), confirmTimeout: .zero, logger: logger)
             await commands.execute(.switchDevice(id: "ghost", target: .on), actor: "test")
             let logged = lines.withLock { $0 }

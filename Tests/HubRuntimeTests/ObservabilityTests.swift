@@ -168,7 +168,7 @@ import VirtualDriver
         // The writer's first data sync fails (the log's fault injection): appends stop, /readyz says why.
         let directory = temporaryDirectory()
         let store = try SegmentStore(directory: HubPaths(dataDirectory: directory).log, options: SegmentStoreOptions(failSyncNumber: 1))
-        let hub = try Hub(store: store, paths: HubPaths(dataDirectory: directory))
+        let hub = try await Hub(store: store, paths: HubPaths(dataDirectory: directory))
         let check = Readiness.log(hub)
         #expect(await check.problem() == nil)
         _ = try? await hub.execute(
@@ -187,7 +187,7 @@ import VirtualDriver
         let disk = try SmallDisk(megabytes: 4)
         let paths = HubPaths(dataDirectory: disk.path + "/data")
         let store = try SegmentStore(directory: paths.log, options: SegmentStoreOptions(preallocation: 16 * 1024))
-        let hub = try Hub(store: store, paths: paths)
+        let hub = try await Hub(store: store, paths: paths)
         let check = Readiness.storage(hub)
         #expect(await check.problem() == nil)
         try disk.fill()

@@ -77,7 +77,7 @@ import Testing
         hub.stop()
         byCommand = try Self.commandRanges(dir + "/data/log")
         for id in answered.keys { #expect(byCommand[id]?.count == 1, "\(id) appended \(byCommand[id]?.count ?? 0) times") }
-        #expect(try SegmentStore(directory: dir + "/data/log", readOnly: true).verify(progress: nil).incompleteTail == nil)
+        #expect(try await SegmentStore(directory: dir + "/data/log", readOnly: true).verify(progress: nil).incompleteTail == nil)
     }
 
     /// The `seq` of an answer or a feed event.
@@ -91,7 +91,7 @@ import Testing
         let store = try SegmentStore(directory: directory, readOnly: true)
         var ranges: [String: [ClosedRange<UInt64>]] = [:]
         var previous: (id: String, sequence: UInt64)?
-        try store.read(from: 1, through: store.lastSequence) { record in
+        try store.scanRecords(from: 1, through: store.lastSequence) { record in
             if let id = record.causation.commandId {
                 if let p = previous, p.id == id, p.sequence + 1 == record.sequence, let last = ranges[id]?.popLast() {
                     ranges[id]!.append(last.lowerBound...record.sequence)

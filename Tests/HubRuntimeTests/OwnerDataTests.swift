@@ -25,7 +25,7 @@ import Testing
 
     @Test func ownerDataIsSealedInTheLogAndErasable() async throws {
         let dir = temporaryDirectory()
-        let hub = try Hub(paths: HubPaths(dataDirectory: dir))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: dir))
         _ = try await hub.execute(.admitAnimal(owner), actor: "test", now: currentMicros())
         let logged = await hub.state.animals["rex"]!.admission
         #expect(OwnerDataVault.isSealed(logged.ownerName ?? ""))
@@ -55,14 +55,14 @@ import Testing
     }
 
     @Test func unknownAnimalsCannotBeErased() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let outcome = try await hub.execute(.eraseOwnerData(id: "ghost"), actor: "test", now: currentMicros())
         if case .rejected(let r, _, _) = outcome { #expect(r.code == "unknown_animal") } else { Issue.record("expected a rejection") }
         try await hub.close()
     }
 
     @Test func unseenAndSightedAgain() async throws {
-        let hub = try Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         _ = try await hub.execute(.admitAnimal(owner), actor: "test", now: currentMicros())
         _ = try await hub.execute(
             .sightAnimal(id: "rex", room: "ward 2", beacon: "b-rex", at: 1_000), actor: "bridge", now: currentMicros())

@@ -70,9 +70,9 @@ final class HandClock: ScheduleClock {
     }
 
     /// The scheduler's switch requests so far (actor `scheduler`).
-    func scheduledSwitches(_ s: HubService) throws -> [(SwitchState, String?)] {
+    func scheduledSwitches(_ s: HubService) async throws -> [(SwitchState, String?)] {
         var out: [(SwitchState, String?)] = []
-        try s.hub.store.read(from: 1, through: s.hub.store.lastSequence) { record in
+        try await s.hub.store.read(from: 1, through: s.hub.store.lastSequence) { record in
             if record.causation.actor == Scheduling.actor, record.type == "SwitchRequested",
                 case .switchRequested(let e) = try HubEvent.decode(
                     type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
@@ -90,13 +90,13 @@ final class HandClock: ScheduleClock {
         try await add(s, "once", start: t0, length: 10)
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState != .on)
-        #expect(try scheduledSwitches(s).isEmpty)
+        #expect(try await scheduledSwitches(s).isEmpty)
         clock.set(t0)
         try await waitFor("on at the window's start", s) { $0.switchState == .on && $0.lastSwitchCause == .schedule }
         clock.set(t0 + 10 * 60)
         try await waitFor("off at the window's end", s) { $0.switchState == .off && $0.lastSwitchCause == .schedule }
-        #expect(try scheduledSwitches(s).map(\.0) == [.on, .off])
-        #expect(try scheduledSwitches(s).map(\.1) == ["schedule:lamp:once:\(t0):on", "schedule:lamp:once:\(t0):off"])
+        #expect(try await scheduledSwitches(s).map(\.0) == [.on, .off])
+        #expect(try await scheduledSwitches(s).map(\.1) == ["schedule:lamp:once:\(t0):on", "schedule:lamp:once:\(t0):off"])
         try await s.stop()
     }
 
@@ -110,16 +110,16 @@ final class HandClock: ScheduleClock {
         try await clock.turned()
         clock.set(t0 + 120)  // ...and forward again, still inside the same window
         try await clock.turned()
-        #expect(try scheduledSwitches(s).count == 1)
+        #expect(try await scheduledSwitches(s).count == 1)
         clock.set(t0 + 3600 + 4 * 60)  // a jump past the first window's end into the second: it stays on
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .on)
-        #expect(try scheduledSwitches(s).count == 1)
+        #expect(try await scheduledSwitches(s).count == 1)
         clock.set(t0 + 3600 + 5 * 60)  // the second window ends: off, once
         try await waitFor("off after the second window", s) { $0.switchState == .off }
         clock.set(t0 + 3600 + 2 * 60)  // back again into the second window: its edges are used up
         try await clock.turned()
-        let ids = try scheduledSwitches(s).compactMap(\.1)
+        let ids = try await scheduledSwitches(s).compactMap(\.1)
         #expect(
             ids == [
                 "schedule:lamp:hourly:\(t0):on", "schedule:lamp:hourly:\(t0 + 3600):off",
@@ -139,10 +139,10 @@ final class HandClock: ScheduleClock {
         clock.set(t0 + 20 * 60)
         s = try await service(clock, dir: dir)
         try await clock.turned()
-        #expect(try scheduledSwitches(s).count == 1)
+        #expect(try await scheduledSwitches(s).count == 1)
         clock.set(t0 + 61 * 60)
         try await waitFor("off after the restart", s) { $0.switchState == .off }
-        #expect(try scheduledSwitches(s).map(\.0) == [.on, .off])
+        #expect(try await scheduledSwitches(s).map(\.0) == [.on, .off])
         try await s.stop()
     }
 
@@ -178,7 +178,7 @@ final class HandClock: ScheduleClock {
         // this one has switched the lamp on, the missed one was seen, and asked for nothing.
         try await add(s, "now", start: t0 + 2 * 3600 - 60, length: 10)
         try await waitFor("on for the window open now", s) { $0.switchState == .on && $0.lastSwitchCause == .schedule }
-        #expect(try scheduledSwitches(s).compactMap(\.1) == ["schedule:lamp:now:\(t0 + 2 * 3600 - 60):on"])
+        #expect(try await scheduledSwitches(s).compactMap(\.1) == ["schedule:lamp:now:\(t0 + 2 * 3600 - 60):on"])
         try await s.stop()
     }
 
@@ -191,7 +191,7 @@ final class HandClock: ScheduleClock {
         clock.set(t0 + 11 * 60)  // the window ended: in manual mode nothing is switched off
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .on)
-        #expect(try scheduledSwitches(s).isEmpty)
+        #expect(try await scheduledSwitches(s).isEmpty)
         _ = try await s.hub.execute(.switchDevice(id: "lamp", target: .off), actor: "user", now: currentMicros())
         try await waitFor("automatic", s) { $0.mode == .automatic && $0.switchState == .off }
         clock.set(t0 + 60 * 60)  // the next window runs again
@@ -214,7 +214,7 @@ final class HandClock: ScheduleClock {
         clock.set(ISO8601.parse("2026-10-25T17:00:00Z")! / 1_000_000)  // 17:00 local now: not yet
         try await clock.turned()
         #expect(await s.hub.device("lamp")?.switchState == .off)
-        #expect(try scheduledSwitches(s).count == 2)
+        #expect(try await scheduledSwitches(s).count == 2)
         clock.set(ISO8601.parse("2026-10-25T18:00:00Z")! / 1_000_000)
         try await waitFor("on at 18:00 winter time", s) { $0.switchState == .on }
         try await s.stop()

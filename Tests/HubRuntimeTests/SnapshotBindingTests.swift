@@ -19,15 +19,15 @@ import Testing
     }
 
     /// What a replay of the whole log gives, for comparing with what the hub restored.
-    func replayed(_ hub: Hub) throws -> HubState {
+    func replayed(_ hub: Hub) async throws -> HubState {
         var state = HubState(foldsHistory: false)
-        try Hub.fold(store: hub.store, into: &state, through: hub.store.lastSequence)
+        try await Hub.fold(store: hub.store, into: &state, through: hub.store.lastSequence)
         return state
     }
 
     @Test func aStaleSnapshotIsSetAsideAndTheLogWins() async throws {
         let paths = HubPaths(dataDirectory: temporaryDirectory())
-        let first = try Hub(paths: paths, snapshotEvery: 1_000)
+        let first = try await Hub(paths: paths, snapshotEvery: 1_000)
         try await register(first, "a", at: 1)
         try await register(first, "b", at: 2)
         try await first.snapshot()  // covers sequence 2
@@ -36,11 +36,11 @@ import Testing
         let segment = paths.log + "/00000000000000000001.seg"
         let frames = segmentFrames(segment)
         truncateFile(segment, to: frames[1].offset)
-        let second = try Hub(paths: paths, snapshotEvery: 1_000)
+        let second = try await Hub(paths: paths, snapshotEvery: 1_000)
         try await register(second, "c", at: 3)
         try await register(second, "d", at: 4)
         await second.store.close()  // a crash again
-        let third = try Hub(paths: paths, snapshotEvery: 1_000)
+        let third = try await Hub(paths: paths, snapshotEvery: 1_000)
         #expect(await third.device("c") != nil, "the stale snapshot hid a device the log registers")
         #expect(await third.device("b") == nil, "a device the log no longer holds")
         #expect(try await third.state == replayed(third))
@@ -52,13 +52,13 @@ import Testing
 
     @Test func aSnapshotEditedWithACorrectCRCIsSetAside() async throws {
         let paths = HubPaths(dataDirectory: temporaryDirectory())
-        let first = try Hub(paths: paths)
+        let first = try await Hub(paths: paths)
         try await register(first, "lamp", at: 1)
         try await first.close()  // snapshot at sequence 1
         let file = paths.snapshots + "/snapshot-00000000000000000001.snap"
         forgeSnapshot(file) { $0.replacingOccurrences(of: #""lamp""#, with: #""phantom""#) }
 
-        let second = try Hub(paths: paths)
+        let second = try await Hub(paths: paths)
         #expect(await second.device("phantom") == nil, "a device the log never registered")
         #expect(await second.device("lamp") != nil)
         #expect(
@@ -69,7 +69,7 @@ import Testing
         #expect(try await second.state == replayed(second))
         try await second.close()
         // The forgery is not carried into the next snapshot.
-        let third = try Hub(paths: paths)
+        let third = try await Hub(paths: paths)
         #expect(await third.device("phantom") == nil)
         #expect(try await third.state == replayed(third))
         try await third.close()
@@ -80,18 +80,18 @@ import Testing
     /// verify` re-folds the log and names it.
     @Test func verifyCatchesAForgeryThatCarriesTheSealAndTheChainHash() async throws {
         let paths = HubPaths(dataDirectory: temporaryDirectory())
-        let hub = try Hub(paths: paths)
+        let hub = try await Hub(paths: paths)
         try await register(hub, "lamp", at: 1)
         try await hub.close()
-        let openLog = { try paths.openEventStore(readOnly: true) }
-        let sound = try SnapshotAudit.check(paths: paths, openStore: openLog)
+        let openLog = { try await paths.openEventStore(readOnly: true) }
+        let sound = try await SnapshotAudit.check(paths: paths, openStore: openLog)
         #expect(sound.sealsChecked && sound.findings.count == 1 && sound.findings[0].problem == nil)
 
         let snapshots = try SnapshotStore(directory: paths.snapshots)
         let original = try snapshots.read("snapshot-00000000000000000001.snap").get()
         let forged = String(decoding: original.bytes, as: UTF8.self).replacingOccurrences(of: #""lamp""#, with: #""phantom""#)
         try snapshots.save(sequence: 1, chainHash: original.chainHash, bytes: Array(forged.utf8))
-        let audit = try SnapshotAudit.check(paths: paths, openStore: openLog)
+        let audit = try await SnapshotAudit.check(paths: paths, openStore: openLog)
         #expect(audit.findings.count == 1)
         #expect(audit.findings.first?.problem?.contains("differ from the log folded to sequence 1") == true, "\(audit.findings)")
     }

@@ -111,7 +111,7 @@ struct StorageFullSurfaceTests {
             #"{"id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e509352269977","owner_name":"Ana"}"#,
             answerTopic: "hub/response/animal/admit")
         #expect(admitted.contains(#""status":"ok""#))
-        #expect(try hub.store.verify(progress: nil).records == hub.store.lastSequence)
+        #expect(try await hub.store.verify(progress: nil).records == hub.store.lastSequence)
         try await f.stop()
     }
 
@@ -120,7 +120,7 @@ struct StorageFullSurfaceTests {
     @Test func aSnapshotOnAFullDiskLeavesNoTempFileAndTheHubGoesOn() async throws {
         let disk = try SmallDisk(megabytes: 4)
         let paths = HubPaths(dataDirectory: disk.path + "/data")
-        let hub = try Hub(paths: paths, snapshotEvery: 40)
+        let hub = try await Hub(paths: paths, snapshotEvery: 40)
         let t0: Int64 = 1_700_000_000_000_000
         for n in 0..<40 {
             _ = try await hub.execute(
@@ -148,7 +148,7 @@ struct StorageFullSurfaceTests {
         #expect(names.filter { $0.hasSuffix(".snap") } == first, "the previous snapshot stays in use")
         disk.free()
         try await hub.close()
-        let reopened = try Hub(paths: paths)
+        let reopened = try await Hub(paths: paths)
         #expect(await reopened.state.lastSequence == 80)
         try await reopened.close()
     }

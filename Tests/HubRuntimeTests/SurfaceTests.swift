@@ -59,20 +59,20 @@ import Testing
         #expect(first.contains(#""duplicate":false"#))
         // Counted by command id: the driver's confirmation of the first command (a SwitchToggled
         // without the id) may land at any moment and must not be taken for a second append.
-        func appendedWithId() throws -> Int {
+        func appendedWithId() async throws -> Int {
             var n = 0
-            try f.service.hub.store.read(from: 1, through: f.service.hub.store.lastSequence) { record in
+            try await f.service.hub.store.read(from: 1, through: f.service.hub.store.lastSequence) { record in
                 if record.causation.commandId == "retry-1" { n += 1 }
                 return true
             }
             return n
         }
-        let appended = try appendedWithId()
+        let appended = try await appendedWithId()
         #expect(appended >= 1)
         try w.publish("hub/device/lamp/switch/set", #"{"state":"ON","id":"retry-1"}"#)
         let second = try await w.waitFor("hub/response/device/lamp/switch/set", skip: 1) { $0.contains("retry-1") }
         #expect(second == first.replacingOccurrences(of: #""duplicate":false"#, with: #""duplicate":true"#))
-        #expect(try appendedWithId() == appended)
+        #expect(try await appendedWithId() == appended)
         #expect(w.messages("hub/response/device/lamp/switch/set").allSatisfy { $0.receivedAt != nil })
         let samples = surface.commandWindow.stopRecording()
         #expect(samples.count == 2)
@@ -250,7 +250,7 @@ import Testing
         try await f.watcher.waitFor("hub/events/device/lamp/DeviceRegistered")
         try await f.service.stop()
         // Events appended while the hub is away are published when it comes back.
-        let hub = try Hub(paths: HubPaths(dataDirectory: dir))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: dir))
         _ = try await hub.execute(.renameDevice(id: "lamp", name: "Reading lamp"), actor: "offline-test", now: currentMicros())
         try await hub.close()
         let again = try await SurfaceFixture.startService(port: broker.port, dataDirectory: dir)

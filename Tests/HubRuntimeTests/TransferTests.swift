@@ -12,12 +12,12 @@ import Testing
 @Suite struct TransferTests {
     func exported() async throws -> (dir: String, file: String, text: String) {
         let dir = temporaryDirectory()
-        let hub = try Hub(paths: HubPaths(dataDirectory: dir + "/a"))
+        let hub = try await Hub(paths: HubPaths(dataDirectory: dir + "/a"))
         try await populate(hub)
         try await hub.close()
         let store = try SegmentStore(directory: dir + "/a/log", readOnly: true)
         let file = dir + "/export.jsonl"
-        try LogTransfer.export(store: store, to: file)
+        try await LogTransfer.export(store: store, to: file)
         return (dir, file, try String(contentsOfFile: file, encoding: .utf8))
     }
 
@@ -27,11 +27,11 @@ import Testing
         let imported = try await LogTransfer.importFile(file, into: HubPaths(dataDirectory: dir + "/b"))
         #expect(imported == 18)
         let store = try SegmentStore(directory: dir + "/b/log", readOnly: true)
-        try LogTransfer.export(store: store, to: dir + "/again.jsonl")
+        try await LogTransfer.export(store: store, to: dir + "/again.jsonl")
         #expect(try String(contentsOfFile: dir + "/again.jsonl", encoding: .utf8) == text)
         // Idempotency survives the trip: the imported log knows the command ids.
         #expect(store.commandResult("cmd-0") == nil)  // read-only stores do not index commands
-        let writable = try Hub(paths: HubPaths(dataDirectory: dir + "/b"))
+        let writable = try await Hub(paths: HubPaths(dataDirectory: dir + "/b"))
         let retried = try await writable.execute(
             .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: "aa:bb"),
             commandId: "cmd-0", actor: "x", now: t0)

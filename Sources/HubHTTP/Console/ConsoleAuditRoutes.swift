@@ -26,18 +26,24 @@ extension ConsoleRoutes {
             let matcher = filter.matcher()
             do {
                 timeline = try await Self.offloaded {
-                    try LogScan(store: store).newest(before: before, limit: Self.auditPageSize, matches: matcher)
+                    try await LogScan(store: store).newest(before: before, limit: Self.auditPageSize, matches: matcher)
                 }
             } catch {
                 problem = Self.unreadable(error)
             }
         }
-        let headBytes: [UInt8]? = (try? store.chainHash(at: last)) ?? nil
+        var headBytes: [UInt8]? = nil
+        do {
+            headBytes = try await store.chainHash(at: last)
+        } catch {
+            // No head hash shown as if the log had none: the page says the log could not be read.
+            if problem == nil { problem = Self.unreadable(error) }
+        }
         let head = headBytes.map { bytes in bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined() }
         var verdict: AuditPage.Verdict? = nil
         if filter.verify {
             do {
-                let report = try await Self.offloaded { try store.verify(progress: nil) }
+                let report = try await Self.offloaded { try await store.verify(progress: nil) }
                 verdict = .sound(records: report.records, headHash: report.headHash, note: report.incompleteTail)
             } catch {
                 verdict = .broken("\(error)")
@@ -48,7 +54,7 @@ extension ConsoleRoutes {
             do {
                 asOf = try await Self.offloaded {
                     var state = HubState()
-                    try Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
+                    try await Hub.fold(store: store, into: &state, through: store.lastSequence, until: bound)
                     return ReadModelReport.table(state, asOf: bound.description)
                 }
             } catch {
@@ -66,10 +72,10 @@ extension ConsoleRoutes {
         "the log could not be read: \(error). Run hub verify for the whole chain."
     }
 
-    /// Runs blocking log reads off the cooperative pool's current task (a long verify or replay
-    /// must not hold up other requests' tasks).
-    static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await Task.detached { try body() }.value
+    /// Runs long log reads in a task of their own, apart from the request's (a long verify or
+    /// replay must not hold up other requests' tasks).
+    static func offloaded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Task.detached { try await body() }.value
     }
 }
 

@@ -94,7 +94,7 @@ extension ConsoleRoutes {
         do {
             events = .success(
                 try await Self.offloaded {
-                    try LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
+                    try await LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
                         !$0.typeEquals(reading) && $0.stream == stream
                     }
                 })

@@ -35,14 +35,14 @@ struct LogScan {
     func newest(
         before: UInt64, limit: Int, budget: Int = 50_000, chunk: UInt64 = 2048,
         matches: (RecordView) -> Bool
-    ) throws -> Page {
+    ) async throws -> Page {
         var entries: [Entry] = []
         var high = min(before, store.lastSequence), scanned = 0
         while high >= 1 {
             let low = high > chunk ? high - chunk + 1 : 1
             // Views, not records: a record is copied out only when it is kept.
             var found: [Entry] = []
-            try store.readViews(from: low, through: high) { view in
+            try await store.readViews(from: low, through: high) { view in
                 if matches(view) { found.append(Self.entry(view)) }
                 return true
             }

@@ -45,7 +45,7 @@ struct APIResponders: Sendable {
             }
             return Self.response(result)
         case .events:
-            return events(request)
+            return await events(request)
         }
     }
 
@@ -91,7 +91,7 @@ struct APIResponders: Sendable {
 
     /// `GET /api/events?after=SEQ&limit=N`: the events after `after` (default 0), at most `limit`
     /// (default 100, at most 1000), each as `hub events` prints it.
-    func events(_ request: Request) -> Response {
+    func events(_ request: Request) async -> Response {
         var after: UInt64 = 0, limit = 100
         for (key, value) in request.uri.queryParameters {
             switch key {
@@ -115,7 +115,7 @@ struct APIResponders: Sendable {
         let last = hub.store.lastSequence
         guard after < last else { return Self.response(.ok(.array([]))) }
         do {
-            try hub.store.read(from: after + 1, through: min(last, after + UInt64(limit))) { record in
+            try await hub.store.read(from: after + 1, through: min(last, after + UInt64(limit))) { record in
                 lines.append(
                     EventLines.json(
                         record,
