@@ -14,6 +14,9 @@ public struct MQTTSettings: Sendable, Equatable {
     public var certFile: String?
     public var keyFile: String?
     public var tlsInsecure = false
+    /// The broker user Home Assistant connects as, when its discovery configs should name the
+    /// attributed command topics `<base>/from/<client>/...` (`mqtt.attribution_client`); nil: the plain ones.
+    public var attributionClient: String?
     public init() {}
 }
 

@@ -69,7 +69,8 @@ struct ExecCommand: AsyncParsableCommand {
                     continue
                 }
                 let (command, commandId) = try CommandJSON.parse(object, now: now)
-                let outcome = await service.execute(command, commandId: commandId, actor: actor, now: now)
+                let cause = try RequestParser.cause(object)
+                let outcome = await service.execute(command, commandId: commandId, actor: actor, cause: cause, now: now)
                 if !outcome.isOK { failures += 1 }
                 answer = outcome.execLine
             } catch {

@@ -7,9 +7,15 @@ public struct EventContext: Sendable, Equatable, Codable {
     /// Who caused it (a user, a driver, "scheduler", ...).
     public var actor: String
     public var commandId: String?
+    /// Why, when the command declared it (`automation.porch_lights`).
+    public var cause: String?
 
+    /// - Parameter actor: the record's actor field as stored: the actor, or `<actor>#<cause>`
+    ///   (``Attribution/init(stored:)``), split here into ``actor`` and ``cause``.
     public init(sequence: UInt64, timestamp: Int64, actor: String, commandId: String? = nil) {
-        self.sequence = sequence; self.timestamp = timestamp; self.actor = actor; self.commandId = commandId
+        let attribution = Attribution(stored: actor)
+        self.sequence = sequence; self.timestamp = timestamp; self.actor = attribution.actor; self.commandId = commandId
+        self.cause = attribution.cause
     }
 }
 
