@@ -178,9 +178,9 @@ import Testing
     @Test func aCommandUnderAUsersPrefixIsLoggedWithThatUserAndAnotherUsersIsRefused() async throws {
         let broker = try await TestBroker.startAsync(
             secured: true, users: [("hub", "hub-pw"), ("alice", "alice-pw"), ("watcher", "watcher-pw")], acl: Self.acl)
-        let fixture = try await SurfaceFixture.start(
-            broker: broker, username: "hub", password: "hub-pw",
-            devices: [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")])
+        let service = try await SurfaceFixture.startService(
+            port: broker.port, dataDirectory: temporaryDirectory(),
+            devices: [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")], username: "hub", password: "hub-pw")
         let watcher = try await Watcher(port: broker.port, username: "watcher", password: "watcher-pw")
         let alice = try await Watcher(
             port: broker.port, id: "alice-ha", filters: ["hub/response/from/alice/#"], username: "alice", password: "alice-pw")
@@ -191,7 +191,7 @@ import Testing
             "hub/from/alice/device/lamp/switch/set", Array(#"{"state":"ON","cause":"automation.porch_lights"}"#.utf8), qos: 1)
         let answer = try await alice.waitFor("hub/response/from/alice/device/lamp/switch/set")
         #expect(answer.contains(#""status":"ok""#), "\(answer)")
-        #expect(try await actorsLogged(fixture.service) == ["mqtt:alice#automation.porch_lights"])
+        #expect(try await actorsLogged(service) == ["mqtt:alice#automation.porch_lights"])
         // The event feed says who and why.
         let event = try await watcher.waitFor("hub/events/device/lamp/SwitchRequested")
         #expect(event.contains(#""actor":"mqtt:alice","cause":"automation.porch_lights""#), "\(event)")
@@ -200,10 +200,10 @@ import Testing
         try await alice.client.publishAndWait(
             "hub/from/alice/device/lamp/switch/set", Array("OFF".utf8), qos: 1, userProperties: [MQTTUserProperty("cause", "script.night")])
         try await alice.waitFor("hub/response/from/alice/device/lamp/switch/set", skip: 1)
-        #expect(try await actorsLogged(fixture.service).last == "mqtt:alice#script.night")
+        #expect(try await actorsLogged(service).last == "mqtt:alice#script.night")
 
         // As alice under bob's prefix: the broker refuses the publish (MQTT 5 PUBACK "not authorized").
-        let before = fixture.service.hub.store.lastSequence
+        let before = service.hub.store.lastSequence
         do {
             try await alice.client.publishAndWait("hub/from/bob/device/lamp/switch/set", Array("ON".utf8), qos: 1, timeout: .seconds(5))
             Issue.record("the broker let alice publish under hub/from/bob/")
@@ -214,9 +214,9 @@ import Testing
         // everything sent before it).
         try watcher.publish("hub/device/lamp/switch/set", "ON")
         try await watcher.waitFor("hub/response/device/lamp/switch/set")
-        #expect(try await actorsLogged(fixture.service).last == "mqtt")
-        #expect(fixture.service.hub.store.lastSequence > before)
-        #expect(try await !actorsLogged(fixture.service).contains { $0.hasPrefix("mqtt:bob") })
+        #expect(try await actorsLogged(service).last == "mqtt")
+        #expect(service.hub.store.lastSequence > before)
+        #expect(try await !actorsLogged(service).contains { $0.hasPrefix("mqtt:bob") })
         #expect(watcher.received.withLock { $0.filter { $0.topic.hasPrefix("hub/response/from/bob") } }.isEmpty)
 
         // A client name that is not a valid name is refused with its code (a user the ACL lets write anywhere).
@@ -231,6 +231,7 @@ import Testing
 
         await alice.stop()
         await watcher.stop()
-        try await fixture.stop()
+        try await service.stop()
+        await broker.stopAsync()
     }
 }
