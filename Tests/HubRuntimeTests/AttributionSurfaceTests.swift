@@ -158,16 +158,16 @@ import Testing
 /// a command is logged with the user who sent it, and another user's name under the prefix is
 /// refused by the broker.
 @Suite(.serialized) struct BrokerVouchedAttributionTests {
-    static let acl = """
-        user hub
-        topic readwrite hub/#
-        topic readwrite homeassistant/#
-        user watcher
-        topic readwrite #
-        pattern write hub/from/%u/#
-        pattern read hub/response/from/%u/#
-
-        """
+    /// The hub and a watcher that may do anything, and the attribution lines of deploy/mosquitto.acl
+    /// as they are shipped.
+    static func acl() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let shipped = try String(contentsOf: root.appendingPathComponent("deploy/mosquitto.acl"), encoding: .utf8)
+        let attribution = shipped.split(separator: "\n").filter { $0.hasPrefix("pattern") && $0.contains("hub/") && $0.contains("/from/") }
+        #expect(attribution == ["pattern write hub/from/%u/#", "pattern read hub/response/from/%u/#"])
+        return "user hub\ntopic readwrite hub/#\ntopic readwrite homeassistant/#\nuser watcher\ntopic readwrite #\n"
+            + attribution.joined(separator: "\n") + "\n"
+    }
 
     func actorsLogged(_ service: HubService) async throws -> [String] {
         let store = service.hub.store
@@ -177,7 +177,7 @@ import Testing
 
     @Test func aCommandUnderAUsersPrefixIsLoggedWithThatUserAndAnotherUsersIsRefused() async throws {
         let broker = try await TestBroker.startAsync(
-            secured: true, users: [("hub", "hub-pw"), ("alice", "alice-pw"), ("watcher", "watcher-pw")], acl: Self.acl)
+            secured: true, users: [("hub", "hub-pw"), ("alice", "alice-pw"), ("watcher", "watcher-pw")], acl: try Self.acl())
         let service = try await SurfaceFixture.startService(
             port: broker.port, dataDirectory: temporaryDirectory(),
             devices: [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")], username: "hub", password: "hub-pw")
