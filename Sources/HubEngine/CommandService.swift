@@ -164,7 +164,8 @@ public struct CommandService: Sendable {
 
     /// Several commands from one message, in order (a vitals message gives two readings); stops at
     /// the first that is not accepted. One command answers with its own data, several with a list.
-    public func execute(_ commands: [(command: HubCommand, commandId: String?)], actor: String, cause: String? = nil) async -> CommandAnswer {
+    public func execute(_ commands: [(command: HubCommand, commandId: String?)], actor: String, cause: String? = nil) async -> CommandAnswer
+    {
         var results: [JSONValue] = []
         for (command, commandId) in commands {
             let answer = await execute(command, commandId: commandId, actor: actor, cause: cause)

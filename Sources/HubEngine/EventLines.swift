@@ -100,7 +100,8 @@ public enum EventLines {
         }
         let actor = try string("actor")
         if actor.contains(Attribution.separator) {
-            throw LineError(line: line, reason: "\"actor\" must not contain \"\(Attribution.separator)\" (a declared cause is its own key, \"cause\")")
+            throw LineError(
+                line: line, reason: "\"actor\" must not contain \"\(Attribution.separator)\" (a declared cause is its own key, \"cause\")")
         }
         let cause: String?
         switch value["cause"] {

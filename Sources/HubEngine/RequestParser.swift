@@ -317,7 +317,8 @@ public enum RequestParser {
                 throw RequestError("\"state\": must be ON, OFF or TOGGLE, not \"\(Shown.text(state))\"", echo: echo)
             }
             return ParsedCommand(
-                commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo, cause: try cause(object, echo: echo))
+                commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo,
+                cause: try cause(object, echo: echo))
         case UInt8(ascii: "\""):
             // A JSON string: "ON".
             guard case .string(let s)? = try? JSONValue.parse(payload), let target = SwitchTarget(rawValue: word(s)) else {
@@ -446,7 +447,8 @@ public enum RequestParser {
                 throw RequestError("\"state\": must be ON, OFF or TOGGLE, not \"\(Shown.text(state))\"", echo: echo)
             }
             return ParsedCommand(
-                commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo, cause: try cause(object, echo: echo))
+                commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo,
+                cause: try cause(object, echo: echo))
         case "command":
             let parsed = try fields(echo) { try CommandJSON.parse(object, now: now, alsoAllowed: echoKeys) }
             return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo, cause: try cause(object, echo: echo))

@@ -578,7 +578,9 @@ public actor MQTTSurface {
 
     /// `parsed` with the cause of the message's user property `cause` (checked like the JSON field).
     /// Both may be given when they agree; differing, the message is refused (`invalid_cause`).
-    static func declaringCause(_ parsed: RequestParser.ParsedCommand, of message: MQTTMessage) throws(RequestError) -> RequestParser.ParsedCommand {
+    static func declaringCause(
+        _ parsed: RequestParser.ParsedCommand, of message: MQTTMessage
+    ) throws(RequestError) -> RequestParser.ParsedCommand {
         guard let declared = message.userProperty(causeProperty) else { return parsed }
         do { try DeclaredCause.check(declared) } catch {
             throw RequestError("user property \"cause\": \(error.message)", code: error.code, echo: parsed.echo)

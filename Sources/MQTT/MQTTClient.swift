@@ -360,7 +360,9 @@ public final class MQTTClient: Sendable {
             }
             for property in userProperties {
                 let rc = mosquitto_property_add_string_pair(&props, Int32(MQTT_PROP_USER_PROPERTY.rawValue), property.name, property.value)
-                if rc != 0 { throw core.error(.invalidArgument, "user property \(property.name): \(String(cString: mosquitto_strerror(rc)))") }
+                if rc != 0 {
+                    throw core.error(.invalidArgument, "user property \(property.name): \(String(cString: mosquitto_strerror(rc)))")
+                }
             }
         }
         var mid: Int32 = 0

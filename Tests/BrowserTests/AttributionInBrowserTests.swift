@@ -40,9 +40,10 @@ struct AttributionInBrowserTests {
                     == "automation.porch_lights")
 
             try await page.goto("http://127.0.0.1:\(port)/audit?actor=mqtt%3Aalice")
-            let rows = try await page.evaluate(
-                #"[...document.querySelectorAll('tbody tr')].filter(r => r.textContent.includes('SwitchRequested')).map(r => r.textContent).join('|')"#
-            ).stringValue ?? ""
+            let rows =
+                try await page.evaluate(
+                    #"[...document.querySelectorAll('tbody tr')].filter(r => r.textContent.includes('SwitchRequested')).map(r => r.textContent).join('|')"#
+                ).stringValue ?? ""
             #expect(rows.contains("mqtt:alice") && rows.contains("automation.porch_lights"), "\(rows)")
             #expect(!page.log.contains { $0.hasPrefix("uncaught") }, "the page threw: \(page.log)")
         } catch {

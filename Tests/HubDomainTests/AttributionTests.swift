@@ -5,7 +5,8 @@ import Testing
 @Suite struct AttributionTests {
     @Test func aRecordsActorFieldSplitsAtTheFirstHash() {
         #expect(Attribution(stored: "mqtt") == Attribution(actor: "mqtt"))
-        #expect(Attribution(stored: "mqtt:alice#automation.porch_lights") == Attribution(actor: "mqtt:alice", cause: "automation.porch_lights"))
+        #expect(
+            Attribution(stored: "mqtt:alice#automation.porch_lights") == Attribution(actor: "mqtt:alice", cause: "automation.porch_lights"))
         #expect(Attribution(actor: "http:admin", cause: "script.night").stored == "http:admin#script.night")
         #expect(Attribution(actor: "scheduler").stored == "scheduler")
         #expect(Attribution(stored: "mqtt:alice#a.b").text == "mqtt:alice, a.b")
@@ -18,11 +19,12 @@ import Testing
         #expect(EventContext(sequence: 1, timestamp: 0, actor: "scheduler").cause == nil)
     }
 
-    @Test(arguments: [
-        ("automation.porch_lights", nil), ("node-red/flow:3@kitchen", nil), (String(repeating: "a", count: 128), nil),
-        ("", "is empty"), (String(repeating: "a", count: 129), "129 characters"), ("porch lights", "U+0020"),
-        ("a#b", "'#'"), ("é", "'é'"), ("a\nb", "U+000A")
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("automation.porch_lights", nil), ("node-red/flow:3@kitchen", nil), (String(repeating: "a", count: 128), nil),
+            ("", "is empty"), (String(repeating: "a", count: 129), "129 characters"), ("porch lights", "U+0020"),
+            ("a#b", "'#'"), ("é", "'é'"), ("a\nb", "U+000A")
+        ] as [(String, String?)])
     func aCauseIsShortAndPlain(cause: String, refusal: String?) {
         do {
             try DeclaredCause.check(cause)

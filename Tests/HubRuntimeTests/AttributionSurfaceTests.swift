@@ -41,10 +41,11 @@ import Testing
 
     @Test func theHubSubscribesToBothAndRefusesToAnswerOnEither() {
         let subscriptions = t.subscriptions
-        #expect(Array(subscriptions.prefix(8)) == [
-            "hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
-            "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"
-        ])
+        #expect(
+            Array(subscriptions.prefix(8)) == [
+                "hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
+                "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"
+            ])
         #expect(subscriptions.contains("hub/from/+/device/+/switch/set") && subscriptions.contains("hub/from/+/request/#"))
         #expect(t.responseTopicProblem("hub/from/alice/device/lamp/switch/set") != nil)
     }

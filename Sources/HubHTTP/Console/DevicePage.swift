@@ -53,8 +53,8 @@ struct DevicePage {
             let e = page.entries.first(where: { $0.type == EventType.switchRequested.rawValue }),
             case .string(let state)? = e.data?["state"]
         else { return .empty }
-        let by = Attribution(actor: e.actor, cause: e.cause).text
-        return "<p class=\"muted\" data-field=\"last-request\">Switched \(state.lowercased()) by \(by), \(ConsoleFormat.time(e.timestamp))</p>"
+        let by = Attribution(actor: e.actor, cause: e.cause).text, when = ConsoleFormat.time(e.timestamp)
+        return "<p class=\"muted\" data-field=\"last-request\">Switched \(state.lowercased()) by \(by), \(when)</p>"
     }
 
     /// Rename the device, or remove it (its history stays in the log).
