@@ -13,7 +13,7 @@ import Logging
 /// {
 ///   "mqtt": {"host": "127.0.0.1", "port": 1883, "client_id": "hub", "username": "hub",
 ///            "password_file": "/etc/hub/mqtt-password", "base_topic": "hub",
-///            "discovery_prefix": "homeassistant", "keepalive": 30,
+///            "discovery_prefix": "homeassistant", "attribution_client": "homeassistant", "keepalive": 30,
 ///            "tls": {"ca_file": "/etc/hub/ca.crt", "cert_file": null, "key_file": null, "insecure": false}},
 ///   "devices": [{"id": "lamp", "driver": "virtual", "name": "Desk lamp", "config": {}}],
 ///   "confirm_timeout_seconds": 5,
@@ -257,7 +257,7 @@ public struct HubConfig: Sendable, Equatable {
     static func readMQTT(_ m: JSONObjectReader, into mqtt: inout MQTT) throws {
         try m.allow([
             "enabled", "host", "port", "client_id", "username", "password", "password_file", "base_topic",
-            "discovery_prefix", "keepalive", "tls"
+            "discovery_prefix", "attribution_client", "keepalive", "tls"
         ])
         if let v = try m.bool("enabled") { mqtt.enabled = v }
         if let v = try m.string("host") { mqtt.host = v }
@@ -280,6 +280,10 @@ public struct HubConfig: Sendable, Equatable {
         if let v = try m.string("discovery_prefix") {
             guard MQTTNames.isValidBase(v) else { throw m.wrongType("discovery_prefix", "a topic without + or #") }
             mqtt.discoveryPrefix = v
+        }
+        if let v = try m.string("attribution_client") {
+            if let refusal = ClientName.problem(v) { throw m.invalid("attribution_client", refusal.message) }
+            mqtt.attributionClient = v
         }
         if let v = try m.integer("keepalive", in: 5...3600) { mqtt.keepAlive = v }
         if let t = try m.object("tls") {

@@ -49,11 +49,12 @@ public enum CommandJSON {
         "erase_owner_data": ["id"]
     ]
 
-    /// Every key command `name` takes, `command` and `command_id` included; nil for an unknown command.
+    /// Every key command `name` takes, `command`, `command_id` and `cause` included; nil for an unknown command.
     public static func keys(of name: String) -> [String]? { allKeys[name] }
 
-    /// `keys` with `command` and `command_id`, made once (every command parsed looks its list up).
-    private static let allKeys: [String: [String]] = keys.mapValues { ["command", "command_id"] + $0 }
+    /// `keys` with `command`, `command_id` and `cause` (any command's declared cause, read by
+    /// ``RequestParser/cause(_:echo:)``), made once (every command parsed looks its list up).
+    private static let allKeys: [String: [String]] = keys.mapValues { ["command", "command_id", RequestParser.causeKey] + $0 }
 
     /// Parses a command object; `now` fills in measurement times that are not given.
     /// - Parameters:

@@ -49,23 +49,26 @@ public struct CommandService: Sendable {
     ///   - command: what to do.
     ///   - commandId: the idempotency key: a retried id returns the original outcome, appending nothing.
     ///   - actor: who is acting (`mqtt`, `cli`, `driver:kasa`, `scheduler`...), recorded on the events.
+    ///   - cause: why, as the sender declared it (`automation.porch_lights`, checked by
+    ///     ``DeclaredCause``), recorded on the events beside the actor (``Attribution``); nil: none.
     ///   - now: the events' time, µs since the epoch.
     ///   - durability: ``Durability/observation`` for what a driver or bridge reports (no client
     ///     waits on it: its events may be synced a bounded delay later); immediate otherwise.
     /// - Returns: the answer; never throws (a failure to record is an answer too).
     @discardableResult
     public func execute(
-        _ command: HubCommand, commandId: String? = nil, actor: String, now: Int64 = currentMicros(),
+        _ command: HubCommand, commandId: String? = nil, actor: String, cause: String? = nil, now: Int64 = currentMicros(),
         durability: Durability = .immediate
     ) async -> CommandAnswer {
-        let answer = await answer(command, commandId: commandId, actor: actor, now: now, durability: durability)
+        let answer = await answer(
+            command, commandId: commandId, actor: Attribution(actor: actor, cause: cause).stored, now: now, durability: durability)
         hub.metrics.answered(answer)
         if logger.logLevel <= .debug {
             logger.debug(
                 "command",
                 metadata: [
                     "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
-                    "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")"
+                    "cause": "\(cause ?? "-")", "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")"
                 ])
         }
         return answer
@@ -162,10 +165,11 @@ public struct CommandService: Sendable {
 
     /// Several commands from one message, in order (a vitals message gives two readings); stops at
     /// the first that is not accepted. One command answers with its own data, several with a list.
-    public func execute(_ commands: [(command: HubCommand, commandId: String?)], actor: String) async -> CommandAnswer {
+    public func execute(_ commands: [(command: HubCommand, commandId: String?)], actor: String, cause: String? = nil) async -> CommandAnswer
+    {
         var results: [JSONValue] = []
         for (command, commandId) in commands {
-            let answer = await execute(command, commandId: commandId, actor: actor)
+            let answer = await execute(command, commandId: commandId, actor: actor, cause: cause)
             guard case .ok(let data) = answer else { return answer }
             results.append(data)
         }

@@ -3,10 +3,12 @@ import HubLog
 
 /// The JSON form of one logged event: one line of `hub events` / `hub export`, and the payload the
 /// MQTT surface publishes. Keys, in order: seq, stream, version, type, schema, time, actor,
-/// command_id, data (and hash, in exports).
+/// cause (only when the command declared one), command_id, data (and hash, in exports). A record
+/// without a cause gives the line it always gave.
 public enum EventLines {
     /// The event's JSON object; `event` nil for a payload this build cannot decode (an `error` key says so); `hash` added in exports.
     public static func json(_ record: EventRecord, event: HubEvent?, hash: String? = nil) -> JSONValue {
+        let attribution = Attribution(stored: record.causation.actor)
         var fields: [(String, JSONValue)] = [
             ("seq", .number(Double(record.sequence))),
             ("stream", .string(record.stream)),
@@ -14,7 +16,10 @@ public enum EventLines {
             ("type", .string(record.type)),
             ("schema", .number(Double(record.schemaVersion))),
             ("time", .string(ISO8601.format(micros: record.timestamp))),
-            ("actor", .string(record.causation.actor)),
+            ("actor", .string(attribution.actor))
+        ]
+        if let cause = attribution.cause { fields.append(("cause", .string(cause))) }
+        fields += [
             ("command_id", record.causation.commandId.map { .string($0) } ?? .null),
             ("data", event?.jsonBody() ?? .null)
         ]
@@ -104,6 +109,19 @@ public enum EventLines {
         } catch {
             throw LineError(line: line, reason: "\"data\" does not fit \(type): \(error)")
         }
+        let actor = try string("actor")
+        if actor.contains(Attribution.separator) {
+            throw LineError(
+                line: line, reason: "\"actor\" must not contain \"\(Attribution.separator)\" (a declared cause is its own key, \"cause\")")
+        }
+        let cause: String?
+        switch value["cause"] {
+        case nil: cause = nil
+        case .string(let s)?:
+            do { try DeclaredCause.check(s) } catch { throw LineError(line: line, reason: "\"cause\": \(error.message)") }
+            cause = s
+        default: throw LineError(line: line, reason: "\"cause\" must be a string when present")
+        }
         let stream = try string("stream")
         guard stream == event.stream else {
             throw LineError(line: line, reason: "stream \(stream) does not match the event's subject (\(event.stream))")
@@ -111,7 +129,7 @@ public enum EventLines {
         let record = EventRecord(
             sequence: try integer("seq"), stream: stream, streamVersion: try integer("version"),
             type: type, schemaVersion: UInt16(schema), timestamp: time,
-            causation: Causation(commandId: commandId, actor: try string("actor")),
+            causation: Causation(commandId: commandId, actor: Attribution(actor: actor, cause: cause).stored),
             payload: event.encodePayload(schemaVersion: UInt16(schema)))
         return Parsed(record: record, event: event, hash: value["hash"]?.stringValue)
     }

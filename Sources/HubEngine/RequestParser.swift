@@ -40,6 +40,26 @@ public enum RequestParser {
     /// Keys any JSON payload may carry for the answer to echo; never read as a field.
     public static let echoKeys = ["transaction"]
 
+    /// The key of a command's declared cause (`"cause":"automation.porch_lights"`): any command's
+    /// JSON payload may carry it, no query's.
+    public static let causeKey = "cause"
+
+    /// The declared cause of a command object: nil when it has none (or `null`); refused with
+    /// `invalid_cause` when it is not a string or breaks ``DeclaredCause``'s rules.
+    public static func cause(_ object: JSONValue, echo: Echo = Echo()) throws(RequestError) -> String? {
+        switch object[causeKey] {
+        case nil, .null?: return nil
+        case .string(let cause)?:
+            do { try DeclaredCause.check(cause) } catch {
+                throw RequestError("\"cause\": \(error.message)", code: error.code, echo: echo)
+            }
+            return cause
+        case let other?:
+            throw RequestError(
+                "\"cause\": must be a string, not \(kind(other)): \(DeclaredCause.rule)", code: DeclaredCause.invalidCode, echo: echo)
+        }
+    }
+
     /// Requests that are one `hub exec` command: the payload is that command's fields.
     static let requestCommands = [
         "device/add": "register_device", "device/rename": "rename_device", "device/remove": "remove_device",
@@ -56,8 +76,8 @@ public enum RequestParser {
         for name in ["devices", "animals", "groups", "scenes", "discovered", "beacons/unknown", "device/get", "animal/get"] {
             keys[name] = ["id"] + echoKeys
         }
-        keys["all-off"] = ["command_id", "id"] + echoKeys
-        keys["switch"] = ["device", "state", "command_id", "id"] + echoKeys
+        keys["all-off"] = ["command_id", "id", causeKey] + echoKeys
+        keys["switch"] = ["device", "state", "command_id", "id", causeKey] + echoKeys
         keys["history"] = HistoryJSON.keys + ["id"] + echoKeys
         return keys
     }()
@@ -128,14 +148,21 @@ public enum RequestParser {
         public var echo: Echo
         /// Set for queries (`commands` is then empty).
         public var query: Query?
+        /// Why, as the sender declared it: the payload's `cause` (or the MQTT 5 user property
+        /// `cause`), checked by ``DeclaredCause``; recorded on the events beside the actor.
+        public var cause: String?
 
         /// A parsed request; `commandIds` defaults to `commandId` for each command.
-        public init(commands: [HubCommand], commandId: String?, echo: Echo = Echo(), query: Query? = nil, commandIds: [String?]? = nil) {
+        public init(
+            commands: [HubCommand], commandId: String?, echo: Echo = Echo(), query: Query? = nil, commandIds: [String?]? = nil,
+            cause: String? = nil
+        ) {
             self.commands = commands
             self.commandId = commandId
             self.commandIds = commandIds ?? commands.map { _ in commandId }
             self.echo = echo
             self.query = query
+            self.cause = cause
         }
 
         /// The single command, when there is exactly one.
@@ -288,7 +315,7 @@ public enum RequestParser {
         case UInt8(ascii: "{"):
             let object = try jsonObject(payload)
             let echo = Echo(object)
-            try allow(object, ["state", "id", "command_id"] + echoKeys, echo: echo)
+            try allow(object, ["state", "id", "command_id", causeKey] + echoKeys, echo: echo)
             let f = CommandJSON.Fields(object)
             let (state, commandId) = try fields(echo) { () throws -> (String, String?) in
                 (try f.string("state"), try f.optionalString("command_id") ?? f.optionalString("id"))
@@ -296,7 +323,9 @@ public enum RequestParser {
             guard let target = SwitchTarget(rawValue: word(state)) else {
                 throw RequestError("\"state\": must be ON, OFF or TOGGLE, not \"\(Shown.text(state))\"", echo: echo)
             }
-            return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)
+            return ParsedCommand(
+                commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo,
+                cause: try cause(object, echo: echo))
         case UInt8(ascii: "\""):
             // A JSON string: "ON".
             guard case .string(let s)? = try? JSONValue.parse(payload), let target = SwitchTarget(rawValue: word(s)) else {
@@ -330,7 +359,7 @@ public enum RequestParser {
     // MARK: activations/set
 
     /// `set_activation`'s fields; `device` must be the topic's, `id` (or `command_id`) is the command id.
-    static let activationKeys = ["op", "name", "start", "length", "period", "repeat", "device", "id", "command_id"] + echoKeys
+    static let activationKeys = ["op", "name", "start", "length", "period", "repeat", "device", "id", "command_id", causeKey] + echoKeys
 
     static func activationsSet(_ device: String, _ payload: [UInt8]) throws(RequestError) -> ParsedCommand {
         let object = try jsonObject(payload)
@@ -339,14 +368,14 @@ public enum RequestParser {
         try checkSameId(object, key: "device", topicId: device, kind: "device", echo: echo)
         let f = CommandJSON.Fields(object)
         let commandId = try fields(echo) { try f.optionalString("command_id") ?? f.optionalString("id") }
-        let rest = members(object).filter { !["device", "id", "command_id"].contains($0.0) }
+        let rest = members(object).filter { !["device", "id", "command_id", causeKey].contains($0.0) }
         let command = try fields(echo) {
             try CommandJSON.parse(
                 .object([("command", "set_activation"), ("device", .string(device))] + rest), now: 0,
                 alsoAllowed: echoKeys
             ).command
         }
-        return ParsedCommand(commands: [command], commandId: commandId, echo: echo)
+        return ParsedCommand(commands: [command], commandId: commandId, echo: echo, cause: try cause(object, echo: echo))
     }
 
     // MARK: animals
@@ -363,13 +392,13 @@ public enum RequestParser {
         let parsed = try fields(echo) {
             try CommandJSON.parse(.object([("command", .string(name))] + fieldsIn), now: now, alsoAllowed: echoKeys)
         }
-        return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
+        return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo, cause: try cause(object, echo: echo))
     }
 
     static func vitals(_ animal: String, _ payload: [UInt8], now: Int64) throws(RequestError) -> ParsedCommand {
         let object = try jsonObject(payload)
         let echo = Echo(object)
-        try allow(object, ["heart_rate", "temperature", "measured_at", "command_id"] + echoKeys, echo: echo)
+        try allow(object, ["heart_rate", "temperature", "measured_at", "command_id", causeKey] + echoKeys, echo: echo)
         let f = CommandJSON.Fields(object)
         let (heartRate, temperature, measuredAt, commandId) = try fields(echo) { () throws -> (Double?, Double?, Int64, String?) in
             (
@@ -393,7 +422,7 @@ public enum RequestParser {
         if commands.count == 2, let commandId {
             ids = [commandId + ":heart_rate", commandId + ":temperature"]
         }
-        return ParsedCommand(commands: commands, commandId: commandId, echo: echo, commandIds: ids)
+        return ParsedCommand(commands: commands, commandId: commandId, echo: echo, commandIds: ids, cause: try cause(object, echo: echo))
     }
 
     static func optionalNumber(_ f: CommandJSON.Fields, _ key: String) throws -> Double? {
@@ -424,10 +453,12 @@ public enum RequestParser {
             guard let target = SwitchTarget(rawValue: word(state)) else {
                 throw RequestError("\"state\": must be ON, OFF or TOGGLE, not \"\(Shown.text(state))\"", echo: echo)
             }
-            return ParsedCommand(commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo)
+            return ParsedCommand(
+                commands: [.switchDevice(id: device, target: target)], commandId: commandId, echo: echo,
+                cause: try cause(object, echo: echo))
         case "command":
             let parsed = try fields(echo) { try CommandJSON.parse(object, now: now, alsoAllowed: echoKeys) }
-            return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo)
+            return ParsedCommand(commands: [parsed.command], commandId: parsed.commandId, echo: echo, cause: try cause(object, echo: echo))
         case "animal/erase-owner":
             return try viaCommandJSON("erase_owner_data", object, topicId: nil, now: now)
         case "group/define":
@@ -442,7 +473,8 @@ public enum RequestParser {
             return try viaCommandJSON("apply_scene", object, topicId: nil, now: now)
         case "all-off":
             let commandId = try fields(echo) { try f.optionalString("command_id") ?? f.optionalString("id") }
-            return ParsedCommand(commands: [.applyScene(id: HouseholdLimits.allOff)], commandId: commandId, echo: echo)
+            return ParsedCommand(
+                commands: [.applyScene(id: HouseholdLimits.allOff)], commandId: commandId, echo: echo, cause: try cause(object, echo: echo))
         case "groups":
             return ParsedCommand(commands: [], commandId: nil, echo: echo, query: .groups)
         case "scenes":

@@ -24,7 +24,8 @@ public struct Requests: Sendable {
     ///
     /// - Parameters:
     ///   - parsed: what ``RequestParser/parse(route:message:now:)`` read.
-    ///   - actor: who is acting (`mqtt`, `http:admin`, ...), recorded on every event the commands cause.
+    ///   - actor: who is acting (`mqtt`, `http:admin`, ...), recorded on every event the commands cause,
+    ///     with the request's declared cause (``RequestParser/ParsedCommand/cause``).
     /// - Returns: the answer, with the request's `id` and `transaction` echoed.
     public func answer(_ parsed: RequestParser.ParsedCommand, actor: String) async -> Answer {
         if case .history(let query)? = parsed.query {
@@ -38,7 +39,7 @@ public struct Requests: Sendable {
         let commands = parsed.commands.enumerated().map { index, command in
             (command: command, commandId: index < parsed.commandIds.count ? parsed.commandIds[index] : parsed.commandId)
         }
-        return await self.commands.execute(commands, actor: actor).answer(echo: parsed.echo)
+        return await self.commands.execute(commands, actor: actor, cause: parsed.cause).answer(echo: parsed.echo)
     }
 
     /// The `data` of a query's answer, from the read models (`null` for an unknown device or animal).

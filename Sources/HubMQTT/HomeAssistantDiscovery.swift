@@ -10,14 +10,26 @@ import HubEngine
 /// Topics depend only on ids; unique ids and device identifiers come from hardware identity (a device's
 /// `hardware_id`, an animal's beacon), never from display names, so renames keep the entities.
 /// An empty retained payload on a config topic removes the entity (`deviceRemovals`, `animalRemovals`).
+/// With an attribution client (`mqtt.attribution_client`), every `command_topic` is the attributed
+/// one, `<base>/from/<client>/...`, so Home Assistant's commands are logged as `mqtt:<client>`.
 public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// The hub's topics, which the configs point at.
     public var topics: MQTTTopics
+    /// Where Home Assistant sends commands: `topics`, or `topics.attributed(to: client)`.
+    public var commandTopics: MQTTTopics
     /// The manufacturer and origin name every config carries.
     public static let manufacturer = "the hub"
 
     /// Discovery for `topics`.
-    public init(topics: MQTTTopics = MQTTTopics()) { self.topics = topics }
+    ///
+    /// - Parameters:
+    ///   - topics: the hub's topics.
+    ///   - attributionClient: the broker user Home Assistant connects as, when its commands go
+    ///     under `<base>/from/<client>/` (a valid ``ClientName``); nil: the plain command topics.
+    public init(topics: MQTTTopics = MQTTTopics(), attributionClient: String? = nil) {
+        self.topics = topics
+        self.commandTopics = attributionClient.map { topics.attributed(to: $0) } ?? topics
+    }
 
     /// The base topic with every character outside `[a-zA-Z0-9_-]` replaced by `_`.
     public var nodeId: String {
@@ -76,7 +88,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 ("name", .null),
                 ("unique_id", .string(identity + "_switch")),
                 ("state_topic", .string(topics.deviceSwitch(id))),
-                ("command_topic", .string(topics.deviceSwitchSet(id))),
+                ("command_topic", .string(commandTopics.deviceSwitchSet(id))),
                 ("payload_on", "ON"),
                 ("payload_off", "OFF")
             ] + availability + [device, origin])
@@ -204,7 +216,7 @@ extension HomeAssistantDiscovery {
             ("name", .null),
             ("unique_id", .string(identity + "_switch")),
             ("state_topic", .string(topics.groupSwitch(group.id))),
-            ("command_topic", .string(topics.groupSwitchSet(group.id))),
+            ("command_topic", .string(commandTopics.groupSwitchSet(group.id))),
             ("payload_on", "ON"),
             ("payload_off", "OFF"),
             ("availability_topic", .string(topics.status)),
@@ -238,7 +250,7 @@ extension HomeAssistantDiscovery {
         let config: JSONValue = .object([
             ("name", .null),
             ("unique_id", .string(identity)),
-            ("command_topic", .string(topics.request("scene/apply"))),
+            ("command_topic", .string(commandTopics.request("scene/apply"))),
             ("payload_on", .string(JSONValue.object([("id", .string(scene.id))]).serialized())),
             ("availability_topic", .string(topics.status)),
             (

@@ -27,6 +27,9 @@ public struct MQTTSettings: Sendable, Equatable {
     public var keyFile: String?
     /// Skip the check of the broker certificate's host name (testing only).
     public var tlsInsecure = false
+    /// The broker user Home Assistant connects as, when its discovery configs should name the
+    /// attributed command topics `<base>/from/<client>/...` (`mqtt.attribution_client`); nil: the plain ones.
+    public var attributionClient: String?
     /// The defaults: a local broker on 1883 as `hub`, under `hub/`, no TLS.
     public init() {}
 }

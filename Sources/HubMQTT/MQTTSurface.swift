@@ -85,7 +85,7 @@ public actor MQTTSurface {
 
     init(
         hub: Hub, commands: CommandService, drivers: DriverHost, bridges: BridgeHost, relay: MQTTRelay?, client: MQTTClient,
-        topics: MQTTTopics, checkpointPath: String, lease: LeaseStanding? = nil, logger: Logger
+        topics: MQTTTopics, checkpointPath: String, lease: LeaseStanding? = nil, attributionClient: String? = nil, logger: Logger
     ) {
         self.hub = hub
         self.lease = lease
@@ -96,7 +96,7 @@ public actor MQTTSurface {
         self.relay = relay
         self.client = client
         self.topics = topics
-        self.discovery = HomeAssistantDiscovery(topics: topics)
+        self.discovery = HomeAssistantDiscovery(topics: topics, attributionClient: attributionClient)
         events = MQTTEventsPublisher(hub: hub, client: client, topics: topics, checkpointPath: checkpointPath, logger: logger)
         self.logger = logger
         (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -132,7 +132,7 @@ public actor MQTTSurface {
         let client = try MQTTClient(options: options)
         let surface = MQTTSurface(
             hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
-            topics: topics, checkpointPath: checkpointPath, lease: lease, logger: logger)
+            topics: topics, checkpointPath: checkpointPath, lease: lease, attributionClient: settings.attributionClient, logger: logger)
         relay?.attach(client, reserved: [topics.base, topics.discoveryPrefix])
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
         try client.subscribe(topics.status, qos: 1)  // a former connection's late last will is answered (`defendStatus`)
@@ -511,6 +511,8 @@ public actor MQTTSurface {
         var message: MQTTMessage
         var route: RequestRoute
         var parsed: RequestParser.ParsedCommand
+        /// The client of a command under `<base>/from/<client>/`; nil for the plain topics.
+        var client: String? = nil
     }
 
     /// Routes and parses a message (in arrival order), answers what is malformed at once, and hands
@@ -523,6 +525,7 @@ public actor MQTTSurface {
         }
         let mqttRoute = topics.route(topic: message.topic)
         let route: RequestRoute
+        var client: String? = nil
         switch mqttRoute {
         case .ignored:
             // Not the hub's: a device's or a bridge's topic (Tasmota, Shelly, beacons).
@@ -536,6 +539,9 @@ public actor MQTTSurface {
             return
         case .command(let request):
             route = request
+        case .attributed(let name, let request):
+            route = request
+            client = name
         }
         if message.retain {
             // A retained command would be replayed at every subscription: never act on one.
@@ -545,21 +551,51 @@ public actor MQTTSurface {
         }
         if let problem = responseTopicProblem(message) {
             // Refused before anything runs: the answer says why, on the topic's own response topic.
-            respond(AnswerJSON.error(RequestError(problem, echo: RequestParser.bestEffortEcho(message.payload))), to: message, route: route)
+            respond(
+                AnswerJSON.error(RequestError(problem, echo: RequestParser.bestEffortEcho(message.payload))), to: message, route: route,
+                client: client)
+            return
+        }
+        if let client, let refusal = ClientName.problem(client) {
+            let error = RequestError(refusal.message, code: refusal.code, echo: RequestParser.bestEffortEcho(message.payload))
+            respond(AnswerJSON.error(error), to: message, route: route, client: client)
             return
         }
         let parsed: RequestParser.ParsedCommand
         do {
-            parsed = try RequestParser.parse(route: route, message: message.payload, now: currentMicros())
+            parsed = try Self.declaringCause(
+                RequestParser.parse(route: route, message: message.payload, now: currentMicros()), of: message)
         } catch {
-            respond(AnswerJSON.error(error), to: message, route: route)
+            respond(AnswerJSON.error(error), to: message, route: route, client: client)
             return
         }
         var hasher = Hasher()
         if let command = parsed.commands.first { hasher.combine(Hub.serializationKeys(command)[0]) } else { hasher.combine(message.topic) }
         let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes.count))
         commandWindow.queued()
-        lanes[lane].yield(Work(message: message, route: route, parsed: parsed))
+        lanes[lane].yield(Work(message: message, route: route, parsed: parsed, client: client))
+    }
+
+    /// The MQTT 5 user property that declares a command's cause, beside the JSON field `cause`.
+    static let causeProperty = "cause"
+
+    /// `parsed` with the cause of the message's user property `cause` (checked like the JSON field).
+    /// Both may be given when they agree; differing, the message is refused (`invalid_cause`).
+    static func declaringCause(
+        _ parsed: RequestParser.ParsedCommand, of message: MQTTMessage
+    ) throws(RequestError) -> RequestParser.ParsedCommand {
+        guard let declared = message.userProperty(causeProperty) else { return parsed }
+        do { try DeclaredCause.check(declared) } catch {
+            throw RequestError("user property \"cause\": \(error.message)", code: error.code, echo: parsed.echo)
+        }
+        if let given = parsed.cause, given != declared {
+            throw RequestError(
+                "the user property \"cause\" (\(declared)) and the payload's \"cause\" (\(given)) differ: give one, or the same in both",
+                code: DeclaredCause.invalidCode, echo: parsed.echo)
+        }
+        var declaring = parsed
+        declaring.cause = declared
+        return declaring
     }
 
     nonisolated func handle(_ work: Work) async {
@@ -569,7 +605,7 @@ public actor MQTTSurface {
             unanswered(work, taken: taken)
             return
         }
-        let answer = await answer(work.parsed)
+        let answer = await answer(work.parsed, client: work.client)
         // A command's answer comes after its append is durable (the log's group commit has synced):
         // from here on a crash cannot lose it.
         let durable = ContinuousClock.now
@@ -578,7 +614,7 @@ public actor MQTTSurface {
             return
         }
         saidUnanswered.store(false, ordering: .relaxed)
-        respond(answer, to: work.message, route: work.route)
+        respond(answer, to: work.message, route: work.route, client: work.client)
         commandWindow.finished(work, taken: taken, durable: durable, answered: ContinuousClock.now)
     }
 
@@ -597,8 +633,9 @@ public actor MQTTSurface {
     }
 
     /// Answered by the transport-neutral ``Requests`` (the HTTP API answers through it too).
-    nonisolated func answer(_ parsed: RequestParser.ParsedCommand) async -> JSONValue {
-        await requests.answer(parsed, actor: "mqtt").body
+    /// The actor is `mqtt`, or `mqtt:<client>` for a command under `<base>/from/<client>/`.
+    nonisolated func answer(_ parsed: RequestParser.ParsedCommand, client: String? = nil) async -> JSONValue {
+        await requests.answer(parsed, actor: Attribution.mqtt(client: client)).body
     }
 
     /// Why the message's MQTT 5 response topic must not be answered on; nil when it has none or may be.
@@ -611,7 +648,7 @@ public actor MQTTSurface {
     /// hub promises for a command"): on the MQTT 5 response topic (with the correlation data)
     /// when the request named one the hub may publish on (`MQTTTopics.responseTopicProblem`), else on
     /// the surface's response topic.
-    nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: RequestRoute) {
+    nonisolated func respond(_ answer: JSONValue, to message: MQTTMessage, route: RequestRoute, client sender: String? = nil) {
         let payload = Array(answer.serialized().utf8)
         if let responseTopic = message.responseTopic, !responseTopic.isEmpty, responseTopicProblem(message) == nil {
             do {
@@ -619,7 +656,9 @@ public actor MQTTSurface {
             } catch {
                 logger.warning("mqtt: could not answer", metadata: ["topic": "\(responseTopic)", "error": "\(error)"])
             }
-        } else if let topic = topics.response(for: .command(route)) ?? topics.response(forTopic: message.topic) {
+        } else if let topic = topics.response(for: sender.map { .attributed(client: $0, route) } ?? .command(route))
+            ?? topics.response(forTopic: message.topic)
+        {
             publishOrLog(topic, payload, retain: false)
         }
         answeredCount.add()

@@ -18,7 +18,9 @@ import HubEngine
 ///
 /// In (subscribed; see `subscriptions`): `<base>/device/<id>/switch/set`, `<base>/device/<id>/activations/set`,
 /// `<base>/animal/admit`, `<base>/animal/<id>/discharge`, `<base>/animal/<id>/vitals`, `<base>/request/<name>`,
-/// and Home Assistant's birth message on `<prefix>/status`.
+/// each again under `<base>/from/<client>/` (a command a broker ACL attributes to that user, logged with
+/// the actor `mqtt:<client>` and answered under `<base>/response/from/<client>/`), and Home
+/// Assistant's birth message on `<prefix>/status`.
 public struct MQTTTopics: Sendable, Equatable {
     /// The base topic, without a trailing slash (e.g. `hub`, or `site1/hub`).
     public var base: String
@@ -97,12 +99,27 @@ public struct MQTTTopics: Sendable, Equatable {
     /// `isStatus` recognise by their bytes.
     static let statusLevel: Substring = "status"
 
-    /// Every filter the hub subscribes to.
+    /// Every filter the hub subscribes to: the command topics, the same under `<base>/from/+/`, and
+    /// Home Assistant's status.
     public var subscriptions: [String] {
+        Self.commandFilters(under: base) + [homeAssistantStatus] + Self.commandFilters(under: base + "/" + Self.fromLevel + "/+")
+    }
+
+    /// The command topics' filters under `prefix`.
+    static func commandFilters(under prefix: String) -> [String] {
         [
-            base + "/device/+/switch/set", base + "/device/+/activations/set", base + "/group/+/switch/set", base + "/animal/admit",
-            base + "/animal/+/discharge", base + "/animal/+/vitals", base + "/request/#", homeAssistantStatus
+            prefix + "/device/+/switch/set", prefix + "/device/+/activations/set", prefix + "/group/+/switch/set", prefix + "/animal/admit",
+            prefix + "/animal/+/discharge", prefix + "/animal/+/vitals", prefix + "/request/#"
         ]
+    }
+
+    /// The level of the attributed command topics: `<base>/from/<client>/...`.
+    static let fromLevel = "from"
+
+    /// The topics as a client `client` sends its commands under `<base>/from/<client>/`: the same
+    /// names (``deviceSwitchSet(_:)``, ``request(_:)``, ...) one level deeper.
+    public func attributed(to client: String) -> MQTTTopics {
+        MQTTTopics(base: base + "/" + Self.fromLevel + "/" + client, discoveryPrefix: discoveryPrefix)
     }
 
     private func device(_ id: String, _ leaf: String) -> String { base + "/device/" + id + "/" + leaf }
@@ -121,16 +138,23 @@ public struct MQTTTopics: Sendable, Equatable {
     public func response(forTopic topic: String) -> String? {
         let prefix = base + "/"
         guard topic.hasPrefix(prefix) else { return nil }
-        let path = topic.dropFirst(prefix.count)
+        var path = topic.dropFirst(prefix.count)
         let first = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         if first == "status" || first == "response" || first == "events" { return nil }
+        // `<base>/from/<client>/<path>` is answered on `<base>/response/from/<client>/<path's answer>`.
+        var responses = base + "/response"
+        let levels = path.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        if first == Self.fromLevel, levels.count == 3 {
+            responses += "/" + Self.fromLevel + "/" + levels[1]
+            path = levels[2]
+        }
         let answer: String
         if path == "request" {
-            answer = base + "/response"
+            answer = responses
         } else if path.hasPrefix("request/") {
-            answer = base + "/response/" + path.dropFirst("request/".count)
+            answer = responses + "/" + path.dropFirst("request/".count)
         } else {
-            answer = base + "/response/" + path
+            answer = responses + "/" + path
         }
         if answer.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") })
             || answer.utf8.count > MQTTTopics.maxTopicBytes
@@ -178,7 +202,19 @@ public struct MQTTTopics: Sendable, Equatable {
     /// The answer topic of a routed command; nil for `.ignored`, `.invalid` (use `response(forTopic:)` with
     /// the original topic) and `.homeAssistantStatus` (not a command).
     public func response(for route: MQTTRoute) -> String? {
-        guard case .command(let request) = route else { return nil }
+        switch route {
+        case .command(let request): return response(for: request)
+        case .attributed(let client, let request):
+            // `<base>/response/from/<client>/...`: the plain answer's path under the client's level.
+            guard let plain = response(for: request) else { return nil }
+            let below: Substring = plain.dropFirst(base.count + "/response".count)
+            let level: String = base + "/response/" + Self.fromLevel + "/" + client
+            return level + below
+        case .homeAssistantStatus, .ignored: return nil
+        }
+    }
+
+    private func response(for request: RequestRoute) -> String? {
         switch request {
         case .switchSet(let id): return base + "/response/device/" + id + "/switch/set"
         case .activationsSet(let id): return base + "/response/device/" + id + "/activations/set"
@@ -196,8 +232,18 @@ public struct MQTTTopics: Sendable, Equatable {
     /// Classifies an incoming topic. See `MQTTRoute`.
     public func route(topic: String) -> MQTTRoute {
         if Self.below(discoveryPrefix, topic) == Self.statusLevel { return .homeAssistantStatus }
-        guard let rest = Self.below(base, topic), let request = RequestRoute(path: rest, named: topic, base: base) else { return .ignored }
-        return .command(request)
+        guard let rest = Self.below(base, topic) else { return .ignored }
+        if let request = RequestRoute(path: rest, named: topic, base: base) { return .command(request) }
+        // `<base>/from/<client>/<path>`: split by bytes (every message is routed).
+        guard let below = Self.below(Self.fromLevel, String(rest)), let slash = below.utf8.firstIndex(of: UInt8(ascii: "/")) else {
+            return .ignored
+        }
+        let client = String(below[..<slash])
+        let path = below[below.utf8.index(after: slash)...]
+        guard let request = RequestRoute(path: path, named: topic, base: base + "/" + Self.fromLevel + "/" + client) else {
+            return .ignored
+        }
+        return .attributed(client: client, request)
     }
 
     /// Whether `topic` is the hub's own `<base>/status`, told without building that topic (every
@@ -223,6 +269,10 @@ public enum MQTTRoute: Sendable, Equatable {
     /// A request or command topic (`<base>/device/<id>/switch/set`, `<base>/request/<name>`, ...),
     /// in the engine's transport-neutral form.
     case command(RequestRoute)
+    /// `<base>/from/<client>/<path>`: a command as `.command`, sent by the broker user `client`
+    /// (a broker ACL such as `pattern write hub/from/%u/#` vouches for it). `client` is as the topic
+    /// has it: ``ClientName`` says whether it is valid.
+    case attributed(client: String, RequestRoute)
     /// `<prefix>/status`: Home Assistant's birth (`online`) or last will.
     case homeAssistantStatus
     /// Anything else, e.g. the hub's own state topics: not for the hub to act on.
@@ -233,9 +283,17 @@ public enum MQTTRoute: Sendable, Equatable {
         topics.route(topic: topic)
     }
 
-    /// The command route, when the topic is one.
+    /// The command route, when the topic is one (plain or attributed).
     public var request: RequestRoute? {
-        if case .command(let r) = self { return r }
+        switch self {
+        case .command(let r), .attributed(_, let r): return r
+        case .homeAssistantStatus, .ignored: return nil
+        }
+    }
+
+    /// The client of an attributed command (`<base>/from/<client>/...`); nil otherwise.
+    public var client: String? {
+        if case .attributed(let client, _) = self { return client }
         return nil
     }
 }

@@ -283,14 +283,15 @@ public final class MQTTClient: Sendable {
 
     /// Queues a message and returns its message id. QoS 1/2 messages are kept by libmosquitto while
     /// disconnected and sent after reconnect; QoS 0 throws `.notConnected` while disconnected.
+    /// `userProperties` (MQTT 5 only; ignored with 3.1.1) go with the message, in order.
     @discardableResult
     public func publish(
         _ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
-        responseTopic: String? = nil, correlationData: [UInt8]? = nil
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil, userProperties: [MQTTUserProperty] = []
     ) throws -> Int32 {
         try publish(
             topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData,
-            register: false
+            userProperties: userProperties, register: false
         ).mid
     }
 
@@ -307,7 +308,7 @@ public final class MQTTClient: Sendable {
         whenAcknowledged: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) throws {
         _ = try publish(
-            topic, payload, qos: qos, retain: retain, responseTopic: nil, correlationData: nil, register: true,
+            topic, payload, qos: qos, retain: retain, responseTopic: nil, correlationData: nil, userProperties: [], register: true,
             completion: whenAcknowledged)
     }
 
@@ -315,7 +316,7 @@ public final class MQTTClient: Sendable {
     /// `completion`) in the same critical section as the publish (so its acknowledgement cannot be missed).
     private func publish(
         _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool, responseTopic: String?,
-        correlationData: [UInt8]?, register: Bool,
+        correlationData: [UInt8]?, userProperties: [MQTTUserProperty], register: Bool,
         completion: PublishAcknowledgements.Completion? = nil
     ) throws -> (mid: Int32, token: UInt64) {
         guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
@@ -329,11 +330,14 @@ public final class MQTTClient: Sendable {
             if register || qos > 0 {
                 return try core.acks.publishRegistered(tracked: register, completion: completion) {
                     try publish(
-                        mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData)
+                        mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData,
+                        userProperties: userProperties)
                 }
             }
             return (
-                try publish(mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData),
+                try publish(
+                    mosq, topic, payload, qos: qos, retain: retain, responseTopic: responseTopic, correlationData: correlationData,
+                    userProperties: userProperties),
                 0
             )
         }
@@ -342,7 +346,7 @@ public final class MQTTClient: Sendable {
     /// mosquitto_publish_v5, under the handle lock.
     private func publish(
         _ mosq: OpaquePointer, _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool,
-        responseTopic: String?, correlationData: [UInt8]?
+        responseTopic: String?, correlationData: [UInt8]?, userProperties: [MQTTUserProperty]
     ) throws -> Int32 {
         var props: OpaquePointer?
         defer { mosquitto_property_free_all(&props) }
@@ -358,6 +362,12 @@ public final class MQTTClient: Sendable {
                         bytes.baseAddress, UInt16(bytes.count))
                 }
                 if rc != 0 { throw core.error(.invalidArgument, "correlation data: \(String(cString: mosquitto_strerror(rc)))") }
+            }
+            for property in userProperties {
+                let rc = mosquitto_property_add_string_pair(&props, Int32(MQTT_PROP_USER_PROPERTY.rawValue), property.name, property.value)
+                if rc != 0 {
+                    throw core.error(.invalidArgument, "user property \(property.name): \(String(cString: mosquitto_strerror(rc)))")
+                }
             }
         }
         var mid: Int32 = 0
@@ -389,12 +399,12 @@ public final class MQTTClient: Sendable {
     /// With MQTT 5 a failure reason code (e.g. ACL "not authorized") throws `.publishRejected`.
     public func publishAndWait(
         _ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
-        responseTopic: String? = nil, correlationData: [UInt8]? = nil,
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil, userProperties: [MQTTUserProperty] = [],
         timeout: Duration? = nil
     ) async throws {
         try await publishTracked(
             topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
-            correlationData: correlationData
+            correlationData: correlationData, userProperties: userProperties
         ).acknowledged(timeout: timeout)
     }
 
@@ -403,11 +413,11 @@ public final class MQTTClient: Sendable {
     /// its registration is only forgotten once waited for.
     public func publishTracked(
         _ topic: String, _ payload: [UInt8], qos: Int = 0, retain: Bool = false,
-        responseTopic: String? = nil, correlationData: [UInt8]? = nil
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil, userProperties: [MQTTUserProperty] = []
     ) throws -> PublishTicket {
         let (mid, token) = try publish(
             topic, payload, qos: qos, retain: retain, responseTopic: responseTopic,
-            correlationData: correlationData, register: true)
+            correlationData: correlationData, userProperties: userProperties, register: true)
         return PublishTicket(core: core, mid: mid, token: token)
     }
 

@@ -147,6 +147,8 @@ public struct MQTTMessage: Sendable, Equatable {
     public var responseTopic: String?
     /// MQTT 5 correlation data, echoed in the response; nil with MQTT 3.1.1 or when absent.
     public var correlationData: [UInt8]?
+    /// MQTT 5 user properties, in the order sent (a name may repeat); always empty with MQTT 3.1.1.
+    public var userProperties: [MQTTUserProperty]
     /// When libmosquitto handed the message to the client (monotonic), set in the message callback;
     /// nil for a message made by hand. For QoS 1 the library has already queued the PUBACK by then
     /// (libmosquitto 2.0 acknowledges before it calls the application), so this is where the window
@@ -157,7 +159,7 @@ public struct MQTTMessage: Sendable, Equatable {
     /// A message; `receivedAt` nil for one made by hand.
     public init(
         topic: String, payload: [UInt8], qos: Int = 0, retain: Bool = false,
-        responseTopic: String? = nil, correlationData: [UInt8]? = nil,
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil, userProperties: [MQTTUserProperty] = [],
         receivedAt: ContinuousClock.Instant? = nil
     ) {
         self.topic = topic
@@ -166,13 +168,27 @@ public struct MQTTMessage: Sendable, Equatable {
         self.retain = retain
         self.responseTopic = responseTopic
         self.correlationData = correlationData
+        self.userProperties = userProperties
         self.receivedAt = receivedAt
     }
 
     /// Equal when every field but `receivedAt` is equal.
     public static func == (a: MQTTMessage, b: MQTTMessage) -> Bool {
         a.topic == b.topic && a.payload == b.payload && a.qos == b.qos && a.retain == b.retain
-            && a.responseTopic == b.responseTopic && a.correlationData == b.correlationData
+            && a.responseTopic == b.responseTopic && a.correlationData == b.correlationData && a.userProperties == b.userProperties
+    }
+
+    /// The value of the first user property called `name`; nil when there is none.
+    public func userProperty(_ name: String) -> String? { userProperties.first { $0.name == name }?.value }
+}
+
+/// One MQTT 5 user property: a UTF-8 name and value pair a publisher attached to a message.
+public struct MQTTUserProperty: Sendable, Equatable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
     }
 }
 

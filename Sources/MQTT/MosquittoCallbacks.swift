@@ -72,6 +72,7 @@ func mqttOnMessage(
     }
     var responseTopic: String?
     var correlationData: [UInt8]?
+    var userProperties: [MQTTUserProperty] = []
     if let props {
         var value: UnsafeMutablePointer<CChar>?
         if mosquitto_property_read_string(props, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), &value, false) != nil,
@@ -90,11 +91,35 @@ func mqttOnMessage(
                 correlationData = []
             }
         }
+        userProperties = readUserProperties(props)
     }
     core.handleMessage(
         MQTTMessage(
             topic: topic, payload: payload, qos: Int(m.qos), retain: m.retain,
-            responseTopic: responseTopic, correlationData: correlationData, receivedAt: receivedAt))
+            responseTopic: responseTopic, correlationData: correlationData, userProperties: userProperties,
+            receivedAt: receivedAt))
+}
+
+/// Every user property of a message, in order (`mosquitto_property_read_string_pair`, skipping
+/// from the one found to the next).
+func readUserProperties(_ props: OpaquePointer) -> [MQTTUserProperty] {
+    var found: [MQTTUserProperty] = []
+    var skipFirst = false
+    var cursor: OpaquePointer? = props
+    while let current = cursor {
+        var name: UnsafeMutablePointer<CChar>?
+        var value: UnsafeMutablePointer<CChar>?
+        guard
+            let next = mosquitto_property_read_string_pair(
+                current, Int32(MQTT_PROP_USER_PROPERTY.rawValue), &name, &value, skipFirst)
+        else { break }
+        if let name, let value { found.append(MQTTUserProperty(String(cString: name), String(cString: value))) }
+        free(name)
+        free(value)
+        cursor = next
+        skipFirst = true
+    }
+    return found
 }
 
 func mqttOnLog(

@@ -69,9 +69,13 @@ struct ExecCommand: AsyncParsableCommand {
                     continue
                 }
                 let (command, commandId) = try CommandJSON.parse(object, now: now)
-                let outcome = await service.execute(command, commandId: commandId, actor: actor, now: now)
+                let cause = try RequestParser.cause(object)
+                let outcome = await service.execute(command, commandId: commandId, actor: actor, cause: cause, now: now)
                 if !outcome.isOK { failures += 1 }
                 answer = outcome.execLine
+            } catch let error as RequestError where error.code != nil {
+                failures += 1  // a bad cause (`invalid_cause`)
+                answer = .object([("status", "error"), ("code", .string(error.code ?? "")), ("error", .string(error.message))])
             } catch {
                 failures += 1
                 answer = .object([("status", "error"), ("error", .string("\(error)"))])

@@ -5,6 +5,7 @@ import CoreMetrics
 import DriverAPI
 import Foundation
 import HubApp
+import HubDomain
 import HubEngine
 import HubHTTP
 import HubHistory
@@ -37,6 +38,10 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Do not check the broker's host name against its certificate.") var mqttTlsInsecure = false
     @Option(help: "The base of every hub topic.") var baseTopic: String?
     @Option(help: "Home Assistant's discovery prefix.") var discoveryPrefix: String?
+    @Option(
+        help:
+            "The broker user Home Assistant connects as: its discovery configs name the attributed command topics <base>/from/<user>/..., so its commands are logged as mqtt:<user>."
+    ) var mqttAttributionClient: String?
     @Flag(help: "Run without the MQTT surface.") var noMqtt = false
     @Flag(
         help:
@@ -91,6 +96,12 @@ struct RunCommand: AsyncParsableCommand {
         if let discoveryPrefix {
             guard MQTTNames.isValidBase(discoveryPrefix) else { throw HubError.usage("--discovery-prefix \(discoveryPrefix): no + or #") }
             settings.mqtt.discoveryPrefix = discoveryPrefix
+        }
+        if let mqttAttributionClient {
+            if let refusal = ClientName.problem(mqttAttributionClient) {
+                throw HubError.usage("--mqtt-attribution-client \(mqttAttributionClient): \(refusal.message)")
+            }
+            settings.mqtt.attributionClient = mqttAttributionClient
         }
         if noMqtt { settings.mqtt.enabled = false }
         if let http {

@@ -50,6 +50,33 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir + "/history/synced"))
     }
 
+    /// A declared cause, from `hub exec` to `hub events`, through export and import, and past `hub verify`.
+    @Test func aDeclaredCauseIsLoggedShownExportedAndVerified() throws {
+        let base = temporaryDirectory()
+        let dir = base + "/data"
+        let exec = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#,
+            #"{"command":"switch","id":"lamp","state":"ON","cause":"automation.porch_lights"}"#,
+            #"{"command":"switch","id":"lamp","state":"OFF","cause":"porch lights"}"#
+        ])
+        #expect(exec.status == 1)  // the bad cause is refused
+        #expect(exec.stdout.split(separator: "\n").last?.contains(#""code":"invalid_cause""#) == true, "\(exec.stdout)")
+        let events = try runHub(["events", "--data-dir", dir, "--type", "SwitchRequested"]).stdout.split(separator: "\n")
+        #expect(events.count == 1)
+        #expect(events.first?.contains(#""actor":"cli","cause":"automation.porch_lights","command_id":null"#) == true, "\(events)")
+        let registered = try runHub(["events", "--data-dir", dir, "--type", "DeviceRegistered"]).stdout
+        #expect(!registered.contains("cause"))
+        #expect(try runHub(["verify", "--data-dir", dir]).status == 0)
+        #expect(try runHub(["export", "--data-dir", dir, base + "/a.jsonl"]).status == 0)
+        #expect(try runHub(["import", "--data-dir", base + "/b", base + "/a.jsonl"]).status == 0)
+        #expect(try runHub(["export", "--data-dir", base + "/b", base + "/b.jsonl"]).status == 0)
+        let a = try String(contentsOfFile: base + "/a.jsonl", encoding: .utf8)
+        #expect(a.contains(#""cause":"automation.porch_lights""#))
+        #expect(try String(contentsOfFile: base + "/b.jsonl", encoding: .utf8) == a)
+        #expect(try runHub(["verify", "--data-dir", base + "/b"]).status == 0)
+    }
+
     @Test func verifyNamesTheDamage() throws {
         let dir = temporaryDirectory() + "/data"
         _ = try runHub([

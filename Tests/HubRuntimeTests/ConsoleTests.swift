@@ -218,6 +218,27 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
+    /// A command's declared cause is recorded beside the request's actor and shown on the device page.
+    @Test func anActionsDeclaredCauseIsLoggedAndShown() async throws {
+        let hub = try await ConsoleHub.start()
+        let answer = try await hub.post("/console/command", #"{"command":"switch","id":"lamp","state":"ON","cause":"console.test"}"#)
+        #expect(answer.status == 200, "\(answer.body)")
+        let requested = try await hub.records().filter { $0.type == "SwitchRequested" && $0.stream == "device/lamp" }
+        #expect(requested.last?.causation.actor == "http:local#console.test")
+        let page = try await hub.get("/devices/lamp").body
+        #expect(page.contains("Switched on by http:local, console.test, "), "\(page)")
+        #expect(page.contains(#"<span class="muted mono" data-field="cause">console.test</span>"#))
+        let before = hub.service.hub.store.lastSequence
+        let bad = try await hub.post("/console/command", #"{"command":"switch","id":"lamp","state":"OFF","cause":"two words"}"#)
+        #expect(bad.status == 400 && bad.body.contains("invalid_cause"), "\(bad.body)")
+        let mixed = try await hub.post(
+            "/console/command",
+            #"[{"command":"switch","id":"lamp","state":"OFF","cause":"a.b"},{"command":"switch","id":"lamp","state":"ON","cause":"c.d"}]"#)
+        #expect(mixed.status == 400 && mixed.body.contains("invalid_cause"), "\(mixed.body)")
+        #expect(hub.service.hub.store.lastSequence == before, "bad input changes nothing")
+        try await hub.service.stop()
+    }
+
     @Test func theEventStreamDeliversAConsoleCommandsEffect() async throws {
         let hub = try await ConsoleHub.start()
         let stream = try EventStreamProbe(port: hub.port)

@@ -40,6 +40,27 @@ import Testing
         try await hub.stop()
     }
 
+    @Test func aDeclaredCauseIsLoggedBesideTheRequestsActor() async throws {
+        let hub = try await RouteFixture.start(requireCredential: false)
+        try await hub.test { client in
+            try await client.execute(
+                uri: "/api/request/device/add", method: .post, body: ByteBuffer(text: #"{"id":"fan","driver":"virtual","name":"Fan"}"#)
+            ) { response in #expect(response.status == .ok, "\(response.text)") }
+            try await client.execute(
+                uri: "/api/device/fan/switch", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(text: #"{"state":"ON","cause":"automation.fan_on"}"#)
+            ) { response in #expect(response.status == .ok, "\(response.text)") }
+            try await client.execute(
+                uri: "/api/device/fan/switch", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(text: #"{"state":"ON","cause":"fan on"}"#)
+            ) { response in
+                #expect(response.status == .badRequest && response.json?["code"] == "invalid_cause", "\(response.text)")
+            }
+        }
+        #expect(try await hub.lastEvent("SwitchRequested").causation.actor == "http:local#automation.fan_on")
+        try await hub.stop()
+    }
+
     @Test func refusalsCarryTheirCodeAndAStatusThatSaysIt() async throws {
         let hub = try await RouteFixture.start(requireCredential: false)
         try await hub.test { client in

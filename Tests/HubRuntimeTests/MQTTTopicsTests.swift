@@ -77,7 +77,9 @@ import Testing
         #expect(
             t.subscriptions == [
                 "hub/device/+/switch/set", "hub/device/+/activations/set", "hub/group/+/switch/set", "hub/animal/admit",
-                "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status"
+                "hub/animal/+/discharge", "hub/animal/+/vitals", "hub/request/#", "homeassistant/status",
+                "hub/from/+/device/+/switch/set", "hub/from/+/device/+/activations/set", "hub/from/+/group/+/switch/set",
+                "hub/from/+/animal/admit", "hub/from/+/animal/+/discharge", "hub/from/+/animal/+/vitals", "hub/from/+/request/#"
             ])
     }
 

@@ -496,20 +496,20 @@ private enum P {
         // Two of them, word for word.
         #expect(
             P.error(.request("all-off"), #"{"status":"ok","data":[1]}"#)
-                == "\"status\": is not a known field (known: command_id, id, transaction)")
+                == "\"status\": is not a known field (known: cause, command_id, id, transaction)")
         #expect(P.error(.request("devices"), #"{"command_id":"x"}"#) == "\"command_id\": is not a known field (known: id, transaction)")
         #expect(
             P.error(.request("device/get"), #"{"id":"lamp","device":"lamp"}"#)
                 == "\"device\": is not a known field (known: id, transaction)")
         #expect(
             P.error(.request("command"), #"{"command":"switch","id":"lamp","state":"ON","colour":"red"}"#)
-                == "\"colour\": is not a known field (known: command, command_id, id, state, transaction)")
+                == "\"colour\": is not a known field (known: cause, command, command_id, id, state, transaction)")
         #expect(
             P.error(.switchSet("lamp"), #"{"state":"ON","brightness":5}"#)
-                == "\"brightness\": is not a known field (known: command_id, id, state, transaction)")
+                == "\"brightness\": is not a known field (known: cause, command_id, id, state, transaction)")
         #expect(
             P.error(.animalVitals("rex"), #"{"heart_rate":80,"pulse":80}"#)
-                == "\"pulse\": is not a known field (known: command_id, heart_rate, measured_at, temperature, transaction)")
+                == "\"pulse\": is not a known field (known: cause, command_id, heart_rate, measured_at, temperature, transaction)")
         // Nested objects too.
         #expect(
             P.error(

@@ -8,10 +8,17 @@ public struct EventContext: Sendable, Equatable, Codable {
     public var actor: String
     /// The caller's command id, when the event came from a command that carried one.
     public var commandId: String?
+    /// Why, when the command declared it (`automation.porch_lights`).
+    public var cause: String?
 
     /// Creates a context; `commandId` defaults to nil.
+    ///
+    /// - Parameter actor: the record's actor field as stored: the actor, or `<actor>#<cause>`
+    ///   (``Attribution/init(stored:)``), split here into ``actor`` and ``cause``.
     public init(sequence: UInt64, timestamp: Int64, actor: String, commandId: String? = nil) {
-        self.sequence = sequence; self.timestamp = timestamp; self.actor = actor; self.commandId = commandId
+        let attribution = Attribution(stored: actor)
+        self.sequence = sequence; self.timestamp = timestamp; self.actor = attribution.actor; self.commandId = commandId
+        self.cause = attribution.cause
     }
 }
 

@@ -46,7 +46,7 @@ struct AuditPage {
                     let s = r.stream
                     if stream.hasSuffix("/") ? !s.hasPrefix(stream) : s != stream { return false }
                 }
-                if !actor.isEmpty, r.actor != actor { return false }
+                if !actor.isEmpty, Attribution(stored: r.actor).actor != actor { return false }
                 if let from, r.timestamp < from { return false }
                 if let to, r.timestamp > to { return false }
                 return true

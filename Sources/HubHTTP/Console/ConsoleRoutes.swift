@@ -61,18 +61,27 @@ struct ConsoleRoutes: Sendable {
         if case .array(let list) = value { items = list } else { items = [value] }
         guard !items.isEmpty else { return ConsoleResponse.error(.badRequest, code: "bad_command", "an empty list of commands") }
         var parsed: [(command: HubCommand, commandId: String?)] = []
+        var causes: Set<String?> = []
         for (i, item) in items.enumerated() {
+            let place = items.count > 1 ? "command \(i + 1): " : ""
             do {
                 parsed.append(try CommandJSON.parse(item, now: currentMicros()))
+                causes.insert(try RequestParser.cause(item))
+            } catch let error as RequestError {
+                return ConsoleResponse.error(.badRequest, code: error.code ?? "bad_command", place + error.message)
             } catch {
-                let place = items.count > 1 ? "command \(i + 1): " : ""
                 return ConsoleResponse.error(.badRequest, code: "bad_command", place + "\(error)")
             }
         }
+        // A list is one action: it declares one cause (or none), recorded on each of its commands.
+        guard causes.count == 1, let cause = causes.first else {
+            return ConsoleResponse.error(
+                .badRequest, code: DeclaredCause.invalidCode, "the commands of one list declare different causes: give them one")
+        }
         let answer =
             parsed.count == 1
-            ? await routes.commands.execute(parsed[0].command, commandId: parsed[0].commandId, actor: actor)
-            : await routes.commands.execute(parsed, actor: actor)
+            ? await routes.commands.execute(parsed[0].command, commandId: parsed[0].commandId, actor: actor, cause: cause)
+            : await routes.commands.execute(parsed, actor: actor, cause: cause)
         // The status by the refusal's kind, as the API answers (a refused switch is 409, an unknown
         // device 404, a full disk 507, not the active hub 503).
         var response = ConsoleResponse.json(APIResponders.status(of: answer.rejection?.kind), answer.execLine)

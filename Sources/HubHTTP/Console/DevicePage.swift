@@ -34,6 +34,7 @@ struct DevicePage {
                 \(removed)
                 <section class="card" data-device="\(d.id)" data-state="\(d.switchState.rawValue)">
                 <h3>State <span class="state" data-field="state">\(ConsoleFormat.switchText(d.switchState))</span></h3>
+                \(lastRequest)
                 \(DevicesPage.fields(d, lifetimeWh: snapshot.lifetimeWh))
                 \(DevicesPage.switchButtons(d.id))
                 </section>
@@ -43,6 +44,17 @@ struct DevicePage {
                 <h2>Recent events</h2>
                 \(recentEvents)
                 """)
+    }
+
+    /// Who asked for the device's latest switch among its recent events, and why when that was
+    /// declared: "Switched on by mqtt:alice, automation.porch_lights, 18:00:02".
+    var lastRequest: HTML {
+        guard case .success(let page) = events,
+            let e = page.entries.first(where: { $0.type == EventType.switchRequested.rawValue }),
+            case .string(let state)? = e.data?["state"]
+        else { return .empty }
+        let by = Attribution(actor: e.actor, cause: e.cause).text, when = ConsoleFormat.time(e.timestamp)
+        return "<p class=\"muted\" data-field=\"last-request\">Switched \(state.lowercased()) by \(by), \(when)</p>"
     }
 
     /// Rename the device, or remove it (its history stays in the log).
@@ -190,12 +202,18 @@ struct EventTable {
         }.joined(separator: " · ")
     }
 
+    /// The actor, and under it the declared cause when there is one.
+    static func actor(_ e: LogScan.Entry) -> HTML {
+        guard let cause = e.cause else { return "\(e.actor)" }
+        return "\(e.actor)<br><span class=\"muted mono\" data-field=\"cause\">\(cause)</span>"
+    }
+
     var html: HTML {
         guard !entries.isEmpty else { return "<p class=\"muted\">No events.</p>" }
         let rows = entries.map { e -> HTML in
             let stream: HTML = showStream ? "<td><a href=\"/audit\(URLText.query([("stream", e.stream)]))\">\(e.stream)</a></td>" : .empty
             return """
-                <tr><td>\(e.sequence)</td><td>\(ConsoleFormat.time(e.timestamp))</td>\(stream)<td>\(e.type)</td><td>\(e.actor)</td>\
+                <tr><td>\(e.sequence)</td><td>\(ConsoleFormat.time(e.timestamp))</td>\(stream)<td>\(e.type)</td><td>\(Self.actor(e))</td>\
                 <td class="mono">\(e.commandId ?? "")</td><td class="mono">\(e.data.map(Self.summary) ?? "(a type this hub cannot read)")</td></tr>
                 """
         }

@@ -14,6 +14,8 @@ struct LogScan {
         var stream: String
         var type: String
         var actor: String
+        /// Why, when the command declared it (`automation.porch_lights`).
+        var cause: String?
         var commandId: String?
         /// The event's fields (sealed owner data hidden); nil for a type this hub cannot read.
         var data: JSONValue?
@@ -63,9 +65,10 @@ struct LogScan {
     static func entry(_ view: RecordView) -> Entry {
         let type = view.type
         let event = try? HubEvent.decode(type: type, schemaVersion: view.schemaVersion, payload: view.payload)
+        let attribution = Attribution(stored: view.actor)
         return Entry(
             sequence: view.sequence, timestamp: view.timestamp, stream: view.stream, type: type,
-            actor: view.actor, commandId: view.commandId, data: event.map { hideSealed($0.jsonBody()) })
+            actor: attribution.actor, cause: attribution.cause, commandId: view.commandId, data: event.map { hideSealed($0.jsonBody()) })
     }
 
     /// Sealed owner contact data shows as `"sealed"`: never its ciphertext on a page.
