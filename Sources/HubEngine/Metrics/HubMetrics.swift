@@ -24,6 +24,7 @@ public final class HubMetrics: Sendable {
     private let bridgeObservations = LabelledMetrics<CoreMetrics.Counter>()
     private let bridgeFacts = LabelledMetrics<CoreMetrics.Counter>()
     private let httpCuts = LabelledMetrics<CoreMetrics.Counter>()
+    private let queueOverflows = LabelledMetrics<CoreMetrics.Counter>()
     /// Made at the first sign of a broker connection, so a hub without MQTT exports none.
     private let mqttMetrics = LabelledMetrics<MQTTMetrics>()
     private var mqtt: MQTTMetrics { mqttMetrics.get("") { MQTTMetrics(factory: factory) } }
@@ -97,6 +98,16 @@ public final class HubMetrics: Sendable {
     func bridgeFact(bridge: String, kind: String) {
         bridgeFacts.get(bridge + "\u{0}" + kind) {
             CoreMetrics.Counter(label: MetricCatalog.Name.bridgeFacts, dimensions: [("bridge", bridge), ("fact", kind)], factory: factory)
+        }.increment()
+    }
+
+    // MARK: Queues
+
+    /// A full bounded queue did not take an item (dropped, refused or made to wait, as the
+    /// queue's overflow policy says): `queue` names it (`driver_reports`, `mqtt_command_lane`...).
+    package func queueOverflowed(_ queue: String) {
+        queueOverflows.get(queue) {
+            CoreMetrics.Counter(label: MetricCatalog.Name.queueOverflow, dimensions: [("queue", queue)], factory: factory)
         }.increment()
     }
 

@@ -20,6 +20,7 @@ public enum MetricCatalog {
         public static let snapshotAge = "hub_snapshot_age_seconds"
         public static let eventsSinceSnapshot = "hub_events_since_snapshot"
         public static let httpConnectionsCut = "hub_http_connections_cut_total"
+        public static let queueOverflow = "hub_queue_overflow_total"
     }
 
     public struct Entry: Sendable {
@@ -60,7 +61,10 @@ public enum MetricCatalog {
         Entry(name: Name.eventsSinceSnapshot, type: "gauge", labels: [], help: "Events in the log after the newest snapshot."),
         Entry(
             name: Name.httpConnectionsCut, type: "counter", labels: ["reason"],
-            help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body.")
+            help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body."),
+        Entry(
+            name: Name.queueOverflow, type: "counter", labels: ["queue"],
+            help: "Items a full bounded queue did not take, by queue (its overflow policy says what became of them).")
     ]
 
     /// Durations the hub measures are mostly milliseconds: finer buckets than the Prometheus
