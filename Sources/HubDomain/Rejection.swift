@@ -39,7 +39,7 @@ public enum RejectionKind: String, Sendable, CaseIterable {
         case "device_exists", "device_removed", "activation_exists", "activation_repeat_conflict", "activation_slots_full",
             "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
             self = .conflict
-        case "not_active", "log_unavailable":
+        case "not_active", "log_unavailable", "hub_busy":
             self = .unavailable
         case "storage_full":
             self = .storage

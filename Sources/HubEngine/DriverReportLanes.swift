@@ -82,6 +82,9 @@ final class DriverReportLanes: Sendable {
         return Int(UInt(bitPattern: hasher.finalize()) % UInt(laneCount))
     }
 
+    /// Reports waiting in the lanes now (not yet taken by their consumer).
+    var waiting: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.count } } }
+
     /// Queues `report` and returns once its consumer handled it (or it was displaced, or the
     /// lanes are closed).
     func submit(_ report: Report) async {

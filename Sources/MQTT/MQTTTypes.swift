@@ -85,6 +85,10 @@ public struct MQTTOptions: Sendable {
     /// MQTT 5: ask the broker to keep the retain flag on live deliveries ("retain as published"), so
     /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
     public var retainAsPublished = false
+    /// Incoming messages `messages` holds at most while its consumer is behind. When it is full, a
+    /// message that arrives is dropped (libmosquitto has acknowledged it already) and counted in
+    /// ``MQTTClient/traffic`` (`dropped`).
+    public var inboundBuffer = 100_000
 
     public init(
         host: String = "127.0.0.1", port: Int = 1883, clientId: String,
@@ -234,9 +238,13 @@ public struct MQTTTraffic: Sendable, Equatable {
     public var received: UInt64
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
+    /// Messages received that `messages` could not take (its buffer, `MQTTOptions.inboundBuffer`, was full).
+    public var dropped: UInt64
 
-    public init(received: UInt64, published: UInt64) {
+    /// Counts.
+    public init(received: UInt64, published: UInt64, dropped: UInt64 = 0) {
         self.received = received
         self.published = published
+        self.dropped = dropped
     }
 }

@@ -166,6 +166,9 @@ final class MQTTMetrics: Sendable {
     let received: CoreMetrics.Counter
     let published: CoreMetrics.Counter
     let eventsRefused: CoreMetrics.Counter
+    /// Made at the first message the client's inbound buffer drops.
+    private let inboundOverflow = LabelledMetrics<CoreMetrics.Counter>()
+    private let factory: any MetricsFactory
     /// The client's counts at the last scrape, so the counters move by the difference.
     private let last = Mutex<MessagingTraffic>(MessagingTraffic(received: 0, published: 0))
 
@@ -176,6 +179,7 @@ final class MQTTMetrics: Sendable {
         received = CoreMetrics.Counter(label: Name.mqttReceived, factory: factory)
         published = CoreMetrics.Counter(label: Name.mqttPublished, factory: factory)
         eventsRefused = CoreMetrics.Counter(label: Name.mqttEventsRefused, factory: factory)
+        self.factory = factory
     }
 
     func update(connected isConnected: Bool, traffic: MessagingTraffic) {
@@ -186,6 +190,11 @@ final class MQTTMetrics: Sendable {
         }
         if traffic.received > before.received { received.increment(by: traffic.received - before.received) }
         if traffic.published > before.published { published.increment(by: traffic.published - before.published) }
+        if traffic.dropped > before.dropped {
+            inboundOverflow.get("") {
+                CoreMetrics.Counter(label: MetricCatalog.Name.queueOverflow, dimensions: [("queue", "mqtt_inbound")], factory: factory)
+            }.increment(by: traffic.dropped - before.dropped)
+        }
     }
 }
 
