@@ -24,7 +24,7 @@ public enum RejectionKind: String, Sendable, CaseIterable {
     /// The hub's state forbids it now: the thing exists already, was removed, is in use or full.
     case conflict
     /// The hub cannot carry it out now and the same request may succeed later: this hub is not the
-    /// active one, or its log cannot be reached.
+    /// active one, its log cannot be reached, or too many commands wait (`hub_busy`).
     case unavailable
     /// The disk holding the log is full.
     case storage

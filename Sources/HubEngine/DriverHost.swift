@@ -83,6 +83,8 @@ public actor DriverHost: Service {
         }
     }
     var running: [String: Running] = [:]
+    /// Commands one device's queue holds at most (`driver_commands`); see ``enqueue(_:for:)``.
+    static let maxQueuedCommands = 256
     /// Commands not yet handed to each driver, oldest first. A driver has an entry exactly while
     /// its worker runs (the entry may be empty while the worker carries out the last command).
     var queued: [ObjectIdentifier: [DriverCommand]] = [:]
@@ -232,6 +234,14 @@ public actor DriverHost: Service {
     private func enqueue(_ command: DriverCommand, for r: Running) {
         let key = ObjectIdentifier(r)
         if queued[key] != nil {
+            if queued[key]!.count >= Self.maxQueuedCommands {
+                // The oldest goes: a switch is then failed by its confirmation timeout (logged as
+                // SwitchFailed), an activations write is superseded by a later one (each holds the whole list).
+                if case .writeActivations = queued[key]!.removeFirst() {
+                    writesInFlight[r.deviceId] = max(0, (writesInFlight[r.deviceId] ?? 1) - 1)
+                }
+                hub.metrics.queueOverflowed("driver_commands")
+            }
             queued[key]!.append(command)
             return
         }
