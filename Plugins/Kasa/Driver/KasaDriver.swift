@@ -39,7 +39,7 @@ public struct KasaDriverFactory: DriverFactory {
 ///
 /// `run(context:)` is one loop in the driver's task: it waits on a `DriverWakeup` (a dispatch
 /// timer, no sleeping task) for the next poll or the read-back after a switch, and does each in
-/// turn, so the driver keeps no task besides the one running it.
+/// turn in a short child task, so between polls the driver keeps only its run task's small frames.
 public final class KasaDriver: Driver {
     /// The HS110's meter: power, voltage, current and its energy counter (read when the plug's
     /// sysinfo has the `ENE` feature).
@@ -101,11 +101,22 @@ public final class KasaDriver: Driver {
                     s.readingBack = true
                     return true
                 }
-                if readBackDue {
-                    await readBack()
-                    state.withLock { $0.readingBack = false }
+                let pollDue = nextPoll <= now
+                guard readBackDue || pollDue else { continue }
+                // The round (the read-back, the poll) runs in a child task that ends with it: a task
+                // keeps the memory of its deepest calls until it ends, so the run task, which lives
+                // as long as the device, keeps only this loop's frames.
+                let wait = await withTaskGroup(of: Double?.self) { group in
+                    group.addTask {
+                        if readBackDue {
+                            await self.readBack()
+                            self.state.withLock { $0.readingBack = false }
+                        }
+                        return pollDue ? await self.poll() : nil
+                    }
+                    return await group.next() ?? nil
                 }
-                if nextPoll <= now, let wait = await poll() { nextPoll = .now + .seconds(wait) }
+                if let wait { nextPoll = .now + .seconds(wait) } else if pollDue { break }
             }
         } onCancel: {
             client.cancelRequests()
