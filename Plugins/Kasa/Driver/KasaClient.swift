@@ -72,6 +72,8 @@ actor KasaClient {
         if let connection, connection.isActive { return connection }
         if let connecting { return try await connecting.value }
         let config = config, group = group, writes = writes
+        // One connect shared by the requests that wait for it (the poll, a switch from the hub's
+        // worker); its handle is let go as soon as it ends (`defer` below), never kept finished.
         let task = Task {
             try await KasaConnection.connect(
                 host: config.host, port: config.port, group: group,
