@@ -106,18 +106,24 @@ let package = Package(
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // The history read model's files: fixed-size slots of time-weighted buckets beside the log.
         .target(name: "HubHistory", dependencies: ["HubDomain", "HubLog"]),
+        // The hub's own measurements: the metric catalog, their recording through swift-metrics and
+        // the Prometheus export.
+        .target(
+            name: "HubMetrics",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus")
+            ]),
         // The engine: the `Hub` actor (log, read models, commands), the command service, household
-        // control, the driver and bridge hosts, the scheduler, metrics and the transport-neutral
-        // request grammar. No HTTP server, no broker client.
+        // control, the driver and bridge hosts, the scheduler and the transport-neutral request
+        // grammar. No HTTP server, no broker client.
         .target(
             name: "HubEngine",
             dependencies: [
-                "HubDomain", "HubLog", "HubHistory", "DriverAPI",
+                "HubDomain", "HubLog", "HubHistory", "HubMetrics", "DriverAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
         // The MQTT surface: topics, commands and answers over the broker, the event feed, Home
         // Assistant discovery, and the broker connection shared with MQTT-native drivers.
@@ -132,7 +138,7 @@ let package = Package(
         .target(
             name: "HubHTTP",
             dependencies: [
-                "HubEngine", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
+                "HubEngine", "HubMetrics", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -149,7 +155,7 @@ let package = Package(
         .target(
             name: "HubApp",
             dependencies: [
-                "HubEngine", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
+                "HubEngine", "HubMetrics", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -162,7 +168,8 @@ let package = Package(
         .executableTarget(
             name: "hub",
             dependencies: [
-                "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
+                "HubEngine", "HubMetrics", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
+                "VirtualDriver",
                 "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
                 "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -192,7 +199,8 @@ let package = Package(
         .testTarget(
             name: "HubRuntimeTests",
             dependencies: [
-                "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI", "VirtualDriver",
+                "HubEngine", "HubMetrics", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
+                "VirtualDriver",
                 "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
                 "MQTT", "BrokerHarness", "DiskHarness",
                 "Shelly", "ShellySimulator", "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator",
@@ -212,8 +220,8 @@ let package = Package(
         // The console as a person uses it: a real hub process, a real broker, a real Chromium.
         .testTarget(name: "BrowserTests", dependencies: ["BrowserHarness", "BrokerHarness", "HubJSON"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
-        .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI"]),
-        .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI"]),
+        .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI", "DriverTestSupport"]),
+        .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI", "DriverTestSupport"]),
         .testTarget(
             name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),
         .testTarget(

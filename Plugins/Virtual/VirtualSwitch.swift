@@ -1,5 +1,4 @@
 import DriverAPI
-import Synchronization
 
 /// A switch that exists only in the hub: it confirms every command at once. For tests, demos, and
 /// users who want virtual switches (a "holiday mode" flag that automations can flip).
@@ -15,33 +14,29 @@ public struct VirtualDriverFactory: DriverFactory {
     }
 }
 
-/// A switch that confirms every command at once and is always available.
+/// A virtual switch: available while it runs, and every switch command is its own confirmation.
 public final class VirtualSwitch: Driver {
-    private let context = Mutex<(any DriverContext)?>(nil)
+    private let gate = DriverReportGate()
 
-    /// A switch, not yet started.
+    /// A switch, not yet running.
     public init() {}
 
-    /// Reports the switch available.
-    public func start(context: any DriverContext) async throws {
-        self.context.withLock { $0 = context }
-        await context.report(.availability(available: true, reason: "virtual switch"))
+    /// Reports the switch available and waits to be cancelled.
+    public func run(context: any DriverContext) async throws {
+        gate.open(context)
+        await gate.report(.availability(available: true, reason: "virtual switch"))
+        await untilCancelled()
+        await gate.close()
     }
 
-    /// Confirms the state asked for at once.
-    /// - Throws: A `DriverError` before `start` and for activations.
+    /// Confirms a switch at once (waiting for `run` to begin if it has not yet).
     public func execute(_ command: DriverCommand) async throws {
-        guard let context = context.withLock({ $0 }) else { throw DriverError("virtual switch not started") }
+        guard await gate.openedContext() != nil else { throw DriverError("virtual switch not running") }
         switch command {
         case .setSwitch(let on):
-            await context.report(.switchState(on: on, manual: nil))
+            await gate.report(.switchState(on: on, manual: nil))
         case .writeActivations:
             throw DriverError("a virtual switch stores no activations")
         }
-    }
-
-    /// Forgets the context; later commands throw.
-    public func stop() async {
-        context.withLock { $0 = nil }
     }
 }

@@ -1,7 +1,7 @@
 /// The driver API: everything a device driver may see and do. Drivers import this module only
 /// (it re-exports HubJSON, the hub's one way to read and write JSON).
 ///
-/// A driver is made by its factory from the device's configuration, started with a `DriverContext`
+/// A driver is made by its factory from the device's configuration, run with a `DriverContext`
 /// through which it reports what the device says, and asked to execute commands. It never touches
 /// the event log or the MQTT surface: the runtime turns its observations into domain commands
 /// (recorded with the actor `driver:<name>`), and a switch command counts as done only when the
@@ -11,8 +11,11 @@
 ///
 /// - `DriverFactory.make(configuration:)` checks every setting before anything runs (read them
 ///   with `DriverSettings`, which refuses unknown keys) and does no I/O.
-/// - `Driver.start(context:)` returns promptly; the device conversation runs in the driver's own tasks.
-/// - Nothing is reported after `Driver.stop()` returns (`DriverReportGate` does that bookkeeping).
+/// - `Driver.run(context:)` is the device conversation: it runs until its task is cancelled (the
+///   device removed, the hub shutting down), does its concurrent work in child tasks (a task group)
+///   and returns only when they have ended. It starts no unstructured `Task`.
+/// - Nothing is reported after `Driver.run(context:)` returns (`DriverReportGate` does that
+///   bookkeeping for reports made from `execute(_:)`).
 /// - `Driver.execute(_:)` returning means "sent": the device's own `.switchState` confirms it.
 
 /// A device's configuration as the hub holds it (from the config file or `request/device/add`).
@@ -125,7 +128,7 @@ public struct DriverCapabilities: Sendable, Equatable {
 
 /// The hub side a running driver talks to.
 ///
-/// The context outlives the driver's `stop()`, but reports made after `stop()` returns are a
+/// The context outlives the driver's `run(context:)`, but reports made after it returns are a
 /// contract violation (use `DriverReportGate` to rule them out).
 public protocol DriverContext: Sendable {
     /// The device this driver runs.
@@ -148,21 +151,26 @@ extension DriverContext {
 public protocol Driver: AnyObject, Sendable {
     /// What this device can do; read once, after `make`.
     var capabilities: DriverCapabilities { get }
-    /// Starts talking to the device (connect, subscribe...). Must return promptly; keep working in a
-    /// task, and report the device's reachability with `.availability` as it changes.
-    /// - Parameter context: Where to report; valid until `stop()` returns.
-    /// - Throws: When the driver cannot start at all (an invalid scope, a refused subscription): the
-    ///   hub stops it and reports the device unavailable ("driver could not start: <error>"). A device
-    ///   that is merely unreachable is reported with `.availability`, not thrown.
-    func start(context: any DriverContext) async throws
+    /// Talks to the device (connect, subscribe, read, reconnect...) until the task running it is
+    /// cancelled, reporting the device's reachability with `.availability` as it changes. The hub
+    /// runs it as a child task of its driver host and cancels it when the device is removed or the
+    /// hub shuts down. Concurrent work (a reader beside a timer) runs in child tasks of a task group
+    /// inside it, so everything the driver does has ended when it returns; nothing is reported after.
+    /// - Parameter context: Where to report; valid while `run` runs.
+    /// - Throws: When the driver cannot run at all (an invalid scope, a refused subscription): the
+    ///   hub reports the device unavailable ("driver could not start: <error>") and does not run it
+    ///   again until the device is registered again. A device that is merely unreachable is reported
+    ///   with `.availability` and retried inside `run`, not thrown. Cancellation is not an error:
+    ///   return (or throw `CancellationError`) when cancelled.
+    func run(context: any DriverContext) async throws
     /// Sends a command to the device. Returning means "sent", not "confirmed": the device's report confirms.
+    /// Called from the hub's own tasks while `run(context:)` runs (and possibly just after it
+    /// returned: then throw, the driver is not running).
     /// - Parameter command: What to do.
     /// - Throws: When the command could not be sent (not connected, refused by the device): a
     ///   `.setSwitch` is recorded as failed with the error's description, a `.writeActivations` is
     ///   written again later.
     func execute(_ command: DriverCommand) async throws
-    /// Stops and releases everything; nothing is reported after it returns.
-    func stop() async
 }
 
 extension Driver {
@@ -176,7 +184,7 @@ public protocol DriverFactory: Sendable {
     var name: String { get }
     /// Checks the settings and makes a driver, without I/O.
     /// - Parameter configuration: The device's id, driver name and settings.
-    /// - Returns: A driver, not yet started.
+    /// - Returns: A driver, not yet running.
     /// - Throws: A `DriverError` naming the bad setting (`DriverSettings` words them).
     func make(configuration: DriverConfiguration) throws -> any Driver
 }

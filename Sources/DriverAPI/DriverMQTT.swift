@@ -142,12 +142,12 @@ public protocol BridgeContext: Sendable {
 public protocol Bridge: AnyObject, Sendable {
     /// The MQTT filters the bridge reads; the hub subscribes to them for it.
     var mqttScope: [String] { get }
-    /// Starts reading; returns promptly and keeps working in a task.
-    /// - Parameter context: Where to report; valid until `stop()` returns.
-    /// - Throws: When the bridge cannot start (the hub reports the problem and runs without the bridge).
-    func start(context: any BridgeContext) async throws
-    /// Stops; nothing is reported after it returns.
-    func stop() async
+    /// Reads the bridge's messages and reports facts until the task running it is cancelled (the
+    /// hub shutting down). Concurrent work runs in child tasks of a task group inside it, so all of
+    /// it has ended, and nothing is reported, once it returns.
+    /// - Parameter context: Where to report; valid while `run` runs.
+    /// - Throws: When the bridge cannot run (the hub reports the problem and runs without the bridge).
+    func run(context: any BridgeContext) async throws
 }
 
 /// Makes a bridge from its settings; the hub picks it by name.
@@ -156,7 +156,7 @@ public protocol BridgeFactory: Sendable {
     var name: String { get }
     /// Checks the settings and makes the bridge, without I/O.
     /// - Parameter settingsJSON: A JSON object text; empty means all defaults.
-    /// - Returns: A bridge, not yet started.
+    /// - Returns: A bridge, not yet running.
     /// - Throws: A `DriverError` naming the bad setting.
     func make(settingsJSON: String) throws -> any Bridge
 }

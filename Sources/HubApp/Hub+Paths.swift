@@ -1,6 +1,7 @@
 import HubDomain
 import HubEngine
 import HubLog
+import HubMetrics
 
 extension Hub {
     /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)

@@ -5,6 +5,7 @@ import HubEngine
 import HubHTTP
 import HubLog
 import HubMQTT
+import HubMetrics
 import Logging
 import Prometheus
 import ServiceLifecycle

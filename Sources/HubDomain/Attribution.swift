@@ -15,6 +15,7 @@ public struct Attribution: Sendable, Equatable, Hashable {
     /// The separator of actor and cause in a record's actor field.
     public static let separator: Character = "#"
 
+    /// Who (`mqtt:alice`, `http:kitchen`, `scheduler`) and, when declared, why.
     public init(actor: String, cause: String? = nil) {
         self.actor = actor
         self.cause = cause
@@ -47,9 +48,11 @@ public struct Attribution: Sendable, Equatable, Hashable {
 /// `cause`): 1 to 128 characters of A-Z a-z 0-9 and `_ . : / @ -`. Short and plain, so it shows in
 /// a page's cell and a log line as sent, and never holds the `#` that ends a record's actor.
 public enum DeclaredCause {
+    /// The longest cause, in characters.
     public static let maxLength = 128
     /// The code of a refused cause.
     public static let invalidCode = "invalid_cause"
+    /// The rules in words, as a refusal states them.
     public static let rule = "a cause is 1 to \(maxLength) characters of A-Z, a-z, 0-9, _ . : / @ and -"
 
     /// Refuses a cause that breaks the rules, naming what is wrong; nothing else is checked.
@@ -85,9 +88,11 @@ public enum DeclaredCause {
 /// 0-9 and `_ . @ -` (a broker user name as mosquitto's `%u` puts it in a topic, without the
 /// characters no topic level or record actor may hold).
 public enum ClientName {
+    /// The longest client name, in characters.
     public static let maxLength = 64
     /// The code of a command sent under a client name that breaks the rules.
     public static let invalidCode = "invalid_client"
+    /// The rules in words, as a refusal states them.
     public static let rule = "a client name is 1 to \(maxLength) characters of A-Z, a-z, 0-9, _ . @ and -"
 
     /// Nil for a valid name; otherwise the refusal, naming the name and the rule.

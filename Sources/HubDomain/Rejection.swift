@@ -27,7 +27,7 @@ public enum RejectionKind: String, Sendable, CaseIterable {
     /// The hub's state forbids it now: the thing exists already, was removed, is in use or full.
     case conflict
     /// The hub cannot carry it out now and the same request may succeed later: this hub is not the
-    /// active one, or its log cannot be reached.
+    /// active one, its log cannot be reached, or too many commands wait (`hub_busy`).
     case unavailable
     /// The disk holding the log is full.
     case storage
@@ -42,7 +42,7 @@ public enum RejectionKind: String, Sendable, CaseIterable {
         case "device_exists", "device_removed", "activation_exists", "activation_repeat_conflict", "activation_slots_full",
             "animal_already_admitted", "animal_not_admitted", "beacon_in_use", "beacon_mismatch", "hardware_in_use", "manual_mode":
             self = .conflict
-        case "not_active", "log_unavailable":
+        case "not_active", "log_unavailable", "hub_busy":
             self = .unavailable
         case "storage_full":
             self = .storage

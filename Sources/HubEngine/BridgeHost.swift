@@ -16,8 +16,8 @@ import ServiceLifecycle
 /// it is heard in as `AnimalSighted`. A `present` fact whose room is not the animal's logged room
 /// (a sighting missed) is logged as a sighting too.
 ///
-/// As a service it starts its bridges and stops them at shutdown. A bridge that cannot start is
-/// reported and left out: a bridge must not stop the hub.
+/// As a service it runs each bridge as a child task of `run()` and cancels them at shutdown. A
+/// bridge that cannot run is reported and left out: a bridge must not stop the hub.
 public actor BridgeHost: Service {
     let hub: Hub
     let commands: CommandService
@@ -25,7 +25,6 @@ public actor BridgeHost: Service {
     let logger: Logger
     /// The bridges to start, with their settings (JSON).
     let configured: [(factory: any BridgeFactory, settingsJSON: String)]
-    var bridges: [(name: String, bridge: any Bridge, mqtt: any DriverMQTT)] = []
     /// Animal id -> where and when its beacon was last heard (live, not logged).
     public private(set) var presence: [String: (room: String, at: Int64)] = [:]
     /// Beacons no admitted animal wears: last room, last heard, facts seen. Bounded.
@@ -62,39 +61,41 @@ public actor BridgeHost: Service {
         (presenceChanges, presenceSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
     }
 
-    /// Starts the configured bridges (one that cannot start is logged and left out), then stops them all at graceful shutdown.
+    /// Runs every configured bridge as a child task until graceful shutdown (or cancellation),
+    /// then cancels them and returns once they have ended.
     public func run() async throws {
-        for (factory, settings) in configured {
-            if let problem = await start(factory, settingsJSON: settings) { logger.error("\(problem)") }
+        await withDiscardingTaskGroup { group in
+            for (factory, settings) in configured {
+                group.addTask {
+                    if let problem = await self.run(factory, settingsJSON: settings) { self.logger.error("\(problem)") }
+                }
+            }
+            try? await gracefulShutdown()  // shut down or cancelled: stop the bridges either way
+            group.cancelAll()
         }
-        try? await gracefulShutdown()  // shut down or cancelled: stop the bridges either way
-        await stopAll()
     }
 
-    /// Starts one bridge; returns a problem to report instead of throwing (a bridge must not stop the hub).
-    public func start(_ factory: any BridgeFactory, settingsJSON: String) async -> String? {
+    /// Runs one bridge until cancelled; returns a problem to report instead of throwing (a bridge
+    /// must not stop the hub).
+    /// - Parameters:
+    ///   - factory: Makes the bridge.
+    ///   - settingsJSON: Its settings.
+    /// - Returns: Why the bridge could not run, or nil once it ran and was cancelled.
+    public nonisolated func run(_ factory: any BridgeFactory, settingsJSON: String) async -> String? {
         let bridge: any Bridge
         do { bridge = try factory.make(settingsJSON: settingsJSON) } catch { return "bridge \(factory.name): \(error)" }
         guard let mqtt = relay?.handle(scope: bridge.mqttScope, onMessage: hub.metrics.bridgeObservation(bridge: factory.name)) else {
             return "bridge \(factory.name): no MQTT connection"
         }
+        defer { relay?.release(mqtt) }
         do {
             for filter in bridge.mqttScope { try mqtt.subscribe(filter) }
-            try await bridge.start(context: HostedBridgeContext(name: factory.name, mqtt: mqtt, host: self))
+            try await bridge.run(context: HostedBridgeContext(name: factory.name, mqtt: mqtt, host: self))
+        } catch is CancellationError {
         } catch {
-            relay?.release(mqtt)
             return "bridge \(factory.name): \(error)"
         }
-        bridges.append((factory.name, bridge, mqtt))
         return nil
-    }
-
-    func stopAll() async {
-        for b in bridges {
-            await b.bridge.stop()
-            relay?.release(b.mqtt)
-        }
-        bridges.removeAll()
     }
 
     func animal(wearing beacon: String) async -> String? {

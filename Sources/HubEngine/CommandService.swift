@@ -128,6 +128,10 @@ public struct CommandService: Sendable {
     /// (it restarts, the network to it failed). Retryable: the same `command_id` is carried out once.
     public static let logUnavailable = "log_unavailable"
 
+    /// The code of a command a surface could not queue (its queue was full): nothing was carried
+    /// out. Retryable: the same `command_id` is carried out once.
+    public static let hubBusy = "hub_busy"
+
     /// A command taken by the log's only writer while its lease is not confirmed (the database
     /// cannot be reached, or the hub was paused): no other hub can be active, so it says so.
     static let logUnavailableLease = Rejection(

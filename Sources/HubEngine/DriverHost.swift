@@ -37,9 +37,10 @@ public struct DriverHostOptions: Sendable {
 /// commands (a thousand idle devices keep no thousand idle tasks). A command the device does not confirm within the timeout is
 /// recorded as failed; one watcher task serves every command waiting (`SwitchConfirmations`).
 ///
-/// As a service it starts the registered devices' drivers and discovery, and on shutdown stops
-/// every driver. The device workers, the confirmation watcher and discovery all run as child tasks
-/// of `run()`.
+/// As a service it runs the registered devices' drivers and discovery, and on shutdown cancels
+/// every driver and waits for it to end. Each driver's `run(context:)`, the device workers, the
+/// confirmation watcher, discovery and the consumers of the drivers' reports (``DriverReportLanes``)
+/// all run as child tasks of `run()`; a removed device's driver is cancelled.
 public actor DriverHost: Service {
     let hub: Hub
     let commands: CommandService
@@ -55,9 +56,16 @@ public actor DriverHost: Service {
     var saidFenced = false
     /// Set once the registered devices' drivers were started at start-up (``sync()``).
     var synced = false
-    /// Work for `run()`'s task group: device workers, the confirmation watcher, discovery.
+    /// Work for `run()`'s task group: drivers, device workers, the confirmation watcher, discovery.
+    /// Bounded (``maxJobs``): at most one job per device and kind waits at a time (a driver's run,
+    /// its worker) besides the watcher and discovery, so it never fills with fewer devices.
     nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
     nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
+    /// Jobs waiting to become child tasks at most (`driver_jobs`): a job beyond it is not run, and
+    /// counted (`hub_queue_overflow_total{queue="driver_jobs"}`) and logged.
+    static let maxJobs = 65_536
+    /// The drivers' reports on their way in (bounded lanes; see ``DriverReportLanes``).
+    nonisolated let reports: DriverReportLanes
 
     final class Running: Sendable {
         let deviceId: String
@@ -65,6 +73,8 @@ public actor DriverHost: Service {
         let driverName: String
         let capabilities: DriverCapabilities
         let mqtt: (any DriverMQTT)?
+        /// Cancels the child task running the driver (device removed, shutdown).
+        let cancellation = DriverRunCancellation()
         init(
             deviceId: String, driver: any Driver, driverName: String, capabilities: DriverCapabilities,
             mqtt: (any DriverMQTT)?
@@ -74,6 +84,8 @@ public actor DriverHost: Service {
         }
     }
     var running: [String: Running] = [:]
+    /// Commands one device's queue holds at most (`driver_commands`); see ``enqueue(_:for:)``.
+    static let maxQueuedCommands = 256
     /// Commands not yet handed to each driver, oldest first. A driver has an entry exactly while
     /// its worker runs (the entry may be empty while the worker carries out the last command).
     var queued: [ObjectIdentifier: [DriverCommand]] = [:]
@@ -105,7 +117,9 @@ public actor DriverHost: Service {
         self.options = options
         self.logger = logger
         self.readings = ReadingFilter(rules: options.readingRules)
-        (jobs, jobSink) = AsyncStream.makeStream()
+        (jobs, jobSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maxJobs))
+        let metrics = commands.hub.metrics
+        reports = DriverReportLanes { metrics.queueOverflowed("driver_reports") }
     }
 
     /// The names of the drivers this hub links, sorted.
@@ -113,29 +127,44 @@ public actor DriverHost: Service {
     /// How long a switch command waits for the driver's confirmation.
     public nonisolated var confirmTimeout: Duration { options.confirmTimeout }
 
-    /// Starts the drivers and discovery; at graceful shutdown stops every driver.
+    /// Runs the drivers and discovery; at graceful shutdown (or cancellation) cancels every driver
+    /// and returns once all have ended and their last reports are handled.
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                await self.sync()
-                await self.startDiscovery()
+        await withDiscardingTaskGroup { lanes in
+            // The report consumers outlive the drivers: a driver ending may still report.
+            for lane in 0..<reports.laneCount {
+                lanes.addTask {
+                    await self.reports.consume(lane) { report in
+                        await self.report(report.device, driver: report.driver, report.observation)
+                    }
+                }
             }
-            for await job in jobs.cancelOnGracefulShutdown() { group.addTask { await job() } }
-            await stopAll()
-            group.cancelAll()
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    await self.sync()
+                    await self.startDiscovery()
+                }
+                for await job in jobs.cancelOnGracefulShutdown() { group.addTask { await job() } }
+                await stopAll()
+                group.cancelAll()
+            }
+            reports.close()
         }
     }
 
     /// Runs `job` as a child of `run()` (queued until it runs).
     private func spawn(_ job: @escaping @Sendable () async -> Void) {
-        jobSink.yield(job)
+        if case .dropped = jobSink.yield(job) {
+            hub.metrics.queueOverflowed("driver_jobs")
+            logger.error("drivers: more than \(Self.maxJobs) jobs wait to run: one was not run")
+        }
     }
 
     /// Starts drivers for devices that have none and stops those of removed devices.
     public func sync() async {
         let devices = await hub.state.devices.all
         for device in devices where device.removed && running[device.id] != nil {
-            await stopDriver(device.id)
+            stopDriver(device.id)
         }
         for device in devices where !device.removed && running[device.id] == nil {
             await start(device)
@@ -143,10 +172,10 @@ public actor DriverHost: Service {
         synced = true
     }
 
-    private func stopDriver(_ id: String) async {
+    /// Cancels the device's driver (its child task releases its MQTT handle as it ends).
+    private func stopDriver(_ id: String) {
         guard let r = running.removeValue(forKey: id) else { return }
-        await r.driver.stop()
-        if let mqtt = r.mqtt { relay?.release(mqtt) }
+        r.cancellation.cancel()
         written[id] = nil
         writesInFlight[id] = nil
         writeOwed.remove(id)
@@ -168,17 +197,40 @@ public actor DriverHost: Service {
             let driver = try factory.make(configuration: configuration)
             let capabilities = driver.capabilities
             let mqtt = relay?.handle(scope: capabilities.mqttScope)
-            running[device.id] = Running(
+            let r = Running(
                 deviceId: device.id, driver: driver, driverName: device.driver,
                 capabilities: capabilities, mqtt: mqtt)
+            running[device.id] = r
             if capabilities.storesActivations {
                 written[device.id] = await hub.activations(of: device.id)
             }
-            try await driver.start(context: HostedContext(deviceId: device.id, driverName: device.driver, host: self, mqtt: mqtt))
+            let context = HostedContext(deviceId: device.id, driverName: device.driver, lanes: reports, mqtt: mqtt)
+            spawn { [weak self] in await self?.runDriver(r, context: context) }
         } catch {
-            await stopDriver(device.id)
             await report(device.id, driver: device.driver, .availability(available: false, reason: "driver could not start: \(error)"))
         }
+    }
+
+    /// One driver's child task: runs it until it is cancelled (or fails), then lets go of its MQTT
+    /// handle. A driver that fails (not cancelled) leaves its device unavailable, with the error.
+    private nonisolated func runDriver(_ r: Running, context: HostedContext) async {
+        r.cancellation.begin()
+        defer { r.cancellation.end() }
+        var failure: (any Error)?
+        do {
+            try await r.driver.run(context: context)
+        } catch is CancellationError {
+        } catch {
+            failure = error
+        }
+        await driverEnded(r, failure: Task.isCancelled ? nil : failure)
+    }
+
+    private func driverEnded(_ r: Running, failure: (any Error)?) async {
+        if let mqtt = r.mqtt { relay?.release(mqtt) }
+        guard let failure, running[r.deviceId] === r else { return }
+        stopDriver(r.deviceId)
+        await report(r.deviceId, driver: r.driverName, .availability(available: false, reason: "driver could not start: \(failure)"))
     }
 
     /// Queues `command` for the driver, starting its worker if none runs. A stopped driver's
@@ -186,6 +238,14 @@ public actor DriverHost: Service {
     private func enqueue(_ command: DriverCommand, for r: Running) {
         let key = ObjectIdentifier(r)
         if queued[key] != nil {
+            if queued[key]!.count >= Self.maxQueuedCommands {
+                // The oldest goes: a switch is then failed by its confirmation timeout (logged as
+                // SwitchFailed), an activations write is superseded by a later one (each holds the whole list).
+                if case .writeActivations = queued[key]!.removeFirst() {
+                    writesInFlight[r.deviceId] = max(0, (writesInFlight[r.deviceId] ?? 1) - 1)
+                }
+                hub.metrics.queueOverflowed("driver_commands")
+            }
             queued[key]!.append(command)
             return
         }
@@ -380,11 +440,12 @@ public actor DriverHost: Service {
         await commands.execute(command, actor: actor)
     }
 
-    func stopAll() async {
+    /// At shutdown: no driver starts any more, every driver is cancelled (the task group waits for them).
+    func stopAll() {
         stopping = true
         if let discoveryHandle { relay?.release(discoveryHandle) }
         discoveryHandle = nil
-        for id in Array(running.keys) { await stopDriver(id) }
+        for id in Array(running.keys) { stopDriver(id) }
     }
 
     // MARK: Discovery
@@ -449,14 +510,15 @@ public actor DriverHost: Service {
 struct HostedContext: DriverContext {
     let deviceId: String
     let driverName: String
-    let host: DriverHost
+    let lanes: DriverReportLanes
     let mqtt: (any DriverMQTT)?
 
-    /// Runs the hub's side (the host, the command service, the log's append) in a task of its own
-    /// and waits for it. A driver often reports from a task that lives as long as its connection (a
-    /// plug's session); a task keeps the memory of its deepest calls until it ends, so the report's
-    /// deep path would stay allocated in every such task: about 12 KB a TCP plug.
+    /// Hands the observation to its lane and waits until the host has handled it. The hub's side
+    /// (the host, the command service, the log's append) runs in the lane's consumer, a long-lived
+    /// child of the host: a driver reports from a task that lives as long as its connection (a
+    /// plug's session), and a task keeps the memory of its deepest calls until it ends, so running
+    /// the deep path there would keep it allocated in every such task (about 12 KB a TCP plug).
     func report(_ observation: Observation) async {
-        await Task { await host.report(deviceId, driver: driverName, observation) }.value
+        await lanes.submit(.init(device: deviceId, driver: driverName, observation: observation))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HubDomain
 import HubHistory
 import HubLog
+import HubMetrics
 
 /// Where the hub keeps its data: `<dataDir>/log` (segments) and `<dataDir>/snapshots`.
 public struct HubPaths: Sendable {

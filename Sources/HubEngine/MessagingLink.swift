@@ -13,10 +13,13 @@ public struct MessagingTraffic: Sendable, Equatable {
     public var received: UInt64
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
+    /// Messages received that the client's inbound buffer could not take.
+    public var dropped: UInt64
 
     /// Creates a count.
-    public init(received: UInt64, published: UInt64) {
+    public init(received: UInt64, published: UInt64, dropped: UInt64 = 0) {
         self.received = received
         self.published = published
+        self.dropped = dropped
     }
 }

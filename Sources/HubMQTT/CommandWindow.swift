@@ -59,6 +59,11 @@ public final class CommandWindow: Sendable {
         }
     }
 
+    /// A command its lane could not take (answered `hub_busy`): it leaves the window unrun.
+    func refused() {
+        inWindow.wrappingSubtract(1, ordering: .relaxed)
+    }
+
     func finished(
         _ work: MQTTSurface.Work, taken: ContinuousClock.Instant, durable: ContinuousClock.Instant,
         answered: ContinuousClock.Instant

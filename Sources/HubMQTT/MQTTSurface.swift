@@ -52,6 +52,10 @@ public actor MQTTSurface {
     /// Commands are handled in lanes keyed by the device or animal they are about: one entity's
     /// commands in arrival order, many entities at once.
     static let laneCount = 32
+    /// Commands one lane holds at most (`mqtt_command_lane`): a command that finds its lane full is
+    /// answered `hub_busy` (retryable: nothing was carried out) and counted in
+    /// `hub_queue_overflow_total{queue="mqtt_command_lane"}`; none is dropped unanswered.
+    static let laneCapacity = 1024
     /// Counters for the operator.
     private nonisolated let ignoredRetainedCount = Counter()
     /// Retained messages ignored on command topics since start (a retained command is never run).
@@ -573,7 +577,15 @@ public actor MQTTSurface {
         if let command = parsed.commands.first { hasher.combine(Hub.serializationKeys(command)[0]) } else { hasher.combine(message.topic) }
         let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes.count))
         commandWindow.queued()
-        lanes[lane].yield(Work(message: message, route: route, parsed: parsed, client: client))
+        if case .dropped = lanes[lane].yield(Work(message: message, route: route, parsed: parsed, client: client)) {
+            commandWindow.refused()
+            hub.metrics.queueOverflowed("mqtt_command_lane")
+            respond(
+                AnswerJSON.error(
+                    "the hub has \(Self.laneCapacity) commands waiting on this device or animal: this command was not carried out; "
+                        + "send it again (the same command_id is carried out once)", code: CommandService.hubBusy, echo: parsed.echo),
+                to: message, route: route, client: client)
+        }
     }
 
     /// The MQTT 5 user property that declares a command's cause, beside the JSON field `cause`.
@@ -671,6 +683,6 @@ extension MQTTSurface: MessagingLink {
     /// The broker connection's message counts.
     nonisolated public var traffic: MessagingTraffic {
         let t = client.traffic
-        return MessagingTraffic(received: t.received, published: t.published)
+        return MessagingTraffic(received: t.received, published: t.published, dropped: t.dropped)
     }
 }

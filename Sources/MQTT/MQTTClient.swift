@@ -47,8 +47,8 @@ public final class MQTTClient: Sendable {
     public init(options: MQTTOptions) throws {
         _ = mosquittoLibraryInitialised
         self.options = options
-        let (messages, messageSink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .unbounded)
-        let (events, eventSink) = AsyncStream<MQTTConnectionEvent>.makeStream(bufferingPolicy: .unbounded)
+        let (messages, messageSink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingOldest(max(1, options.inboundBuffer)))
+        let (events, eventSink) = AsyncStream<MQTTConnectionEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         self.messages = messages
         self.connectionEvents = events
         let core = MQTTClientCore(options: options, messageSink: messageSink, eventSink: eventSink)
@@ -180,7 +180,9 @@ public final class MQTTClient: Sendable {
     /// How many messages this client received from the broker and published (sent, or queued by
     /// libmosquitto while disconnected) since it was made. Cheap: two relaxed atomic loads.
     public var traffic: MQTTTraffic {
-        MQTTTraffic(received: core.received.load(ordering: .relaxed), published: core.published.load(ordering: .relaxed))
+        MQTTTraffic(
+            received: core.received.load(ordering: .relaxed), published: core.published.load(ordering: .relaxed),
+            dropped: core.dropped.load(ordering: .relaxed))
     }
 
     /// Connects in the background (mosquitto_connect_async, then a thread running

@@ -50,6 +50,8 @@ final class MQTTClientCore: Sendable {
     let received = Atomic<UInt64>(0)
     /// Messages sent or queued to send (``MQTTClient/traffic``).
     let published = Atomic<UInt64>(0)
+    /// Messages `messages` could not take (``MQTTClient/traffic``).
+    let dropped = Atomic<UInt64>(0)
 
     init(
         options: MQTTOptions,
@@ -228,7 +230,7 @@ final class MQTTClientCore: Sendable {
     }
 
     func handleMessage(_ message: MQTTMessage) {
-        messageSink.yield(message)
+        if case .dropped = messageSink.yield(message) { dropped.add(1, ordering: .relaxed) }
     }
 
     func handleLog(_ text: String) {

@@ -106,6 +106,10 @@ public struct MQTTOptions: Sendable {
     /// MQTT 5: ask the broker to keep the retain flag on live deliveries ("retain as published"), so
     /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
     public var retainAsPublished = false
+    /// Incoming messages `messages` holds at most while its consumer is behind. When it is full, a
+    /// message that arrives is dropped (libmosquitto has acknowledged it already) and counted in
+    /// ``MQTTClient/traffic`` (`dropped`).
+    public var inboundBuffer = 100_000
 
     /// Options for one client; the defaults are a local broker on 1883, MQTT 5, persistent session, keep-alive 30 s.
     public init(
@@ -184,8 +188,11 @@ public struct MQTTMessage: Sendable, Equatable {
 
 /// One MQTT 5 user property: a UTF-8 name and value pair a publisher attached to a message.
 public struct MQTTUserProperty: Sendable, Equatable {
+    /// The property's name (`cause`).
     public var name: String
+    /// The property's value.
     public var value: String
+    /// A property `name` = `value`.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
@@ -289,10 +296,13 @@ public struct MQTTTraffic: Sendable, Equatable {
     public var received: UInt64
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
+    /// Messages received that `messages` could not take (its buffer, `MQTTOptions.inboundBuffer`, was full).
+    public var dropped: UInt64
 
-    /// Creates a count.
-    public init(received: UInt64, published: UInt64) {
+    /// Counts.
+    public init(received: UInt64, published: UInt64, dropped: UInt64 = 0) {
         self.received = received
         self.published = published
+        self.dropped = dropped
     }
 }

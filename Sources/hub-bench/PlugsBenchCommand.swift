@@ -205,8 +205,14 @@ struct PlugsBench: AsyncParsableCommand {
         let driver = try factory.make(
             configuration: DriverConfiguration(
                 deviceId: "direct", driver: name, settingsJSON: #"{"host":"127.0.0.1","port":\#(port)}"#))
-        try await driver.start(context: context)
-        defer { Task { await driver.stop() } }
+        return try await withThrowingTaskGroup { group in
+            group.addTask { try await driver.run(context: context) }
+            defer { group.cancelAll() }
+            return try await time(driver, context: context)
+        }
+    }
+
+    func time(_ driver: any Driver, context: LastSwitch) async throws -> Stats {
         let deadline = ContinuousClock.now + .seconds(10)
         while context.state == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         var samples: [Double] = []

@@ -10,6 +10,7 @@ import HubEngine
 import HubHTTP
 import HubHistory
 import HubMQTT
+import HubMetrics
 import Kasa
 import PowerPlug
 import Prometheus

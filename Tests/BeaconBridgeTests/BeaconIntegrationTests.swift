@@ -15,6 +15,7 @@ struct BridgeRig {
     let mqtt: ClientDriverMQTT
     let bridge: BeaconBridge
     let context: CollectingBridgeContext
+    let running: Running
 
     static func make(_ settingsJSON: String) async throws -> BridgeRig {
         let broker = try await TestBroker.startAsync()
@@ -22,7 +23,7 @@ struct BridgeRig {
         let mqtt = try await ClientDriverMQTT(port: broker.port, scope: bridge.mqttScope)
         for filter in bridge.mqttScope { try mqtt.subscribe(filter) }
         let context = CollectingBridgeContext(mqtt: mqtt)
-        try await bridge.start(context: context)
+        let running = await Running(bridge, context: context)
         // Probe until the subscription is active: a foreign-but-in-scope message counted as dropped.
         let probe = try MQTTClient(
             options: MQTTOptions(port: broker.port, clientId: "probe-\(UUID().uuidString.prefix(6))", cleanSession: true))
@@ -36,11 +37,11 @@ struct BridgeRig {
         await probe.stop()
         try await Task.sleep(for: .milliseconds(100))
         #expect(bridge.counters.messages > 0)
-        return BridgeRig(broker: broker, mqtt: mqtt, bridge: bridge, context: context)
+        return BridgeRig(broker: broker, mqtt: mqtt, bridge: bridge, context: context, running: running)
     }
 
     func stop() async {
-        await bridge.stop()
+        await running.stop()
         await mqtt.stop()
         await broker.killAsync()  // nothing to save; SIGTERM costs mosquitto ~2 s
     }

@@ -175,7 +175,7 @@ final class FakeMQTT: DriverMQTT {
             clock: { now.withLock { $0 } }, checkInterval: .milliseconds(20))
         let mqtt = FakeMQTT()
         let context = CollectingBridgeContext(mqtt: mqtt)
-        try await bridge.start(context: context)
+        let running = await Running(bridge, context: context)
         mqtt.send("espresense/devices/collar1/kitchen", #"{"id":"collar1","rssi":-65}"#)
         mqtt.send("espresense/devices/collar1/kitchen", "garbage")
         mqtt.send("espresense/devices/collar1/kitchen", #"{"id":"collar1","rssi":-65}"#, retained: true)
@@ -188,7 +188,7 @@ final class FakeMQTT: DriverMQTT {
         now.withLock { $0 += 10 * second }
         mqtt.send("espresense/devices/collar1/hall", #"{"id":"collar1","rssi":-65}"#)
         #expect(await context.waitFor { $0 == .sighted(beacon: "collar1", room: "hall", at: t0 + 70 * second) } != nil)
-        await bridge.stop()
+        await running.stop()
         let c = bridge.counters
         #expect(c.messages == 4 && c.observations == 2 && c.dropped == 2)
         #expect(c.droppedByReason == ["notJSON": 1, "retained": 1])

@@ -12,6 +12,9 @@ public final class ClientDriverMQTT: DriverMQTT {
     public let messages: AsyncStream<DriverMQTTMessage>
     let scope: [String]
     let pump: Task<Void, Never>
+    private let subscribed = Mutex<[String]>([])
+    /// The filters subscribed so far, in order.
+    public var subscriptions: [String] { subscribed.withLock { $0 } }
 
     public init(port: Int, clientId: String = "driver-\(UUID().uuidString.prefix(8))", scope: [String] = ["#"]) async throws {
         client = try MQTTClient(options: MQTTOptions(port: port, clientId: clientId, cleanSession: true))
@@ -32,6 +35,7 @@ public final class ClientDriverMQTT: DriverMQTT {
             throw DriverError("filter \(filter) is outside the scope")
         }
         try client.subscribe(filter, qos: 1)
+        subscribed.withLock { $0.append(filter) }
     }
 
     public func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
@@ -101,6 +105,44 @@ public final class CollectingBridgeContext: BridgeContext {
             if let hit = facts.first(where: condition) { return hit }
             try? await Task.sleep(for: .milliseconds(10))
         }
+        return nil
+    }
+}
+
+/// Runs a driver's or bridge's `run(context:)` in a task of its own, as the hub runs it in a child
+/// task; `stop()` cancels it and waits for it to end.
+public final class Running: Sendable {
+    let task: Task<Void, any Error>
+
+    /// Runs `driver`, then waits (up to 10 s) until `ready` holds: what `run` does first (its
+    /// subscriptions, its first report) has happened.
+    public init(_ driver: any Driver, context: any DriverContext, ready: @Sendable () -> Bool = { true }) async {
+        task = Task { try await driver.run(context: context) }
+        await Self.wait(ready)
+    }
+
+    /// Runs `bridge`, then waits (up to 10 s) until `ready` holds.
+    public init(_ bridge: any Bridge, context: any BridgeContext, ready: @Sendable () -> Bool = { true }) async {
+        task = Task { try await bridge.run(context: context) }
+        await Self.wait(ready)
+    }
+
+    private static func wait(_ ready: () -> Bool) async {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !ready(), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(2)) }
+    }
+
+    /// Cancels the run and waits for it to end; returns the error it threw (nil when it ended as asked).
+    @discardableResult
+    public func stop() async -> (any Error)? {
+        task.cancel()
+        if case .failure(let error) = await task.result, !(error is CancellationError) { return error }
+        return nil
+    }
+
+    /// Waits for the run to end by itself; returns the error it threw.
+    public func failure() async -> (any Error)? {
+        if case .failure(let error) = await task.result { return error }
         return nil
     }
 }

@@ -15,12 +15,15 @@ import Testing
 @Suite struct ConfirmationTimeoutTests {
     /// A driver that sends nothing and confirms only when told to (`confirmNext`).
     final class QuietDriver: Driver {
-        let context = Mutex<(any DriverContext)?>(nil)
-        func start(context: any DriverContext) async throws { self.context.withLock { $0 = context } }
+        let gate = DriverReportGate()
+        func run(context: any DriverContext) async throws {
+            gate.open(context)
+            await untilCancelled()
+            await gate.close()
+        }
         func execute(_ command: DriverCommand) async throws {}
-        func stop() async {}
         func confirm(on: Bool) async {
-            await context.withLock { $0 }?.report(.switchState(on: on, manual: false))
+            await gate.report(.switchState(on: on, manual: false))
         }
     }
 

@@ -16,13 +16,13 @@ import Testing
     final class MeterDriver: Driver {
         let values: [(Quantity, Double)]
         init(values: [(Quantity, Double)]) { self.values = values }
-        func start(context: any DriverContext) async throws {
+        func run(context: any DriverContext) async throws {
             for (quantity, value) in values {
                 await context.report(.reading(quantity: quantity, value: value, measuredAt: t0))
             }
+            await untilCancelled()
         }
         func execute(_ command: DriverCommand) async throws {}
-        func stop() async {}
     }
 
     struct MeterFactory: DriverFactory {
@@ -41,7 +41,7 @@ import Testing
             hub: hub, catalog: DriverCatalog([MeterFactory(values: values)]), confirmTimeout: .seconds(1),
             logger: .discarding)
         let host = DriverHost(commands: commands, logger: .discarding)
-        await host.sync()
+        let running = Task { try await host.run() }
         var recorded: [(String, Double)] = []
         for _ in 0..<200 {
             recorded = []
@@ -60,7 +60,8 @@ import Testing
         }
         #expect(recorded.map(\.0) == values.map(\.0.rawValue))
         #expect(recorded.map(\.1) == values.map(\.1))
-        await host.stopAll()
+        running.cancel()
+        _ = await running.result
         try await hub.close()
     }
 
@@ -69,11 +70,11 @@ import Testing
     /// shows no reading from it.
     @Test func aDriversReadingFromTheFutureIsRefused() async throws {
         final class AheadDriver: Driver {
-            func start(context: any DriverContext) async throws {
+            func run(context: any DriverContext) async throws {
                 await context.report(.reading(quantity: .power, value: 5, measuredAt: currentMicros() + 3_600_000_000))
+                await untilCancelled()
             }
             func execute(_ command: DriverCommand) async throws {}
-            func stop() async {}
         }
         struct AheadFactory: DriverFactory {
             let name = "ahead"
@@ -85,7 +86,7 @@ import Testing
             actor: "test", now: currentMicros())
         let commands = CommandService(hub: hub, catalog: DriverCatalog([AheadFactory()]), confirmTimeout: .seconds(1), logger: .discarding)
         let host = DriverHost(commands: commands, logger: .discarding)
-        await host.sync()
+        let running = Task { try await host.run() }
         var refused: CommandRejected?
         for _ in 0..<200 where refused == nil {
             try await hub.store.read(from: 1, through: hub.store.lastSequence) { record in
@@ -101,7 +102,8 @@ import Testing
         }
         #expect(refused?.code == "reading_in_future" && refused?.target == "m", "\(String(describing: refused))")
         #expect(await hub.device("m")?.lastReading(.power) == nil)
-        await host.stopAll()
+        running.cancel()
+        _ = await running.result
         try await hub.close()
     }
 
@@ -109,16 +111,16 @@ import Testing
     /// it answers again is recorded, though unchanged and within the maximum interval.
     @Test func theFirstSampleAfterAnOutageIsRecorded() async throws {
         final class FlakyDriver: Driver {
-            func start(context: any DriverContext) async throws {
+            func run(context: any DriverContext) async throws {
                 let now = currentMicros()
                 await context.report(.availability(available: true, reason: "connected"))
                 await context.report(.reading(quantity: .power, value: 100, measuredAt: now - 2_000_000))
                 await context.report(.availability(available: false, reason: "gone"))
                 await context.report(.availability(available: true, reason: "back"))
                 await context.report(.reading(quantity: .power, value: 100, measuredAt: now - 1_000_000))
+                await untilCancelled()
             }
             func execute(_ command: DriverCommand) async throws {}
-            func stop() async {}
         }
         struct FlakyFactory: DriverFactory {
             let name = "flaky"
@@ -130,7 +132,7 @@ import Testing
             actor: "test", now: currentMicros() - 10_000_000)
         let commands = CommandService(hub: hub, catalog: DriverCatalog([FlakyFactory()]), confirmTimeout: .seconds(1), logger: .discarding)
         let host = DriverHost(commands: commands, logger: .discarding)
-        await host.sync()
+        let running = Task { try await host.run() }
         var types: [String] = []
         for _ in 0..<200 {
             types = []
@@ -141,7 +143,8 @@ import Testing
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(types == ["AvailabilityChanged", "ReadingRecorded", "AvailabilityChanged", "AvailabilityChanged", "ReadingRecorded"])
-        await host.stopAll()
+        running.cancel()
+        _ = await running.result
         try await hub.close()
     }
 }

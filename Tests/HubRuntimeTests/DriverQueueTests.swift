@@ -25,7 +25,7 @@ import Testing
     final class SlowDriver: Driver {
         let recorder: Recorder
         init(recorder: Recorder) { self.recorder = recorder }
-        func start(context: any DriverContext) async throws {}
+        func run(context: any DriverContext) async throws { await untilCancelled() }
         func execute(_ command: DriverCommand) async throws {
             guard case .setSwitch(let on) = command else { return }
             recorder.log.withLock { l in
@@ -37,7 +37,6 @@ import Testing
                 l.seen.append(on); l.busy = false
             }
         }
-        func stop() async {}
     }
 
     struct SlowFactory: DriverFactory {

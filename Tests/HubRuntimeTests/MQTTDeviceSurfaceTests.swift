@@ -119,9 +119,10 @@ import VirtualDriver
         let sim = BeaconSimulator(options: options)
         let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
         // `hub run` passes the bridge factory to the service; here the test starts it the same way.
-        #expect(
-            await f.service.bridges.start(
-                BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#) == nil)
+        let bridge = Task {
+            await f.service.bridges.run(BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#)
+        }
+        defer { bridge.cancel() }
         let w = f.watcher
         try await w.waitFor("hub/status") { $0 == "online" }
         let admitted = sim.beaconIds[0]
@@ -243,7 +244,8 @@ import VirtualDriver
         let broker = try TestBroker.start()
         let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
         // `present` at most once a minute: only the admission can place the animal within the test.
-        #expect(await f.service.bridges.start(BeaconBridgeFactory(), settingsJSON: #"{"present_every_seconds":60}"#) == nil)
+        let bridge = Task { await f.service.bridges.run(BeaconBridgeFactory(), settingsJSON: #"{"present_every_seconds":60}"#) }
+        defer { bridge.cancel() }
         let w = f.watcher
         try await w.waitFor("hub/status") { $0 == "online" }
         // Two collars at reception: tom's (major = minor = 0) and rex's (major 1, minor 2).

@@ -1,5 +1,6 @@
 import Foundation
 import HubDomain
+import HubMetrics
 import Logging
 import Prometheus
 import Synchronization

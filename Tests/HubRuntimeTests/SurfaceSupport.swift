@@ -85,14 +85,15 @@ struct SurfaceFixture {
         username: String? = nil, password: String? = nil,
         factories: [any DriverFactory] = [VirtualDriverFactory()],
         logOptions: SegmentStoreOptions = SegmentStoreOptions(),
-        configure: (inout HubConfig) -> Void = { _ in }
+        configure: (inout HubConfig) -> Void = { _ in },
+        options: (inout HubServiceOptions) -> Void = { _ in }
     ) async throws -> SurfaceFixture {
         let broker = try broker ?? TestBroker.start()
         let watcher = try await Watcher(port: broker.port)
         let service = try await startService(
             port: hubPort ?? broker.port, dataDirectory: dataDirectory, devices: devices,
             username: username, password: password, factories: factories,
-            logOptions: logOptions, configure: configure)
+            logOptions: logOptions, configure: configure, options: options)
         return SurfaceFixture(broker: broker, service: service, watcher: watcher, dataDirectory: dataDirectory)
     }
 
@@ -102,6 +103,7 @@ struct SurfaceFixture {
         factories: [any DriverFactory] = [VirtualDriverFactory()],
         logOptions: SegmentStoreOptions = SegmentStoreOptions(),
         configure: (inout HubConfig) -> Void = { _ in },
+        options adjust: (inout HubServiceOptions) -> Void = { _ in },
         note: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> HubService {
         var config = HubConfig()
@@ -114,6 +116,7 @@ struct SurfaceFixture {
         configure(&config)
         var options = HubServiceOptions(paths: HubPaths(dataDirectory: dataDirectory), config: config, factories: factories)
         options.logOptions = logOptions
+        adjust(&options)
         return try await HubService.start(options, logger: Logger(label: "test") { _ in LineLogHandler(sink: note) })
     }
 

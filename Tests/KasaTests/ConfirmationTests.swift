@@ -1,4 +1,5 @@
 import DriverAPI
+import DriverTestSupport
 import Foundation
 import KasaSimulator
 import Testing
@@ -14,7 +15,7 @@ import Testing
         // Polls a minute apart: after the first, every get_sysinfo the plug sees is the read-back.
         let driver = try makeDriver(port: port, extra: #","poll_interval":60"#)
         let context = ProbingContext(sim: sim)
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await eventually { await context.switches.map(\.on) == [false] }
 
         try await driver.execute(.setSwitch(on: true))
@@ -26,9 +27,9 @@ import Testing
         // The read-back still reaches the plug, and says nothing new.
         try await eventually { sim.recentMethods.last == "system.get_sysinfo" }
         #expect(sim.recentMethods.suffix(2) == ["system.set_relay_state", "system.get_sysinfo"])
-        try await eventually { (driver as? KasaDriver)?.tasksHeld == 0 }  // the read-back's answer taken in
+        try await eventually { (driver as? KasaDriver)?.readBackPending == false }  // the read-back's answer taken in
         #expect(await context.switches.map(\.on) == [false, true])
-        await driver.stop()
+        await running.stop()
         await sim.stop()
     }
 
@@ -37,7 +38,7 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port, extra: #","poll_interval":60"#)
         let context = ProbingContext(sim: sim)
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await eventually { await context.switches.map(\.on) == [false] }
 
         sim.ignoresSwitching = true
@@ -46,7 +47,7 @@ import Testing
         try await eventually { await context.switches.map(\.on) == [false, true, false] }  // what the plug did
         #expect(await context.switches.last?.asked.last == "system.get_sysinfo")
         #expect(!sim.relayOn)
-        await driver.stop()
+        await running.stop()
         await sim.stop()
     }
 

@@ -1,4 +1,5 @@
 import DriverAPI
+import DriverTestSupport
 import Foundation
 import Kasa
 import KasaSimulator
@@ -25,7 +26,7 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
 
         await context.wait { $0.lastAvailability?.0 == true && $0.switchStates == [false] && $0.readings(.power).count >= 2 }
         let first = await context.observations
@@ -49,7 +50,7 @@ import Testing
         await context.wait { $0.stateChanges == [false, true, false, true, false] }
         await #expect(throws: DriverError.self) { try await driver.execute(.writeActivations([])) }
 
-        await driver.stop()
+        await running.stop()
         let afterStop = await context.count
         try await Task.sleep(nanoseconds: 500_000_000)
         #expect(await context.count == afterStop)
@@ -58,22 +59,23 @@ import Testing
         await sim.stop()
     }
 
-    /// Between polls a plug keeps no task, finished ones included: a finished task kept by its
-    /// handle keeps its memory (about 2.5 KB), once per plug.
-    @Test func keepsNoFinishedTaskBetweenPolls() async throws {
+    /// The read-back after a switch is done by the driver's own loop (no task of its own), 0.35 s
+    /// after the switch, and nothing is left pending once its answer is taken in.
+    @Test func readsBackInItsOwnLoop() async throws {
         let sim = KasaSimulator(options: .init(port: 0))
         let port = try await sim.start()
         let driver = try makeDriver(port: port) as! KasaDriver
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         await context.wait { $0.lastAvailability?.0 == true && $0.readings(.power).count >= 2 }
-        #expect(await eventually { driver.tasksHeld == 0 }, "after polls")
+        #expect(await eventually { !driver.readBackPending }, "after polls")
 
         try await driver.execute(.setSwitch(on: true))
         await context.wait { $0.readings(.power).contains { abs($0 - 60) < 2 } }
-        // The read-back comes 0.35 s after the switch; its handle is held until it is done.
-        #expect(await eventually { driver.tasksHeld == 0 }, "after the switch's read-back")
-        await driver.stop()
+        // The read-back comes 0.35 s after the switch.
+        #expect(driver.readBackPending)
+        #expect(await eventually { !driver.readBackPending }, "after the switch's read-back")
+        await running.stop()
         await sim.stop()
     }
 
@@ -86,13 +88,13 @@ import Testing
         clock.advance(3600)  // 60 Wh
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         await context.wait { $0.readings(.energy).contains { abs($0 - 60) < 0.001 } }
         clock.advance(1800)  // 90 Wh
         await context.wait { $0.readings(.energy).contains { abs($0 - 90) < 0.001 } }
         sim.resetEnergyCounter()
         await context.wait { $0.readings(.energy).last.map { $0 < 1 } == true }
-        await driver.stop()
+        await running.stop()
         await sim.stop()
     }
 
@@ -101,7 +103,7 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         await context.wait { $0.availabilities.map(\.0) == [true] }
         await sim.stop()
         await context.wait { $0.availabilities.map(\.0) == [true, false] }
@@ -113,7 +115,7 @@ import Testing
         await context.wait { $0.availabilities.map(\.0) == [true, false, true] }
         try await driver.execute(.setSwitch(on: true))
         #expect(again.relayOn)
-        await driver.stop()
+        await running.stop()
         await again.stop()
     }
 
@@ -122,7 +124,7 @@ import Testing
         let driver = try makeDriver(port: port, extra: #","timeout":10,"retries":3"#)
         let context = CollectingContext()
         let started = Date()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         await context.wait(timeout: 5) { $0.availabilities.count == 1 }
         #expect(Date().timeIntervalSince(started) < 3)
         #expect(await context.observations.availabilities.first?.0 == false)
@@ -133,21 +135,21 @@ import Testing
         } catch let error as DriverError {
             #expect(error.message == "plug unavailable: connection refused by 127.0.0.1:\(port)")
         }
-        await driver.stop()
+        await running.stop()
     }
 
     @Test func manyDriversShareOneEventLoopGroup() async throws {
         let sim = KasaSimulator(options: .init(port: 0))
         let port = try await sim.start()
-        var drivers: [(any Driver, CollectingContext)] = []
+        var drivers: [(Running, CollectingContext)] = []
         for i in 0..<100 {
             let driver = try makeDriver(port: port, extra: #","poll_interval":1"#)
             let context = CollectingContext(deviceId: "plug\(i)")
-            try await driver.start(context: context)
-            drivers.append((driver, context))
+            let running = await Running(driver, context: context)
+            drivers.append((running, context))
         }
         for (_, context) in drivers { await context.wait { $0.lastAvailability?.0 == true } }
-        for (driver, _) in drivers { await driver.stop() }
+        for (running, _) in drivers { await running.stop() }
         await sim.stop()
     }
 }

@@ -1,4 +1,5 @@
 import DriverAPI
+import DriverTestSupport
 import Foundation
 import Kasa
 import Testing
@@ -9,9 +10,9 @@ import Testing
     func run(_ peer: ScriptedPeer, extra: String = "", _ check: (CollectingContext, any Driver) async throws -> Void) async throws {
         let driver = try makeDriver(port: peer.port, extra: extra)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await check(context, driver)
-        await driver.stop()
+        await running.stop()
         peer.stop()
     }
 

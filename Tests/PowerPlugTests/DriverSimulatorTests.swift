@@ -1,4 +1,5 @@
 import DriverAPI
+import DriverTestSupport
 import Foundation
 import PowerPlug
 import PowerPlugSimulator
@@ -16,12 +17,12 @@ import Testing
         let driver = try makeDriver(port: port)
         #expect(driver.capabilities == DriverCapabilities(storesActivations: true, activationSlots: 10))  // and no meter: no readings
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         let reason = try await context.waitAvailability(true)
         #expect(reason == "connected to 127.0.0.1:\(port)")
         try await context.waitFor("switch state") { $0 == .switchState(on: false, manual: false) }
         try await context.waitFor("activations") { $0 == .activations([]) }
-        await driver.stop()
+        await running.stop()
         await sim.stop()
         #expect(sim.connectionCount == 1)
     }
@@ -31,7 +32,7 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await context.waitFor("first state") { $0 == .switchState(on: false, manual: false) }
         try await driver.execute(.setSwitch(on: true))
         let on = try await context.waitFor("manual on") { $0 == .switchState(on: true, manual: true) }
@@ -42,7 +43,7 @@ import Testing
         // changes only: one report per state
         let states = await context.switchStates
         #expect(states.count == 3, "\(states)")
-        await driver.stop()
+        await running.stop()
         await sim.stop()
     }
 
@@ -51,7 +52,7 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await context.waitFor("first list") { $0 == .activations([]) }
 
         let now = Int64(Date().timeIntervalSince1970)
@@ -76,7 +77,7 @@ import Testing
 
         let eleven = (0..<11).map { DeviceActivation(name: "a\($0)", start: now + 60, lengthMinutes: 1, periodMinutes: 0) }
         await #expect(throws: DriverError.self) { try await driver.execute(.writeActivations(eleven)) }
-        await driver.stop()
+        await running.stop()
         await sim.stop()
     }
 
@@ -85,12 +86,12 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port, extra: "\"activation_check\":0.3")
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await context.waitFor("first list") { $0 == .activations([]) }
         let phone = DeviceActivation(name: "from phone", start: 2_000_000_000, lengthMinutes: 5, periodMinutes: 0)
         sim.replaceActivations([phone])
         try await context.waitFor("edited list") { $0 == .activations([phone]) }
-        await driver.stop()
+        await running.stop()
         await sim.stop()
     }
 
@@ -101,7 +102,7 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         try await context.waitFor("first list") { $0 == .activations([]) }
         let keep = DeviceActivation(name: "keep me", start: 2_000_000_000, lengthMinutes: 15, periodMinutes: 0)
         try await driver.execute(.writeActivations([keep]))
@@ -121,7 +122,7 @@ import Testing
         try await context.waitFor("list after restart", from: mark2) { $0 == .activations([keep]) }
         // one unavailable report for the whole outage, not one per retry
         #expect(await context.availabilities.filter { !$0.0 }.count == 1)
-        await driver.stop()
+        await running.stop()
         await again.stop()
     }
 
@@ -130,9 +131,9 @@ import Testing
         let port = try await sim.start()
         let driver = try makeDriver(port: port, extra: "\"activation_check\":0.1")
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         _ = try await context.waitAvailability(true)
-        await driver.stop()
+        await running.stop()
         let count = await context.observations.count
         sim.status = (manual: true, on: true)
         try await Task.sleep(for: .milliseconds(500))

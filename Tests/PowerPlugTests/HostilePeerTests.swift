@@ -1,4 +1,5 @@
 import DriverAPI
+import DriverTestSupport
 import Foundation
 import PowerPlug
 import Synchronization
@@ -15,12 +16,12 @@ import Testing
         }
         let driver = try makeDriver(port: peer.port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         let reason = try await context.waitAvailability(false)
         #expect(reason == "plug sent an unknown message type 0x7A")
         try await eventually("a reconnect") { peer.connectionCount >= 2 }
         #expect(await context.availabilities.count == 1)
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 
@@ -31,10 +32,10 @@ import Testing
         }
         let driver = try makeDriver(port: peer.port, extra: "\"read_timeout\":0.5")
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         let reason = try await context.waitAvailability(false)
         #expect(reason == "no status from the plug for 0.5 s")
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 
@@ -42,11 +43,11 @@ import Testing
         let peer = try await TestPeer.start { _ in await sleepForever() }
         let driver = try makeDriver(port: peer.port, extra: "\"read_timeout\":1")
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         let reason = try await context.waitAvailability(false)
         #expect(reason == "no status from the plug for 1 s")
         await #expect(throws: DriverError.self) { try await driver.execute(.writeActivations([])) }
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 
@@ -60,10 +61,10 @@ import Testing
         }
         let driver = try makeDriver(port: peer.port, extra: "\"read_timeout\":3")
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         #expect(try await context.waitAvailability(true) == "connected to 127.0.0.1:\(peer.port)")
         try await context.waitFor("trickled status") { $0 == .switchState(on: true, manual: false) }
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 
@@ -71,7 +72,7 @@ import Testing
         let port = try await closedPort()
         let driver = try makeDriver(port: port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         let reason = try await context.waitAvailability(false)
         #expect(reason == "cannot connect to 127.0.0.1:\(port): connection refused")
         do {
@@ -80,7 +81,7 @@ import Testing
         } catch let error as DriverError {
             #expect(error.message.hasPrefix("not connected: cannot connect"), "\(error)")
         }
-        await driver.stop()
+        await running.stop()
     }
 
     @Test func closedByPeer() async throws {
@@ -90,11 +91,11 @@ import Testing
         }
         let driver = try makeDriver(port: peer.port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         _ = try await context.waitAvailability(true)
         let reason = try await context.waitAvailability(false)
         #expect(reason.contains("closed the connection") || reason.contains("reset"), "\(reason)")
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 
@@ -127,7 +128,7 @@ import Testing
         }
         let driver = try makeDriver(port: peer.port)
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         _ = try await context.waitAvailability(true)
         try await driver.execute(.writeActivations([a, b, c]))
         try await context.waitFor("fresh list") { $0 == .activations([a, b, c]) }
@@ -140,7 +141,7 @@ import Testing
             commands[0] == [.list, .update(index: 0, a), .update(index: 1, b), .update(index: 2, c)]
                 + (3...9).reversed().map { .delete(index: UInt8($0)) } + [.list])
         #expect(commands[1] == [.update(index: 1, c), .delete(index: 2), .list])
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 
@@ -152,11 +153,11 @@ import Testing
         }
         let driver = try makeDriver(port: peer.port, extra: "\"read_timeout\":1")
         let context = CollectingContext()
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context)
         let reason = try await context.waitAvailability(false, timeout: .seconds(20))
         #expect(reason == "no status from the plug for 1 s")
         #expect(await context.switchStates.count == 200_000)
-        await driver.stop()
+        await running.stop()
         await peer.stop()
     }
 }

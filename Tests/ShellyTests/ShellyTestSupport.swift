@@ -14,6 +14,7 @@ struct ShellyRig {
     let driver: ShellyDriver
     let mqtt: ClientDriverMQTT
     let context: CollectingContext
+    let running: Running
     var port: Int { broker.port }
 
     static func start(broker: TestBroker, settings: String) async throws -> ShellyRig {
@@ -23,12 +24,13 @@ struct ShellyRig {
         // Scoped as the hub scopes it: a subscribe or publish outside the declared scope throws.
         let mqtt = try await ClientDriverMQTT(port: broker.port, scope: driver.capabilities.mqttScope)
         let context = CollectingContext(deviceId: "plug", mqtt: mqtt)
-        try await driver.start(context: context)
-        return ShellyRig(broker: broker, driver: driver, mqtt: mqtt, context: context)
+        let filters = driver.config.generation == .gen2 ? 2 : 1
+        let running = await Running(driver, context: context) { mqtt.subscriptions.count >= filters }
+        return ShellyRig(broker: broker, driver: driver, mqtt: mqtt, context: context, running: running)
     }
 
     func stop() async {
-        await driver.stop()
+        await running.stop()
         await mqtt.stop()
     }
 

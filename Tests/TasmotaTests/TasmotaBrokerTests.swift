@@ -144,7 +144,7 @@ struct TasmotaSimulatorTests {
         try await rig.publish("tele/nobody/LWT", "Offline", retain: true)
         #expect(await eventually { rig.availabilities.map(\.0) == [false] })
         await #expect(throws: DriverError.self) { try await rig.driver.execute(.setSwitch(on: true)) }
-        await rig.driver.stop()
+        await rig.running.stop()
         await #expect(throws: DriverError.self) { try await rig.driver.execute(.setSwitch(on: true)) }
         await rig.shutdown()
     }
@@ -154,10 +154,10 @@ struct TasmotaSimulatorTests {
             try TasmotaDriverFactory().make(
                 configuration: DriverConfiguration(deviceId: "p", driver: "tasmota", settingsJSON: #"{"topic":"t"}"#)) as? TasmotaDriver)
         let context = CollectingContext(deviceId: "p", mqtt: nil)
-        try await driver.start(context: context)
+        let running = await Running(driver, context: context) { !context.observations.isEmpty }
         #expect(context.observations.contains { if case .availability(false, _) = $0 { return true } else { return false } })
         await #expect(throws: DriverError.self) { try await driver.execute(.setSwitch(on: true)) }
-        await driver.stop()
+        await running.stop()
     }
 
     @Test func discoveryFromRetainedLWT() async throws {

@@ -15,13 +15,18 @@ final class Rig: Sendable {
     let context: CollectingContext
     let driver: TasmotaDriver
     let raw: MQTTClient
+    let running: Running
 
-    private init(broker: TestBroker, mqtt: ClientDriverMQTT, context: CollectingContext, driver: TasmotaDriver, raw: MQTTClient) {
+    private init(
+        broker: TestBroker, mqtt: ClientDriverMQTT, context: CollectingContext, driver: TasmotaDriver, raw: MQTTClient,
+        running: Running
+    ) {
         self.broker = broker
         self.mqtt = mqtt
         self.context = context
         self.driver = driver
         self.raw = raw
+        self.running = running
     }
 
     /// Starts a broker and a raw client; `beforeDriver` runs before the driver starts (e.g. a
@@ -44,8 +49,8 @@ final class Rig: Sendable {
                 as? TasmotaDriver)
         let mqtt = try await ClientDriverMQTT(port: broker.port, scope: driver.capabilities.mqttScope)
         let context = CollectingContext(deviceId: "plug", mqtt: mqtt)
-        try await driver.start(context: context)
-        return Rig(broker: broker, mqtt: mqtt, context: context, driver: driver, raw: raw)
+        let running = await Running(driver, context: context) { mqtt.subscriptions.count >= 2 }
+        return Rig(broker: broker, mqtt: mqtt, context: context, driver: driver, raw: raw, running: running)
     }
 
     func publish(_ topic: String, _ text: String, retain: Bool = false) async throws {
@@ -71,7 +76,7 @@ final class Rig: Sendable {
     }
 
     func shutdown() async {
-        await driver.stop()
+        await running.stop()
         await mqtt.stop()
         await raw.stop()
         await broker.killAsync()

@@ -37,6 +37,8 @@ public struct BeaconBridgeCounters: Sendable, Equatable {
     public var evicted = 0
     /// Beacons tracked now.
     public var tracked = 0
+    /// Facts dropped because the context fell `BeaconBridge.factBuffer` facts behind (the oldest go first).
+    public var factsDropped = 0
 
     /// Facts reported, of every kind.
     public var facts: Int { sighted + present + unseen }
@@ -44,7 +46,7 @@ public struct BeaconBridgeCounters: Sendable, Equatable {
 
 /// The bridge: a thin MQTT loop around `BeaconParser` and `BeaconTracker`.
 ///
-/// Three tasks after `start`: the reader (parses each message — outside the lock — and feeds the
+/// Three child tasks while it runs: the reader (parses each message — outside the lock — and feeds the
 /// tracker), the checker (every `checkInterval`, reports beacons gone silent) and the emitter (calls
 /// the context for each fact, in the order the tracker produced them, so a slow context never
 /// holds up reading).
@@ -64,7 +66,6 @@ public final class BeaconBridge: Bridge {
         var sink: AsyncStream<BeaconFact>.Continuation?
     }
     private let core: Mutex<Core>
-    private let tasks = Mutex<[Task<Void, Never>]>([])
 
     /// µs since the epoch, from the system clock.
     public static let systemClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1_000_000) }
@@ -86,54 +87,50 @@ public final class BeaconBridge: Bridge {
     /// What the bridge has seen so far.
     public var counters: BeaconBridgeCounters { core.withLock { $0.counters } }
 
-    /// Starts reading observations and reporting facts to `context`; a second start while running does nothing.
-    public func start(context: any BridgeContext) async throws {
-        let (facts, sink) = AsyncStream<BeaconFact>.makeStream()
+    /// Facts produced but not yet handed to the context, at most (`bridge_facts`): when the context
+    /// falls this far behind, the oldest waiting fact is dropped and counted (`BeaconBridgeCounters.factsDropped`).
+    public static let factBuffer = 4096
+
+    /// Reads the bridge's messages, checks silence every `checkInterval` and hands the facts to the
+    /// context in order, until cancelled; the facts already produced are delivered before it returns.
+    public func run(context: any BridgeContext) async throws {
+        let (facts, sink) = AsyncStream<BeaconFact>.makeStream(bufferingPolicy: .bufferingNewest(Self.factBuffer))
         let fresh = core.withLock { c -> Bool in
             guard c.sink == nil else { return false }
             c.sink = sink
             return true
         }
-        guard fresh else { return }
-        let emitter = Task {
-            for await fact in facts {
-                switch fact {
-                case .sighted(let b, let r, let t): await context.sighted(beacon: b, room: r, at: t)
-                case .present(let b, let r, let t): await context.present(beacon: b, room: r, at: t)
-                case .unseen(let b, let r, let t): await context.unseen(beacon: b, lastRoom: r, lastSeen: t)
+        guard fresh else { throw DriverError("the beacon bridge already ran") }
+        let messages = context.mqtt.messages
+        let interval = checkInterval
+        await withDiscardingTaskGroup { group in
+            // The emitter is not cancelled: it ends when the sink finishes, after the reader and
+            // the checker, so every fact produced is delivered.
+            group.addTask {
+                for await fact in facts {
+                    switch fact {
+                    case .sighted(let b, let r, let t): await context.sighted(beacon: b, room: r, at: t)
+                    case .present(let b, let r, let t): await context.present(beacon: b, room: r, at: t)
+                    case .unseen(let b, let r, let t): await context.unseen(beacon: b, lastRoom: r, lastSeen: t)
+                    }
                 }
             }
-        }
-        let messages = context.mqtt.messages
-        let reader = Task { [weak self] in
-            for await message in messages {
-                guard let self else { return }
-                self.handle(message)
+            await withDiscardingTaskGroup { readers in
+                readers.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: interval)
+                        guard !Task.isCancelled else { return }
+                        self.checkNow()
+                    }
+                }
+                for await message in messages {
+                    if Task.isCancelled { break }
+                    self.handle(message)
+                }
+                readers.cancelAll()
             }
+            core.withLock { c in c.sink?.finish() }
         }
-        let interval = checkInterval
-        let checker = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self, !Task.isCancelled else { return }
-                self.checkNow()
-            }
-        }
-        tasks.withLock { $0 = [reader, checker, emitter] }
-    }
-
-    /// Stops the reader, the silence checker and the reporter, and waits for them to end.
-    public func stop() async {
-        let running = tasks.withLock { t -> [Task<Void, Never>] in
-            defer { t = [] }; return t
-        }
-        guard running.count == 3 else { return }
-        running[0].cancel()
-        running[1].cancel()
-        _ = await running[0].value
-        _ = await running[1].value
-        core.withLock { c in c.sink?.finish() }
-        _ = await running[2].value  // the facts already produced are delivered
     }
 
     /// Processes one message (the reader does this for every message); returns the facts it produced
@@ -181,7 +178,7 @@ public final class BeaconBridge: Bridge {
             case .present: c.counters.present += 1
             case .unseen: c.counters.unseen += 1
             }
-            c.sink?.yield(fact)
+            if case .dropped = c.sink?.yield(fact) { c.counters.factsDropped += 1 }
         }
         c.counters.evicted = c.tracker.evicted
         c.counters.tracked = c.tracker.trackedCount

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Timing and limits of a plug connection.
 struct KasaClientConfig: Sendable {
@@ -25,6 +26,9 @@ actor KasaClient {
     private var connecting: Task<KasaConnection, any Error>?
     private var isShutDown = false
     private let writes = KasaWriteCounter()
+    /// The open connection's channel and whether requests were cancelled, for ``cancelRequests()``
+    /// (called from a cancellation handler, outside the actor).
+    private nonisolated let cancelling = Mutex<(channel: (any Channel)?, cancelled: Bool)>((nil, false))
 
     init(config: KasaClientConfig, group: any EventLoopGroup) {
         self.config = config
@@ -39,6 +43,7 @@ actor KasaClient {
             var used: KasaConnection?
             do {
                 try Task.checkCancellation()
+                if cancelling.withLock({ $0.cancelled }) { throw CancellationError() }
                 let connection = try await open()
                 used = connection
                 return try await connection.request(plain, timeout: .nanoseconds(Int64(config.timeout * 1e9)))
@@ -67,6 +72,8 @@ actor KasaClient {
         if let connection, connection.isActive { return connection }
         if let connecting { return try await connecting.value }
         let config = config, group = group, writes = writes
+        // One connect shared by the requests that wait for it (the poll, a switch from the hub's
+        // worker); its handle is let go as soon as it ends (`defer` below), never kept finished.
         let task = Task {
             try await KasaConnection.connect(
                 host: config.host, port: config.port, group: group,
@@ -81,7 +88,22 @@ actor KasaClient {
             throw KasaClientError.stopped
         }
         connection = opened
+        let cancelled = cancelling.withLock { c -> Bool in
+            c.channel = opened.channel
+            return c.cancelled
+        }
+        if cancelled { opened.channel.close(promise: nil) }
         return opened
+    }
+
+    /// Fails the request in progress at once and every later one (`CancellationError`): the driver's
+    /// task was cancelled, and a request must not wait out its timeout and retries.
+    nonisolated func cancelRequests() {
+        let channel = cancelling.withLock { c -> (any Channel)? in
+            c.cancelled = true
+            return c.channel
+        }
+        channel?.close(promise: nil)
     }
 
     private func drop(_ used: KasaConnection?) async {

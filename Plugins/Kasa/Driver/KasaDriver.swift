@@ -40,8 +40,9 @@ public struct KasaDriverFactory: DriverFactory {
 
 /// A running Kasa plug: polls it, reports what it says, and switches its relay.
 ///
-/// Between polls a plug keeps no task: the next poll waits on an event-loop timer and runs in a
-/// short task of its own (a thousand plugs keep no thousand sleeping tasks).
+/// `run(context:)` is one loop in the driver's task: it waits on a `DriverWakeup` (a dispatch
+/// timer, no sleeping task) for the next poll or the read-back after a switch, and does each in
+/// turn in a short child task, so between polls the driver keeps only its run task's small frames.
 public final class KasaDriver: Driver {
     /// The HS110's meter: power, voltage, current and its energy counter (read when the plug's
     /// sysinfo has the `ENE` feature).
@@ -50,21 +51,16 @@ public final class KasaDriver: Driver {
     private struct State: Sendable {
         var started = false
         var stopped = false
-        /// The timer of the next poll, while waiting for it.
-        var pollTimer: Scheduled<Void>?
-        /// The poll under way.
-        var polling: Task<Void, Never>?
         /// The wait before the next poll after a failed one (doubles up to `maxBackoff`).
         var failureDelay = 0.0
         /// nil = not known yet.
         var available: Bool?
         var reason = ""
         var hasEmeter: Bool?
-        /// The read-back after the last switch, until it is done (a finished task kept by its handle
-        /// keeps its memory, so each of these lets go of its own when it ends).
-        var readBack: Task<Void, Never>?
-        /// Counts the read-backs started, so that one ending lets go only of its own handle.
-        var readBacks = 0
+        /// When to read the relay back after the last switch (nil: no read-back due).
+        var readBackAt: ContinuousClock.Instant?
+        /// The run loop is reading the relay back.
+        var readingBack = false
     }
 
     private let client: KasaClient
@@ -75,44 +71,63 @@ public final class KasaDriver: Driver {
     private let state = Mutex(State())
     private let gate = DriverReportGate()
     private let relay: KasaRelayReports
-    /// Where the poll timer runs.
-    private let loop: any EventLoop
+    /// Wakes the run loop for the next poll, or early for a read-back.
+    private let wakeup = DriverWakeup()
 
     init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, group: any EventLoopGroup) {
         self.client = KasaClient(config: client, group: group)
-        loop = group.next()
         self.pollInterval = pollInterval
         self.maxBackoff = max(maxBackoff, pollInterval)
         relay = KasaRelayReports(gate: gate)
     }
 
-    /// Starts polling the plug; availability and readings follow.
-    /// - Throws: A `DriverError` when started twice or after `stop()`.
-    public func start(context: any DriverContext) async throws {
+    /// Polls the plug until cancelled (availability and readings follow) and reads a switch back.
+    /// - Throws: A `DriverError` when run twice.
+    public func run(context: any DriverContext) async throws {
         let ok = state.withLock { s -> Bool in
             guard !s.started, !s.stopped else { return false }
             s.started = true
             s.failureDelay = pollInterval
             return true
         }
-        guard ok else { throw DriverError("kasa driver for \(context.deviceId) already started or stopped") }
+        guard ok else { throw DriverError("kasa driver for \(context.deviceId) already ran") }
         gate.open(context)
-        schedulePoll(in: 0)
-    }
-
-    /// Stops polling and waits for the poll and read-back in flight to end.
-    public func stop() async {
-        let (timer, poll, readBack) = state.withLock { s in
-            s.stopped = true
-            defer { s.pollTimer = nil; s.polling = nil; s.readBack = nil }
-            return (s.pollTimer, s.polling, s.readBack)
+        let client = client
+        await withTaskCancellationHandler {
+            var nextPoll = ContinuousClock.now
+            while !Task.isCancelled {
+                let readBackAt = state.withLock { $0.readBackAt }
+                await wakeup.wait(until: min(nextPoll, readBackAt ?? nextPoll))
+                if Task.isCancelled { break }
+                let now = ContinuousClock.now
+                let readBackDue = state.withLock { s -> Bool in
+                    guard let at = s.readBackAt, at <= now else { return false }
+                    s.readBackAt = nil
+                    s.readingBack = true
+                    return true
+                }
+                let pollDue = nextPoll <= now
+                guard readBackDue || pollDue else { continue }
+                // The round (the read-back, the poll) runs in a child task that ends with it: a task
+                // keeps the memory of its deepest calls until it ends, so the run task, which lives
+                // as long as the device, keeps only this loop's frames.
+                let wait = await withTaskGroup(of: Double?.self) { group in
+                    group.addTask {
+                        if readBackDue {
+                            await self.readBack()
+                            self.state.withLock { $0.readingBack = false }
+                        }
+                        return pollDue ? await self.poll() : nil
+                    }
+                    return await group.next() ?? nil
+                }
+                if let wait { nextPoll = .now + .seconds(wait) } else if pollDue { break }
+            }
+        } onCancel: {
+            client.cancelRequests()
         }
-        timer?.cancel()
-        poll?.cancel()
-        readBack?.cancel()
+        state.withLock { $0.stopped = true }
         await client.shutDown()
-        await poll?.value
-        await readBack?.value
         await gate.close()
     }
 
@@ -123,8 +138,8 @@ public final class KasaDriver: Driver {
         case .writeActivations:
             throw DriverError("the kasa driver does not write activations to the plug")
         case .setSwitch(let on):
-            let (running, available, reason) = state.withLock { ($0.started && !$0.stopped, $0.available, $0.reason) }
-            guard running else { throw DriverError("kasa driver is not running") }
+            let (stopped, available, reason) = state.withLock { ($0.stopped, $0.available, $0.reason) }
+            guard !stopped else { throw DriverError("kasa driver is not running") }
             if available == false { throw DriverError("plug unavailable: \(reason)") }
             try await setRelay(on)
         }
@@ -148,22 +163,16 @@ public final class KasaDriver: Driver {
         await relay.take(on, order: order, confirms: true)
     }
 
-    /// Reads the relay back `readBackDelay` after a switch, in its own task; a later switch replaces it.
+    /// Has the run loop read the relay back `readBackDelay` after a switch; a later switch moves it.
     private func scheduleReadBack() {
-        let replaced = state.withLock { s -> Task<Void, Never>? in
-            s.readBacks += 1
-            let number = s.readBacks
-            let task = Task { [self] in
-                defer { state.withLock { s in if s.readBacks == number { s.readBack = nil } } }
-                do { try await Task.sleep(nanoseconds: UInt64(readBackDelay * 1e9)) } catch { return }
-                guard let read = try? await sysinfo(), let on = KasaJSON.int(read.sysinfo["relay_state"]) else { return }
-                await relay.take(on == 1, order: read.order, confirms: false)
-            }
-            if s.stopped { return task }
-            defer { s.readBack = task }
-            return s.readBack
-        }
-        replaced?.cancel()
+        state.withLock { $0.readBackAt = .now + .seconds(readBackDelay) }
+        wakeup.wake()
+    }
+
+    /// The read-back after a switch (a failed one leaves it to the next poll).
+    private func readBack() async {
+        guard let read = try? await sysinfo(), let on = KasaJSON.int(read.sysinfo["relay_state"]) else { return }
+        await relay.take(on == 1, order: read.order, confirms: false)
     }
 
     private func sysinfo() async throws -> (sysinfo: JSONValue, order: UInt64) {
@@ -183,51 +192,28 @@ public final class KasaDriver: Driver {
 
     // MARK: - Polling
 
-    /// Starts the next poll `seconds` from now (unless stopped).
-    private func schedulePoll(in seconds: Double) {
-        let timer = loop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [self] in startPoll() }
-        let stopped = state.withLock { s -> Bool in
-            // Called at the end of the poll: its task is done, and a finished task kept by its
-            // handle keeps its memory.
-            if !s.stopped { s.pollTimer = timer; s.polling = nil }
-            return s.stopped
-        }
-        if stopped { timer.cancel() }
-    }
-
-    /// The timer fired: poll in a task of its own, which `stop()` cancels and waits for.
-    private func startPoll() {
-        state.withLock { s in
-            guard !s.stopped else { return }
-            s.pollTimer = nil
-            s.polling = Task { [self] in await poll() }
-        }
-    }
-
-    /// One poll; then the next is scheduled: `poll_interval` after an answer, a doubling wait
-    /// (up to `max_backoff`) after a failure.
-    private func poll() async {
-        let wait: Double
+    /// One poll; returns the wait before the next: `poll_interval` after an answer, a doubling wait
+    /// (up to `max_backoff`) after a failure; nil when cancelled or stopped.
+    private func poll() async -> Double? {
         do {
             let description = try await pollOnce()
             await setAvailability(true, reason: description)
-            wait = state.withLock { s in
+            return state.withLock { s in
                 s.failureDelay = pollInterval
                 return pollInterval
             }
         } catch is CancellationError {
-            return
+            return nil
         } catch {
+            if Task.isCancelled { return nil }
             let reason = (error as? KasaClientError)?.description ?? "\(error)"
-            if case .stopped? = error as? KasaClientError { return }
+            if case .stopped? = error as? KasaClientError { return nil }
             await setAvailability(false, reason: reason)
-            wait = state.withLock { s in
+            return state.withLock { s in
                 defer { s.failureDelay = min(s.failureDelay * 2, maxBackoff) }
                 return s.failureDelay
             }
         }
-        if Task.isCancelled { return }
-        schedulePoll(in: wait)
     }
 
     /// Polls once: sysinfo (with the energy meter when the plug has one); returns a description for
@@ -258,10 +244,9 @@ public final class KasaDriver: Driver {
         return "\(model)\(alias.isEmpty ? "" : " \"\(alias)\"") answering at \(client.config.endpoint)"
     }
 
-    /// How many task handles the driver holds (the poll under way, the read-back): 0 between polls
-    /// once the read-back is done. A finished task kept by its handle keeps its memory.
-    package var tasksHeld: Int {
-        state.withLock { ($0.polling == nil ? 0 : 1) + ($0.readBack == nil ? 0 : 1) }
+    /// Whether a read-back after a switch is due or under way (false once its answer is taken in).
+    package var readBackPending: Bool {
+        state.withLock { $0.readBackAt != nil || $0.readingBack }
     }
 
     private func setAvailability(_ available: Bool, reason: String) async {

@@ -2,6 +2,7 @@ import DriverAPI
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Makes drivers for the seed's TCP Wi-Fi power plug (`"driver": "powerplug"`).
 ///
@@ -84,8 +85,10 @@ public actor PowerPlugDriver: Driver {
     private let group: any EventLoopGroup
 
     private var context: (any DriverContext)?
-    private var runTask: Task<Void, Never>?
+    private var started = false
     private var stopped = false
+    /// The open connection, for the cancellation handler of `run` (which runs outside the actor).
+    private nonisolated let openChannel = Mutex<(any Channel)?>(nil)
 
     /// The open connection, if any.
     private var channel: (any Channel)?
@@ -114,11 +117,19 @@ public actor PowerPlugDriver: Driver {
 
     // MARK: Driver
 
-    /// Starts the connection loop (connect, read, reconnect with back-off); a second start does nothing.
-    public func start(context: any DriverContext) async throws {
-        guard runTask == nil, !stopped else { return }
+    /// Connects, follows the plug and reconnects with back-off until cancelled (which closes the
+    /// connection at once).
+    public func run(context: any DriverContext) async throws {
+        guard !started else { throw DriverError("powerplug driver for \(context.deviceId) already ran") }
+        started = true
         self.context = context
-        runTask = Task { await self.run() }
+        await withTaskCancellationHandler {
+            await connectionLoop()
+        } onCancel: {
+            openChannel.withLock { $0 }?.close(promise: nil)
+        }
+        stopped = true
+        self.context = nil
     }
 
     /// Sends a switch or the activation list over the open connection.
@@ -132,16 +143,6 @@ public actor PowerPlugDriver: Driver {
         case .writeActivations(let list):
             try await writeActivations(list)
         }
-    }
-
-    /// Stops the loop and closes the connection.
-    public func stop() async {
-        stopped = true
-        runTask?.cancel()
-        channel?.close(promise: nil)
-        await runTask?.value
-        runTask = nil
-        context = nil
     }
 
     // MARK: Commands
@@ -235,7 +236,7 @@ public actor PowerPlugDriver: Driver {
 
     // MARK: Connection loop
 
-    private func run() async {
+    private func connectionLoop() async {
         var delay = Self.backoffStart
         while !stopped && !Task.isCancelled {
             let (good, reason) = await session()
@@ -263,6 +264,8 @@ public actor PowerPlugDriver: Driver {
             return (false, "stopped")
         }
         channel = asyncChannel.channel
+        openChannel.withLock { $0 = asyncChannel.channel }
+        if Task.isCancelled { asyncChannel.channel.close(promise: nil) }
         pendingLists = []
         plugSlots = nil
         lastSwitch = nil
@@ -270,7 +273,8 @@ public actor PowerPlugDriver: Driver {
         requestList()
 
         // The list is re-read on an event-loop timer, not by a task sleeping per plug: an idle plug
-        // keeps no task of its own besides this session.
+        // keeps no task of its own besides the one running it. The timer enters the actor in a short
+        // task of its own every `activation_check` (60 s), held by no one.
         let interval = TimeAmount.nanoseconds(Int64(settings.activationCheck * 1e9))
         let ticker = asyncChannel.channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
             guard let self else { return }
@@ -290,6 +294,7 @@ public actor PowerPlugDriver: Driver {
         ticker.cancel()
         let good = sawStatus
         channel = nil
+        openChannel.withLock { $0 = nil }
         pendingLists = []
         try? await asyncChannel.channel.close()
         return (good, reason)

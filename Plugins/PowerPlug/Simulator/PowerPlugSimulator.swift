@@ -99,6 +99,9 @@ public final class PowerPlugSimulator: Sendable {
     /// Sessions accepted so far (including ones still waiting for their turn).
     public var connectionCount: Int { shared.withLock { $0.connectionCount } }
 
+    /// Sessions open now (served or waiting for their turn): 0 once every client has closed its connection.
+    public var openConnections: Int { shared.withLock { ($0.active == nil ? 0 : 1) + $0.waiting.count } }
+
     /// How many times the plug was asked for its activations ('A') so far.
     public var listRequests: Int { shared.withLock { $0.listRequests } }
 

@@ -44,8 +44,8 @@ public final class ShellyDriver: Driver {
         var started = false
         var stopped = false
         var mqtt: (any DriverMQTT)?
-        var task: Task<Void, Never>?
-        var timers: [Int: Task<Void, Never>] = [:]
+        /// Deadlines of the `Switch.Set` requests awaiting their answer, by RPC id.
+        var deadlines: [Int: (at: ContinuousClock.Instant, method: String)] = [:]
         var available: Bool?
         /// Last known relay state (nil = not known yet).
         var relay: Bool?
@@ -61,6 +61,8 @@ public final class ShellyDriver: Driver {
     let config: ShellyDriverConfig
     private let state = Mutex(State())
     private let gate = DriverReportGate()
+    /// Wakes the RPC deadline watcher when a request is sent.
+    private let deadlineWakeup = DriverWakeup()
 
     init(config: ShellyDriverConfig) {
         self.config = config
@@ -83,9 +85,9 @@ public final class ShellyDriver: Driver {
 
     // MARK: - Lifecycle
 
-    /// Subscribes the device's topics and asks for its status.
-    /// - Throws: A `DriverError` when the hub has no broker connection.
-    public func start(context: any DriverContext) async throws {
+    /// Subscribes to the device's topics and follows them until cancelled; a child task fails the
+    /// `Switch.Set` requests the device does not answer in time.
+    public func run(context: any DriverContext) async throws {
         guard let mqtt = context.mqtt else {
             throw DriverError("shelly driver for \(context.deviceId) needs the hub's MQTT broker connection (none is configured)")
         }
@@ -95,7 +97,7 @@ public final class ShellyDriver: Driver {
             s.mqtt = mqtt
             return true
         }
-        guard ok else { throw DriverError("shelly driver for \(context.deviceId) already started or stopped") }
+        guard ok else { throw DriverError("shelly driver for \(context.deviceId) already ran") }
         gate.open(context)
         do {
             switch config.generation {
@@ -106,28 +108,27 @@ public final class ShellyDriver: Driver {
                 try mqtt.subscribe(replyTopic)
             }
         } catch {
-            await stop()
+            await finish()
             throw DriverError("shelly driver for \(context.deviceId) cannot subscribe to its topics: \(error)")
         }
-        let task = Task { [self] in
+        requestStatus()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.watchDeadlines() }
             for await message in mqtt.messages {
                 if Task.isCancelled { break }
                 await handle(message)
             }
+            group.cancelAll()
         }
-        state.withLock { $0.task = task }
-        requestStatus()
+        await finish()
     }
 
-    /// Stops reading, cancels pending confirmations and waits for the reader to end.
-    public func stop() async {
-        let (task, timers) = state.withLock { s -> (Task<Void, Never>?, [Task<Void, Never>]) in
+    private func finish() async {
+        state.withLock { s in
             s.stopped = true
-            defer { s.task = nil; s.timers = [:]; s.mqtt = nil }
-            return (s.task, Array(s.timers.values))
+            s.deadlines = [:]
+            s.mqtt = nil
         }
-        task?.cancel()
-        for timer in timers { timer.cancel() }
         await gate.close()
     }
 
@@ -139,6 +140,8 @@ public final class ShellyDriver: Driver {
         guard case .setSwitch(let on) = command else {
             throw DriverError("the shelly driver does not write activations to the device")
         }
+        // Called just before `run` began: wait for it (the gate opens once the handle is set).
+        _ = await gate.openedContext()
         let (mqtt, available) = state.withLock { s -> ((any DriverMQTT)?, Bool?) in
             (s.started && !s.stopped ? s.mqtt : nil, s.available)
         }
@@ -197,19 +200,27 @@ public final class ShellyDriver: Driver {
     }
 
     private func armTimeout(rpcId: Int, method: String) {
-        let timeout = config.rpcTimeout
-        let timer = Task { [self] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            let expired = state.withLock { s -> Bool in
-                s.timers[rpcId] = nil
-                return s.pendingRPCs.removeValue(forKey: rpcId) != nil
+        state.withLock { $0.deadlines[rpcId] = (.now + config.rpcTimeout, method) }
+        deadlineWakeup.wake()
+    }
+
+    /// Child of `run`: reports each `Switch.Set` left unanswered past its deadline as failed.
+    private func watchDeadlines() async {
+        while !Task.isCancelled {
+            await deadlineWakeup.wait(until: state.withLock { $0.deadlines.values.map(\.at).min() })
+            if Task.isCancelled { return }
+            let now = ContinuousClock.now
+            let expired = state.withLock { s -> [String] in
+                var expired: [String] = []
+                for (id, deadline) in s.deadlines where deadline.at <= now {
+                    s.deadlines[id] = nil
+                    if s.pendingRPCs.removeValue(forKey: id) != nil { expired.append(deadline.method) }
+                }
+                return expired
             }
-            if expired {
-                await gate.report(.commandFailed(reason: "Shelly \(config.id) did not answer \(method) within \(timeout)"))
+            for method in expired {
+                await gate.report(.commandFailed(reason: "Shelly \(config.id) did not answer \(method) within \(config.rpcTimeout)"))
             }
-        }
-        state.withLock { s in
-            if s.stopped { timer.cancel() } else { s.timers[rpcId] = timer }
         }
     }
 
@@ -288,10 +299,10 @@ public final class ShellyDriver: Driver {
 
     private func handleReply(_ message: DriverMQTTMessage) async {
         guard let json = ShellyPayload.object(message.payload), let id = ShellyPayload.int(json["id"]) else { return }
-        let (pending, timer) = state.withLock { s -> (PendingRPC?, Task<Void, Never>?) in
-            (s.pendingRPCs.removeValue(forKey: id), s.timers.removeValue(forKey: id))
+        let pending = state.withLock { s -> PendingRPC? in
+            s.deadlines[id] = nil
+            return s.pendingRPCs.removeValue(forKey: id)
         }
-        timer?.cancel()
         guard let pending else { return }  // not ours, answered already, or given up on
         if let error = json["error"], !error.isNull {
             let detail = Self.describe(rpcError: error)

@@ -16,10 +16,8 @@ public final class TasmotaDriver: Driver {
     private struct State: Sendable {
         var started = false
         var stopped = false
-        var context: (any DriverContext)?
-        var mqtt: (any DriverMQTT)?
-        var loop: Task<Void, Never>?
-        var timers: [Int: Task<Void, Never>] = [:]
+        /// Confirmation deadlines of the switch commands sent, by their number.
+        var deadlines: [Int: ContinuousClock.Instant] = [:]
         /// nil = not known yet.
         var available: Bool?
         var lastOn: Bool?
@@ -36,6 +34,9 @@ public final class TasmotaDriver: Driver {
     let energyChannel: Int
     let confirmationTimeout: Duration
     private let state = Mutex(State())
+    private let gate = DriverReportGate()
+    /// Wakes the confirmation watcher when a command is sent.
+    private let deadlineWakeup = DriverWakeup()
 
     init(topics: TasmotaTopics, energyChannel: Int, confirmationTimeout: Duration) {
         self.topics = topics
@@ -51,45 +52,42 @@ public final class TasmotaDriver: Driver {
     /// Payloads on the device's topics that could not be read (malformed JSON, garbage, absurd values).
     public var ignoredPayloads: Int { state.withLock { $0.ignored } }
 
-    /// Subscribes the device's topics and asks for the relay state.
-    /// - Throws: A `DriverError` when started twice, after `stop()`, or without a broker connection.
-    public func start(context: any DriverContext) async throws {
+    /// Subscribes to the device's topics and follows them until cancelled; a child task fails
+    /// the commands the device does not confirm in time.
+    public func run(context: any DriverContext) async throws {
         let ok = state.withLock { s -> Bool in
             guard !s.started, !s.stopped else { return false }
             s.started = true
-            s.context = context
-            s.mqtt = context.mqtt
             return true
         }
-        guard ok else { throw DriverError("tasmota driver for \(context.deviceId) already started or stopped") }
+        guard ok else { throw DriverError("tasmota driver for \(context.deviceId) already ran") }
+        gate.open(context)
+        defer { state.withLock { $0.stopped = true } }
         guard let mqtt = context.mqtt else {
             await report(.availability(available: false, reason: "the hub has no MQTT connection for Tasmota device \(topics.topic)"))
+            await untilCancelled()
+            await gate.close()
             return
         }
-        let loop = Task { [self] in
+        do {
+            try mqtt.subscribe(topics.base("stat") + "#")
+            try mqtt.subscribe(topics.base("tele") + "#")
+            // Ask for the relay state (an empty payload is a query; never retained).
+            try mqtt.publish(topics.commandTopic, [], retain: false)
+        } catch {
+            await gate.close()
+            throw error
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.watchConfirmations() }
             for await message in mqtt.messages {
-                if Task.isCancelled || state.withLock({ $0.stopped }) { break }
+                if Task.isCancelled { break }
                 await handle(message)
             }
+            group.cancelAll()
         }
-        state.withLock { $0.loop = loop }
-        try mqtt.subscribe(topics.base("stat") + "#")
-        try mqtt.subscribe(topics.base("tele") + "#")
-        // Ask for the relay state (an empty payload is a query; never retained).
-        try mqtt.publish(topics.commandTopic, [], retain: false)
-    }
-
-    /// Stops reading, cancels pending confirmations and waits for them to end.
-    public func stop() async {
-        let (loop, timers) = state.withLock { s -> (Task<Void, Never>?, [Task<Void, Never>]) in
-            s.stopped = true
-            defer { s.loop = nil; s.timers = [:]; s.context = nil }
-            return (s.loop, Array(s.timers.values))
-        }
-        loop?.cancel()
-        for timer in timers { timer.cancel() }
-        await loop?.value
-        for timer in timers { await timer.value }
+        state.withLock { $0.stopped = true }
+        await gate.close()
     }
 
     /// Switches the relay; `.commandFailed` is reported when no confirmation comes in time.
@@ -99,9 +97,11 @@ public final class TasmotaDriver: Driver {
         case .writeActivations:
             throw DriverError("the tasmota driver does not store activations on the device")
         case .setSwitch(let on):
-            let (running, mqtt, available) = state.withLock { ($0.started && !$0.stopped, $0.mqtt, $0.available) }
-            guard running else { throw DriverError("tasmota driver for \(topics.topic) is not running") }
-            guard let mqtt else { throw DriverError("no MQTT connection: cannot switch Tasmota device \(topics.topic)") }
+            guard let context = await gate.openedContext(), !state.withLock({ $0.stopped }) else {
+                throw DriverError("tasmota driver for \(topics.topic) is not running")
+            }
+            guard let mqtt = context.mqtt else { throw DriverError("no MQTT connection: cannot switch Tasmota device \(topics.topic)") }
+            let available = state.withLock { $0.available }
             if available == false {
                 throw DriverError("Tasmota device \(topics.topic) is offline (its last will says Offline)")
             }
@@ -201,28 +201,37 @@ public final class TasmotaDriver: Driver {
         }
     }
 
+    /// Gives switch command `n` its confirmation deadline.
     private func armTimeout(for n: Int) {
-        let timeout = confirmationTimeout
-        let task = Task { [self] in
-            try? await Task.sleep(for: timeout)
-            let failed = state.withLock { s -> Bool in
-                guard !Task.isCancelled, !s.stopped, s.confirmed < n else { return false }
-                s.confirmed = n
-                return true
+        state.withLock { $0.deadlines[n] = .now + confirmationTimeout }
+        deadlineWakeup.wake()
+    }
+
+    /// Child of `run`: fails each switch command not confirmed by its deadline.
+    private func watchConfirmations() async {
+        while !Task.isCancelled {
+            await deadlineWakeup.wait(until: state.withLock { $0.deadlines.values.min() })
+            if Task.isCancelled { return }
+            let now = ContinuousClock.now
+            let failed = state.withLock { s -> Int in
+                var failed = 0
+                for (n, deadline) in s.deadlines where deadline <= now {
+                    s.deadlines[n] = nil
+                    if !s.stopped, s.confirmed < n {
+                        s.confirmed = n
+                        failed += 1
+                    }
+                }
+                return failed
             }
-            if failed {
-                await report(.commandFailed(reason: "Tasmota device \(topics.topic) did not confirm \(topics.powerName) within \(timeout)"))
+            for _ in 0..<failed {
+                await report(
+                    .commandFailed(reason: "Tasmota device \(topics.topic) did not confirm \(topics.powerName) within \(confirmationTimeout)"))
             }
-            // Removed only now, so that stop() awaits a report in progress.
-            state.withLock { _ = $0.timers.removeValue(forKey: n) }
-        }
-        state.withLock { s in
-            if s.stopped { task.cancel() } else { s.timers[n] = task }
         }
     }
 
     private func report(_ observation: Observation) async {
-        guard let context = state.withLock({ $0.stopped ? nil : $0.context }) else { return }
-        await context.report(observation)
+        await gate.report(observation)
     }
 }

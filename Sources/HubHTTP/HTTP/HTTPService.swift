@@ -1,4 +1,5 @@
 import HubEngine
+import HubMetrics
 import Hummingbird
 import HummingbirdCore
 import Logging

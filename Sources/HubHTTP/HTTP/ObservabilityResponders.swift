@@ -1,6 +1,7 @@
 import Foundation
 import HubDomain
 import HubEngine
+import HubMetrics
 import Hummingbird
 import Prometheus
 

@@ -38,6 +38,8 @@ public enum MetricCatalog {
         public static let eventsSinceSnapshot = "hub_events_since_snapshot"
         /// Counter: HTTP connections closed for taking too long, by reason (idle, body).
         public static let httpConnectionsCut = "hub_http_connections_cut_total"
+        /// Counter: items a full bounded queue did not take as they came, by queue (dropped, refused or made to wait).
+        public static let queueOverflow = "hub_queue_overflow_total"
     }
 
     /// One metric: its name, type, labels and help text.
@@ -84,7 +86,10 @@ public enum MetricCatalog {
         Entry(name: Name.eventsSinceSnapshot, type: "gauge", labels: [], help: "Events in the log after the newest snapshot."),
         Entry(
             name: Name.httpConnectionsCut, type: "counter", labels: ["reason"],
-            help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body.")
+            help: "HTTP connections the hub closed for taking too long: idle (no complete request head in time) or body."),
+        Entry(
+            name: Name.queueOverflow, type: "counter", labels: ["queue"],
+            help: "Items a full bounded queue did not take, by queue (its overflow policy says what became of them).")
     ]
 
     /// Durations the hub measures are mostly milliseconds: finer buckets than the Prometheus

@@ -24,6 +24,7 @@ public final class HubMetrics: Sendable {
     private let bridgeObservations = LabelledMetrics<CoreMetrics.Counter>()
     private let bridgeFacts = LabelledMetrics<CoreMetrics.Counter>()
     private let httpCuts = LabelledMetrics<CoreMetrics.Counter>()
+    private let queueOverflows = LabelledMetrics<CoreMetrics.Counter>()
     /// Made at the first sign of a broker connection, so a hub without MQTT exports none.
     private let mqttMetrics = LabelledMetrics<MQTTMetrics>()
     private var mqtt: MQTTMetrics { mqttMetrics.get("") { MQTTMetrics(factory: factory) } }
@@ -45,7 +46,7 @@ public final class HubMetrics: Sendable {
     // MARK: The log
 
     /// One append of `events` events that took `duration` (queue, write, group commit's sync).
-    func appended(events: Int, duration: Duration) {
+    package func appended(events: Int, duration: Duration) {
         eventsAppended.increment(by: events)
         appendDuration.record(duration)
     }
@@ -57,17 +58,17 @@ public final class HubMetrics: Sendable {
 
     // MARK: Commands
 
-    /// One answer of the command service.
-    func answered(_ answer: CommandAnswer) {
-        let outcome = answer.outcomeName
+    /// One answer of the command service: its outcome (`accepted`, `rejected`, ...) and, for a
+    /// refusal, the rejection's code.
+    package func answered(outcome: String, rejectionCode: String?) {
         commands.get(outcome) {
             CoreMetrics.Counter(label: MetricCatalog.Name.commands, dimensions: [("outcome", outcome)], factory: factory)
         }
         .increment()
-        if let rejection = answer.rejection {
-            rejections.get(outcome + "\u{0}" + rejection.code) {
+        if let code = rejectionCode {
+            rejections.get(outcome + "\u{0}" + code) {
                 CoreMetrics.Counter(
-                    label: MetricCatalog.Name.rejections, dimensions: [("outcome", outcome), ("code", rejection.code)],
+                    label: MetricCatalog.Name.rejections, dimensions: [("outcome", outcome), ("code", code)],
                     factory: factory)
             }.increment()
         }
@@ -76,7 +77,7 @@ public final class HubMetrics: Sendable {
     // MARK: Drivers and bridges
 
     /// A driver took `duration` to carry out (send) one command, failing or not.
-    func driverCommand(driver: String, failed: Bool, duration: Duration) {
+    package func driverCommand(driver: String, failed: Bool, duration: Duration) {
         let outcome = failed ? "failed" : "sent"
         driverCommands.get(driver + "\u{0}" + outcome) {
             CoreMetrics.Timer(
@@ -86,7 +87,7 @@ public final class HubMetrics: Sendable {
     }
 
     /// A message a bridge's scoped MQTT handle received.
-    func bridgeObservation(bridge: String) -> @Sendable () -> Void {
+    package func bridgeObservation(bridge: String) -> @Sendable () -> Void {
         let counter = bridgeObservations.get(bridge) {
             CoreMetrics.Counter(label: MetricCatalog.Name.bridgeObservations, dimensions: [("bridge", bridge)], factory: factory)
         }
@@ -94,9 +95,19 @@ public final class HubMetrics: Sendable {
     }
 
     /// A fact a bridge reported (`sighted`, `present`, `unseen`).
-    func bridgeFact(bridge: String, kind: String) {
+    package func bridgeFact(bridge: String, kind: String) {
         bridgeFacts.get(bridge + "\u{0}" + kind) {
             CoreMetrics.Counter(label: MetricCatalog.Name.bridgeFacts, dimensions: [("bridge", bridge), ("fact", kind)], factory: factory)
+        }.increment()
+    }
+
+    // MARK: Queues
+
+    /// A full bounded queue did not take an item (dropped, refused or made to wait, as the
+    /// queue's overflow policy says): `queue` names it (`driver_reports`, `mqtt_command_lane`...).
+    package func queueOverflowed(_ queue: String) {
+        queueOverflows.get(queue) {
+            CoreMetrics.Counter(label: MetricCatalog.Name.queueOverflow, dimensions: [("queue", queue)], factory: factory)
         }.increment()
     }
 
@@ -125,14 +136,8 @@ public final class HubMetrics: Sendable {
     // MARK: Read at scrape time
 
     /// What is cheaper to read when scraped than to track: device availability per driver, the
-    /// snapshot's age, the MQTT client's message counts.
-    ///
-    /// - Parameters:
-    ///   - hub: the read models and the snapshot.
-    ///   - link: the broker link's connection and counts (nil without MQTT).
-    ///   - now: seconds since the epoch.
-    package func refresh(hub: Hub, link: (any MessagingLink)?, now: Double) async {
-        let summary = await hub.metricsSummary()
+    /// snapshot's age (`now`: seconds since the epoch).
+    package func record(_ summary: MetricsSummary, now: Double) {
         for (driver, count) in summary.devices {
             for (state, value) in [("available", count.available), ("unavailable", count.unavailable), ("unknown", count.unknown)] {
                 devices.get(driver + "\u{0}" + state) {
@@ -144,8 +149,19 @@ public final class HubMetrics: Sendable {
             snapshotAge.get("") { Gauge(label: MetricCatalog.Name.snapshotAge, factory: factory) }.record(max(0, now - written))
         }
         eventsSinceSnapshot.record(summary.eventsSinceSnapshot)
-        if let link { self.mqtt.update(connected: link.isConnected, traffic: link.traffic) }
     }
+
+    /// The broker link's connection and its message counts since it started, read at a scrape.
+    package func recordLink(connected: Bool, received: UInt64, published: UInt64, dropped: UInt64) {
+        mqtt.update(connected: connected, traffic: LinkCounts(received: received, published: published, dropped: dropped))
+    }
+}
+
+/// The broker link's message counts at one scrape.
+struct LinkCounts: Sendable {
+    var received: UInt64
+    var published: UInt64
+    var dropped: UInt64
 }
 
 /// The broker connection's metrics.
@@ -155,8 +171,11 @@ final class MQTTMetrics: Sendable {
     let received: CoreMetrics.Counter
     let published: CoreMetrics.Counter
     let eventsRefused: CoreMetrics.Counter
+    /// Made at the first message the client's inbound buffer drops.
+    private let inboundOverflow = LabelledMetrics<CoreMetrics.Counter>()
+    private let factory: any MetricsFactory
     /// The client's counts at the last scrape, so the counters move by the difference.
-    private let last = Mutex<MessagingTraffic>(MessagingTraffic(received: 0, published: 0))
+    private let last = Mutex<LinkCounts>(LinkCounts(received: 0, published: 0, dropped: 0))
 
     init(factory: any MetricsFactory) {
         typealias Name = MetricCatalog.Name
@@ -165,9 +184,10 @@ final class MQTTMetrics: Sendable {
         received = CoreMetrics.Counter(label: Name.mqttReceived, factory: factory)
         published = CoreMetrics.Counter(label: Name.mqttPublished, factory: factory)
         eventsRefused = CoreMetrics.Counter(label: Name.mqttEventsRefused, factory: factory)
+        self.factory = factory
     }
 
-    func update(connected isConnected: Bool, traffic: MessagingTraffic) {
+    func update(connected isConnected: Bool, traffic: LinkCounts) {
         connected.record(isConnected ? 1 : 0)
         let before = last.withLock { last in
             defer { last = traffic }
@@ -175,6 +195,11 @@ final class MQTTMetrics: Sendable {
         }
         if traffic.received > before.received { received.increment(by: traffic.received - before.received) }
         if traffic.published > before.published { published.increment(by: traffic.published - before.published) }
+        if traffic.dropped > before.dropped {
+            inboundOverflow.get("") {
+                CoreMetrics.Counter(label: MetricCatalog.Name.queueOverflow, dimensions: [("queue", "mqtt_inbound")], factory: factory)
+            }.increment(by: traffic.dropped - before.dropped)
+        }
     }
 }
 
@@ -201,16 +226,25 @@ extension CoreMetrics.Timer {
 }
 
 /// What the hub's read models and snapshot tell the metrics at scrape time (``Hub/metricsSummary()``).
-struct MetricsSummary: Sendable {
-    struct Availability: Sendable {
-        var available = 0
-        var unavailable = 0
-        var unknown = 0
+package struct MetricsSummary: Sendable {
+    /// How many devices of one driver are available, unavailable, or not known yet.
+    package struct Availability: Sendable {
+        package var available = 0
+        package var unavailable = 0
+        package var unknown = 0
+        package init() {}
     }
 
     /// Registered devices per driver.
-    var devices: [String: Availability]
+    package var devices: [String: Availability]
     /// Seconds since the epoch; nil before the first snapshot.
-    var snapshotWrittenAt: Double?
-    var eventsSinceSnapshot: Int
+    package var snapshotWrittenAt: Double?
+    /// Events logged since the newest snapshot.
+    package var eventsSinceSnapshot: Int
+
+    package init(devices: [String: Availability], snapshotWrittenAt: Double?, eventsSinceSnapshot: Int) {
+        self.devices = devices
+        self.snapshotWrittenAt = snapshotWrittenAt
+        self.eventsSinceSnapshot = eventsSinceSnapshot
+    }
 }
