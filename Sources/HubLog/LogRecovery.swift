@@ -286,12 +286,12 @@ enum LogRecovery {
         /// of the write that never reached the disk, or that the write never got to), or a frame
         /// whose start, up to the next 512-byte boundary (at least its length field), is zeros (the
         /// write's first block never reached the disk while later ones did). Sound records may
-        /// follow it only when they are the rest of its own write (their frames' place in their
-        /// write says it began at or before the torn spot): a write never synced. Never an
+        /// follow it only when they are the rest of its own sync group (their frames' place in
+        /// their group says it began at or before the torn spot): writes never synced. Never an
         /// acknowledged record; opening cuts it into quarantine.
         case torn(offset: Int, reason: String)
         /// Damage: a complete frame that fails its checks, anything bad before the newest segment's
-        /// end, or a bad spot with sound records of a later write after it. Opening refuses;
+        /// end, or a bad spot with sound records of a later sync group after it. Opening refuses;
         /// nothing is changed.
         case corrupt(offset: Int, reason: String)
     }
@@ -315,18 +315,19 @@ enum LogRecovery {
             }
         }
         guard isLast else { return .corrupt(offset: offset, reason: reason + " in a segment that is not the last") }
-        if let sound = try cursor.soundFrameExists(after: offset, minimumSequence: nextSequence, writeBeganBy: nextSequence) {
-            // The sound records after a torn spot that belong to the same write as it (their frames
-            // say where their write began) were never synced, so never acknowledged: the rest of a
-            // group commit whose first block never reached the disk. Anything else is damage.
-            guard torn, sound.restOfOneWrite else {
+        if let sound = try cursor.soundFrameExists(after: offset, minimumSequence: nextSequence, groupBeganBy: nextSequence) {
+            // The sound records after a torn spot that belong to the same sync group as it (their
+            // frames say where their group began) were never synced, so never acknowledged as
+            // durable: the rest of writes whose sync never came. A record of a later group is
+            // written only after the torn spot's group was synced: then this is damage.
+            guard torn, sound.restOfUnsyncedGroup else {
                 return .corrupt(
                     offset: offset, reason: reason + "; sound records follow it (sequence \(sound.sequence) at offset \(sound.offset))")
             }
             return .torn(
                 offset: offset,
                 reason: reason
-                    + "; the records after it (from sequence \(sound.sequence) at offset \(sound.offset)) are the rest of the same write, never synced"
+                    + "; the records after it (from sequence \(sound.sequence) at offset \(sound.offset)) are of the same sync group, never synced"
             )
         }
         guard torn else {

@@ -4,11 +4,13 @@ import Crypto
 ///
 /// Segment file: a 16-byte header (`HUBLOG02` + u64 first sequence), then frames.
 /// Frame: `u32 bodyLength | u32 ~bodyLength ^ mix(k) | u32 crc32c(body) ^ mix(k) | body`, where `k`
-/// is the frame's place in the write that put it on disk (0 for the first record of a group
-/// commit's write, 1 for the next..., at most 4095) and `mix(k) = k &* 0xD3A2646D`. Any two values of
-/// `mix` differ in at least 6 bits, so damage to up to 5 bits of the first two words still fails
-/// the length check, and a flipped bit in the second word fails the CRC. The first record of every
-/// write has `k = 0`. A segment with the older magic `HUBLOG01`
+/// is the frame's place in its sync group, the frames written to the segment since its last sync
+/// (0 for the first record after a sync, 1 for the next..., at most 4095), and
+/// `mix(k) = k &* 0xD3A2646D`. Any two values of `mix` differ in at least 6 bits, so damage to up
+/// to 5 bits of the first two words still fails the length check, and a flipped bit in the second
+/// word fails the CRC. Segments written before `k` counted from the last sync count it from the
+/// start of each write, which is never more: recovery reads both with one rule (a record's group
+/// began at or before its sequence minus `k`). A segment with the older magic `HUBLOG01`
 /// holds frames with `k = 0` throughout (`u32 ~bodyLength | u32 crc32c(body)`): it is read as
 /// before, and the writer goes on appending to it with `k = 0`; new segments are `HUBLOG02`.
 /// Body (little-endian): u64 sequence, u64 streamVersion, i64 timestamp µs, u16 schemaVersion,
@@ -19,13 +21,13 @@ import Crypto
 public enum RecordFormat {
     /// The first 8 bytes of every segment file.
     public static let segmentMagic: [UInt8] = Array("HUBLOG02".utf8)
-    /// The magic of segments written before frames carried their place in their write: still read.
+    /// The magic of segments written before frames carried their place in their sync group: still read.
     public static let segmentMagicV1: [UInt8] = Array("HUBLOG01".utf8)
-    /// A frame's place in its write is below this: later frames of a longer write say 4095 (their
-    /// write then seems to begin later than it did, which only makes recovery refuse, never cut).
+    /// A frame's place in its sync group is below this: later frames of a longer group say 4095
+    /// (their group then seems to begin later than it did, which only makes recovery refuse, never cut).
     static let maxWriteIndex: UInt32 = 4096
 
-    /// What the second and the CRC word of a frame at place `k` of its write are XORed with
+    /// What the second and the CRC word of a frame at place `k` of its sync group are XORed with
     /// (odd, so invertible: ``writeUnmix(_:)``; its values for `k` below ``maxWriteIndex`` differ
     /// pairwise in at least 6 bits).
     static func writeMix(_ k: UInt32) -> UInt32 { k &* 0xD3A2_646D }
@@ -78,8 +80,9 @@ public enum RecordFormat {
     ///   - out: The buffer to append to.
     ///   - record: The record to encode.
     ///   - previousHash: The previous record's chain hash (``genesisHash`` for sequence 1).
-    ///   - writeIndex: The frame's place in the write that puts it on disk (0: the first; always 0
-    ///     for a frame that is not written to a `HUBLOG02` segment). The body and hash do not depend on it.
+    ///   - writeIndex: The frame's place in its sync group, the frames written to its segment since
+    ///     the segment's last sync (0: the first; always 0 for a frame that is not written to a
+    ///     `HUBLOG02` segment). The body and hash do not depend on it.
     /// - Returns: The record's chain hash.
     /// - Throws: ``EventLogError/invalid(_:)`` when a name or the whole body is too large.
     @discardableResult
@@ -151,7 +154,7 @@ public enum RecordFormat {
 
 /// The outcome of looking at the bytes at one offset of a segment.
 enum FrameCheck {
-    /// A sound frame: its body's length and its place in the write that put it on disk.
+    /// A sound frame: its body's length and its place in its sync group.
     case valid(bodyLength: Int, writeIndex: UInt32)
     /// Fewer bytes remain than the frame needs.
     case incomplete
@@ -179,7 +182,7 @@ extension RecordFormat {
         return .valid(bodyLength: bodyLength, writeIndex: writeIndex)
     }
 
-    /// The place in its write that a frame header's two first words give, or nil when they do not
+    /// The place in its sync group that a frame header's two first words give, or nil when they do not
     /// pass the length check (the second word is the length's complement XOR `mix(place)`).
     static func writeIndex(length: UInt32, check: UInt32) -> UInt32? {
         let index = writeUnmix(check ^ ~length)

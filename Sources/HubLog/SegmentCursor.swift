@@ -169,13 +169,13 @@ final class SegmentCursor {
 
     /// The first sound frame that starts anywhere in (offset, end of file), if any: used to tell a
     /// torn tail (nothing sound after the bad spot) from damage in the middle of the log. With it,
-    /// whether it and every frame after it, to the end of the file's data, are sound records of one
-    /// write that began at or before sequence `writeBeganBy` (``RecordFormat`` frames carry their
-    /// place in their write): the rest of a torn write, never synced, rather than records after damage.
+    /// whether it and every sound frame after it are records of a sync group that began at or before
+    /// sequence `groupBeganBy` (``RecordFormat`` frames carry their place in their sync group): the
+    /// rest of the group the bad spot is in, never synced, rather than records after damage.
     func soundFrameExists(
-        after offset: Int, minimumSequence: UInt64, writeBeganBy: UInt64 = 0
+        after offset: Int, minimumSequence: UInt64, groupBeganBy: UInt64 = 0
     )
-        throws -> (offset: Int, sequence: UInt64, restOfOneWrite: Bool)?
+        throws -> (offset: Int, sequence: UInt64, restOfUnsyncedGroup: Bool)?
     {
         let fileSize = try FileIO.size(fd: fd, path: path)
         guard fileSize > offset + 1 else { return nil }
@@ -185,35 +185,46 @@ final class SegmentCursor {
         let raw = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[0..<n])
         var i = 1
         while i + RecordFormat.frameHeaderSize <= n {
-            let length = raw.loadUnaligned(fromByteOffset: i, as: UInt32.self)
-            if length != 0,
-                RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self)) != nil,
-                case let .valid(bodyLength, _) = RecordFormat.checkFrame(raw, at: i),
-                let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
-                view.sequence >= minimumSequence
-            {
-                return (offset + i, view.sequence, Self.restOfOneWrite(raw, from: i, writeBeganBy: writeBeganBy))
+            if let found = Self.soundRecord(raw, at: i), found.view.sequence >= minimumSequence {
+                return (offset + i, found.view.sequence, Self.restOfUnsyncedGroup(raw, from: i, groupBeganBy: groupBeganBy))
             }
             i += 1
         }
         return nil
     }
 
-    /// Whether the frames from `start` of `raw` on are sound, each of a write that began at or
-    /// before sequence `bound` (its sequence minus its place in its write), in sequence order, with
-    /// nothing but zeros after the last (the end of the file's data).
-    static func restOfOneWrite(_ raw: UnsafeRawBufferPointer, from start: Int, writeBeganBy bound: UInt64) -> Bool {
+    /// The record of the sound frame at `i` of `raw`, its place in its sync group and its frame's
+    /// length; nil when no sound frame starts there.
+    static func soundRecord(_ raw: UnsafeRawBufferPointer, at i: Int) -> (view: RecordView, place: UInt32, length: Int)? {
+        let length = raw.loadUnaligned(fromByteOffset: i, as: UInt32.self)
+        guard length != 0,
+            RecordFormat.writeIndex(length: length, check: raw.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self)) != nil,
+            case let .valid(bodyLength, place) = RecordFormat.checkFrame(raw, at: i),
+            let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)]))
+        else { return nil }
+        return (view, place, RecordFormat.frameHeaderSize + bodyLength)
+    }
+
+    /// Whether every sound frame from `start` of `raw` on (the first one starts there) is a record
+    /// of a sync group that began at or before sequence `bound` (its sequence minus its place in
+    /// its group), in rising sequence order. The bytes between and after them that are not sound
+    /// frames are passed over: blocks of that same never-synced group that did not reach the disk
+    /// (a power cut may keep any of a group's blocks). A record of a later group (written only
+    /// after `bound`'s group was synced) makes it false.
+    static func restOfUnsyncedGroup(_ raw: UnsafeRawBufferPointer, from start: Int, groupBeganBy bound: UInt64) -> Bool {
         var i = start
         var previous: UInt64? = nil
-        while i + RecordFormat.frameHeaderSize <= raw.count, raw[i..<(i + RecordFormat.frameHeaderSize)].contains(where: { $0 != 0 }) {
-            guard case let .valid(bodyLength, index) = RecordFormat.checkFrame(raw, at: i),
-                let view = RecordView(body: UnsafeRawBufferPointer(rebasing: raw[(i + 12)..<(i + 12 + bodyLength)])),
-                view.sequence >= UInt64(index), view.sequence - UInt64(index) <= bound,
-                previous.map({ view.sequence == $0 + 1 }) ?? true
+        while i + RecordFormat.frameHeaderSize <= raw.count {
+            guard let (view, place, length) = soundRecord(raw, at: i) else {
+                i += 1
+                continue
+            }
+            guard view.sequence >= UInt64(place), view.sequence - UInt64(place) <= bound,
+                previous.map({ view.sequence > $0 }) ?? true
             else { return false }
             previous = view.sequence
-            i += RecordFormat.frameHeaderSize + bodyLength
+            i += length
         }
-        return raw[min(i, raw.count)...].allSatisfy { $0 == 0 }
+        return true
     }
 }

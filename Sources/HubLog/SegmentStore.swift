@@ -145,11 +145,12 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// Where the newest segment's records end (the next frame is written here), and where its
     /// written bytes end: zeros from `segmentEnd` to `allocatedEnd` (see ``SegmentStoreOptions/preallocation``).
     private var segmentEnd = 0
-    /// The newest segment is a `HUBLOG02` one: its frames carry their place in their write (see
-    /// ``RecordFormat``); a `HUBLOG01` segment goes on with place 0 throughout.
+    /// The newest segment is a `HUBLOG02` one: its frames carry their place in their sync group
+    /// (see ``RecordFormat``); a `HUBLOG01` segment goes on with place 0 throughout.
     private var marksWrites = true
-    /// Frames in the write being built (`out` since the last ``writeOut(_:)``).
-    private var framesInWrite: UInt32 = 0
+    /// Frames written to the newest segment since its last sync (its sync group so far): the next
+    /// frame's place in its group. Every sync of the segment sets it back to 0.
+    private var framesSinceSync: UInt32 = 0
     private var allocatedEnd = 0
     private var syncsStarted = 0
     /// While the disk is full: the free bytes the writer waits for before it calls it ok again.
@@ -259,6 +260,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let last = opened.segments[opened.segments.count - 1]
         segmentFD = try FileIO.openFile(last.path, flags: O_WRONLY)
         marksWrites = try Self.marksWrites(last.path)
+        // Records a killed writer left unsynced in the page cache become durable here, so the
+        // first frames this writer appends start a sync group of their own (place 0).
+        try FileIO.dataSync(fd: segmentFD, path: last.path)
         segmentEnd = opened.tailOffset
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
         // A long scan is not repeated at the next open.
@@ -602,7 +606,6 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         var newIndex: [IndexEntry] = []
         var committed: [EventRecord] = []
         var out: [UInt8] = []
-        framesInWrite = 0
         out.reserveCapacity(batch.count * 256)
         var hash = lastHash
         var time = lastTime
@@ -673,8 +676,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                     lastOffset = segmentEnd + out.count
                     hash = try RecordFormat.appendFrame(
                         to: &out, record: record, previousHash: hash,
-                        writeIndex: marksWrites ? framesInWrite : 0)
-                    framesInWrite += 1
+                        writeIndex: marksWrites ? framesSinceSync : 0)
+                    framesSinceSync &+= 1
                     committed.append(record)
                     version = streamVersion
                     nextSequence += 1
@@ -834,6 +837,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try FileIO.dataSync(fd: segmentFD, path: keep.path)
         unsyncedSince = nil  // observations written before this commit are synced with the cut
         unsyncedBytes = 0
+        framesSinceSync = 0
         segmentEnd = size
         allocatedEnd = size
     }
@@ -847,10 +851,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         segmentEnd += out.count
         allocatedEnd = max(allocatedEnd, segmentEnd)
         out.removeAll(keepingCapacity: true)
-        framesInWrite = 0
     }
 
-    /// Whether the segment at `path` is a `HUBLOG02` one (its frames carry their place in their write).
+    /// Whether the segment at `path` is a `HUBLOG02` one (its frames carry their place in their sync group).
     static func marksWrites(_ path: String) throws -> Bool {
         let fd = try FileIO.openFile(path, flags: O_RDONLY)
         defer { Glibc.close(fd) }
@@ -895,6 +898,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 try FileIO.dataSync(fd: segmentFD, path: path)
                 unsyncedSince = nil  // the sync carried any observations written before it
                 unsyncedBytes = 0
+                framesSinceSync = 0
             }
         } catch {
             stop([], because: "extending \(path) ahead of its records: \(error)")
@@ -906,6 +910,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try FileIO.truncate(fd: segmentFD, path: path, to: segmentEnd)
         try FileIO.dataSync(fd: segmentFD, path: path)
         allocatedEnd = segmentEnd
+        framesSinceSync = 0
     }
 
     private func sync() throws {
@@ -920,6 +925,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         shared.withLock { $0.syncs += 1 }
         unsyncedSince = nil
         unsyncedBytes = 0
+        framesSinceSync = 0
     }
 
     /// Syncs and closes the current segment and starts a new one whose first record is `firstSequence`.
@@ -934,6 +940,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         let fd = try FileIO.openFile(path, flags: O_WRONLY | O_CREAT | O_EXCL)
         segmentFD = fd
         marksWrites = true
+        framesSinceSync = 0
         batchCreated.append(path)
         try RecordFormat.segmentHeader(firstSequence: firstSequence).withUnsafeBytes {
             try FileIO.writeAll(fd: fd, path: path, $0)
