@@ -197,7 +197,7 @@ let package = Package(
             name: "HubBenchTests",
             dependencies: ["HubBench", "HubLog", "HubEngine", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "BrokerHarness"]),
         .testTarget(
-            name: "HubRuntimeTests",
+            name: "HubAppTests",
             dependencies: [
                 "HubEngine", "HubMetrics", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
                 "VirtualDriver",

@@ -59,7 +59,8 @@ struct MQTTCommandDispatch: Service {
         var lanes: [AsyncStream<MQTTSurface.Work>.Continuation] = []
         var streams: [AsyncStream<MQTTSurface.Work>] = []
         for _ in 0..<MQTTSurface.laneCount {
-            let (stream, continuation) = AsyncStream<MQTTSurface.Work>.makeStream(bufferingPolicy: .bufferingOldest(MQTTSurface.laneCapacity))
+            let (stream, continuation) = AsyncStream<MQTTSurface.Work>.makeStream(
+                bufferingPolicy: .bufferingOldest(MQTTSurface.laneCapacity))
             lanes.append(continuation)
             streams.append(stream)
         }

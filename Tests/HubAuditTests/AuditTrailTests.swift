@@ -6,7 +6,7 @@ import Testing
 
 /// The audit files of a data directory over a real segment log: catching up, signing, a tree that
 /// is not the log's, and `hub verify`'s check naming what differs. The leaf here is the record's
-/// chain hash in hex with its sequence (the hub's is its export line: HubRuntime's `AuditLeaf`).
+/// chain hash in hex with its sequence (the hub's is its export line: HubApp's `AuditLeaf`).
 @Suite struct AuditTrailTests {
     static func leaf(_ view: RecordView) -> [UInt8] { Array("\(view.sequence) \(Hex.string(view.hash))".utf8) }
 

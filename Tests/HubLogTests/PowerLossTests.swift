@@ -290,7 +290,9 @@ import Testing
     /// than the test): a command (synced with everything before it) where `commands` says so, an
     /// observation otherwise, each its own write of one 700-byte event. Returns the segment's path
     /// and its frames, with no recovery checkpoint left to skip them.
-    static func appendOneByOne(_ directory: String, commands: [Bool]) async throws -> (segment: String, frames: [(offset: Int, length: Int)]) {
+    static func appendOneByOne(
+        _ directory: String, commands: [Bool]
+    ) async throws -> (segment: String, frames: [(offset: Int, length: Int)]) {
         let store = try SegmentStore(directory: directory, options: SegmentStoreOptions(observationCommitDelay: .seconds(600)))
         for (n, command) in commands.enumerated() {
             var request = AppendRequest(

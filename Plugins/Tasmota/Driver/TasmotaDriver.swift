@@ -226,7 +226,8 @@ public final class TasmotaDriver: Driver {
             }
             for _ in 0..<failed {
                 await report(
-                    .commandFailed(reason: "Tasmota device \(topics.topic) did not confirm \(topics.powerName) within \(confirmationTimeout)"))
+                    .commandFailed(
+                        reason: "Tasmota device \(topics.topic) did not confirm \(topics.powerName) within \(confirmationTimeout)"))
             }
         }
     }

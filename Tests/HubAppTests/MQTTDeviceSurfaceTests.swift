@@ -120,7 +120,8 @@ import VirtualDriver
         let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
         // `hub run` passes the bridge factory to the service; here the test starts it the same way.
         let bridge = Task {
-            await f.service.bridges.run(BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#)
+            await f.service.bridges.run(
+                BeaconBridgeFactory(), settingsJSON: #"{"window_seconds":2,"unseen_seconds":2,"present_every_seconds":1}"#)
         }
         defer { bridge.cancel() }
         let w = f.watcher

@@ -12,7 +12,7 @@ import Testing
 /// What a new user copies from the README and docs, and the scripts they run, checked against the
 /// hub as it is.
 @Suite(.serialized) struct DocsAndScriptsTests {
-    /// The repository root (this file is Tests/HubRuntimeTests/DocsAndScriptsTests.swift).
+    /// The repository root (this file is Tests/HubAppTests/DocsAndScriptsTests.swift).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     static func read(_ path: String) throws -> String {
