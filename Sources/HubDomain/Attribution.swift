@@ -22,12 +22,15 @@ public struct Attribution: Sendable, Equatable, Hashable {
     }
 
     /// Reads a record's actor field: the part before the first `#` is the actor, the rest the cause.
+    /// It runs for every event a replay folds: the `#` is looked for in the UTF-8 bytes (no
+    /// Character iteration), and a field without one is kept as it is (no new String).
     public init(stored: String) {
-        guard let split = stored.firstIndex(of: Self.separator) else {
+        let bytes = stored.utf8
+        guard let split = bytes.firstIndex(of: UInt8(ascii: "#")) else {
             self.init(actor: stored)
             return
         }
-        self.init(actor: String(stored[..<split]), cause: String(stored[stored.index(after: split)...]))
+        self.init(actor: String(stored[..<split]), cause: String(stored[bytes.index(after: split)...]))
     }
 
     /// The record's actor field: `actor`, or `actor#cause`.

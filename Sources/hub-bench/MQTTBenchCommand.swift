@@ -387,6 +387,9 @@ struct MQTTBench: AsyncParsableCommand {
         var publishedPerMessage: Double
     }
 
+    /// Commands the ingest's publishers keep unanswered at most, together.
+    static let ingestWindow = 8_192
+
     func ingestRate(port: Int, service: HubService) async throws -> IngestRates {
         guard let surface = service.surface else { throw HubError.failed("the hub has no MQTT surface") }
         var clients: [MQTTClient] = []
@@ -397,13 +400,20 @@ struct MQTTBench: AsyncParsableCommand {
         let perPublisher = ingest / publishers
         let total = UInt64(perPublisher * publishers)
         let start = ContinuousClock.now
+        // The publishers keep at most `ingestWindow` commands unanswered, as clients waiting for
+        // answers do: the hub's command lanes hold 1,024 each and answer `hub_busy` beyond that.
+        let sent = SentCount()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (p, c) in clients.enumerated() {
                 group.addTask {
                     for i in 0..<perPublisher {
+                        while sent.value.load(ordering: .relaxed) - (surface.answered - answeredBefore) >= Self.ingestWindow {
+                            try await Task.sleep(for: .microseconds(200))
+                        }
                         let device = "meter-\((p * perPublisher + i) % 100)"
                         let json = #"{"command":"record_reading","device":"\#(device)","quantity":"power","value":\#(100 + i % 50)}"#
                         try c.publish("hub/request/command", Array(json.utf8), qos: 1)
+                        sent.value.add(1, ordering: .relaxed)
                     }
                 }
             }
@@ -462,4 +472,9 @@ struct CPUMeter {
         let n = Double(max(1, messages))
         return PerMessage(process: (end.process - start.process) * 1e6 / n, broker: (end.broker - start.broker) * 1e6 / n)
     }
+}
+
+/// Commands the ingest's publishers sent, shared between their tasks.
+private final class SentCount: Sendable {
+    let value = Atomic<Int>(0)
 }
