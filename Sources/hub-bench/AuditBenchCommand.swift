@@ -57,6 +57,7 @@ struct AuditBench: AsyncParsableCommand {
                     while !Task.isCancelled {
                         try await store.waitForAppend(after: trail.tree.size)
                         while try await trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: 4096) > 0 { await Task.yield() }
+                        try await Task.sleep(for: .seconds(1))  // a batch a second, as AuditHeads (treeBatch)
                     }
                 }
             }
