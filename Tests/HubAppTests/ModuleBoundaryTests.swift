@@ -6,21 +6,30 @@ import Testing
 @Suite struct ModuleBoundaryTests {
     static let root = DocsAndScriptsTests.root
 
-    /// The library targets `Package.swift` declares (test-only targets under `Tests/` aside).
-    static func libraryTargets() throws -> [String] {
+    /// The library targets `Package.swift` declares (test-only targets under `Tests/` aside), each
+    /// with its directory: `Sources/<name>`, or its `path:` (the plugins).
+    static func libraryModules() throws -> [(name: String, directory: String)] {
         let package = try DocsAndScriptsTests.read("Package.swift")
         // A target's text runs from its `.target(` to the next target of any kind (targets may span lines).
         let regex = try NSRegularExpression(
             pattern:
                 #"\.(?:target|systemLibrary)\(\s*name: "([A-Za-z0-9]+)"((?:(?!\.(?:target|testTarget|executableTarget|systemLibrary)\()[\s\S])*)"#
         )
+        let path = try NSRegularExpression(pattern: #"path: "([^"]+)""#)
         let range = NSRange(package.startIndex..., in: package)
         return regex.matches(in: package, range: range).compactMap { match in
             let name = String(package[Range(match.range(at: 1), in: package)!])
             let rest = String(package[Range(match.range(at: 2), in: package)!])
-            return rest.contains("path: \"Tests/") ? nil : name
+            let directory = path.firstMatch(in: rest, range: NSRange(rest.startIndex..., in: rest)).map {
+                String(rest[Range($0.range(at: 1), in: rest)!])
+            }
+            if directory?.hasPrefix("Tests/") == true { return nil }
+            return (name, directory ?? "Sources/" + name)
         }
     }
+
+    /// The names of the library targets (see ``libraryModules()``).
+    static func libraryTargets() throws -> [String] { try libraryModules().map(\.name) }
 
     /// The Swift files of one module, with their text.
     static func sources(_ module: String) throws -> [(path: String, text: String)] {
@@ -142,24 +151,8 @@ import Testing
         #expect(found == [3, 7, 14, 21, 33, 37], "\(found)")
     }
 
-    /// The directories of the library modules: every `.target` of `Package.swift` that is not under
-    /// `Tests/`, at `Sources/<name>` or its `path:` (the plugins), so drivers and simulators count too.
-    static func libraryDirectories() throws -> [String] {
-        let package = try DocsAndScriptsTests.read("Package.swift")
-        let name = try NSRegularExpression(pattern: #"^\s*name: "([A-Za-z0-9]+)""#)
-        let path = try NSRegularExpression(pattern: #"path: "([^"]+)""#)
-        func first(_ regex: NSRegularExpression, _ text: String) -> String? {
-            guard let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) else { return nil }
-            return String(text[Range(match.range(at: 1), in: text)!])
-        }
-        // A target's name and path are on the line that opens it (several-line targets have no path).
-        let directories = package.components(separatedBy: ".target(").dropFirst().compactMap { part -> String? in
-            let opening = String(part.prefix { $0 != "\n" })
-            guard let target = first(name, opening) ?? first(name, String(part.prefix(200))) else { return nil }
-            return first(path, opening) ?? "Sources/" + target
-        }
-        return directories.filter { !$0.hasPrefix("Tests/") }
-    }
+    /// The directories of the library modules (see ``libraryModules()``), so drivers and simulators count too.
+    static func libraryDirectories() throws -> [String] { try libraryModules().map(\.directory) }
 
     /// PostgreSQL is read and written on its event loop: no thread of HubPostgres's callers blocks on
     /// a future (`.wait()`), and no `try?` there turns a failed statement into an answer (only
