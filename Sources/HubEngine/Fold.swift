@@ -57,7 +57,8 @@ struct FoldReader {
                 event,
                 EventContext(
                     sequence: view.sequence, timestamp: view.timestamp,
-                    actor: actors.string(for: view.actorBytes), commandId: view.commandId)
+                    attributedTo: actors.string(for: view.actorBytes) { Attribution(stored: $0).actor },
+                    commandId: view.commandId)
             )
         } catch {
             unreadable += 1
