@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "HubAudit",
             dependencies: [
-                "HubLog", "HubDomain",
+                "HubLog", "HubDomain", "CThreadName",
                 .product(name: "Crypto", package: "swift-crypto")
             ]),
         // The event log on PostgreSQL: the same EventStore contract, through postgres-nio.

@@ -12,8 +12,10 @@ import ServiceLifecycle
 /// come, and when the hub stops: appended to `audit/heads` and published retained on
 /// `<base>/audit/head` (docs/audit.md). A tree that is not this log's (a restored older backup) is
 /// set aside and rebuilt, and said. The audit never stops the hub: a fault is said and the hub runs
-/// on without new heads.
-struct AuditHeads: Service {
+/// on without new heads. The tree's work (rendering each record's leaf, hashing, writing) runs on
+/// the ``IdleExecutor``'s thread, which the kernel runs only when no other thread wants the CPU: the
+/// tree follows the log when the hub has time, and never slows an append or a command.
+package struct AuditHeads: Service {
     let store: any EventStore
     let dataDirectory: String
     let every: Duration
@@ -23,7 +25,19 @@ struct AuditHeads: Service {
     /// `<base>/audit/head`.
     var topic: String? { surface.map { $0.topics.base + "/audit/head" } }
 
-    func run() async throws {
+    package init(store: any EventStore, dataDirectory: String, every: Duration, surface: MQTTSurface?, logger: Logger) {
+        self.store = store
+        self.dataDirectory = dataDirectory
+        self.every = every
+        self.surface = surface
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        try await withTaskExecutorPreference(IdleExecutor.shared) { try await follow() }
+    }
+
+    private func follow() async throws {
         let signer: Signer
         do {
             let trail = try AuditTrail(dataDirectory: dataDirectory, readOnly: false)

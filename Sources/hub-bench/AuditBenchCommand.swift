@@ -9,6 +9,7 @@ import HubHTTP
 import HubHistory
 import HubLog
 import HubMQTT
+import Logging
 
 /// `hub-bench audit`: what the Merkle tree over the log costs (docs/audit.md): appends with the
 /// running hub's tree follower beside them against appends without, the follower's own rate, and
@@ -51,21 +52,26 @@ struct AuditBench: AsyncParsableCommand {
             let withTree = run % 2 == 1
             let directory = root + "/log-\(run)"
             let store = try SegmentStore(directory: directory + "/log")
-            let trail = withTree ? try AuditTrail(dataDirectory: directory, readOnly: false) : nil
-            let follower = trail.map { trail in
-                Task {
-                    while !Task.isCancelled {
-                        try await store.waitForAppend(after: trail.tree.size)
-                        while try await trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: 4096) > 0 { await Task.yield() }
-                        try await Task.sleep(for: .seconds(1))  // a batch a second, as AuditHeads (treeBatch)
-                    }
-                }
-            }
+            // The running hub's own follower (tree on the idle thread, heads at most every 300 s
+            // as the default audit_head_seconds, and one when it stops).
+            let follower =
+                withTree
+                ? Task {
+                    try await AuditHeads(
+                        store: store, dataDirectory: directory, every: .seconds(300), surface: nil,
+                        logger: Logger(label: "hub-bench.audit")
+                    ).run()
+                } : nil
             let result = try await LogBenchmark(configuration: config, workload: DomainWorkload.make()).run(
                 store: store, label: withTree ? "with tree" : "without", progress: { _ in }, replay: { _ in })
-            if let trail {
-                while trail.tree.size < store.lastSequence { try await Task.sleep(for: .milliseconds(1)) }
-                follower?.cancel()
+            if let follower {
+                // Stopping it adds what the tree lacks and signs a head over the whole log.
+                follower.cancel()
+                try await follower.value
+                let size = try AuditTrail.newestHead(directory: AuditTrail(dataDirectory: directory, readOnly: true).directory)?.size
+                guard size == store.lastSequence else {
+                    throw ValidationError("the tree follower stopped at \(size ?? 0) of \(store.lastSequence) records")
+                }
             }
             store.close()
             rows.append((withTree, result))
