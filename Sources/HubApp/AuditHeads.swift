@@ -153,5 +153,5 @@ package struct AuditHeads: Service {
 /// Each record's leaf in the audit's Merkle tree: its `hub export` line, without the newline.
 public enum AuditLeaf {
     /// The leaf bytes of `view`: its `hub export` line without the newline.
-    public static func bytes(_ view: RecordView) -> [UInt8] { Array(EventLines.exportLine(view).utf8) }
+    public static func bytes(_ view: RecordView) -> [UInt8] { EventLines.exportLineBytes(view) }
 }

@@ -41,9 +41,17 @@ public enum EventLines {
     /// The record's `hub export` line (no newline): its JSON with the chain `hash`. It is also the
     /// record's leaf in the audit's Merkle tree (docs/audit.md), so it must stay byte for byte the same.
     public static func exportLine(_ view: RecordView) -> String {
+        String(decoding: exportLineBytes(view), as: UTF8.self)
+    }
+
+    /// ``exportLine(_:)``'s UTF-8 bytes, written straight into an array (the audit tree's leaf).
+    public static func exportLineBytes(_ view: RecordView) -> [UInt8] {
         let record = view.record
         let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
-        return json(record, event: event, hash: LogVerifier.hex(view.hash)).serialized()
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        json(record, event: event, hash: LogVerifier.hex(view.hash)).write(to: &out)
+        return out
     }
 
     /// One parsed line: the record it describes (payload re-encoded), the event, and the hash if present.

@@ -133,23 +133,37 @@ public enum JSONValue: Sendable, Equatable {
     /// everything else, `/` included, as is).
     public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
-            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-            case 0x08: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "b"))
-            case 0x0C: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "f"))
-            case 0..<0x20:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hexDigits[Int(c >> 4)])
-                out.append(hexDigits[Int(c & 0xF)])
-            default: out.append(c)
+        var s = s
+        // Runs of bytes that need no escape are copied whole (most strings are one run).
+        s.withUTF8 { bytes in
+            var run = 0
+            for i in bytes.indices {
+                let c = bytes[i]
+                guard c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") else { continue }
+                if run < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<i])) }
+                writeEscaped(c, to: &out)
+                run = i + 1
             }
+            if run < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...])) }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// The escape of one byte that JSON does not allow bare in a string: `"`, `\\` or a control character.
+    private static func writeEscaped(_ c: UInt8, to out: inout [UInt8]) {
+        switch c {
+        case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+        case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+        case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+        case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+        case 0x08: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "b"))
+        case 0x0C: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "f"))
+        default:
+            out.append(contentsOf: "\\u00".utf8)
+            out.append(hexDigits[Int(c >> 4)])
+            out.append(hexDigits[Int(c & 0xF)])
+        }
     }
 }
 
