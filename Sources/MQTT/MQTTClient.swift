@@ -3,8 +3,8 @@
 // - One libmosquitto instance per client and one network thread running mosquitto_loop_forever,
 //   which does all I/O and reconnects with back-off by itself. We start that thread ourselves
 //   (instead of mosquitto_loop_start) so that we learn when, and why, the loop ends for good.
-// - Incoming messages and connection events are delivered through AsyncStreams. The messages' is
-//   bounded without loss: when `inboundBuffer` messages wait for the consumer, the network thread
+// - Incoming messages and connection events are delivered through AsyncStreams. The messages are
+//   bounded without loss: while `inboundBuffer` of them wait for the consumer, the network thread
 //   waits for it (InboundWindow.swift), and the broker holds the rest back.
 // - Subscriptions are remembered and re-sent from the connect callback after every (re)connect.
 // - Refused credentials, TLS and protocol errors end libmosquitto's loop for good: the client emits

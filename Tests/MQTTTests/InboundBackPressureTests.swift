@@ -1,6 +1,7 @@
 import BrokerHarness
-@testable import MQTT
 import Testing
+
+@testable import MQTT
 
 /// The inbound buffer (`MQTTOptions.inboundBuffer`) is a lossless bound: when it is full the
 /// network thread waits for the consumer, so the broker holds the rest back. Before, a message that
