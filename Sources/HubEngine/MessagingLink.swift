@@ -13,7 +13,7 @@ public struct MessagingTraffic: Sendable, Equatable {
     public var received: UInt64
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
-    /// Messages received that the client's inbound buffer could not take.
+    /// Messages received that nobody took: the client's consumer had stopped reading (at shutdown).
     public var dropped: UInt64
 
     /// Creates a count.

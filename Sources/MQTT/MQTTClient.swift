@@ -3,7 +3,9 @@
 // - One libmosquitto instance per client and one network thread running mosquitto_loop_forever,
 //   which does all I/O and reconnects with back-off by itself. We start that thread ourselves
 //   (instead of mosquitto_loop_start) so that we learn when, and why, the loop ends for good.
-// - Incoming messages and connection events are delivered through AsyncStreams.
+// - Incoming messages and connection events are delivered through AsyncStreams. The messages are
+//   bounded without loss: while `inboundBuffer` of them wait for the consumer, the network thread
+//   waits for it (InboundWindow.swift), and the broker holds the rest back.
 // - Subscriptions are remembered and re-sent from the connect callback after every (re)connect.
 // - Refused credentials, TLS and protocol errors end libmosquitto's loop for good: the client emits
 //   `.failed`, finishes both streams, and every waiter throws. Build a new client to retry.
@@ -33,8 +35,9 @@ private struct Handle: @unchecked Sendable {  // only touched under the Mutex (a
 /// One connection to an MQTT broker through libmosquitto, with its own network thread; reconnects by itself until stopped.
 public final class MQTTClient: Sendable {
     /// Every incoming message, in arrival order. Single consumer. Note: cancelling the task that is
-    /// iterating an AsyncStream finishes the stream — keep one long-lived consumer task.
-    public let messages: AsyncStream<MQTTMessage>
+    /// iterating it finishes it — keep one long-lived consumer task. While `options.inboundBuffer`
+    /// messages wait to be taken, the network thread waits (see ``MQTTMessages``).
+    public let messages: MQTTMessages
     /// `.connected` / `.disconnected` on every change, `.failed` once when the client dies.
     public let connectionEvents: AsyncStream<MQTTConnectionEvent>
     /// The options it was made with (applied before the first connect).
@@ -47,11 +50,15 @@ public final class MQTTClient: Sendable {
     public init(options: MQTTOptions) throws {
         _ = mosquittoLibraryInitialised
         self.options = options
-        let (messages, messageSink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingOldest(max(1, options.inboundBuffer)))
+        // Unbounded as a stream: the window bounds it (the network thread waits for room).
+        let (messages, messageSink) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .unbounded)
         let (events, eventSink) = AsyncStream<MQTTConnectionEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        self.messages = messages
+        let window = InboundWindow(capacity: options.inboundBuffer)
+        // Finished (stop, failure) or its consumer cancelled: the network thread must not wait for it.
+        messageSink.onTermination = { _ in window.close() }
+        self.messages = MQTTMessages(stream: messages, window: window)
         self.connectionEvents = events
-        let core = MQTTClientCore(options: options, messageSink: messageSink, eventSink: eventSink)
+        let core = MQTTClientCore(options: options, messageSink: messageSink, inbound: window, eventSink: eventSink)
         self.core = core
 
         func invalid(_ detail: String) -> MQTTError { core.error(.invalidArgument, detail) }
@@ -435,6 +442,9 @@ public final class MQTTClient: Sendable {
             return s.stopping
         }
         if alreadyStopping { return }
+        // The network thread must not wait for a consumer now: it sends the final message and the
+        // DISCONNECT. What still arrives is handed on, beyond the bound (the thread ends soon).
+        core.inbound.close()
         if let finalMessage, core.isConnected {
             try? await publishAndWait(
                 finalMessage.topic, finalMessage.payload, qos: 1,
@@ -468,12 +478,14 @@ public final class MQTTClient: Sendable {
     }
 
     private func teardown(reason: String) {
+        core.inbound.close()  // a network thread waiting for room would never be joined
         let destroyed = handle.withLock { h -> Bool in
             guard let mosq = h.mosq else { return false }
             if let thread = h.thread {
                 if !core.state.withLock({ $0.loopExited }) {
                     // What mosquitto_loop_stop(force: true) does: cancel (the loop only blocks in
-                    // select/connect/nanosleep, all cancellation points), then join.
+                    // select/connect/nanosleep, all cancellation points), then join. The message
+                    // callback disables cancellation while it waits for room or hands a message on.
                     pthread_cancel(thread)
                 }
                 pthread_join(thread, nil)

@@ -40,6 +40,8 @@ final class MQTTClientCore: Sendable {
     let port: Int
     let protocolVersion: MQTTOptions.ProtocolVersion
     let messageSink: AsyncStream<MQTTMessage>.Continuation
+    /// The bound of `messages`: the network thread waits in it while the consumer is behind.
+    let inbound: InboundWindow
     let eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
     let state = Mutex(CoreState())
     /// Publishes whose acknowledgement someone awaits (publishAndWait, publishTracked).
@@ -50,12 +52,13 @@ final class MQTTClientCore: Sendable {
     let received = Atomic<UInt64>(0)
     /// Messages sent or queued to send (``MQTTClient/traffic``).
     let published = Atomic<UInt64>(0)
-    /// Messages `messages` could not take (``MQTTClient/traffic``).
+    /// Messages `messages` could not take: its consumer gone (``MQTTClient/traffic``).
     let dropped = Atomic<UInt64>(0)
 
     init(
         options: MQTTOptions,
         messageSink: AsyncStream<MQTTMessage>.Continuation,
+        inbound: InboundWindow,
         eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
     ) {
         self.host = options.host
@@ -65,6 +68,7 @@ final class MQTTClientCore: Sendable {
             options.protocolVersion == .v5 && options.retainAsPublished
             ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
         self.messageSink = messageSink
+        self.inbound = inbound
         self.eventSink = eventSink
     }
 
@@ -229,8 +233,23 @@ final class MQTTClientCore: Sendable {
         return error(.publishRejected, "reason \(reasonCode): \(String(cString: mosquitto_reason_string(reasonCode)))")
     }
 
+    /// Hands the message on, waiting while `inboundBuffer` messages wait for the consumer (back-pressure
+    /// to the broker). Drops it (counted) only when nobody takes messages any more.
     func handleMessage(_ message: MQTTMessage) {
-        if case .dropped = messageSink.yield(message) { dropped.add(1, ordering: .relaxed) }
+        // The wait is a cancellation point, and teardown cancels a thread that has not left its loop:
+        // it must not end this thread inside Swift code (holding locks). A cancel that comes now is
+        // acted upon at libmosquitto's next cancellation point, after we return.
+        var cancelState: Int32 = 0
+        pthread_setcancelstate(Int32(PTHREAD_CANCEL_DISABLE), &cancelState)
+        defer { pthread_setcancelstate(cancelState, nil) }
+        guard inbound.admit() else {
+            dropped.add(1, ordering: .relaxed)
+            return
+        }
+        if case .enqueued = messageSink.yield(message) { return }
+        // Finished (stopped, failed, or its consuming task cancelled): nobody will take it.
+        inbound.returned()
+        dropped.add(1, ordering: .relaxed)
     }
 
     func handleLog(_ text: String) {
@@ -250,6 +269,7 @@ final class MQTTClientCore: Sendable {
         }
         guard let taken else { return }
         acks.close(with: failure)
+        inbound.close()
         eventSink.yield(.failed(failure.description))
         eventSink.finish()
         messageSink.finish()
@@ -267,6 +287,7 @@ final class MQTTClientCore: Sendable {
         }
         let stopped = error(.stopped, reason)
         acks.close(with: stopped)
+        inbound.close()
         if wasConnected { eventSink.yield(.disconnected(reason: reason)) }
         eventSink.finish()
         messageSink.finish()

@@ -106,9 +106,15 @@ public struct MQTTOptions: Sendable {
     /// MQTT 5: ask the broker to keep the retain flag on live deliveries ("retain as published"), so
     /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
     public var retainAsPublished = false
-    /// Incoming messages `messages` holds at most while its consumer is behind. When it is full, a
-    /// message that arrives is dropped (libmosquitto has acknowledged it already) and counted in
-    /// ``MQTTClient/traffic`` (`dropped`).
+    /// Incoming messages `messages` holds at most while its consumer is behind. When it is full, the
+    /// arriving message blocks the network thread (back-pressure to the broker) until the consumer
+    /// takes one: libmosquitto reads nothing more meanwhile, so the broker's TCP flow control (and
+    /// its own queue for this client) holds the rest back, and nothing is dropped. While it waits no
+    /// keep-alive ping is sent either: a consumer behind by the whole buffer for longer than 1.5 times
+    /// `keepAlive` makes the broker close the connection (its unacknowledged messages are delivered
+    /// again after the reconnect). A message is dropped, and counted in ``MQTTClient/traffic``
+    /// (`dropped`), only when nobody takes messages any more: the consuming task was cancelled, the
+    /// client stopped, or every iterator of `messages` was released (see ``MQTTMessages``).
     public var inboundBuffer = 100_000
 
     /// Options for one client; the defaults are a local broker on 1883, MQTT 5, persistent session, keep-alive 30 s.
@@ -296,7 +302,8 @@ public struct MQTTTraffic: Sendable, Equatable {
     public var received: UInt64
     /// Messages published (sent, or queued while disconnected).
     public var published: UInt64
-    /// Messages received that `messages` could not take (its buffer, `MQTTOptions.inboundBuffer`, was full).
+    /// Messages received that nobody took: `messages` was finished (its consuming task cancelled,
+    /// the client stopped) or no iterator of it was alive while its buffer (`MQTTOptions.inboundBuffer`) was full.
     public var dropped: UInt64
 
     /// Counts.

@@ -7,8 +7,9 @@ struct TestTimeout: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Drains an AsyncStream into a buffer from one long-lived task, so that tests can wait for
-/// conditions with timeouts without cancelling the stream's iterator (which would finish it).
+/// Drains an async sequence (an AsyncStream, a client's `messages`) into a buffer from one
+/// long-lived task, so that tests can wait for conditions with timeouts without cancelling the
+/// sequence's iterator (which would finish it).
 final class Collector<Element: Sendable>: Sendable {
     private final class Box: Sendable {
         let items = Mutex<[Element]>([])
@@ -17,7 +18,7 @@ final class Collector<Element: Sendable>: Sendable {
     private let box = Box()
     private let task: Task<Void, Never>
 
-    init(_ stream: AsyncStream<Element>) {
+    init<Stream: AsyncSequence<Element, Never> & Sendable>(_ stream: Stream) {
         let box = self.box
         task = Task {
             for await item in stream { box.items.withLock { $0.append(item) } }
