@@ -439,9 +439,10 @@ struct HubLogFollower: Service {
                     // The read models first, so drivers and the surface see this event's effect.
                     try await catchUp()
                     if let stream = StreamKey(stream: record.stream) { surface?.changed(stream: stream) }
-                    console?.publish(ConsoleChange(sequence: record.sequence, stream: record.stream, type: record.type))
                     // Decoded once, when the read models folded it.
-                    guard let event = hub.event(of: record) else { continue }  // counted by the read models as skipped
+                    let event = hub.event(of: record)
+                    console?.publish(ConsoleChange(record, event: event))
+                    guard let event else { continue }  // counted by the read models as skipped
                     await drivers.handle(event)
                     await scheduler.handle(event)
                     await bridges?.handle(event, at: record.timestamp)

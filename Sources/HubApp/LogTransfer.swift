@@ -41,16 +41,26 @@ public enum LogTransfer {
     ///   - paths: The data directory to import into.
     /// - Returns: The number of events in the log afterwards.
     /// - Throws: `EventLines.LineError` naming the first bad line, `HubError` when the directory
-    ///   already holds events or the file changed between the passes, or what the store throws.
+    ///   already holds events, when a log already there cannot be read (its error named), or the
+    ///   file changed between the passes, or what the store throws.
     @discardableResult
     public static func importFile(_ path: String, into paths: HubPaths) async throws -> UInt64 {
         let checked = try check(fileAt: path)  // a bad file is refused before anything is made
-        if paths.mayHoldLog, let existing = try? await paths.openEventStore(readOnly: true) {
-            let count = existing.lastSequence
-            await existing.close()
-            if count > 0 {
-                let place = paths.logURL == nil ? paths.dataDirectory : paths.logDescription
-                throw HubError.failed("\(place) already holds \(count) events; import needs an empty log")
+        let place = paths.logURL == nil ? paths.dataDirectory : paths.logDescription
+        if paths.mayHoldLog {
+            // A log that cannot be read is not an empty one: that error is said, and nothing is made.
+            let existing: (any EventStore)?
+            do {
+                existing = try await paths.openEventStore(readOnly: true)
+            } catch EventLogError.noLog {
+                existing = nil
+            } catch {
+                throw HubError.failed("cannot tell whether \(place) holds events: \(error)")
+            }
+            if let existing {
+                let count = existing.lastSequence
+                await existing.close()
+                if count > 0 { throw HubError.failed("\(place) already holds \(count) events; import needs an empty log") }
             }
         }
         let store = try await paths.openEventStore()

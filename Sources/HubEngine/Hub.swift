@@ -68,8 +68,9 @@ public actor Hub {
     package nonisolated let recent = RecentEvents()
 
     /// Bumped whenever the read models' shape or rules change, so older snapshots are ignored
-    /// (6: latest readings by measured time, history weighted by time).
-    static let snapshotFormat = 6
+    /// (6: latest readings by measured time, history weighted by time; 7: the audit trail keeps
+    /// each change's declared cause).
+    static let snapshotFormat = 7
 
     /// Starts the hub on an opened event store of any backend, restoring the read models from the
     /// newest snapshot the log vouches for and replaying the rest of the log. A snapshot the log does

@@ -121,7 +121,7 @@ public enum ReadModelReport {
                                     stream,
                                     .object([
                                         ("seq", .number(Double(c.sequence))), ("time", time(c.timestamp)), ("type", .string(c.type)),
-                                        ("actor", .string(c.actor)), ("command_id", text(c.commandId))
+                                        ("actor", .string(c.actor)), ("cause", text(c.cause)), ("command_id", text(c.commandId))
                                     ])
                                 )
                             })
@@ -175,9 +175,9 @@ public enum ReadModelReport {
             "Audit trail (\(state.audit.totalEvents) events)", header: ["actor", "events"],
             rows: state.audit.countsByActor.keys.sorted().map { [$0, String(state.audit.countsByActor[$0]!)] })
         out += section(
-            "Last change per stream", header: ["stream", "seq", "time", "type", "by", "command id"],
+            "Last change per stream", header: ["stream", "seq", "time", "type", "by", "cause", "command id"],
             rows: state.audit.lastByStream.sorted { $0.key < $1.key }.map { s, c in
-                return [s, String(c.sequence), ISO8601.format(micros: c.timestamp), c.type, c.actor, c.commandId ?? "-"]
+                return [s, String(c.sequence), ISO8601.format(micros: c.timestamp), c.type, c.actor, c.cause ?? "-", c.commandId ?? "-"]
             })
         return out
     }

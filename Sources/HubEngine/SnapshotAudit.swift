@@ -28,20 +28,23 @@ public enum SnapshotAudit {
     ///     so beside a running hub the log holds every sequence a listed snapshot covers.
     /// - Returns: One finding per snapshot file, oldest first, and whether seals were checked (a
     ///   read-only look needs a readable `seal.key`).
-    /// - Throws: What reading the log throws.
+    /// - Throws: What reading the log throws; ``EventLogError/io(path:operation:errno:)`` naming
+    ///   the snapshots directory when it is there and cannot be listed (never read as "no snapshots").
     public static func check(
         paths: HubPaths, openStore: () async throws -> any EventStore
     ) async throws -> (findings: [Finding], sealsChecked: Bool) {
-        guard let snapshots = try? SnapshotStore(directory: paths.snapshots, readOnly: true),
-            let names = try? snapshots.names(), !names.isEmpty
-        else { return ([], true) }
+        guard FileIO.exists(paths.snapshots) else { return ([], true) }
+        let snapshots = try SnapshotStore(directory: paths.snapshots, readOnly: true)
+        let names = try snapshots.names()
+        guard !names.isEmpty else { return ([], true) }
         let store = try await openStore()
         var findings: [Finding] = []
         var folded = HubState(foldsHistory: false)
         for name in names {
             let snapshot: SnapshotStore.Snapshot
             switch snapshots.read(name) {
-            case .failure(.unreadable): continue  // pruned by a running hub meanwhile
+            case .failure(.unreadable) where !FileIO.exists(paths.snapshots + "/" + name):
+                continue  // pruned by a running hub meanwhile
             case .failure(let problem): findings.append(Finding(name: name, problem: problem.description)); continue
             case .success(let read): snapshot = read
             }

@@ -233,6 +233,9 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
     case closed
     /// The request cannot be stored (e.g. a name or payload too large), or the store was used wrongly.
     case invalid(String)
+    /// A read-only open found no event log at the place it names (no directory or segment, or a
+    /// database without the hub's tables): a fact about the place, not a failure to read it.
+    case noLog(String)
     /// This process no longer holds the lease that lets one hub of several append (a hot standby took
     /// over: see docs/operations.md); nothing was appended, and this process never appends again.
     case fenced(String)
@@ -259,7 +262,7 @@ public enum EventLogError: Error, Equatable, CustomStringConvertible {
             return "the disk is full: \(operation) \(path) failed: \(cause); nothing was written"
         case .closed:
             return "event log is closed"
-        case let .invalid(message):
+        case let .invalid(message), let .noLog(message):
             return message
         case let .fenced(reason):
             return "not the active hub: \(reason)"

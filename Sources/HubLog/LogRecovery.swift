@@ -120,7 +120,7 @@ enum LogRecovery {
         if commandsAfter == 0 { opened.hashAtCommandMark = RecordFormat.genesisHash }
         var names = try segmentFiles(in: directory)
         if names.isEmpty {
-            guard repair else { throw EventLogError.invalid("no event log in \(directory)") }
+            guard repair else { throw EventLogError.noLog("no event log in \(directory)") }
             let name = segmentName(1)
             try createSegment(directory: directory, name: name, firstSequence: 1)
             names = [name]

@@ -206,7 +206,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     ///   - readOnly: Take no lock, repair nothing, accept no appends, follow the writer by polling.
     /// - Throws: ``EventLogError/corrupt(segment:offset:sequence:reason:)`` for damage before the tail;
     ///   ``EventLogError/io(path:operation:errno:)`` when the lock is held or a file cannot be used;
-    ///   ``EventLogError/invalid(_:)`` when a read-only open finds no log.
+    ///   ``EventLogError/noLog(_:)`` when a read-only open finds no log.
     public init(directory: String, options: SegmentStoreOptions = SegmentStoreOptions(), readOnly: Bool = false) throws {
         self.directory = directory
         self.options = options
@@ -216,7 +216,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             try FileIO.makeDirectory(directory)
             lockFD = try FileIO.lockExclusively(directory + "/LOCK")
         } else if !FileIO.exists(directory) {
-            throw EventLogError.invalid("no event log at \(directory)")
+            throw EventLogError.noLog("no event log at \(directory)")
         }
         self.lockFD = lockFD
         var opened: LogRecovery.Opened
@@ -353,11 +353,15 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     public func streamVersion(_ stream: String) -> UInt64? { shared.withLock { $0.streams[stream] } }
 
     /// See ``EventStore/commandResult(_:)``; a read-only store does not index command ids (nil).
-    public func commandResult(_ commandId: String) -> AppendResult? {
+    ///
+    /// - Throws: ``EventLogError/io(path:operation:errno:)`` naming `commands.idx` when the index
+    ///   cannot be read, or what reading the log to confirm its entry throws: never read as "no
+    ///   such command" (the command would be run again).
+    public func commandResult(_ commandId: String) throws -> AppendResult? {
         guard !readOnly else { return nil }
-        return (try? lookUpCommand(commandId, key: CommandKey(commandId))).flatMap { $0 }.map {
-            var r = $0; r.duplicate = true; return r
-        }
+        guard var result = try lookUpCommand(commandId, key: CommandKey(commandId)) else { return nil }
+        result.duplicate = true
+        return result
     }
 
     /// See ``EventStore/writerFault``: why the writer thread stopped (a failed write or sync), if it did.

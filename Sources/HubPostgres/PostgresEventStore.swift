@@ -131,7 +131,8 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
     ///     the standard output `hub events` and `hub export -` write to).
     ///   - statementDeadline: See ``statementDeadline``.
     /// - Returns: The open store; close it with ``close()``.
-    /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause.
+    /// - Throws: ``EventLogError/invalid(_:)`` naming the log (password masked) and the cause;
+    ///   ``EventLogError/noLog(_:)`` when opened read-only on a database without the hub's tables.
     public static func open(
         location: PostgresLocation, readOnly: Bool = false,
         logger: Logger = Logger(label: "hub.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
@@ -158,7 +159,7 @@ public final class PostgresEventStore: QueuedAppends, Sendable {
             } else {
                 let rows = try await opened[1].query("SELECT to_regclass('hub_log_head') IS NOT NULL", logger: logger).get()
                 guard try rows.first?.decode(Bool.self) == true else {
-                    throw EventLogError.invalid(
+                    throw EventLogError.noLog(
                         "\(location): no hub event log in this database (start one with `hub run --log` or `hub import --log`)")
                 }
             }

@@ -48,7 +48,9 @@ struct CommandIndexBench: AsyncParsableCommand {
             var lookups: [Double] = []
             for i in stride(from: 0, to: commands, by: max(1, commands / 10)) {
                 let l0 = ContinuousClock.now
-                guard store.commandResult("cmd-\(i)")?.lastSequence == UInt64(i + 1) else { throw HubError.failed("cmd-\(i) not found") }
+                guard try store.commandResult("cmd-\(i)")?.lastSequence == UInt64(i + 1) else {
+                    throw HubError.failed("cmd-\(i) not found")
+                }
                 lookups.append((ContinuousClock.now - l0).inSeconds)
             }
             store.close()

@@ -1,5 +1,6 @@
 import BrokerHarness
 import Foundation
+import HubDomain
 import Testing
 
 @testable import HubApp
@@ -75,6 +76,35 @@ import Testing
         #expect(a.contains(#""cause":"automation.porch_lights""#))
         #expect(try String(contentsOfFile: base + "/b.jsonl", encoding: .utf8) == a)
         #expect(try runHub(["verify", "--data-dir", base + "/b"]).status == 0)
+    }
+
+    /// `hub replay` names why beside who: its "Last change per stream" table and its JSON say the
+    /// declared cause of the command that made each stream's last change.
+    @Test func replayShowsTheCauseBesideTheActor() throws {
+        let dir = temporaryDirectory() + "/data"
+        let exec = try runHub([
+            "exec", "--data-dir", dir,
+            #"{"command":"register_device","id":"lamp","driver":"virtual","name":"Lamp"}"#,
+            #"{"command":"register_device","id":"fan","driver":"virtual","name":"Fan"}"#,
+            #"{"command":"switch","id":"lamp","state":"ON","cause":"automation.porch_lights"}"#
+        ])
+        #expect(exec.status == 0, "\(exec.stdout)")
+        let table = try runHub(["replay", "--data-dir", dir])
+        #expect(table.status == 0)
+        let lines = table.stdout.split(separator: "\n").map(String.init)
+        let start = try #require(lines.firstIndex(of: "Last change per stream"), "\(table.stdout)")
+        func cells(_ line: String) -> [String] { line.split(separator: " ").map(String.init) }
+        #expect(cells(lines[start + 1]) == ["stream", "seq", "time", "type", "by", "cause", "command", "id"], "\(lines[start + 1])")
+        let lamp = try #require(lines[(start + 3)...].first { $0.hasPrefix("  device/lamp ") })
+        #expect(Array(cells(lamp).dropFirst(3)) == ["SwitchRequested", "cli", "automation.porch_lights", "-"], "\(lamp)")
+        let fan = try #require(lines[(start + 3)...].first { $0.hasPrefix("  device/fan ") })
+        #expect(Array(cells(fan).dropFirst(3)) == ["DeviceRegistered", "cli", "-", "-"], "\(fan)")
+
+        let json = try JSONValue.parse(Array(try runHub(["replay", "--data-dir", dir, "--json"]).stdout.utf8))
+        let last = json["audit"]?["last_change"]
+        #expect(last?["device/lamp"]?["actor"] == "cli")
+        #expect(last?["device/lamp"]?["cause"] == "automation.porch_lights", "\(last?.serialized() ?? "")")
+        #expect(last?["device/fan"]?["cause"] == .null)
     }
 
     @Test func verifyNamesTheDamage() throws {

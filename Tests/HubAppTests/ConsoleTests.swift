@@ -139,6 +139,24 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
+    /// The as-of view says why beside who, as `hub replay` does: the last change of a stream made
+    /// by a command with a declared cause shows that cause in its own column.
+    @Test func theAsOfViewShowsTheCauseBesideTheActor() async throws {
+        let hub = try await ConsoleHub.start()
+        let sent = try await hub.post("/api/device/lamp/switch", #"{"state":"ON","cause":"automation.porch_lights"}"#)
+        #expect(sent.status == 200, "\(sent.body)")
+        // As of the request (the driver's confirmation comes after it).
+        let requested = try #require(try await hub.records().last { $0.type == "SwitchRequested" })
+        let page = try await hub.get("/audit?asof=\(requested.sequence)")
+        #expect(page.status == 200)
+        let lines = page.body.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("  stream ") && $0.contains(" by ") && $0.contains(" cause ") }, "\(page.body.suffix(3000))")
+        let lamp = try #require(lines.last { $0.hasPrefix("  device/lamp ") }, "\(page.body.suffix(3000))")
+        let cells = lamp.split(separator: " ").map(String.init)
+        #expect(Array(cells.dropFirst(3).prefix(3)) == ["SwitchRequested", "http:local", "automation.porch_lights"], "\(lamp)")
+        try await hub.service.stop()
+    }
+
     @Test func theTimelineIsFilteredAndPaged() async throws {
         let hub = try await ConsoleHub.start()
         for n in 1...60 { try await hub.exec(#"{"command":"record_reading","device":"lamp","quantity":"power","value":\#(n)}"#) }

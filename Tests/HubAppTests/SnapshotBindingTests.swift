@@ -95,6 +95,31 @@ import Testing
         #expect(audit.findings.count == 1)
         #expect(audit.findings.first?.problem?.contains("differ from the log folded to sequence 1") == true, "\(audit.findings)")
     }
+
+    /// A snapshot that cannot be read, or a snapshots directory that cannot be listed, is said by
+    /// `hub verify`: never passed over as if there were no snapshot.
+    @Test func verifyNamesASnapshotItCannotRead() async throws {
+        let paths = HubPaths(dataDirectory: temporaryDirectory())
+        let hub = try await Hub(paths: paths)
+        try await register(hub, "lamp", at: 1)
+        try await hub.close()
+        let openLog = { try await paths.openEventStore(readOnly: true) }
+        // A snapshot's name that cannot be read as a file (a directory stands there).
+        let unreadable = "snapshot-00000000000000000002.snap"
+        try FileManager.default.createDirectory(atPath: paths.snapshots + "/" + unreadable, withIntermediateDirectories: false)
+        let audit = try await SnapshotAudit.check(paths: paths, openStore: openLog)
+        #expect(audit.findings.map(\.name).contains(unreadable), "\(audit.findings)")
+        #expect(audit.findings.first { $0.name == unreadable }?.problem == "the file cannot be read", "\(audit.findings)")
+        // The snapshots directory cannot be listed (a file stands there): the error names it.
+        try FileManager.default.removeItem(atPath: paths.snapshots)
+        FileManager.default.createFile(atPath: paths.snapshots, contents: Data("not a directory".utf8))
+        do {
+            let found = try await SnapshotAudit.check(paths: paths, openStore: openLog)
+            Issue.record("an unlistable snapshots directory answered \(found.findings.count) findings")
+        } catch {
+            #expect("\(error)".contains(paths.snapshots), "\(error)")
+        }
+    }
 }
 
 /// The frames of a segment file: offset and length (header included).

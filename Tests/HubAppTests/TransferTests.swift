@@ -30,7 +30,7 @@ import Testing
         try await LogTransfer.export(store: store, to: dir + "/again.jsonl")
         #expect(try String(contentsOfFile: dir + "/again.jsonl", encoding: .utf8) == text)
         // Idempotency survives the trip: the imported log knows the command ids.
-        #expect(store.commandResult("cmd-0") == nil)  // read-only stores do not index commands
+        #expect(try store.commandResult("cmd-0") == nil)  // read-only stores do not index commands
         let writable = try await Hub(paths: HubPaths(dataDirectory: dir + "/b"))
         let retried = try await writable.execute(
             .registerDevice(id: "lamp", driver: "virtual", name: "Lamp", config: "{}", hardwareId: "aa:bb"),
@@ -70,4 +70,30 @@ import Testing
         try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         await #expect(throws: (any Error).self) { try await LogTransfer.importFile(file, into: HubPaths(dataDirectory: dir + "/a")) }
     }
+
+    /// A data directory whose log cannot be read is not taken for an empty one: the import stops
+    /// with what failed and where, and the directory is left as it was (no index made beside the damage).
+    @Test func importIntoALogThatCannotBeReadSaysSoAndChangesNothing() async throws {
+        let (dir, file, _) = try await exported()
+        let log = dir + "/a/log"
+        let segment = log + "/00000000000000000001.seg"
+        var bytes = [UInt8](FileManager.default.contents(atPath: segment)!)
+        bytes[16 + 12 + 40] ^= 0xFF  // inside the first record's body
+        FileManager.default.createFile(atPath: segment, contents: Data(bytes))
+        // Opening must read that record: no recovery checkpoint past it, no command index.
+        for name in ["recovery.ckpt", "commands.idx"] where FileManager.default.fileExists(atPath: log + "/" + name) {
+            try FileManager.default.removeItem(atPath: log + "/" + name)
+        }
+        let before = try FileManager.default.contentsOfDirectory(atPath: log).sorted()
+        do {
+            let count = try await LogTransfer.importFile(file, into: HubPaths(dataDirectory: dir + "/a"))
+            Issue.record("import into a damaged log answered \(count)")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains("cannot tell whether \(dir)/a holds events"), "\(message)")
+            #expect(message.contains("segment 00000000000000000001.seg offset 16 (sequence 1)"), "\(message)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: log).sorted() == before)
+    }
+
 }

@@ -57,10 +57,10 @@ import Testing
             var expected = try #require(originals[id])
             expected.duplicate = true
             #expect(again == expected)
-            #expect(store.commandResult(id) == expected)
+            #expect(try store.commandResult(id) == expected)
         }
         #expect(store.lastSequence == last)
-        #expect(store.commandResult("never-sent") == nil)
+        #expect(try store.commandResult("never-sent") == nil)
         store.close()
     }
 
@@ -108,8 +108,8 @@ import Testing
         let reopened = try SegmentStore(directory: dir, options: options())
         defer { reopened.close() }
         #expect(reopened.openingNotes.isEmpty)
-        #expect(reopened.commandResult("late-9")?.firstSequence == 20)
-        #expect(reopened.commandResult("early-0")?.firstSequence == 1)
+        #expect(try reopened.commandResult("late-9")?.firstSequence == 20)
+        #expect(try reopened.commandResult("early-0")?.firstSequence == 1)
     }
 
     @Test func aDeletedOrDamagedIndexIsRebuiltAndSaysSo() async throws {
@@ -121,7 +121,7 @@ import Testing
         try FileManager.default.removeItem(atPath: dir + "/commands.idx")
         let rebuilt = try SegmentStore(directory: dir, options: options())
         #expect(rebuilt.openingNotes == ["the command index commands.idx was missing: rebuilt by a scan of 50 records"])
-        #expect(rebuilt.commandResult("cmd-7")?.firstSequence == originals["cmd-7"]!.firstSequence)
+        #expect(try rebuilt.commandResult("cmd-7")?.firstSequence == originals["cmd-7"]!.firstSequence)
         rebuilt.close()
 
         var bytes = readFile(dir + "/commands.idx")
@@ -132,7 +132,7 @@ import Testing
             repaired.openingNotes == [
                 "the command index commands.idx was damaged (header checksum mismatch): rebuilt by a scan of 50 records"
             ])
-        #expect(repaired.commandResult("cmd-49")?.firstSequence == originals["cmd-49"]!.firstSequence)
+        #expect(try repaired.commandResult("cmd-49")?.firstSequence == originals["cmd-49"]!.firstSequence)
         repaired.close()
 
         let quiet = try SegmentStore(directory: dir, options: options())
@@ -156,8 +156,8 @@ import Testing
             opened.openingNotes == [
                 "the command index commands.idx did not match the log (its chain hash at sequence 20 is not the log's): rebuilt by a scan of 30 records"
             ])
-        #expect(opened.commandResult("a-3") == nil)
-        #expect(opened.commandResult("b-29")?.firstSequence == 30)
+        #expect(try opened.commandResult("a-3") == nil)
+        #expect(try opened.commandResult("b-29")?.firstSequence == 30)
     }
 
     @Test func entriesBeyondTheLogsEndAfterATailCutAreIgnored() async throws {
@@ -185,11 +185,11 @@ import Testing
         #expect(reopened.lastSequence == 12)
         // The torn tail is said (and the recovery checkpoint, now past the log's end), not the index: it matches the log through 10.
         #expect(!reopened.openingNotes.contains { $0.contains("commands.idx") }, "\(reopened.openingNotes)")
-        #expect(reopened.commandResult("cmd-12")?.firstSequence == 12)
-        for id in ["cmd-13", "cmd-14", "cmd-15"] { #expect(reopened.commandResult(id) == nil, "\(id) was cut") }
+        #expect(try reopened.commandResult("cmd-12")?.firstSequence == 12)
+        for id in ["cmd-13", "cmd-14", "cmd-15"] { #expect(try reopened.commandResult(id) == nil, "\(id) was cut") }
         // Sequence 13 now holds another command: the stale slot for cmd-13 names it, and is refused.
         _ = try await reopened.append(request("device/y", 0, commandId: "other"))
-        #expect(reopened.commandResult("cmd-13") == nil)
+        #expect(try reopened.commandResult("cmd-13") == nil)
         let retried = try await reopened.append(request("device/y", 1, commandId: "cmd-13"))
         #expect(!retried.duplicate && retried.firstSequence == 14)
         _ = try await appendCommands(reopened, (0..<5).map { "filler-\($0)" })
@@ -199,8 +199,8 @@ import Testing
 
         let last = try SegmentStore(directory: dir, options: options(window: 1))
         defer { last.close() }
-        #expect(last.commandResult("cmd-13")?.firstSequence == 14)
-        #expect(last.commandResult("cmd-15") == nil)
+        #expect(try last.commandResult("cmd-13")?.firstSequence == 14)
+        #expect(try last.commandResult("cmd-15") == nil)
     }
 
     @Test func theFileGrowsAndKeepsEveryId() async throws {
@@ -215,7 +215,7 @@ import Testing
         defer { reopened.close() }
         #expect(reopened.openingNotes.isEmpty)
         for i in stride(from: 0, to: count, by: 97) {
-            #expect(reopened.commandResult("grow-\(i)")?.firstSequence == originals["grow-\(i)"]!.firstSequence)
+            #expect(try reopened.commandResult("grow-\(i)")?.firstSequence == originals["grow-\(i)"]!.firstSequence)
         }
     }
 
@@ -260,7 +260,7 @@ import Testing
         #expect(results.count == 1400)
         try await settle(reopened)
         #expect(reopened.commands.fileEntries == 4200)
-        for id in ["a-0", "b-1799", "c-1399"] { #expect(reopened.commandResult(id) != nil, "\(id)") }
+        for id in ["a-0", "b-1799", "c-1399"] { #expect(try reopened.commandResult(id) != nil, "\(id)") }
     }
 
     /// Writes `header` over the index and empties every slot whose first sequence is above `keepingOnly`.
@@ -278,4 +278,32 @@ import Testing
         }
         writeFile(dir + "/commands.idx", bytes)
     }
+
+    /// An index that cannot be read answers with the error, never "no such command" (which would
+    /// run a retried command a second time): `commandResult` throws what failed and where.
+    @Test func anIndexThatCannotBeReadIsAnErrorNotAnUnknownCommand() async throws {
+        let dir = temporaryDirectory()
+        let store = try SegmentStore(directory: dir, options: options())
+        _ = try await appendCommands(store, (0..<20).map { "cmd-\($0)" })
+        store.close()
+        let reopened = try SegmentStore(directory: dir, options: options(window: 1))
+        defer { reopened.close() }
+        #expect(try reopened.commandResult("cmd-3")?.firstSequence == 4)
+        // The index file loses its slots while the store has it open (a damaged disk, a stray truncate).
+        let fd = open(dir + "/commands.idx", O_WRONLY)
+        #expect(fd >= 0 && ftruncate(fd, off_t(CommandIndexFile.headerSize)) == 0)
+        close(fd)
+        do {
+            let answer = try reopened.commandResult("cmd-7")
+            Issue.record("an unreadable index answered \(String(describing: answer))")
+        } catch let error as EventLogError {
+            #expect(error == .io(path: dir + "/commands.idx", operation: "read (file shorter than its slots)", errno: EIO))
+            #expect("\(error)".contains(dir + "/commands.idx"), "\(error)")
+        }
+        // The same id asked in an append is refused with that error, and nothing is appended.
+        let last = reopened.lastSequence
+        await #expect(throws: EventLogError.self) { try await reopened.append(request("device/x", 0, commandId: "cmd-7")) }
+        #expect(reopened.lastSequence == last)
+    }
+
 }

@@ -111,7 +111,7 @@ import Testing
         #expect(reopened.recovery.scannedRecords == Int(scanned.last - before))
         #expect(try Self.state(reopened) == scanned)
         // The commands after the checkpoint are known (their ids were indexed from the tail).
-        #expect(reopened.commandResult("cmd-729")?.lastSequence == scanned.last)
+        #expect(try reopened.commandResult("cmd-729")?.lastSequence == scanned.last)
     }
 
     /// The crash itself: a copy of the directory taken while the store runs (no close) opens from
@@ -238,8 +238,8 @@ import Testing
         #expect(reopened.openingNotes.isEmpty, "\(reopened.openingNotes)")
         #expect(try Self.state(reopened) == scanned)
         // Every command after the index's old mark is known again, and the ones before it still.
-        #expect(reopened.commandResult("cmd-919")?.lastSequence == scanned.last)
-        #expect(reopened.commandResult("cmd-2")?.lastSequence == 4)
+        #expect(try reopened.commandResult("cmd-919")?.lastSequence == scanned.last)
+        #expect(try reopened.commandResult("cmd-2")?.lastSequence == 4)
     }
 
     /// A missing command index is rebuilt from the whole log (the one line says so), the rest of
@@ -251,8 +251,8 @@ import Testing
         defer { reopened.close() }
         #expect(reopened.recovery.checkpointSequence == scanned.last)
         #expect(reopened.openingNotes == ["the command index commands.idx was missing: rebuilt by a scan of \(scanned.last) records"])
-        #expect(reopened.commandResult("cmd-0")?.lastSequence == 2)
-        #expect(reopened.commandResult("cmd-299")?.lastSequence == scanned.last)
+        #expect(try reopened.commandResult("cmd-0")?.lastSequence == 2)
+        #expect(try reopened.commandResult("cmd-299")?.lastSequence == scanned.last)
     }
 
     /// The price of not reading the whole log: damage before the checkpoint is not seen by opening,

@@ -226,7 +226,7 @@ struct DefaultsOnly: EventStore {
     let base: SegmentStore
     func append(_ request: AppendRequest) async throws -> AppendResult { try await base.append(request) }
     var lastSequence: UInt64 { base.lastSequence }
-    func commandResult(_ commandId: String) -> AppendResult? { base.commandResult(commandId) }
+    func commandResult(_ commandId: String) throws -> AppendResult? { try base.commandResult(commandId) }
     func streamVersion(_ stream: String) -> UInt64? { base.streamVersion(stream) }
     func read(from: UInt64, through: UInt64, _ body: (EventRecord) throws -> Bool) throws {
         try base.scanRecords(from: from, through: through, body)

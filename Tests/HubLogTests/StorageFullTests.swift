@@ -52,7 +52,7 @@ struct StorageFullTests {
         #expect(try batch[2].get().duplicate, "a retried id answers from the log, full disk or not")
         #expect(readFile(segment).count == sizeBefore, "no half-written record stays in the segment")
         #expect(store.lastSequence == 10)
-        #expect(store.commandResult("big-1") == nil)
+        #expect(try store.commandResult("big-1") == nil)
         guard case .full(let path, _, let reason) = store.storageCondition else {
             Issue.record("the store must say the disk is full")
             return

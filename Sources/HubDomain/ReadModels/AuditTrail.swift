@@ -10,6 +10,8 @@ public struct StreamChange: Sendable, Equatable, Codable {
     public var actor: String
     /// The command id it came with, if any.
     public var commandId: String?
+    /// Why, when the command declared it (`automation.porch_lights`).
+    public var cause: String? = nil
 }
 
 /// One event in the audit trail's ring of recent entries.
@@ -27,16 +29,19 @@ public struct AuditEntry: Sendable, Equatable {
     public var actor: String
     /// The command id it came with, if any.
     public var commandId: String?
+    /// Why, when the command declared it (`automation.porch_lights`).
+    public var cause: String? = nil
 
     /// The stream's name, e.g. `device/lamp`.
     public var stream: String { streamKey.stream }
-    /// Built on demand, not stored: e.g. "SwitchToggled on device/lamp by alice".
-    public var summary: String { "\(type) on \(stream) by \(actor)" }
+    /// Built on demand, not stored: e.g. "SwitchRequested on device/lamp by mqtt:alice,
+    /// automation.porch_lights" (the cause when one was declared).
+    public var summary: String { "\(type) on \(stream) by \(Attribution(actor: actor, cause: cause).text)" }
 }
 
 /// Encoded with the stream's name, as before the key was kept (the snapshot's shape is unchanged).
 extension AuditEntry: Codable {
-    enum CodingKeys: String, CodingKey { case sequence, timestamp, stream, type, actor, commandId }
+    enum CodingKeys: String, CodingKey { case sequence, timestamp, stream, type, actor, commandId, cause }
 
     /// Decodes the snapshot form (the stream by name).
     public init(from decoder: any Decoder) throws {
@@ -47,6 +52,7 @@ extension AuditEntry: Codable {
         type = try c.decode(String.self, forKey: .type)
         actor = try c.decode(String.self, forKey: .actor)
         commandId = try c.decodeIfPresent(String.self, forKey: .commandId)
+        cause = try c.decodeIfPresent(String.self, forKey: .cause)
     }
 
     /// Encodes the snapshot form (the stream by name).
@@ -58,6 +64,7 @@ extension AuditEntry: Codable {
         try c.encode(type, forKey: .type)
         try c.encode(actor, forKey: .actor)
         try c.encodeIfPresent(commandId, forKey: .commandId)
+        try c.encodeIfPresent(cause, forKey: .cause)
     }
 }
 
@@ -102,11 +109,11 @@ public struct AuditTrail: Sendable, Equatable {
         totalEvents += 1
         lastByStreamKey[stream] = StreamChange(
             sequence: context.sequence, timestamp: context.timestamp, type: type,
-            actor: context.actor, commandId: context.commandId)
+            actor: context.actor, commandId: context.commandId, cause: context.cause)
         countsByActor[context.actor, default: 0] += 1
         let entry = AuditEntry(
             sequence: context.sequence, timestamp: context.timestamp, streamKey: stream, type: type,
-            actor: context.actor, commandId: context.commandId)
+            actor: context.actor, commandId: context.commandId, cause: context.cause)
         if ring.count < capacity {
             if ring.capacity < capacity { ring.reserveCapacity(capacity) }
             ring.append(entry)

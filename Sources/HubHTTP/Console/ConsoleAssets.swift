@@ -72,6 +72,7 @@ enum ConsoleAssets {
                   box-shadow:0 4px 18px rgba(0,0,0,.18); }
         #answer:empty { display:none; }
         #live-note { display:none; }
+        [data-field="last-request"]:empty { display:none; }
         #live-note.shown { display:block; }
         img.photo { max-width:12rem; max-height:12rem; border-radius:.5rem; border:1px solid var(--line); }
         code, .mono { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:.85rem; overflow-wrap:anywhere; }
@@ -259,6 +260,9 @@ enum ConsoleAssets {
           if (window.EventSource && document.body.hasAttribute("data-live")) {
             var watched = (document.body.dataset.live || "").split(" ").filter(Boolean);
             var source = new EventSource("/console/events");
+            // `data-live-open` on the body while the stream is connected (what a test waits for).
+            source.addEventListener("open", function () { document.body.setAttribute("data-live-open", ""); });
+            source.addEventListener("error", function () { document.body.removeAttribute("data-live-open"); });
             var offerReload = function () {
               var note = document.getElementById("live-note");
               if (note) note.className = "shown ok-box";
@@ -269,6 +273,13 @@ enum ConsoleAssets {
                 if (el.dataset.device === d.id) { update(el, d); shown = true; }
               });
               if (!shown && watched.indexOf("device/") >= 0) offerReload(); // a device this page does not list yet
+            });
+            // Who asked a device to switch: the device page's "Switched on by ..." line.
+            source.addEventListener("request", function (e) {
+              var r = JSON.parse(e.data);
+              document.querySelectorAll("[data-device]").forEach(function (el) {
+                if (el.dataset.device === r.id) set(el, "last-request", r.text);
+              });
             });
             source.addEventListener("change", function (e) {
               var c = JSON.parse(e.data);

@@ -6,6 +6,8 @@ import Hummingbird
 ///
 /// - `event: device` with the device's state object (the same JSON as `<base>/device/<id>/state`)
 ///   whenever an event on its stream is committed;
+/// - `event: request` with `{"id","text"}` after a device's, when a switch of it was asked for:
+///   the device page's line, "Switched on by mqtt:alice, automation.porch_lights, 2026-11-27 18:00:02";
 /// - `event: change` with `{"seq","stream","type"}` for every other stream;
 /// - `event: reload` when the page fell too far behind (its buffer overflowed) or the hub stops:
 ///   the page reloads itself and the stream ends.
@@ -56,10 +58,12 @@ struct ConsoleEventStream: Sendable {
     /// The frames for a batch of changes: one per changed device (as it is now), one per other change.
     func frames(for changes: [ConsoleChange]) async -> String {
         var devices: [String] = [], seen: Set<String> = []
+        var requests: [String: SwitchRequestLine] = [:]  // the latest per device
         var out = ""
         for change in changes {
             if let key = StreamKey(stream: change.stream), let device = key.deviceId {
                 if seen.insert(device).inserted { devices.append(device) }
+                if let request = change.request { requests[device] = request }
             } else {
                 out += Self.frame(
                     "change",
@@ -75,6 +79,10 @@ struct ConsoleEventStream: Sendable {
             for view in views {
                 out += Self.frame(
                     "device", StateJSON.device(view, dayKey: Civil.dayKey(dayNumber: Civil.dayNumber(micros: now))).serialized())
+            }
+            for device in devices {
+                guard let request = requests[device] else { continue }
+                out += Self.frame("request", JSONValue.object([("id", .string(device)), ("text", .string(request.text))]).serialized())
             }
         }
         return out

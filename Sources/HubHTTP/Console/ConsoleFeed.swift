@@ -1,5 +1,6 @@
 import HubDomain
 import HubEngine
+import HubLog
 import Synchronization
 
 /// One committed event as the console's live updates announce it.
@@ -7,11 +8,36 @@ package struct ConsoleChange: Sendable, Equatable {
     var sequence: UInt64
     var stream: String
     var type: String
+    /// For a `SwitchRequested`: who asked for which state and when (the device page's line).
+    var request: SwitchRequestLine? = nil
 
     package init(sequence: UInt64, stream: String, type: String) {
         self.sequence = sequence
         self.stream = stream
         self.type = type
+    }
+
+    /// The change `record` makes; `event` is the record decoded (nil for a type this hub cannot read).
+    package init(_ record: EventRecord, event: HubEvent?) {
+        self.init(sequence: record.sequence, stream: record.stream, type: record.type)
+        if case .switchRequested(let e)? = event {
+            request = SwitchRequestLine(state: e.state.name, actor: record.causation.actor, timestamp: record.timestamp)
+        }
+    }
+}
+
+/// Who asked a device to switch, and when: the device page's "Switched on by mqtt:alice,
+/// automation.porch_lights, 2026-11-27 18:00:02", rendered when it is shown.
+struct SwitchRequestLine: Sendable, Equatable {
+    /// `on` or `off`.
+    var state: String
+    /// The record's actor field as stored (the actor, and `#cause` when one was declared).
+    var actor: String
+    var timestamp: Int64
+
+    /// The line, with the time in the household's zone.
+    var text: String {
+        "Switched \(state.lowercased()) by \(Attribution(stored: actor).text), \(ConsoleFormat.time(timestamp))"
     }
 }
 

@@ -47,14 +47,16 @@ struct DevicePage {
     }
 
     /// Who asked for the device's latest switch among its recent events, and why when that was
-    /// declared: "Switched on by mqtt:alice, automation.porch_lights, 18:00:02".
+    /// declared: "Switched on by mqtt:alice, automation.porch_lights, 2026-11-27 18:00:02". The
+    /// element is there (empty, not shown) when none is among them: the live updates fill it
+    /// (`event: request`) when a switch is asked for while the page is open.
     var lastRequest: HTML {
         guard case .success(let page) = events,
             let e = page.entries.first(where: { $0.type == EventType.switchRequested.rawValue }),
             case .string(let state)? = e.data?["state"]
-        else { return .empty }
-        let by = Attribution(actor: e.actor, cause: e.cause).text, when = ConsoleFormat.time(e.timestamp)
-        return "<p class=\"muted\" data-field=\"last-request\">Switched \(state.lowercased()) by \(by), \(when)</p>"
+        else { return "<p class=\"muted\" data-field=\"last-request\"></p>" }
+        let line = SwitchRequestLine(state: state, actor: Attribution(actor: e.actor, cause: e.cause).stored, timestamp: e.timestamp)
+        return "<p class=\"muted\" data-field=\"last-request\">\(line.text)</p>"
     }
 
     /// Rename the device, or remove it (its history stays in the log).
