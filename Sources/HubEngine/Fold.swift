@@ -45,7 +45,7 @@ extension Hub {
 /// Decodes record views into events, reusing the strings of the few types and actors a log has.
 struct FoldReader {
     private var types = EventTypeCache()
-    private var actors = StringCache()
+    private var actors = AttributionCache()
     private(set) var unreadable = 0
 
     /// The event and its context; nil (counted) for an event this hub version cannot read.
@@ -57,13 +57,29 @@ struct FoldReader {
                 event,
                 EventContext(
                     sequence: view.sequence, timestamp: view.timestamp,
-                    attributedTo: actors.string(for: view.actorBytes) { Attribution(stored: $0).actor },
-                    commandId: view.commandId)
+                    attribution: actors.attribution(for: view.actorBytes), commandId: view.commandId)
             )
         } catch {
             unreadable += 1
             return nil
         }
+    }
+}
+
+/// A record's actor field split into who and why (``Attribution``), once per distinct field in the
+/// log (a handful, repeated millions of times on replay).
+struct AttributionCache {
+    private var entries: [(bytes: [UInt8], attribution: Attribution)] = []
+
+    mutating func attribution(for bytes: UnsafeRawBufferPointer) -> Attribution {
+        for entry in entries where entry.bytes.count == bytes.count {
+            if bytes.isEmpty || entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+                return entry.attribution
+            }
+        }
+        let attribution = Attribution(stored: String(decoding: bytes, as: UTF8.self))
+        if entries.count < 64 { entries.append((Array(bytes), attribution)) }
+        return attribution
     }
 }
 

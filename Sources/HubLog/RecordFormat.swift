@@ -307,16 +307,13 @@ public struct StringCache {
 
     /// The string for `bytes` (UTF-8), made once per distinct value.
     ///
-    /// - Parameters:
-    ///   - bytes: UTF-8 bytes, e.g. a record view's type or actor.
-    ///   - make: What to keep of the decoded string (e.g. the actor of an actor field that also
-    ///     holds a cause), called once per distinct value; pass the same for every call on one cache.
-    /// - Returns: The decoded string, as `make` made it.
-    public mutating func string(for bytes: UnsafeRawBufferPointer, _ make: (String) -> String = { $0 }) -> String {
+    /// - Parameter bytes: UTF-8 bytes, e.g. a record view's type or actor.
+    /// - Returns: The decoded string.
+    public mutating func string(for bytes: UnsafeRawBufferPointer) -> String {
         for entry in entries where entry.bytes.count == bytes.count {
             if entry.bytes.withUnsafeBytes({ memcmpEqual($0, bytes) }) { return entry.string }
         }
-        let string = make(String(decoding: bytes, as: UTF8.self))
+        let string = String(decoding: bytes, as: UTF8.self)
         if entries.count < capacity { entries.append((Array(bytes), string)) }
         return string
     }

@@ -13,9 +13,10 @@ import Testing
         #expect(Attribution.mqtt(client: nil) == "mqtt" && Attribution.mqtt(client: "alice") == "mqtt:alice")
     }
 
-    @Test func theContextOfAnEventCarriesTheActorWithoutItsCause() {
-        #expect(EventContext(sequence: 1, timestamp: 0, actor: "mqtt:alice#automation.porch_lights").actor == "mqtt:alice")
-        #expect(EventContext(sequence: 1, timestamp: 0, actor: "scheduler").actor == "scheduler")
+    @Test func theContextOfAnEventCarriesActorAndCauseApart() {
+        let context = EventContext(sequence: 1, timestamp: 0, actor: "mqtt:alice#automation.porch_lights")
+        #expect(context.actor == "mqtt:alice" && context.cause == "automation.porch_lights")
+        #expect(EventContext(sequence: 1, timestamp: 0, actor: "scheduler").cause == nil)
     }
 
     @Test(

@@ -9,20 +9,22 @@ public struct EventContext: Sendable, Equatable, Codable {
     /// The caller's command id, when the event came from a command that carried one.
     public var commandId: String?
 
+    /// Why, when the command declared it (`automation.porch_lights`).
+    public var cause: String?
+
     /// Creates a context; `commandId` defaults to nil.
     ///
     /// - Parameter actor: the record's actor field as stored: the actor, or `<actor>#<cause>`
-    ///   (``Attribution/init(stored:)``); ``actor`` is the part before the `#`. The cause is not
-    ///   kept here: no read model folds it, and the context is copied for every event a replay
-    ///   folds (a record's cause is read from its actor field where it is shown).
+    ///   (``Attribution/init(stored:)``), split here into ``actor`` and ``cause``.
     public init(sequence: UInt64, timestamp: Int64, actor: String, commandId: String? = nil) {
-        self.init(sequence: sequence, timestamp: timestamp, attributedTo: Attribution(stored: actor).actor, commandId: commandId)
+        self.init(sequence: sequence, timestamp: timestamp, attribution: Attribution(stored: actor), commandId: commandId)
     }
 
-    /// Creates a context for an actor already split from its cause (``Attribution/actor``): what a
-    /// replay that splits each distinct actor field once passes.
-    public init(sequence: UInt64, timestamp: Int64, attributedTo actor: String, commandId: String?) {
-        self.sequence = sequence; self.timestamp = timestamp; self.actor = actor; self.commandId = commandId
+    /// Creates a context from an actor field already split: what a replay passes, which splits each
+    /// distinct actor field once rather than every event's.
+    public init(sequence: UInt64, timestamp: Int64, attribution: Attribution, commandId: String?) {
+        self.sequence = sequence; self.timestamp = timestamp; self.actor = attribution.actor; self.commandId = commandId
+        self.cause = attribution.cause
     }
 }
 
