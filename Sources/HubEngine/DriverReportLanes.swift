@@ -89,6 +89,9 @@ final class DriverReportLanes: Sendable {
         return Int(UInt(bitPattern: hasher.finalize()) % UInt(laneCount))
     }
 
+    /// Report slots the lanes' buffers hold, used or not (0 once every lane has drained).
+    var bufferedSlots: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.items.capacity } } }
+
     /// Reports waiting in the lanes now (not yet taken by their consumer).
     var waiting: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.count } } }
 
