@@ -59,8 +59,14 @@ public actor DriverHost: Service {
     /// Work for `run()`'s task group: drivers, device workers, the confirmation watcher, discovery.
     /// Bounded (``maxJobs``): at most one job per device and kind waits at a time (a driver's run,
     /// its worker) besides the watcher and discovery, so it never fills with fewer devices.
-    nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
-    nonisolated let jobSink: AsyncStream<@Sendable () async -> Void>.Continuation
+    nonisolated let jobs: AsyncStream<Job>
+    nonisolated let jobSink: AsyncStream<Job>.Continuation
+    /// A child task to start: a driver's `run(context:)`, or other work (a device worker, the
+    /// confirmation watcher, discovery).
+    enum Job: Sendable {
+        case driver(Running, HostedContext)
+        case work(@Sendable () async -> Void)
+    }
     /// Jobs waiting to become child tasks at most (`driver_jobs`): a job beyond it is not run, and
     /// counted (`hub_queue_overflow_total{queue="driver_jobs"}`) and logged.
     static let maxJobs = 65_536
@@ -144,7 +150,28 @@ public actor DriverHost: Service {
                     await self.sync()
                     await self.startDiscovery()
                 }
-                for await job in jobs.cancelOnGracefulShutdown() { group.addTask { await job() } }
+                for await job in jobs.cancelOnGracefulShutdown() {
+                    switch job {
+                    case .driver(let r, let context):
+                        // The driver runs straight from the child task's closure: the task lasts as
+                        // long as the device and keeps the memory of its deepest calls until it
+                        // ends, so no frame of the host's stands between it and the driver.
+                        group.addTask { [weak self] in
+                            r.cancellation.begin()
+                            var failure: (any Error)?
+                            do {
+                                try await r.driver.run(context: context)
+                            } catch is CancellationError {
+                            } catch {
+                                failure = error
+                            }
+                            r.cancellation.end()
+                            await self?.driverEnded(r, failure: Task.isCancelled ? nil : failure)
+                        }
+                    case .work(let work):
+                        group.addTask { await work() }
+                    }
+                }
                 await stopAll()
                 group.cancelAll()
             }
@@ -154,6 +181,11 @@ public actor DriverHost: Service {
 
     /// Runs `job` as a child of `run()` (queued until it runs).
     private func spawn(_ job: @escaping @Sendable () async -> Void) {
+        spawn(.work(job))
+    }
+
+    /// Queues `job` to become a child task of `run()`.
+    private func spawn(_ job: Job) {
         if case .dropped = jobSink.yield(job) {
             hub.metrics.queueOverflowed("driver_jobs")
             logger.error("drivers: more than \(Self.maxJobs) jobs wait to run: one was not run")
@@ -205,27 +237,14 @@ public actor DriverHost: Service {
                 written[device.id] = await hub.activations(of: device.id)
             }
             let context = HostedContext(deviceId: device.id, driverName: device.driver, lanes: reports, mqtt: mqtt)
-            spawn { [weak self] in await self?.runDriver(r, context: context) }
+            spawn(.driver(r, context))
         } catch {
             await report(device.id, driver: device.driver, .availability(available: false, reason: "driver could not start: \(error)"))
         }
     }
 
-    /// One driver's child task: runs it until it is cancelled (or fails), then lets go of its MQTT
-    /// handle. A driver that fails (not cancelled) leaves its device unavailable, with the error.
-    private nonisolated func runDriver(_ r: Running, context: HostedContext) async {
-        r.cancellation.begin()
-        defer { r.cancellation.end() }
-        var failure: (any Error)?
-        do {
-            try await r.driver.run(context: context)
-        } catch is CancellationError {
-        } catch {
-            failure = error
-        }
-        await driverEnded(r, failure: Task.isCancelled ? nil : failure)
-    }
-
+    /// After one device's driver ended (its child task is ending): lets go of its MQTT handle; a
+    /// driver that failed (not cancelled) leaves its device unavailable, with the error.
     private func driverEnded(_ r: Running, failure: (any Error)?) async {
         if let mqtt = r.mqtt { relay?.release(mqtt) }
         guard let failure, running[r.deviceId] === r else { return }

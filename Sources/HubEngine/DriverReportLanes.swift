@@ -22,7 +22,9 @@ final class DriverReportLanes: Sendable {
 
     private struct Waiting {
         var report: Report
-        var done: CheckedContinuation<Void, Never>
+        /// Resumed with false once the report is handled (or displaced, or the lanes closed), with
+        /// true when the lane was full and the report must wait for room.
+        var done: UnsafeContinuation<Bool, Never>
     }
 
     private struct Lane {
@@ -30,9 +32,9 @@ final class DriverReportLanes: Sendable {
         var head = 0
         var count: Int { items.count - head }
         /// The consumer, waiting for work.
-        var consumer: CheckedContinuation<Waiting?, Never>?
+        var consumer: UnsafeContinuation<Waiting?, Never>?
         /// Reporters waiting for room.
-        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        var roomWaiters: [UnsafeContinuation<Void, Never>] = []
 
         /// The index of the oldest reading waiting, if any.
         func firstReading() -> Int? {
@@ -45,7 +47,12 @@ final class DriverReportLanes: Sendable {
             guard head < items.count else { return nil }
             let first = items[head]
             head += 1
-            if head >= 64, head * 2 >= items.count {
+            if head == items.count {
+                // Drained: the buffer goes (an idle lane holds no memory; the consumer usually takes
+                // reports straight from their reporter and this array stays empty).
+                items = []
+                head = 0
+            } else if head >= 64, head * 2 >= items.count {
                 items.removeFirst(head)
                 head = 0
             }
@@ -82,66 +89,80 @@ final class DriverReportLanes: Sendable {
         return Int(UInt(bitPattern: hasher.finalize()) % UInt(laneCount))
     }
 
+    /// Report slots the lanes' buffers hold, used or not (0 once every lane has drained).
+    var bufferedSlots: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.items.capacity } } }
+
     /// Reports waiting in the lanes now (not yet taken by their consumer).
     var waiting: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.count } } }
 
     /// Queues `report` and returns once its consumer handled it (or it was displaced, or the
     /// lanes are closed).
+    ///
+    /// Drivers report from their long-lived tasks, and a task keeps the memory of its deepest calls
+    /// until it ends: the common path is this one small frame around ``offer(_:done:)``, which does
+    /// its work synchronously; only a full lane takes the longer way (``waitForRoom(_:)``).
     func submit(_ report: Report) async {
+        if await withUnsafeContinuation({ offer(report, done: $0) }) { await submitWhenFull(report) }
+    }
+
+    /// A report that found its lane full: counted once, then offered again whenever there is room.
+    @inline(never)
+    private func submitWhenFull(_ report: Report) async {
+        overflowed()
+        repeat {
+            await waitForRoom(lane(of: report.device))
+        } while await withUnsafeContinuation({ offer(report, done: $0) })
+    }
+
+    /// Hands `report` to its lane's waiting consumer or queues it (a reading displacing the oldest
+    /// reading of a full lane); `done` is resumed with false once it is handled, or at once: with
+    /// false when the lanes are closed, with true when the lane is full and `report` must wait.
+    private func offer(_ report: Report, done: UnsafeContinuation<Bool, Never>) {
         let index = lane(of: report.device)
-        let isReading: Bool
-        if case .reading = report.observation { isReading = true } else { isReading = false }
-        var counted = false
-        while true {
-            var full = false
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                var handOff: CheckedContinuation<Waiting?, Never>?
-                var displaced: CheckedContinuation<Void, Never>?
-                let accepted = state.withLock { s -> Bool in
-                    if s.closed { return false }
-                    let waiting = Waiting(report: report, done: done)
-                    if let consumer = s.lanes[index].consumer {
-                        s.lanes[index].consumer = nil
-                        handOff = consumer
-                        return true
-                    }
-                    if s.lanes[index].count >= capacity {
-                        guard isReading, let oldest = s.lanes[index].firstReading() else {
-                            full = true
-                            return false
-                        }
-                        displaced = s.lanes[index].items.remove(at: oldest).done
-                    }
-                    s.lanes[index].items.append(waiting)
-                    return true
-                }
-                if let handOff { handOff.resume(returning: Waiting(report: report, done: done)) }
-                if !accepted { done.resume() }
-                if let displaced {
-                    overflowed()
-                    displaced.resume()
-                }
+        var handOff: UnsafeContinuation<Waiting?, Never>?
+        var displaced: UnsafeContinuation<Bool, Never>?
+        let accepted = state.withLock { s -> Bool? in
+            if s.closed { return false }
+            if let consumer = s.lanes[index].consumer {
+                s.lanes[index].consumer = nil
+                handOff = consumer
+                return true
             }
-            guard full else { return }
-            if !counted {
-                counted = true
-                overflowed()
+            if s.lanes[index].count >= capacity {
+                guard case .reading = report.observation, let oldest = s.lanes[index].firstReading() else { return nil }
+                displaced = s.lanes[index].items.remove(at: oldest).done
             }
-            await withCheckedContinuation { (room: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { s -> Bool in
-                    if s.closed || s.lanes[index].count < capacity { return true }
-                    s.lanes[index].roomWaiters.append(room)
-                    return false
-                }
-                if now { room.resume() }
+            s.lanes[index].items.append(Waiting(report: report, done: done))
+            return true
+        }
+        if let handOff { handOff.resume(returning: Waiting(report: report, done: done)) }
+        switch accepted {
+        case false?: done.resume(returning: false)
+        case nil: done.resume(returning: true)
+        default: break
+        }
+        if let displaced {
+            overflowed()
+            displaced.resume(returning: false)
+        }
+    }
+
+    /// Returns once lane `index` has room (or the lanes are closed).
+    private func waitForRoom(_ index: Int) async {
+        await withUnsafeContinuation { (room: UnsafeContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.closed || s.lanes[index].count < capacity { return true }
+                s.lanes[index].roomWaiters.append(room)
+                return false
             }
+            if now { room.resume() }
         }
     }
 
     /// The next report of lane `index`, waiting for one; nil once the lanes are closed and it is empty.
     private func next(_ index: Int) async -> Waiting? {
-        await withCheckedContinuation { (consumer: CheckedContinuation<Waiting?, Never>) in
-            let (item, room, end) = state.withLock { s -> (Waiting?, CheckedContinuation<Void, Never>?, Bool) in
+        await withUnsafeContinuation { (consumer: UnsafeContinuation<Waiting?, Never>) in
+            let (item, room, end) = state.withLock { s -> (Waiting?, UnsafeContinuation<Void, Never>?, Bool) in
                 if let item = s.lanes[index].popFirst() {
                     let room = s.lanes[index].roomWaiters.isEmpty ? nil : s.lanes[index].roomWaiters.removeFirst()
                     return (item, room, false)
@@ -160,16 +181,16 @@ final class DriverReportLanes: Sendable {
     func consume(_ index: Int, _ handle: (Report) async -> Void) async {
         while let item = await next(index) {
             await handle(item.report)
-            item.done.resume()
+            item.done.resume(returning: false)
         }
     }
 
     /// Takes no more reports (later ones return at once); the consumers end once their lanes are empty.
     func close() {
-        let (consumers, rooms) = state.withLock { s -> ([CheckedContinuation<Waiting?, Never>], [CheckedContinuation<Void, Never>]) in
+        let (consumers, rooms) = state.withLock { s -> ([UnsafeContinuation<Waiting?, Never>], [UnsafeContinuation<Void, Never>]) in
             s.closed = true
-            var consumers: [CheckedContinuation<Waiting?, Never>] = []
-            var rooms: [CheckedContinuation<Void, Never>] = []
+            var consumers: [UnsafeContinuation<Waiting?, Never>] = []
+            var rooms: [UnsafeContinuation<Void, Never>] = []
             for i in s.lanes.indices {
                 if let c = s.lanes[i].consumer { consumers.append(c) }
                 s.lanes[i].consumer = nil

@@ -103,6 +103,26 @@ import VirtualDriver
         #expect(handled.withLock { $0.count } == 3)
     }
 
+    /// A lane that has drained keeps no buffer: the reports it handled (their strings, activation
+    /// lists and continuations) are not held on to, so an idle hub's lanes hold no memory.
+    @Test func aDrainedReportLaneHoldsNoBuffer() async throws {
+        let lanes = DriverReportLanes(laneCount: 1, capacity: 256) {}
+        let reporters = (0..<100).map { i in
+            Task {
+                await lanes.submit(.init(device: "m", driver: "meter", observation: .reading(quantity: .power, value: Double(i), measuredAt: t0)))
+            }
+        }
+        try await waitUntil("the reports queued") { lanes.waiting == 100 }
+        #expect(lanes.bufferedSlots >= 100)
+        let handled = Atomic<Int>(0)
+        let consumer = Task { await lanes.consume(0) { _ in handled.add(1, ordering: .relaxed) } }
+        for reporter in reporters { await reporter.value }
+        #expect(handled.load(ordering: .relaxed) == 100 && lanes.waiting == 0)
+        #expect(lanes.bufferedSlots == 0)
+        lanes.close()
+        await consumer.value
+    }
+
     /// Removing a device cancels its driver's task: the plug sees its connection closed, and a
     /// device registered again gets a new driver.
     @Test func aRemovedDevicesDriverIsCancelled() async throws {

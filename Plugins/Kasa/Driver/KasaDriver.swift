@@ -94,41 +94,51 @@ public final class KasaDriver: Driver {
         gate.open(context)
         let client = client
         await withTaskCancellationHandler {
-            var nextPoll = ContinuousClock.now
-            while !Task.isCancelled {
-                let readBackAt = state.withLock { $0.readBackAt }
-                await wakeup.wait(until: min(nextPoll, readBackAt ?? nextPoll))
-                if Task.isCancelled { break }
-                let now = ContinuousClock.now
-                let readBackDue = state.withLock { s -> Bool in
-                    guard let at = s.readBackAt, at <= now else { return false }
-                    s.readBackAt = nil
-                    s.readingBack = true
-                    return true
-                }
-                let pollDue = nextPoll <= now
-                guard readBackDue || pollDue else { continue }
-                // The round (the read-back, the poll) runs in a child task that ends with it: a task
-                // keeps the memory of its deepest calls until it ends, so the run task, which lives
-                // as long as the device, keeps only this loop's frames.
-                let wait = await withTaskGroup(of: Double?.self) { group in
-                    group.addTask {
-                        if readBackDue {
-                            await self.readBack()
-                            self.state.withLock { $0.readingBack = false }
-                        }
-                        return pollDue ? await self.poll() : nil
-                    }
-                    return await group.next() ?? nil
-                }
-                if let wait { nextPoll = .now + .seconds(wait) } else if pollDue { break }
-            }
+            await pollLoop()
         } onCancel: {
             client.cancelRequests()
         }
         state.withLock { $0.stopped = true }
         await client.shutDown()
         await gate.close()
+    }
+
+    /// Waits for the next poll or read-back and does it, until cancelled (or stopped).
+    private func pollLoop() async {
+        var nextPoll = ContinuousClock.now
+        while !Task.isCancelled {
+            let readBackAt = state.withLock { $0.readBackAt }
+            await wakeup.wait(until: min(nextPoll, readBackAt ?? nextPoll))
+            if Task.isCancelled { break }
+            let now = ContinuousClock.now
+            let readBackDue = state.withLock { s -> Bool in
+                guard let at = s.readBackAt, at <= now else { return false }
+                s.readBackAt = nil
+                s.readingBack = true
+                return true
+            }
+            let pollDue = nextPoll <= now
+            guard readBackDue || pollDue else { continue }
+            let wait = await round(readBack: readBackDue, poll: pollDue)
+            if let wait { nextPoll = .now + .seconds(wait) } else if pollDue { break }
+        }
+    }
+
+    /// One round (the read-back, the poll) in a child task that ends with it: a task keeps the
+    /// memory of its deepest calls until it ends, so the run task, which lives as long as the
+    /// device, keeps only the loop's frames. Returns the poll's wait before the next (nil: none).
+    @inline(never)
+    private func round(readBack readBackDue: Bool, poll pollDue: Bool) async -> Double? {
+        await withTaskGroup(of: Double?.self) { group in
+            group.addTask {
+                if readBackDue {
+                    await self.readBack()
+                    self.state.withLock { $0.readingBack = false }
+                }
+                return pollDue ? await self.poll() : nil
+            }
+            return await group.next() ?? nil
+        }
     }
 
     /// Switches the relay and reports the state the plug confirms.

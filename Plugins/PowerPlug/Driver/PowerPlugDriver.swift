@@ -205,32 +205,42 @@ public actor PowerPlugDriver: Driver {
     }
 
     private func setAvailable(_ available: Bool, _ reason: String) async {
-        guard lastAvailable != available else { return }
-        lastAvailable = available
-        await report(.availability(available: available, reason: reason))
+        if let change = availability(available, reason) { await report(change) }
     }
 
-    private func handle(_ message: PlugMessage) async {
+    /// The availability report when it changes, else nil.
+    private func availability(_ available: Bool, _ reason: String) -> Observation? {
+        guard lastAvailable != available else { return nil }
+        lastAvailable = available
+        return .availability(available: available, reason: reason)
+    }
+
+    /// Takes one message in and returns what to report, in order (usually nothing: a status that
+    /// changed nothing). Synchronous, so the session's long-lived task keeps no frame of it: a task
+    /// keeps the memory of its deepest calls until it ends.
+    private func take(_ message: PlugMessage) -> [Observation] {
         switch message {
         case .status(let manual, let on):
+            var reports: [Observation] = []
             if !sawStatus {
                 sawStatus = true
-                await setAvailable(true, "connected to \(address)")
+                if let change = availability(true, "connected to \(address)") { reports.append(change) }
             }
             // The status after a switch command confirms it even when nothing changed (ON while
             // already on): report it, so the hub can close the pending command.
             if lastSwitch?.on != on || lastSwitch?.manual != manual || switchSent {
                 switchSent = false
                 lastSwitch = (on, manual)
-                await report(.switchState(on: on, manual: manual))
+                reports.append(.switchState(on: on, manual: manual))
             }
+            return reports
         case .activations(let slots):
             // Unasked lists cannot be placed in time; ignore them.
-            guard !pendingLists.isEmpty else { return }
+            guard !pendingLists.isEmpty else { return [] }
             let generation = pendingLists.removeFirst()
-            guard generation == writeGeneration else { return }  // read before a later write: stale
+            guard generation == writeGeneration else { return [] }  // read before a later write: stale
             plugSlots = slots
-            await report(.activations(slots.compactMap { $0 }))
+            return [.activations(slots.compactMap { $0 })]
         }
     }
 
@@ -284,7 +294,7 @@ public actor PowerPlugDriver: Driver {
         do {
             try await asyncChannel.executeThenClose { inbound in
                 for try await message in inbound {
-                    await handle(message)
+                    for observation in take(message) { await report(observation) }
                     if stopped { break }
                 }
             }
