@@ -109,7 +109,8 @@ import VirtualDriver
         let lanes = DriverReportLanes(laneCount: 1, capacity: 256) {}
         let reporters = (0..<100).map { i in
             Task {
-                await lanes.submit(.init(device: "m", driver: "meter", observation: .reading(quantity: .power, value: Double(i), measuredAt: t0)))
+                await lanes.submit(
+                    .init(device: "m", driver: "meter", observation: .reading(quantity: .power, value: Double(i), measuredAt: t0)))
             }
         }
         try await waitUntil("the reports queued") { lanes.waiting == 100 }
