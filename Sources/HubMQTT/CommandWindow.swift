@@ -21,6 +21,7 @@ public final class CommandWindow: Sendable {
     }
 
     private let inWindow = Atomic<Int>(0)
+    private let refusedTotal = Atomic<Int>(0)
     private let peak = Atomic<Int>(0)
     private let recording = Atomic<Bool>(false)
     private let samples = Mutex<[Sample]>([])
@@ -32,6 +33,8 @@ public final class CommandWindow: Sendable {
     public var current: Int { inWindow.load(ordering: .relaxed) }
     /// The most there were at once since start (or since `resetPeak`).
     public var maximum: Int { peak.load(ordering: .relaxed) }
+    /// Commands refused since start because their lane was full (answered `hub_busy`).
+    public var refusedBusy: Int { refusedTotal.load(ordering: .relaxed) }
     /// Restarts `maximum` from the commands in the window now.
     public func resetPeak() { peak.store(inWindow.load(ordering: .relaxed), ordering: .relaxed) }
 
@@ -62,6 +65,7 @@ public final class CommandWindow: Sendable {
     /// A command its lane could not take (answered `hub_busy`): it leaves the window unrun.
     func refused() {
         inWindow.wrappingSubtract(1, ordering: .relaxed)
+        refusedTotal.wrappingAdd(1, ordering: .relaxed)
     }
 
     func finished(

@@ -55,7 +55,7 @@ public actor MQTTSurface {
     /// Commands one lane holds at most (`mqtt_command_lane`): a command that finds its lane full is
     /// answered `hub_busy` (retryable: nothing was carried out) and counted in
     /// `hub_queue_overflow_total{queue="mqtt_command_lane"}`; none is dropped unanswered.
-    static let laneCapacity = 1024
+    package static let laneCapacity = 1024
     /// Counters for the operator.
     private nonisolated let ignoredRetainedCount = Counter()
     /// Retained messages ignored on command topics since start (a retained command is never run).

@@ -87,15 +87,31 @@ struct AuditBench: AsyncParsableCommand {
                 "| \(i + 1) | \(withTree ? "yes" : "no") | \(rate(result.sequential.appendsPerSecond)) | \(rate(result.concurrent.appendsPerSecond)) |"
             )
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted(), mid = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+        }
         for (name, pick) in [
             ("1 writer", { (r: LogBenchmarkResult) in r.sequential.appendsPerSecond ?? 0 }),
             ("\(writers) writers", { (r: LogBenchmarkResult) in r.concurrent.appendsPerSecond ?? 0 })
         ] {
             let without = median(rows.filter { !$0.0 }.map { pick($0.1) }), with = median(rows.filter { $0.0 }.map { pick($0.1) })
+            // Each run with the tree against the mean of the runs without it just before and after:
+            // the machine's drift over the whole series cancels out.
+            var paired: [Double] = []
+            for (i, row) in rows.enumerated() where row.0 {
+                let beside = [i - 1, i + 1].filter { rows.indices.contains($0) && !rows[$0].0 }.map { pick(rows[$0].1) }
+                guard !beside.isEmpty else { continue }
+                paired.append(pick(row.1) / (beside.reduce(0, +) / Double(beside.count)) - 1)
+            }
             print(
                 "\(name): median \(rate(with)) appends/s with the tree, \(rate(without)) without: "
-                    + String(format: "%+.1f %%", (with / without - 1) * 100))
+                    + String(format: "%+.1f %%", (with / without - 1) * 100)
+                    + (paired.isEmpty
+                        ? ""
+                        : String(
+                            format: "; against the runs beside each: median %+.1f %% (%d runs, %+.1f to %+.1f %%)",
+                            median(paired) * 100, paired.count, paired.min()! * 100, paired.max()! * 100)))
         }
         print("")
     }

@@ -387,8 +387,9 @@ struct MQTTBench: AsyncParsableCommand {
         var publishedPerMessage: Double
     }
 
-    /// Commands the ingest's publishers keep unanswered at most, together.
-    static let ingestWindow = 8_192
+    /// Commands the ingest's publishers keep unanswered at most, together: no more than one command
+    /// lane holds, so no lane can overflow and answer `hub_busy`, however the commands fall.
+    static let ingestWindow = MQTTSurface.laneCapacity
 
     func ingestRate(port: Int, service: HubService) async throws -> IngestRates {
         guard let surface = service.surface else { throw HubError.failed("the hub has no MQTT surface") }
@@ -401,7 +402,7 @@ struct MQTTBench: AsyncParsableCommand {
         let total = UInt64(perPublisher * publishers)
         let start = ContinuousClock.now
         // The publishers keep at most `ingestWindow` commands unanswered, as clients waiting for
-        // answers do: the hub's command lanes hold 1,024 each and answer `hub_busy` beyond that.
+        // answers do: a command lane holds 1,024 and answers `hub_busy` beyond that.
         let sent = SentCount()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (p, c) in clients.enumerated() {
@@ -431,7 +432,8 @@ struct MQTTBench: AsyncParsableCommand {
             }
         }
         try await wait(until: { service.hub.store.lastSequence >= base + total }, "logging") {
-            "\(service.hub.store.lastSequence - base) of \(total) events durable"
+            "\(service.hub.store.lastSequence - base) of \(total) events durable (\(surface.commandWindow.refusedBusy) refused hub_busy, "
+                + "\(surface.client.traffic.dropped) dropped by the MQTT client)"
         }
         let durable = (ContinuousClock.now - start).inSeconds
         try await wait(
