@@ -13,3 +13,16 @@ int hub_name_this_thread(const char *name) {
     return pthread_setname_np(pthread_self(), shortened);
 #endif
 }
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+int hub_this_thread_id(void) {
+#if defined(__linux__)
+    return (int)syscall(SYS_gettid);
+#else
+    return -1;
+#endif
+}

@@ -13,8 +13,8 @@ import ServiceLifecycle
 /// `<base>/audit/head` (docs/audit.md). A tree that is not this log's (a restored older backup) is
 /// set aside and rebuilt, and said. The audit never stops the hub: a fault is said and the hub runs
 /// on without new heads. The tree's work (rendering each record's leaf, hashing, writing) runs on
-/// the ``IdleExecutor``'s thread, which the kernel runs only when no other thread wants the CPU: the
-/// tree follows the log when the hub has time, and never slows an append or a command.
+/// the ``LowPriorityExecutor``'s thread (nice 19): the tree follows the log with the CPU the hub
+/// leaves, and takes little from an append or a command.
 package struct AuditHeads: Service {
     let store: any EventStore
     let dataDirectory: String
@@ -34,7 +34,7 @@ package struct AuditHeads: Service {
     }
 
     package func run() async throws {
-        try await withTaskExecutorPreference(IdleExecutor.shared) { try await follow() }
+        try await withTaskExecutorPreference(LowPriorityExecutor.shared) { try await follow() }
     }
 
     private func follow() async throws {

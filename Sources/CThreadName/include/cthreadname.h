@@ -6,4 +6,8 @@
 /// Foundation's `Thread.name` does not reach the system's name on Linux.
 int hub_name_this_thread(const char *name);
 
+/// The calling thread's kernel id on Linux (what `setpriority(PRIO_PROCESS, id, ...)` takes to
+/// change that thread alone); -1 elsewhere. Swift's Glibc module does not show `gettid`.
+int hub_this_thread_id(void);
+
 #endif

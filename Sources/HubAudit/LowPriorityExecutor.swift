@@ -6,21 +6,20 @@ import Synchronization
 import Glibc
 #endif
 
-/// A task executor with one thread of its own that the kernel runs only when no other thread wants
-/// the CPU (Linux `SCHED_IDLE`; elsewhere the lowest priority it grants): for work that must follow
-/// the hub but never slow what a client waits on, such as the audit tree following the log.
+/// A task executor with one thread of its own at the lowest priority (nice 19): the kernel gives it
+/// the CPU that other threads leave, and a small share when they want it all. For work that must
+/// follow the hub but not slow what a client waits on, such as the audit tree following the log.
 ///
 /// Run a task's work on it with `withTaskExecutorPreference(executor) { ... }`; the nonisolated
 /// async functions it calls (reading the log, hashing) run on its thread. On a machine that never
-/// idles the work waits (the kernel still gives an idle thread a sliver now and then, so it is
-/// late, never starved for good).
-public final class IdleExecutor: TaskExecutor, @unchecked Sendable {  // jobs are only touched under `lock`
+/// idles the work is late, never starved.
+public final class LowPriorityExecutor: TaskExecutor, @unchecked Sendable {  // jobs are only touched under `lock`
     private let lock = NSCondition()
     private var jobs: [UnownedJob] = []
-    private let scheduling = Atomic<Int>(0)  // 0 not yet known, 1 idle class, 2 refused
+    private let scheduling = Atomic<Int>(0)  // 0 not yet known, 1 lowered, 2 refused
 
     /// One executor for the process, its thread started on first use.
-    public static let shared = IdleExecutor(name: "hub-idle")
+    public static let shared = LowPriorityExecutor(name: "hub-low-prio")
 
     /// Starts the executor's thread.
     ///
@@ -29,9 +28,9 @@ public final class IdleExecutor: TaskExecutor, @unchecked Sendable {  // jobs ar
         Thread { [self] in run(name: name) }.start()
     }
 
-    /// Whether the thread runs in the idle scheduling class: nil until it has started, false where
-    /// the system refused it (then it runs at the normal priority).
-    public var idleClass: Bool? {
+    /// Whether the thread runs at the lowest priority: nil until it has started, false where the
+    /// system refused it (then it runs at the normal priority).
+    public var lowered: Bool? {
         switch scheduling.load(ordering: .acquiring) {
         case 1: true
         case 2: false
@@ -62,13 +61,14 @@ public final class IdleExecutor: TaskExecutor, @unchecked Sendable {  // jobs ar
         }
     }
 
-    /// Puts the calling thread in the idle scheduling class (Linux); returns whether it took.
+    /// Gives the calling thread the lowest priority (nice 19, on Linux per thread); returns whether
+    /// it took. Not the `SCHED_IDLE` class: a thread of that class can be kept off the CPU for as
+    /// long as others want it, and one holding a lock (the log's, while it reads) would hold up
+    /// the threads that need it. At nice 19 it still gets a small share.
     private static func lowerThisThread() -> Bool {
         #if os(Linux)
-        var param = sched_param()
-        param.sched_priority = 0
-        // SCHED_IDLE is 5 on Linux; Glibc does not always export the constant to Swift.
-        return sched_setscheduler(0, 5, &param) == 0
+        let thread = id_t(hub_this_thread_id())
+        return setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, 19) == 0
         #else
         return false
         #endif
