@@ -405,6 +405,8 @@ struct MQTTBench: AsyncParsableCommand {
         // The publishers keep at most `ingestWindow` commands unanswered, as clients waiting for
         // answers do: a command lane holds 1,024 and answers `hub_busy` beyond that.
         let sent = SentCount()
+        let refusedBefore = surface.commandWindow.refusedBusy
+        var refused: UInt64 { UInt64(surface.commandWindow.refusedBusy - refusedBefore) }
         // Answers other than ok, by code (a refusal is said, never waited for).
         let answerWatch = try await Bench.client(port, "bench-ingest-answers", subscribe: ["hub/response/#"])
         let codes = Mutex<[String: Int]>([:])
@@ -444,8 +446,6 @@ struct MQTTBench: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(1))
             }
         }
-        let refusedBefore = surface.commandWindow.refusedBusy
-        var refused: UInt64 { UInt64(surface.commandWindow.refusedBusy - refusedBefore) }
         try await wait(until: { service.hub.store.lastSequence + refused >= base + total }, "logging") {
             "\(service.hub.store.lastSequence - base) of \(total) events durable (\(refused) refused hub_busy, "
                 + "\(surface.client.traffic.dropped) dropped by the MQTT client; answers not ok: \(codes.withLock { $0 }))"
@@ -453,7 +453,7 @@ struct MQTTBench: AsyncParsableCommand {
         let durable = (ContinuousClock.now - start).inSeconds
         if refused > 0 { Console.note("bench: ingest: \(refused) of \(total) commands were refused (hub_busy) and not sent again") }
         try await wait(
-            until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged >= base + total }, "answering"
+            until: { surface.answered - answeredBefore >= Int(total) && surface.eventsAcknowledged + refused >= base + total }, "answering"
         ) {
             "\(surface.answered - answeredBefore) answered, \(surface.eventsAcknowledged - min(base, surface.eventsAcknowledged)) events acknowledged (\(surface.eventsInFlight) in flight)"
         }
