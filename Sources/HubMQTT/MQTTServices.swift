@@ -66,7 +66,7 @@ struct MQTTCommandDispatch: Service {
         }
         await withTaskGroup(of: Void.self) { group in
             for stream in streams {
-                group.addTask { for await work in stream { await surface.handle(work) } }
+                group.addTask { await CommandLane(surface: surface).run(stream) }
             }
             // Stop taking messages at shutdown; the lanes finish what they hold, each answered.
             // The stream is read directly in a task that graceful shutdown cancels, not through

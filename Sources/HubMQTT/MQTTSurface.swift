@@ -517,6 +517,18 @@ public actor MQTTSurface {
         var parsed: RequestParser.ParsedCommand
         /// The client of a command under `<base>/from/<client>/`; nil for the plain topics.
         var client: String? = nil
+
+        /// What the command is about (its first serialization key; the topic for a message without
+        /// commands): its lane, and what it waits behind in the lane.
+        var entity: Entity {
+            if let command = parsed.commands.first { .key(Hub.serializationKeys(command)[0]) } else { .topic(message.topic) }
+        }
+    }
+
+    /// What a command is about, for its lane: commands on one entity run in arrival order.
+    enum Entity: Hashable, Sendable {
+        case key(Hub.SerializationKey)
+        case topic(String)
     }
 
     /// Routes and parses a message (in arrival order), answers what is malformed at once, and hands
@@ -573,11 +585,10 @@ public actor MQTTSurface {
             respond(AnswerJSON.error(error), to: message, route: route, client: client)
             return
         }
-        var hasher = Hasher()
-        if let command = parsed.commands.first { hasher.combine(Hub.serializationKeys(command)[0]) } else { hasher.combine(message.topic) }
-        let lane = Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes.count))
+        let work = Work(message: message, route: route, parsed: parsed, client: client)
+        let lane = Int(UInt(bitPattern: work.entity.hashValue) % UInt(lanes.count))
         commandWindow.queued()
-        if case .dropped = lanes[lane].yield(Work(message: message, route: route, parsed: parsed, client: client)) {
+        if case .dropped = lanes[lane].yield(work) {
             commandWindow.refused()
             hub.metrics.queueOverflowed("mqtt_command_lane")
             respond(
