@@ -16,11 +16,11 @@ struct CommandLane {
 
     /// Runs the lane until its stream finishes, then until every command it took is answered.
     func run(_ stream: AsyncStream<MQTTSurface.Work>) async {
-        let held = HeldCommands()
+        let held = HeldCommands<MQTTSurface.Work, MQTTSurface.Entity>()
         await withDiscardingTaskGroup { group in
             for await work in stream {
                 await held.waitForRoom(below: Self.inFlight)
-                guard held.take(work) else { continue }  // queued behind one on its entity
+                guard held.take(work, on: work.entity) else { continue }  // queued behind one on its entity
                 group.addTask {
                     var next: MQTTSurface.Work? = work
                     while let current = next {
@@ -35,31 +35,31 @@ struct CommandLane {
 
 /// The commands a lane holds: which entities have one running, what waits behind them, and the
 /// lane's reader waiting for room.
-final class HeldCommands: Sendable {
+final class HeldCommands<Command: Sendable, Entity: Hashable & Sendable>: Sendable {
     private struct State {
         var count = 0
-        var running: Set<MQTTSurface.Entity> = []
-        var waiting: [MQTTSurface.Entity: [MQTTSurface.Work]] = [:]
+        var running: Set<Entity> = []
+        var waiting: [Entity: [Command]] = [:]
         var reader: CheckedContinuation<Void, Never>?
     }
     private let state = Mutex(State())
 
-    /// Takes `work`: true when nothing on its entity runs (the caller runs it), false when it was
-    /// queued behind the command that does.
-    func take(_ work: MQTTSurface.Work) -> Bool {
+    /// Takes `command`: true when nothing on its entity runs (the caller runs it), false when it
+    /// was queued behind the command that does.
+    func take(_ command: Command, on entity: Entity) -> Bool {
         state.withLock { s in
             s.count += 1
-            if s.running.insert(work.entity).inserted { return true }
-            s.waiting[work.entity, default: []].append(work)
+            if s.running.insert(entity).inserted { return true }
+            s.waiting[entity, default: []].append(command)
             return false
         }
     }
 
     /// A command on `entity` was answered: the next one waiting on it, if any (to run now).
-    func finished(_ entity: MQTTSurface.Entity, below limit: Int) -> MQTTSurface.Work? {
-        let (next, reader) = state.withLock { s -> (MQTTSurface.Work?, CheckedContinuation<Void, Never>?) in
+    func finished(_ entity: Entity, below limit: Int) -> Command? {
+        let (next, reader) = state.withLock { s -> (Command?, CheckedContinuation<Void, Never>?) in
             s.count -= 1
-            var next: MQTTSurface.Work? = nil
+            var next: Command? = nil
             if var queue = s.waiting[entity], !queue.isEmpty {
                 next = queue.removeFirst()
                 s.waiting[entity] = queue.isEmpty ? nil : queue
