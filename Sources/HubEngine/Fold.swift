@@ -44,58 +44,30 @@ extension Hub {
 
 /// Decodes record views into events, reusing the strings of the few types and actors a log has.
 struct FoldReader {
-    private var types = EventTypeCache()
-    private var actors = AttributionCache()
+    /// Each distinct event type's name and what it names.
+    private var types = ByteKeyedCache<(name: String, known: EventType?)>()
+    /// Each distinct actor field split into who and why.
+    private var actors = ByteKeyedCache<Attribution>()
     private(set) var unreadable = 0
 
     /// The event and its context; nil (counted) for an event this hub version cannot read.
     mutating func decode(_ view: RecordView) -> (HubEvent, EventContext)? {
-        let type = types.type(for: view.typeBytes)
+        let type = types.value(for: view.typeBytes) { bytes in
+            let name = String(decoding: bytes, as: UTF8.self)
+            return (name, EventType(rawValue: name))
+        }
         do {
             let event = try HubEvent.decode(type: type.name, as: type.known, schemaVersion: view.schemaVersion, payload: view.payload)
             return (
                 event,
                 EventContext(
                     sequence: view.sequence, timestamp: view.timestamp,
-                    attribution: actors.attribution(for: view.actorBytes), commandId: view.commandId)
+                    attribution: actors.value(for: view.actorBytes) { Attribution(stored: String(decoding: $0, as: UTF8.self)) },
+                    commandId: view.commandId)
             )
         } catch {
             unreadable += 1
             return nil
         }
-    }
-}
-
-/// A record's actor field split into who and why (``Attribution``), once per distinct field in the
-/// log (a handful, repeated millions of times on replay).
-struct AttributionCache {
-    private var entries: [(bytes: [UInt8], attribution: Attribution)] = []
-
-    mutating func attribution(for bytes: UnsafeRawBufferPointer) -> Attribution {
-        for entry in entries where entry.bytes.count == bytes.count {
-            if bytes.isEmpty || entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
-                return entry.attribution
-            }
-        }
-        let attribution = Attribution(stored: String(decoding: bytes, as: UTF8.self))
-        if entries.count < 64 { entries.append((Array(bytes), attribution)) }
-        return attribution
-    }
-}
-
-/// An event type's name and what it names, looked up once per distinct name in the log.
-struct EventTypeCache {
-    private var entries: [(bytes: [UInt8], name: String, known: EventType?)] = []
-
-    mutating func type(for bytes: UnsafeRawBufferPointer) -> (name: String, known: EventType?) {
-        for entry in entries where entry.bytes.count == bytes.count {
-            if bytes.isEmpty || entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
-                return (entry.name, entry.known)
-            }
-        }
-        let name = String(decoding: bytes, as: UTF8.self)
-        let known = EventType(rawValue: name)
-        if entries.count < 64 { entries.append((Array(bytes), name, known)) }
-        return (name, known)
     }
 }

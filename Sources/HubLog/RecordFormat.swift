@@ -294,10 +294,10 @@ func memcmpEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bo
     return true
 }
 
-/// Reuses the String for byte sequences seen before (event types, actors: a handful of distinct
-/// values repeated millions of times on replay), so replay does not build each one anew.
-public struct StringCache {
-    private var entries: [(bytes: [UInt8], string: String)] = []
+/// Reuses what was made of a byte sequence seen before (event types, actor fields: a handful of
+/// distinct values repeated millions of times on replay), so replay does not make each one anew.
+public struct ByteKeyedCache<Value> {
+    private var entries: [(bytes: [UInt8], value: Value)] = []
     private let capacity: Int
 
     /// Makes an empty cache.
@@ -305,16 +305,14 @@ public struct StringCache {
     /// - Parameter capacity: How many distinct byte sequences to remember.
     public init(capacity: Int = 64) { self.capacity = capacity }
 
-    /// The string for `bytes` (UTF-8), made once per distinct value.
-    ///
-    /// - Parameter bytes: UTF-8 bytes, e.g. a record view's type or actor.
-    /// - Returns: The decoded string.
-    public mutating func string(for bytes: UnsafeRawBufferPointer) -> String {
+    /// The value for `bytes`, made by `make` once per distinct byte sequence (pass the same `make`
+    /// for every call on one cache).
+    public mutating func value(for bytes: UnsafeRawBufferPointer, _ make: (UnsafeRawBufferPointer) -> Value) -> Value {
         for entry in entries where entry.bytes.count == bytes.count {
-            if entry.bytes.withUnsafeBytes({ memcmpEqual($0, bytes) }) { return entry.string }
+            if entry.bytes.withUnsafeBytes({ memcmpEqual($0, bytes) }) { return entry.value }
         }
-        let string = String(decoding: bytes, as: UTF8.self)
-        if entries.count < capacity { entries.append((Array(bytes), string)) }
-        return string
+        let value = make(bytes)
+        if entries.count < capacity { entries.append((Array(bytes), value)) }
+        return value
     }
 }
