@@ -407,18 +407,6 @@ struct MQTTBench: AsyncParsableCommand {
         let sent = SentCount()
         let refusedBefore = surface.commandWindow.refusedBusy
         var refused: UInt64 { UInt64(surface.commandWindow.refusedBusy - refusedBefore) }
-        // Answers other than ok, by code (a refusal is said, never waited for).
-        let answerWatch = try await Bench.client(port, "bench-ingest-answers", subscribe: ["hub/response/#"])
-        let codes = Mutex<[String: Int]>([:])
-        let answerReader = Task {
-            for await m in answerWatch.messages {
-                let text = String(decoding: m.payload, as: UTF8.self)
-                guard !text.hasPrefix(#"{"status":"ok""#) else { continue }
-                let code = text.range(of: #""code":""#).map { text[$0.upperBound...].prefix { $0 != "\"" } }.map(String.init) ?? text
-                codes.withLock { $0[code, default: 0] += 1 }
-            }
-        }
-        defer { answerReader.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (p, c) in clients.enumerated() {
                 group.addTask {
@@ -448,7 +436,7 @@ struct MQTTBench: AsyncParsableCommand {
         }
         try await wait(until: { service.hub.store.lastSequence + refused >= base + total }, "logging") {
             "\(service.hub.store.lastSequence - base) of \(total) events durable (\(refused) refused hub_busy, "
-                + "\(surface.client.traffic.dropped) dropped by the MQTT client; answers not ok: \(codes.withLock { $0 }))"
+                + "\(surface.answered - answeredBefore) answered, \(surface.client.traffic.dropped) dropped by the MQTT client)"
         }
         let durable = (ContinuousClock.now - start).inSeconds
         if refused > 0 { Console.note("bench: ingest: \(refused) of \(total) commands were refused (hub_busy) and not sent again") }
