@@ -71,3 +71,30 @@ struct FoldReader {
         }
     }
 }
+
+/// Reuses what was made of a byte sequence seen before (event types, actor fields: a handful of
+/// distinct values repeated millions of times on replay), so replay does not make each one anew.
+/// Internal to the engine, so that the replay's loop is specialized for each `Value` (a generic
+/// cache in another module ran unspecialized: every lookup copied its entries through their
+/// metadata, and replay fell to about two thirds of its rate).
+struct ByteKeyedCache<Value> {
+    private var entries: [(bytes: [UInt8], value: Value)] = []
+    private let capacity: Int
+
+    /// - Parameter capacity: How many distinct byte sequences to remember.
+    init(capacity: Int = 64) { self.capacity = capacity }
+
+    /// The value for `bytes`, made by `make` once per distinct byte sequence (pass the same `make`
+    /// for every call on one cache).
+    @inline(__always)
+    mutating func value(for bytes: UnsafeRawBufferPointer, _ make: (UnsafeRawBufferPointer) -> Value) -> Value {
+        for index in entries.indices where entries[index].bytes.count == bytes.count {
+            let same =
+                bytes.isEmpty || entries[index].bytes.withUnsafeBytes { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+            if same { return entries[index].value }
+        }
+        let value = make(bytes)
+        if entries.count < capacity { entries.append((Array(bytes), value)) }
+        return value
+    }
+}

@@ -293,26 +293,3 @@ func memcmpEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bo
     for i in 0..<a.count where a[i] != b[i] { return false }
     return true
 }
-
-/// Reuses what was made of a byte sequence seen before (event types, actor fields: a handful of
-/// distinct values repeated millions of times on replay), so replay does not make each one anew.
-public struct ByteKeyedCache<Value> {
-    private var entries: [(bytes: [UInt8], value: Value)] = []
-    private let capacity: Int
-
-    /// Makes an empty cache.
-    ///
-    /// - Parameter capacity: How many distinct byte sequences to remember.
-    public init(capacity: Int = 64) { self.capacity = capacity }
-
-    /// The value for `bytes`, made by `make` once per distinct byte sequence (pass the same `make`
-    /// for every call on one cache).
-    public mutating func value(for bytes: UnsafeRawBufferPointer, _ make: (UnsafeRawBufferPointer) -> Value) -> Value {
-        for entry in entries where entry.bytes.count == bytes.count {
-            if entry.bytes.withUnsafeBytes({ memcmpEqual($0, bytes) }) { return entry.value }
-        }
-        let value = make(bytes)
-        if entries.count < capacity { entries.append((Array(bytes), value)) }
-        return value
-    }
-}
