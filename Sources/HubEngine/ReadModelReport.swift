@@ -6,16 +6,19 @@ public enum ReadModelReport {
     static func number(_ value: Double?) -> JSONValue { value.map { .number($0) } ?? .null }
     static func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
 
-    /// The owner contact data as `hub replay --json` shows it: opened with the vault's key, or
-    /// `"erased"` once the key is gone.
+    /// The owner contact data as `hub replay --json` shows it: opened with the vault's key,
+    /// `"erased"` once the key is gone, `"unreadable: ..."` (why) when the key or the value cannot be read.
     static func owner(_ animal: AnimalRecord, vault: OwnerDataVault?) -> JSONValue {
         let a = animal.admission
         guard a.ownerName != nil || a.ownerAddress != nil || a.ownerPhone != nil else { return .null }
         guard let vault else { return .string("sealed") }
-        let name = vault.open(a.ownerName, animal: a.animal), address = vault.open(a.ownerAddress, animal: a.animal)
-        let phone = vault.open(a.ownerPhone, animal: a.animal)
-        if animal.ownerErased || (name == nil && address == nil && phone == nil) { return .string("erased") }
-        return .object([("name", text(name)), ("address", text(address)), ("phone", text(phone))])
+        if animal.ownerErased { return .string("erased") }
+        switch vault.owner(of: a) {
+        case .opened(let name, let address, let phone)?:
+            return .object([("name", text(name)), ("address", text(address)), ("phone", text(phone))])
+        case .unreadable(let why)?: return .string("unreadable: " + why)
+        case .keyMissing?, nil: return .string("erased")
+        }
     }
 
     /// The read models as one JSON object; owner data is opened with `vault` when given, else shown sealed.

@@ -328,6 +328,21 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
+    @Test func ownerDataWhoseKeyCannotBeReadSaysSo() async throws {
+        let hub = try await ConsoleHub.start()
+        try await hub.exec(
+            #"{"command":"admit_animal","id":"rex","name":"Rex","species":"dog","weight_kg":23.5,"beacon":"1de4b189115e45f6b44e5093522699a1","owner_name":"Ana Lima"}"#
+        )
+        let path = hub.dataDirectory + "/keys/animal-rex.key"
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
+        let page = try await hub.get("/animals/rex").body
+        #expect(!page.contains("None recorded.") && !page.contains("Erased"))
+        #expect(page.contains("Cannot be shown: the owner key \(path) is 3 bytes, not 32"), "\(page)")
+        try FileManager.default.removeItem(atPath: path)
+        #expect(try await hub.get("/animals/rex").body.contains("Sealed, but its key is not in this hub&#39;s data directory"))
+        try await hub.service.stop()
+    }
+
     @Test func aPageThatFallsBehindIsDroppedAndToldToReload() async throws {
         let feed = ConsoleFeed(capacity: 3)
         let (id, subscription) = try #require(feed.subscribe())

@@ -54,6 +54,30 @@ import Testing
         #expect(verified.records == before + 1)
     }
 
+    /// A key file that cannot be read (damaged, or the disk failing under it) is never replaced by a
+    /// new key, which would make what it sealed unreadable for good; and owner data it cannot open
+    /// is said to be unreadable, not erased.
+    @Test func aKeyThatCannotBeReadIsNeverReplacedNorShownAsErased() async throws {
+        let dir = temporaryDirectory()
+        let hub = try await Hub(paths: HubPaths(dataDirectory: dir))
+        _ = try await hub.execute(.admitAnimal(owner), actor: "test", now: currentMicros())
+        let path = hub.vault.keyPath("rex")
+        let key = try #require(FileManager.default.contents(atPath: path))
+        let damaged = Data(key.prefix(7))
+        try damaged.write(to: URL(fileURLWithPath: path))
+        // Sealing for rex again (a retried admission) needs the key: refused, the file untouched.
+        #expect(throws: (any Error).self) { try hub.vault.seal("Ana Lima", animal: "rex") }
+        #expect(FileManager.default.contents(atPath: path) == damaged)
+        let report = ReadModelReport.json(await hub.state, asOf: "now", vault: hub.vault).serialized()
+        #expect(!report.contains(#""owner":"erased""#), "\(report)")
+        #expect(report.contains(#""owner":"unreadable: the owner key "#) && report.contains("is 7 bytes, not 32"), "\(report)")
+        // The key back in place, the data reads again.
+        try key.write(to: URL(fileURLWithPath: path))
+        let restored = ReadModelReport.json(await hub.state, asOf: "now", vault: hub.vault).serialized()
+        #expect(restored.contains(#""owner":{"name":"Ana Lima","#))
+        try await hub.close()
+    }
+
     @Test func unknownAnimalsCannotBeErased() async throws {
         let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let outcome = try await hub.execute(.eraseOwnerData(id: "ghost"), actor: "test", now: currentMicros())

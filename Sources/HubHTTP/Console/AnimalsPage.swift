@@ -84,7 +84,8 @@ struct AnimalsPage {
 /// whereabouts, vitals charts and entry, discharge.
 struct AnimalPage {
     let animal: AnimalRecord
-    let owner: (name: String?, address: String?, phone: String?)?
+    /// The owner contact data as it reads with this hub's key; nil when none was recorded or it was erased.
+    let owner: OwnerDataVault.Owner?
     let live: (room: String, at: Int64)?
     let heartRate: [SVGChart.Band]
     let temperature: [SVGChart.Band]
@@ -156,15 +157,25 @@ struct AnimalPage {
 
     var ownerCard: HTML {
         let erase = ConsoleFormat.command([("command", "erase_owner_data"), ("id", .string(animal.id))])
-        guard let owner else {
-            let text = animal.ownerErased ? "Erased: the key that sealed it was deleted." : "None recorded."
-            return "<section class=\"card\"><h3>Owner</h3><p class=\"muted\">\(text)</p></section>"
-        }
-        return """
-            <section class="card"><h3>Owner</h3><dl>
-            \(Self.pairs([("Name", owner.name), ("Phone", owner.phone), ("Address", owner.address)]))
-            </dl><button class="danger" data-after="reload" data-confirm="Erase the owner's contact data for good?" data-command="\(erase)">Erase owner data</button></section>
+        let eraseButton: HTML = """
+            <button class="danger" data-after="reload" data-confirm="Erase the owner's contact data for good?" data-command="\(erase)">Erase owner data</button>
             """
+        let note: String
+        switch owner {
+        case .opened(let name, let address, let phone)?:
+            return """
+                <section class="card"><h3>Owner</h3><dl>
+                \(Self.pairs([("Name", name), ("Phone", phone), ("Address", address)]))
+                </dl>\(eraseButton)</section>
+                """
+        case .unreadable(let why)?:
+            return "<section class=\"card\"><h3>Owner</h3><p class=\"error-box\">Cannot be shown: \(why).</p>\(eraseButton)</section>"
+        case .keyMissing?:
+            note = "Sealed, but its key is not in this hub's data directory (keys/animal-\(animal.id).key): it cannot be shown."
+        case nil:
+            note = animal.ownerErased ? "Erased: the key that sealed it was deleted." : "None recorded."
+        }
+        return "<section class=\"card\"><h3>Owner</h3><p class=\"muted\">\(note)</p></section>"
     }
 
     var dischargeCard: HTML {

@@ -35,16 +35,9 @@ extension ConsoleRoutes {
         ).page.response
     }
 
-    /// The owner's contact data opened with the animal's key; nil when there is none or it was erased.
-    func owner(_ animal: AnimalRecord) -> (name: String?, address: String?, phone: String?)? {
-        let a = animal.admission, vault = hub.vault
-        guard !animal.ownerErased else { return nil }
-        let opened = (
-            vault.open(a.ownerName, animal: a.animal), vault.open(a.ownerAddress, animal: a.animal),
-            vault.open(a.ownerPhone, animal: a.animal)
-        )
-        guard opened.0 != nil || opened.1 != nil || opened.2 != nil else { return nil }
-        return opened
+    /// The owner's contact data read with the animal's key; nil when there is none or it was erased.
+    func owner(_ animal: AnimalRecord) -> OwnerDataVault.Owner? {
+        animal.ownerErased ? nil : hub.vault.owner(of: animal.admission)
     }
 
     /// One vital sign's buckets that hold a measurement, each drawn at its bucket's middle.
