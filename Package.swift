@@ -106,6 +106,8 @@ let package = Package(
         .target(name: "DriverTestSupport", dependencies: ["DriverAPI", "MQTT"], path: "Tests/DriverTestSupport"),
         // The history read model's files: fixed-size slots of time-weighted buckets beside the log.
         .target(name: "HubHistory", dependencies: ["HubDomain", "HubLog"]),
+        // When activations run: their windows, next edges and overlaps (pure, over HubDomain's types).
+        .target(name: "HubSchedule", dependencies: ["HubDomain"]),
         // The hub's own measurements: the metric catalog, their recording through swift-metrics and
         // the Prometheus export.
         .target(
@@ -120,7 +122,7 @@ let package = Package(
         .target(
             name: "HubEngine",
             dependencies: [
-                "HubDomain", "HubLog", "HubHistory", "HubMetrics", "DriverAPI",
+                "HubDomain", "HubLog", "HubHistory", "HubSchedule", "HubMetrics", "DriverAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -138,7 +140,7 @@ let package = Package(
         .target(
             name: "HubHTTP",
             dependencies: [
-                "HubEngine", "HubMetrics", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
+                "HubEngine", "HubMetrics", "HubDomain", "HubLog", "HubAudit", "HubSchedule", "DriverAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -199,7 +201,8 @@ let package = Package(
         .testTarget(
             name: "HubAppTests",
             dependencies: [
-                "HubEngine", "HubMetrics", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
+                "HubEngine", "HubMetrics", "HubHistory", "HubSchedule", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit",
+                "DriverAPI",
                 "VirtualDriver",
                 "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
                 "MQTT", "BrokerHarness", "DiskHarness",
@@ -220,7 +223,11 @@ let package = Package(
         // The console as a person uses it: a real hub process, a real broker, a real Chromium.
         .testTarget(name: "BrowserTests", dependencies: ["BrowserHarness", "BrokerHarness", "HubJSON"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BrokerHarness"]),
-        .testTarget(name: "PowerPlugTests", dependencies: ["PowerPlug", "PowerPlugSimulator", "DriverAPI", "DriverTestSupport"]),
+        .testTarget(
+            name: "PowerPlugTests",
+            dependencies: [
+                "PowerPlug", "PowerPlugSimulator", "DriverAPI", "DriverTestSupport", .product(name: "NIOEmbedded", package: "swift-nio")
+            ]),
         .testTarget(name: "KasaTests", dependencies: ["Kasa", "KasaSimulator", "DriverAPI", "DriverTestSupport"]),
         .testTarget(
             name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),

@@ -1,6 +1,7 @@
 import DriverAPI
 import HubDomain
 import HubLog
+import HubSchedule
 import Logging
 import Synchronization
 
@@ -63,51 +64,71 @@ public struct CommandService: Sendable {
         let answer = await answer(
             command, commandId: commandId, actor: Attribution(actor: actor, cause: cause).stored, now: now, durability: durability)
         hub.metrics.answered(answer)
-        if logger.logLevel <= .debug {
-            logger.debug(
-                "command",
-                metadata: [
-                    "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
-                    "cause": "\(cause ?? "-")", "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")"
-                ])
-        }
+        if logger.logLevel <= .debug { logAnswer(answer, to: command, actor: actor, cause: cause) }
         return answer
     }
 
+    // The command path's async functions keep their frames small (the synchronous work, the logging
+    // above all, in functions of their own): a long-lived task that runs commands, such as a driver
+    // report lane's consumer, keeps the memory of its deepest frames until it ends.
+
+    @inline(never)
+    private func logAnswer(_ answer: CommandAnswer, to command: HubCommand, actor: String, cause: String?) {
+        logger.debug(
+            "command",
+            metadata: [
+                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                "cause": "\(cause ?? "-")", "outcome": "\(answer.outcomeName)", "code": "\(answer.rejection?.code ?? "-")"
+            ])
+    }
+
+    @inline(never)
     private func answer(_ command: HubCommand, commandId: String?, actor: String, now: Int64, durability: Durability) async -> CommandAnswer
     {
         if let lease, !lease.mayAct { return .failed(lease.soleWriter ? Self.logUnavailableLease : Self.leaseUnconfirmed) }
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
         do {
-            if HouseholdControl.isMultiDevice(command) {
-                return try await HouseholdControl(hub: hub, confirmTimeout: confirmTimeout).run(command, commandId: commandId, actor: actor)
-            }
+            if HouseholdControl.isMultiDevice(command) { return try await household(command, commandId: commandId, actor: actor) }
             switch try await hub.execute(command, commandId: commandId, actor: actor, now: now, durability: durability) {
             case let .accepted(events, result, duplicate):
-                return .ok(
-                    .object(
-                        [
-                            ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
-                            ("duplicate", .bool(duplicate)),
-                            ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) }))
-                        ] + (await activationConflicts(after: command))))
+                return .ok(.object(Self.acceptedFields(events, result, duplicate) + (await activationConflicts(after: command))))
             case let .rejected(rejection, result, duplicate):
                 return .refused(rejection, seq: result?.lastSequence, duplicate: duplicate)
             }
         } catch {
-            unrecordedCount.add()
-            let rejection = Self.notRecorded(error, soleWriter: lease?.soleWriter == true)
-            // A full disk is said once by the storage watch (and on `<base>/status/storage`), an
-            // unreachable database once by the lease keeper, not once per refused command.
-            let quiet = rejection.code == Self.storageFull || rejection.code == Self.logUnavailable
-            logger.log(
-                level: quiet ? .debug : .error, "a command could not be recorded",
-                metadata: [
-                    "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
-                    "command_id": "\(commandId ?? "-")", "error": "\(error)"
-                ])
-            return .failed(rejection)
+            return .failed(notRecorded(command, commandId: commandId, actor: actor, error))
         }
+    }
+
+    @inline(never)
+    private func household(_ command: HubCommand, commandId: String?, actor: String) async throws -> CommandAnswer {
+        try await HouseholdControl(hub: hub, confirmTimeout: confirmTimeout).run(command, commandId: commandId, actor: actor)
+    }
+
+    /// An accepted command's answer: `seq`, `duplicate` and its events.
+    private static func acceptedFields(_ events: [HubEvent], _ result: AppendResult?, _ duplicate: Bool) -> [(String, JSONValue)] {
+        [
+            ("seq", result.map { .number(Double($0.lastSequence)) } ?? .null),
+            ("duplicate", .bool(duplicate)),
+            ("events", .array(events.map { .object([("type", .string($0.typeName)), ("data", $0.jsonBody())]) }))
+        ]
+    }
+
+    /// A command the log could not take: counted, logged with its cause, and the answer's rejection.
+    @inline(never)
+    private func notRecorded(_ command: HubCommand, commandId: String?, actor: String, _ error: any Error) -> Rejection {
+        unrecordedCount.add()
+        let rejection = Self.notRecorded(error, soleWriter: lease?.soleWriter == true)
+        // A full disk is said once by the storage watch (and on `<base>/status/storage`), an
+        // unreachable database once by the lease keeper, not once per refused command.
+        let quiet = rejection.code == Self.storageFull || rejection.code == Self.logUnavailable
+        logger.log(
+            level: quiet ? .debug : .error, "a command could not be recorded",
+            metadata: [
+                "command": "\(command.name)", "target": "\(command.target ?? "-")", "actor": "\(actor)",
+                "command_id": "\(commandId ?? "-")", "error": "\(error)"
+            ])
+        return rejection
     }
 
     /// The code of a command refused because this hub lost its lease to another instance (hot standby).

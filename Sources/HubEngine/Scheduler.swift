@@ -1,6 +1,7 @@
 import DriverAPI
 import Foundation
 import HubDomain
+import HubSchedule
 import ServiceLifecycle
 
 /// Where the scheduler gets the time: the wall clock, or a test's hand-set clock.

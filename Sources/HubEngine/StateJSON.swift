@@ -1,4 +1,5 @@
 import HubDomain
+import HubSchedule
 
 /// The state as JSON, the same on every surface (the MQTT state topics, the HTTP API, the console's
 /// live updates): pure functions of the read models.

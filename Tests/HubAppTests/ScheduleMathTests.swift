@@ -7,6 +7,7 @@ import Testing
 @testable import HubHTTP
 @testable import HubHistory
 @testable import HubMQTT
+@testable import HubSchedule
 
 /// Unix seconds of a UTC civil time (independent of Foundation: days-from-civil).
 private func utc(_ y: Int, _ m: Int, _ d: Int, _ h: Int = 0, _ mi: Int = 0, _ s: Int = 0) -> Int64 {

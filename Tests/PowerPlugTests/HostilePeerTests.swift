@@ -145,6 +145,28 @@ import Testing
         await peer.stop()
     }
 
+    /// A plug pushes its status on its own (every few seconds): one that crosses a switch command
+    /// on the wire still shows the old state, and is not the command's confirmation.
+    @Test func aStatusThatCrossesASwitchCommandIsNotItsConfirmation() async throws {
+        let peer = try await TestPeer.start { connection in
+            try await connection.send([0x53, 0, 0])
+            while try await connection.received.takeCommand() != .setSwitch(on: true) {}
+            try await connection.send([0x53, 0, 0])  // pushed before the plug took the command in
+            try await connection.send([0x53, 1, 1])  // the switch
+            await sleepForever()
+        }
+        let driver = try makeDriver(port: peer.port)
+        let context = CollectingContext()
+        let running = await Running(driver, context: context)
+        try await context.waitFor("first state") { $0 == .switchState(on: false, manual: false) }
+        try await driver.execute(.setSwitch(on: true))
+        try await context.waitFor("on") { $0 == .switchState(on: true, manual: true) }
+        let states = await context.switchStates
+        #expect(states.map(\.on) == [false, true], "\(states)")
+        await running.stop()
+        await peer.stop()
+    }
+
     @Test func floodOfValidStatusesStaysBounded() async throws {
         let peer = try await TestPeer.start { connection in
             let chunk = [UInt8]((0..<20_000).flatMap { i in [0x53, 0, UInt8(i & 1)] as [UInt8] })

@@ -120,7 +120,8 @@ final class KasaClientHandler: ChannelDuplexHandler {
 
     private var decoder: KasaFrameDecoder
     private let writes: KasaWriteCounter
-    private var waiting = CircularBuffer<KasaPendingRequest>()
+    /// Requests sent and not yet answered (one at a time as the client sends them; room for more).
+    private var waiting = CircularBuffer<KasaPendingRequest>(initialCapacity: 2)
     private var inFlight: (request: KasaPendingRequest, timer: Scheduled<Void>, order: UInt64)?
     private var failure: KasaClientError?
 

@@ -92,19 +92,9 @@ public final class KasaDriver: Driver {
         }
         guard ok else { throw DriverError("kasa driver for \(context.deviceId) already ran") }
         gate.open(context)
-        let client = client
-        await withTaskCancellationHandler {
-            await pollLoop()
-        } onCancel: {
-            client.cancelRequests()
-        }
-        state.withLock { $0.stopped = true }
-        await client.shutDown()
-        await gate.close()
-    }
-
-    /// Waits for the next poll or read-back and does it, until cancelled (or stopped).
-    private func pollLoop() async {
+        // Waits for the next poll or read-back and does it, until cancelled: cancellation ends the
+        // wait at once, and a round's requests (see `round`). The loop is here, not in a function of
+        // its own: the task keeps the memory of its deepest calls as long as the device runs.
         var nextPoll = ContinuousClock.now
         while !Task.isCancelled {
             let readBackAt = state.withLock { $0.readBackAt }
@@ -122,6 +112,10 @@ public final class KasaDriver: Driver {
             let wait = await round(readBack: readBackDue, poll: pollDue)
             if let wait { nextPoll = .now + .seconds(wait) } else if pollDue { break }
         }
+        state.withLock { $0.stopped = true }
+        client.cancelRequests()
+        await client.shutDown()
+        await gate.close()
     }
 
     /// One round (the read-back, the poll) in a child task that ends with it: a task keeps the
@@ -131,11 +125,17 @@ public final class KasaDriver: Driver {
     private func round(readBack readBackDue: Bool, poll pollDue: Bool) async -> Double? {
         await withTaskGroup(of: Double?.self) { group in
             group.addTask {
-                if readBackDue {
-                    await self.readBack()
-                    self.state.withLock { $0.readingBack = false }
+                // The device's task cancelled (the driver stops): the request in progress fails at
+                // once, and every later one, instead of waiting out its timeout and retries.
+                await withTaskCancellationHandler {
+                    if readBackDue {
+                        await self.readBack()
+                        self.state.withLock { $0.readingBack = false }
+                    }
+                    return pollDue ? await self.poll() : nil
+                } onCancel: { [client = self.client] in
+                    client.cancelRequests()
                 }
-                return pollDue ? await self.poll() : nil
             }
             return await group.next() ?? nil
         }

@@ -56,7 +56,12 @@ public struct KasaFrameDecoder: Sendable {
         guard bufferedCount >= total else { return nil }
         let payload = KasaCipher.decrypt(buffer[(b + 4)..<(b + total)])
         readIndex += total
-        if readIndex == buffer.count { buffer.removeAll(keepingCapacity: buffer.capacity <= 4 * 1024); readIndex = 0 }
+        if readIndex == buffer.count {
+            // Drained: the buffer goes (a plug answers a poll every few seconds; between answers
+            // an idle connection holds no receive buffer of its own).
+            buffer = []
+            readIndex = 0
+        }
         return payload
     }
 }

@@ -2,55 +2,48 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Opens the driver's connection: framing and silence watch in the pipeline, wrapped for async reads.
-/// Writes go straight to the channel (in the caller's order), so the async channel has no outbound side.
+/// Opens the driver's connection: framing, silence watch and the connection's ``PlugInbox`` in the
+/// pipeline. Writes go straight to the channel (in the caller's order).
 enum PlugConnector {
-    static func connect(settings: PowerPlugDriver.Settings, group: any EventLoopGroup) async throws -> NIOAsyncChannel<PlugMessage, Never> {
-        let connectTimeout = TimeAmount.nanoseconds(Int64(settings.connectTimeout * 1e9))
-        let slots = settings.slots
-        let readTimeout = TimeAmount.nanoseconds(Int64(settings.readTimeout * 1e9))
-        let host = settings.host
-        let port = settings.port
-        return try await cancellable(
-            operation: {
-                let bootstrap = ClientBootstrap(group: group)
-                    .connectTimeout(connectTimeout)
-                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .channelOption(.socketOption(.so_keepalive), value: 1)
-                    // NIO keeps each connection's receive buffer between reads: 3-byte statuses and
-                    // 291-byte lists need 512 bytes, not the default 2 KiB (it grows if ever needed).
-                    .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
-                return try await bootstrap.connect(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(PlugMessageDecoder(slots: slots, readTimeout: readTimeout))
-                        return try NIOAsyncChannel<PlugMessage, Never>(wrappingChannelSynchronously: channel)
-                    }
-                }
-            },
-            discard: { channel in channel.channel.close(promise: nil) })
-    }
-
-    /// Runs `operation` in its own task but returns (with `CancellationError`) as soon as the caller is
-    /// cancelled; a result that arrives later is handed to `discard`. NIO's connect does not observe
-    /// task cancellation, and `stop()` must not wait for a connect timeout.
-    static func cancellable<T: Sendable>(
-        operation: @escaping @Sendable () async throws -> T,
-        discard: @escaping @Sendable (T) -> Void
-    ) async throws -> T {
-        let race = Race<T>()
-        let inner = Task { try await operation() }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+    /// Connects; returns as soon as the caller is cancelled (with `CancellationError`; a connection
+    /// made later is closed), since NIO's connect does not observe task cancellation and stopping a
+    /// driver must not wait for a connect timeout. No task is made: the connect's future resumes
+    /// the caller, whose task keeps only this small frame (the bootstrap is set up synchronously).
+    static func connect(settings: PowerPlugDriver.Settings, group: any EventLoopGroup) async throws -> (any Channel, PlugInbox) {
+        let (connecting, inbox) = start(settings: settings, group: group)
+        let race = Race<any Channel>()
+        let channel = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Channel, any Error>) in
                 race.wait(continuation)
-                Task {
-                    let result = await inner.result
-                    if !race.finish(with: result), case .success(let value) = result { discard(value) }
+                connecting.whenComplete { result in
+                    if !race.finish(with: result), case .success(let channel) = result { channel.close(promise: nil) }
                 }
             }
         } onCancel: {
-            inner.cancel()
             race.finish(with: .failure(CancellationError()))
         }
+        return (channel, inbox)
+    }
+
+    private static func start(settings: PowerPlugDriver.Settings, group: any EventLoopGroup) -> (EventLoopFuture<any Channel>, PlugInbox) {
+        let slots = settings.slots
+        let readTimeout = TimeAmount.nanoseconds(Int64(settings.readTimeout * 1e9))
+        let inbox = PlugInbox()
+        let connecting = ClientBootstrap(group: group)
+            .connectTimeout(.nanoseconds(Int64(settings.connectTimeout * 1e9)))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.socketOption(.so_keepalive), value: 1)
+            // NIO keeps each connection's receive buffer between reads: 3-byte statuses and
+            // 291-byte lists need 512 bytes, not the default 2 KiB (it grows if ever needed).
+            .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(PlugMessageDecoder(slots: slots, readTimeout: readTimeout))
+                    try channel.pipeline.syncOperations.addHandler(PlugInboxHandler(inbox))
+                }
+            }
+            .connect(host: settings.host, port: settings.port)
+        return (connecting, inbox)
     }
 }
 

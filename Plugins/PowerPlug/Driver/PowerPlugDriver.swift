@@ -2,7 +2,6 @@ import DriverAPI
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// Makes drivers for the seed's TCP Wi-Fi power plug (`"driver": "powerplug"`).
 ///
@@ -87,9 +86,6 @@ public actor PowerPlugDriver: Driver {
     private var context: (any DriverContext)?
     private var started = false
     private var stopped = false
-    /// The open connection, for the cancellation handler of `run` (which runs outside the actor).
-    private nonisolated let openChannel = Mutex<(any Channel)?>(nil)
-
     /// The open connection, if any.
     private var channel: (any Channel)?
     /// Why there is no connection (for "not connected: ..." errors).
@@ -101,8 +97,8 @@ public actor PowerPlugDriver: Driver {
     /// What the plug holds (every slot), as last read back or last written; nil = unknown.
     private var plugSlots: [DeviceActivation?]?
     private var lastSwitch: (on: Bool, manual: Bool)?
-    /// A switch command went out since the last status.
-    private var switchSent = false
+    /// The state a switch command asked for, until a status shows it (nil: none outstanding).
+    private var switchSent: Bool?
     private var lastAvailable: Bool?
     private var sawStatus = false
 
@@ -118,15 +114,22 @@ public actor PowerPlugDriver: Driver {
     // MARK: Driver
 
     /// Connects, follows the plug and reconnects with back-off until cancelled (which closes the
-    /// connection at once).
+    /// connection at once: the session's wait for the plug's next message ends).
     public func run(context: any DriverContext) async throws {
         guard !started else { throw DriverError("powerplug driver for \(context.deviceId) already ran") }
         started = true
         self.context = context
-        await withTaskCancellationHandler {
-            await connectionLoop()
-        } onCancel: {
-            openChannel.withLock { $0 }?.close(promise: nil)
+        // The loop is here, not in a function of its own: the task keeps the memory of its
+        // deepest calls as long as the device runs.
+        var delay = Self.backoffStart
+        while !stopped && !Task.isCancelled {
+            let (good, reason) = await session()
+            if stopped || Task.isCancelled { break }
+            notConnectedReason = reason
+            await setAvailable(false, reason)
+            if good { delay = Self.backoffStart }
+            do { try await Task.sleep(for: .seconds(delay)) } catch { break }
+            delay = min(delay * 2, Self.backoffCap)
         }
         stopped = true
         self.context = nil
@@ -138,7 +141,7 @@ public actor PowerPlugDriver: Driver {
         switch command {
         case .setSwitch(let on):
             let channel = try connectedChannel()
-            switchSent = true
+            switchSent = on
             try await send(try PlugCommand.setSwitch(on: on).encoded(), on: channel)
         case .writeActivations(let list):
             try await writeActivations(list)
@@ -226,10 +229,11 @@ public actor PowerPlugDriver: Driver {
                 sawStatus = true
                 if let change = availability(true, "connected to \(address)") { reports.append(change) }
             }
-            // The status after a switch command confirms it even when nothing changed (ON while
-            // already on): report it, so the hub can close the pending command.
-            if lastSwitch?.on != on || lastSwitch?.manual != manual || switchSent {
-                switchSent = false
+            // The status that shows a switch command's state confirms it even when nothing changed
+            // (ON while already on): report it, so the hub can close the pending command. A status
+            // the plug pushed before it took the command in shows the old state: not a confirmation.
+            if lastSwitch?.on != on || lastSwitch?.manual != manual || switchSent == on {
+                if switchSent == on { switchSent = nil }
                 lastSwitch = (on, manual)
                 reports.append(.switchState(on: on, manual: manual))
             }
@@ -244,38 +248,24 @@ public actor PowerPlugDriver: Driver {
         }
     }
 
-    // MARK: Connection loop
-
-    private func connectionLoop() async {
-        var delay = Self.backoffStart
-        while !stopped && !Task.isCancelled {
-            let (good, reason) = await session()
-            if stopped || Task.isCancelled { break }
-            notConnectedReason = reason
-            await setAvailable(false, reason)
-            if good { delay = Self.backoffStart }
-            do { try await Task.sleep(for: .seconds(delay)) } catch { break }
-            delay = min(delay * 2, Self.backoffCap)
-        }
-    }
+    // MARK: Sessions
 
     /// One connection, from connect to loss. Returns whether the plug spoke (a good session) and why it ended.
     private func session() async -> (good: Bool, reason: String) {
-        let asyncChannel: NIOAsyncChannel<PlugMessage, Never>
+        let connection: (channel: any Channel, inbox: PlugInbox)
         do {
-            asyncChannel = try await PlugConnector.connect(settings: settings, group: group)
+            connection = try await PlugConnector.connect(settings: settings, group: group)
         } catch is CancellationError {
             return (false, "stopped")
         } catch {
             return (false, "cannot connect to \(address): \(describe(error))")
         }
-        if stopped {
-            try? await asyncChannel.channel.close()
+        let (channel, inbox) = connection
+        if stopped || Task.isCancelled {
+            try? await channel.close().get()
             return (false, "stopped")
         }
-        channel = asyncChannel.channel
-        openChannel.withLock { $0 = asyncChannel.channel }
-        if Task.isCancelled { asyncChannel.channel.close(promise: nil) }
+        self.channel = channel
         pendingLists = []
         plugSlots = nil
         lastSwitch = nil
@@ -286,27 +276,23 @@ public actor PowerPlugDriver: Driver {
         // keeps no task of its own besides the one running it. The timer enters the actor in a short
         // task of its own every `activation_check` (60 s), held by no one.
         let interval = TimeAmount.nanoseconds(Int64(settings.activationCheck * 1e9))
-        let ticker = asyncChannel.channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+        let ticker = channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
             guard let self else { return }
             Task { await self.requestList() }
         }
         var reason = "the plug at \(address) closed the connection"
         do {
-            try await asyncChannel.executeThenClose { inbound in
-                for try await message in inbound {
-                    for observation in take(message) { await report(observation) }
-                    if stopped { break }
-                }
+            while !stopped, !Task.isCancelled, let message = try await inbox.next() {
+                for observation in take(message) { await report(observation) }
             }
         } catch {
             reason = describe(error)
         }
         ticker.cancel()
         let good = sawStatus
-        channel = nil
-        openChannel.withLock { $0 = nil }
+        self.channel = nil
         pendingLists = []
-        try? await asyncChannel.channel.close()
+        try? await channel.close().get()
         return (good, reason)
     }
 

@@ -1,5 +1,6 @@
 import HubDomain
 import HubEngine
+import HubSchedule
 
 /// `GET /devices/{id}`: the device's live fields and switch, its power and energy charts, its
 /// activations (add, edit, delete; overlaps shown) and its recent events with actor and cause.
