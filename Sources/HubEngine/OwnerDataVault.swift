@@ -78,11 +78,6 @@ public struct OwnerDataVault: Sendable {
         return .text(String(decoding: plain, as: UTF8.self))
     }
 
-    /// The plain value; nil when it cannot be opened (its key is gone or unreadable: ``read(_:animal:)`` says which).
-    public func open(_ value: String?, animal: String) -> String? {
-        if case .text(let text)? = read(value, animal: animal) { text } else { nil }
-    }
-
     /// An admission's owner contact data as it reads now.
     public enum Owner: Sendable, Equatable {
         /// Opened (each field nil when not recorded).

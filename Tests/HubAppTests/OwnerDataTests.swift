@@ -43,7 +43,7 @@ import Testing
         let erased = try await hub.execute(.eraseOwnerData(id: "rex"), actor: "test", now: currentMicros())
         if case .accepted(let events, _, _) = erased { #expect(events == [.ownerDataErased(OwnerDataErased(animal: "rex"))]) }
         #expect(!hub.vault.hasKey(animal: "rex"))
-        #expect(hub.vault.open(logged.ownerName, animal: "rex") == nil)
+        #expect(hub.vault.read(logged.ownerName, animal: "rex") == .keyMissing)
         let after = ReadModelReport.json(await hub.state, asOf: "now", vault: hub.vault).serialized()
         #expect(after.contains(#""owner":"erased""#))
         #expect(!after.contains("Ana Lima"))
