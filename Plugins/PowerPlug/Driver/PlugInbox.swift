@@ -29,7 +29,9 @@ final class PlugInbox: Sendable {
             let message = messages[head]
             head += 1
             if head == messages.count {
-                messages.removeAll(keepingCapacity: true)
+                // Drained: the buffer goes (the session usually takes each message straight from
+                // the pipeline, and an idle connection holds no buffer of its own).
+                messages = []
                 head = 0
             }
             return message
