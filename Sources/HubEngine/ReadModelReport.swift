@@ -7,7 +7,9 @@ public enum ReadModelReport {
     static func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
 
     /// The owner contact data as `hub replay --json` shows it: opened with the vault's key,
-    /// `"erased"` once the key is gone, `"unreadable: ..."` (why) when the key or the value cannot be read.
+    /// `"erased"` once erased (an `OwnerDataErased` logged), `"key missing: ..."` when the key is not
+    /// in the data directory without an erasure (a log copied without its `keys/`), `"unreadable:
+    /// ..."` (why) when the key or the value cannot be read.
     static func owner(_ animal: AnimalRecord, vault: OwnerDataVault?) -> JSONValue {
         let a = animal.admission
         guard a.ownerName != nil || a.ownerAddress != nil || a.ownerPhone != nil else { return .null }
@@ -17,7 +19,8 @@ public enum ReadModelReport {
         case .opened(let name, let address, let phone)?:
             return .object([("name", text(name)), ("address", text(address)), ("phone", text(phone))])
         case .unreadable(let why)?: return .string("unreadable: " + why)
-        case .keyMissing?, nil: return .string("erased")
+        case .keyMissing?: return .string("key missing: \(vault.keyPath(a.animal)) is not in this data directory")
+        case nil: return .null
         }
     }
 

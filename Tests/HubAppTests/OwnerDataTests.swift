@@ -78,6 +78,25 @@ import Testing
         try await hub.close()
     }
 
+    /// A log copied without the data directory's `keys/` (or a key deleted by hand) is not an
+    /// erasure: no `OwnerDataErased` was logged, so the report says the key is missing and where it
+    /// belongs, as the console does, and the data reads again once the key is put back.
+    @Test func aKeyMissingWithoutAnErasureIsNotShownAsErased() async throws {
+        let dir = temporaryDirectory()
+        let hub = try await Hub(paths: HubPaths(dataDirectory: dir))
+        _ = try await hub.execute(.admitAnimal(owner), actor: "test", now: currentMicros())
+        let path = hub.vault.keyPath("rex")
+        let key = try #require(FileManager.default.contents(atPath: path))
+        try FileManager.default.removeItem(atPath: path)
+        let report = ReadModelReport.json(await hub.state, asOf: "now", vault: hub.vault).serialized()
+        #expect(!report.contains(#""owner":"erased""#), "\(report)")
+        #expect(report.contains(#""owner":"key missing: "#) && report.contains("animal-rex.key"), "\(report)")
+        try key.write(to: URL(fileURLWithPath: path))
+        let restored = ReadModelReport.json(await hub.state, asOf: "now", vault: hub.vault).serialized()
+        #expect(restored.contains(#""owner":{"name":"Ana Lima","#))
+        try await hub.close()
+    }
+
     @Test func unknownAnimalsCannotBeErased() async throws {
         let hub = try await Hub(paths: HubPaths(dataDirectory: temporaryDirectory()))
         let outcome = try await hub.execute(.eraseOwnerData(id: "ghost"), actor: "test", now: currentMicros())
