@@ -74,16 +74,19 @@ public enum Civil {
         return daysFromCivil(year: y, month: m, day: d)
     }
 
+    /// Appends `v` (not negative) as `width` decimal digits, zero-padded, written in place: no
+    /// array of its own (every logged event's time is rendered this way, for the event feed, the
+    /// exports and the audit tree's leaves).
     static func appendDigits(_ v: Int64, _ width: Int, to out: inout [UInt8]) {
-        var buf = [UInt8](repeating: UInt8(ascii: "0"), count: width)
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
         var x = v
-        var i = width - 1
-        while i >= 0 {
-            buf[i] = UInt8(ascii: "0") + UInt8(x % 10)
+        var i = start + width - 1
+        while i >= start {
+            out[i] = UInt8(ascii: "0") + UInt8(x % 10)
             x /= 10
             i -= 1
         }
-        out.append(contentsOf: buf)
     }
 
     static func appendYear(_ y: Int64, to out: inout [UInt8]) {
