@@ -104,6 +104,9 @@ struct AuditBench: AsyncParsableCommand {
                 guard !beside.isEmpty else { continue }
                 paired.append(pick(row.1) / (beside.reduce(0, +) / Double(beside.count)) - 1)
             }
+            let interval = Self.medianInterval(paired).map {
+                String(format: ", 95 %% confidence interval of that median %+.1f to %+.1f %%", $0.low * 100, $0.high * 100)
+            }
             print(
                 "\(name): median \(rate(with)) appends/s with the tree, \(rate(without)) without: "
                     + String(format: "%+.1f %%", (with / without - 1) * 100)
@@ -111,7 +114,8 @@ struct AuditBench: AsyncParsableCommand {
                         ? ""
                         : String(
                             format: "; against the runs beside each: median %+.1f %% (%d runs, %+.1f to %+.1f %%)",
-                            median(paired) * 100, paired.count, paired.min()! * 100, paired.max()! * 100)))
+                            median(paired) * 100, paired.count, paired.min()! * 100, paired.max()! * 100)
+                            + (interval ?? "")))
         }
         print("")
     }
@@ -209,6 +213,28 @@ struct AuditBench: AsyncParsableCommand {
         print(
             "Consistency proofs to \(size) from a random older size (\(proofs), with the old root): " + describe(consistency)
                 + "; CPU time " + describe(consistencyCPU))
+    }
+
+    /// The distribution-free 95 % confidence interval of the median of `values` (order statistics:
+    /// the k-th smallest and k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= 2.5 %);
+    /// nil below 6 values, where no such k exists. It assumes only that the values are independent
+    /// draws of one distribution: nothing about its shape.
+    static func medianInterval(_ values: [Double]) -> (low: Double, high: Double)? {
+        let n = values.count
+        guard n >= 6 else { return nil }
+        // P(X = i) for X ~ Binomial(n, 1/2), summed from i = 0 while it stays within 2.5 %.
+        let logAll: Double = lgamma(Double(n + 1)) - Double(n) * log(2.0)
+        var k = 0, below = 0.0
+        while k < n {
+            let logChoice: Double = lgamma(Double(k + 1)) + lgamma(Double(n - k + 1))
+            let next = below + exp(logAll - logChoice)
+            if next > 0.025 { break }
+            below = next
+            k += 1
+        }
+        guard k >= 1 else { return nil }
+        let sorted = values.sorted()
+        return (sorted[k - 1], sorted[n - k])
     }
 
     /// This thread's CPU time in seconds (what a proof costs, without the time other processes
