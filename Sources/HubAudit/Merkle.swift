@@ -13,17 +13,20 @@ public enum Merkle {
     /// The hash of a leaf: `SHA-256(0x00 || leaf)`.
     public static func leafHash<Bytes: Sequence<UInt8>>(_ leaf: Bytes) -> [UInt8] {
         var hasher = SHA256()
-        hasher.update(data: [0x00])
-        hasher.update(data: Array(leaf))
-        return Array(hasher.finalize())
+        withUnsafeBytes(of: UInt8(0x00)) { hasher.update(bufferPointer: $0) }
+        if leaf.withContiguousStorageIfAvailable({ hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }) == nil {
+            hasher.update(data: Array(leaf))
+        }
+        return hasher.finalize().withUnsafeBytes { Array($0) }
     }
 
     /// The hash of an inner node: `SHA-256(0x01 || left || right)`.
     public static func nodeHash(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0x01, count: 65)
-        bytes.replaceSubrange(1..<33, with: left)
-        bytes.replaceSubrange(33..<65, with: right)
-        return Array(SHA256.hash(data: bytes))
+        var hasher = SHA256()
+        withUnsafeBytes(of: UInt8(0x01)) { hasher.update(bufferPointer: $0) }
+        left.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        right.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        return hasher.finalize().withUnsafeBytes { Array($0) }
     }
 
     /// The root of the empty tree: SHA-256 of no bytes.

@@ -93,7 +93,7 @@ extension ByteReader {
 }
 
 extension Activation {
-    var jsonValue: JSONValue {
+    @usableFromInline var jsonValue: JSONValue {
         .object([
             ("name", .string(name)), ("start", .string(ISO8601.format(seconds: start))),
             ("length_minutes", .number(Double(lengthMinutes))), ("period_minutes", .number(Double(periodMinutes)))

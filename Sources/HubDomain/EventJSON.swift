@@ -3,102 +3,83 @@
 extension HubEvent {
     /// The JSON body of this event (keys in a fixed order).
     public func jsonBody() -> JSONValue {
+        var builder = JSONBuilder()
+        write(to: &builder)
+        return builder.value
+    }
+
+    /// Writes ``jsonBody()`` into `s`: as text straight into bytes with ``JSONText`` (the export
+    /// line and the audit tree's leaf), as a value with ``JSONBuilder``. Inlinable, so that a
+    /// caller in another module gets it specialised for its sink.
+    @inlinable
+    public func write<S: JSONSink>(to s: inout S) {
+        s.beginObject()
         switch self {
         case .deviceRegistered(let e):
-            return .object([
-                ("device", .string(e.device)), ("driver", .string(e.driver)), ("name", .string(e.name)),
-                ("config", .string(e.config)), ("hardware_id", opt(e.hardwareId))
-            ])
+            s.member("device", e.device); s.member("driver", e.driver); s.member("name", e.name)
+            s.member("config", e.config); s.member("hardware_id", e.hardwareId)
         case .deviceRenamed(let e):
-            return .object([("device", .string(e.device)), ("name", .string(e.name))])
+            s.member("device", e.device); s.member("name", e.name)
         case .deviceRemoved(let e):
-            return .object([("device", .string(e.device))])
+            s.member("device", e.device)
         case .switchRequested(let e):
-            return .object([("device", .string(e.device)), ("state", .string(e.state.name))])
+            s.member("device", e.device); s.member("state", e.state.name)
         case .switchToggled(let e):
-            return .object([
-                ("device", .string(e.device)), ("state", .string(e.state.name)),
-                ("cause", .string(e.cause.name))
-            ])
+            s.member("device", e.device); s.member("state", e.state.name); s.member("cause", e.cause.name)
         case .switchFailed(let e):
-            return .object([
-                ("device", .string(e.device)), ("state", .string(e.state.name)),
-                ("reason", .string(e.reason))
-            ])
+            s.member("device", e.device); s.member("state", e.state.name); s.member("reason", e.reason)
         case .modeChanged(let e):
-            return .object([("device", .string(e.device)), ("mode", .string(e.mode.name))])
+            s.member("device", e.device); s.member("mode", e.mode.name)
         case .activationChanged(let e):
-            return .object([
-                ("device", .string(e.device)), ("change", .string(e.change.name)),
-                ("name", .string(e.name)), ("start", .string(ISO8601.format(seconds: e.start))),
-                ("length_minutes", .number(Double(e.lengthMinutes))),
-                ("period_minutes", .number(Double(e.periodMinutes))),
-                ("repeat", e.daily.map(\.jsonValue) ?? .null)
-            ])
+            s.member("device", e.device); s.member("change", e.change.name); s.member("name", e.name)
+            s.time("start", micros: e.start * Civil.microsPerSecond)
+            s.member("length_minutes", number: Double(e.lengthMinutes))
+            s.member("period_minutes", number: Double(e.periodMinutes))
+            s.member("repeat", value: e.daily.map(\.jsonValue) ?? .null)
         case .availabilityChanged(let e):
-            return .object([
-                ("device", .string(e.device)), ("available", .bool(e.available)),
-                ("reason", .string(e.reason))
-            ])
+            s.member("device", e.device); s.key("available"); s.bool(e.available); s.member("reason", e.reason)
         case .readingRecorded(let e):
-            return .object([
-                ("subject", .object([("kind", .string(e.subject.kind)), ("id", .string(e.subject.id))])),
-                ("quantity", .string(e.quantity.rawValue)), ("value", .number(e.value)),
-                ("unit", .string(e.quantity.unit)),
-                ("measured_at", .string(ISO8601.format(micros: e.measuredAt)))
-            ])
+            s.key("subject")
+            s.beginObject(); s.member("kind", e.subject.kind); s.member("id", e.subject.id); s.endObject()
+            s.member("quantity", e.quantity.rawValue); s.member("value", number: e.value)
+            s.member("unit", e.quantity.unit); s.time("measured_at", micros: e.measuredAt)
         case .energyCounterReset(let e):
-            return .object([
-                ("device", .string(e.device)), ("previous_wh", .number(e.previousWh)),
-                ("new_wh", .number(e.newWh))
-            ])
+            s.member("device", e.device); s.member("previous_wh", number: e.previousWh); s.member("new_wh", number: e.newWh)
         case .groupDefined(let e):
-            return .object([("group", .string(e.group)), ("name", .string(e.name)), ("members", .array(e.members.map { .string($0) }))])
+            s.member("group", e.group); s.member("name", e.name)
+            s.key("members"); s.beginArray(); for m in e.members { s.string(m) }; s.endArray()
         case .groupRemoved(let e):
-            return .object([("group", .string(e.group))])
+            s.member("group", e.group)
         case .sceneDefined(let e):
-            return .object([("scene", .string(e.scene)), ("name", .string(e.name)), ("targets", .array(e.targets.map(\.jsonValue)))])
+            s.member("scene", e.scene); s.member("name", e.name); s.member("targets", value: .array(e.targets.map(\.jsonValue)))
         case .sceneRemoved(let e):
-            return .object([("scene", .string(e.scene))])
+            s.member("scene", e.scene)
         case .multiSwitchRequested(let e):
-            return .object([("origin", .string(e.origin)), ("targets", .array(e.targets.map(\.jsonValue)))])
+            s.member("origin", e.origin); s.member("targets", value: .array(e.targets.map(\.jsonValue)))
         case .activationsDiverged(let e):
-            return .object([
-                ("device", .string(e.device)), ("expected", .array(e.expected.map(\.jsonValue))),
-                ("found", .array(e.found.map(\.jsonValue))), ("resolution", .string(e.resolution.name))
-            ])
+            s.member("device", e.device); s.member("expected", value: .array(e.expected.map(\.jsonValue)))
+            s.member("found", value: .array(e.found.map(\.jsonValue))); s.member("resolution", e.resolution.name)
         case .animalAdmitted(let e):
-            return .object([
-                ("animal", .string(e.animal)), ("name", .string(e.name)), ("gender", opt(e.gender)),
-                ("birth_date", opt(e.birthDate)), ("weight_kg", .number(e.weightKg)), ("species", .string(e.species)),
-                ("breed", opt(e.breed)), ("coat", opt(e.coat)), ("owner_name", opt(e.ownerName)),
-                ("owner_address", opt(e.ownerAddress)), ("owner_phone", opt(e.ownerPhone)),
-                ("motive", opt(e.motive)), ("veterinarian", opt(e.veterinarian)),
-                ("observations", opt(e.observations)), ("photo", opt(e.photo)), ("beacon", .string(e.beacon))
-            ])
+            s.member("animal", e.animal); s.member("name", e.name); s.member("gender", e.gender)
+            s.member("birth_date", e.birthDate); s.member("weight_kg", number: e.weightKg); s.member("species", e.species)
+            s.member("breed", e.breed); s.member("coat", e.coat); s.member("owner_name", e.ownerName)
+            s.member("owner_address", e.ownerAddress); s.member("owner_phone", e.ownerPhone)
+            s.member("motive", e.motive); s.member("veterinarian", e.veterinarian)
+            s.member("observations", e.observations); s.member("photo", e.photo); s.member("beacon", e.beacon)
         case .animalDischarged(let e):
-            return .object([
-                ("animal", .string(e.animal)), ("exit_weight_kg", .number(e.exitWeightKg)),
-                ("veterinarian", opt(e.veterinarian)), ("observations", opt(e.observations))
-            ])
+            s.member("animal", e.animal); s.member("exit_weight_kg", number: e.exitWeightKg)
+            s.member("veterinarian", e.veterinarian); s.member("observations", e.observations)
         case .ownerDataErased(let e):
-            return .object([("animal", .string(e.animal))])
+            s.member("animal", e.animal)
         case .animalUnseen(let e):
-            return .object([
-                ("animal", .string(e.animal)), ("last_room", .string(e.lastRoom)),
-                ("last_seen", .string(ISO8601.format(micros: e.lastSeen)))
-            ])
+            s.member("animal", e.animal); s.member("last_room", e.lastRoom); s.time("last_seen", micros: e.lastSeen)
         case .animalSighted(let e):
-            return .object([
-                ("animal", .string(e.animal)), ("room", .string(e.room)), ("beacon", .string(e.beacon)),
-                ("at", .string(ISO8601.format(micros: e.at)))
-            ])
+            s.member("animal", e.animal); s.member("room", e.room); s.member("beacon", e.beacon); s.time("at", micros: e.at)
         case .commandRejected(let e):
-            return .object([
-                ("command", .string(e.command)), ("target", opt(e.target)), ("code", .string(e.code)),
-                ("message", .string(e.message)), ("command_id", opt(e.commandId))
-            ])
+            s.member("command", e.command); s.member("target", e.target); s.member("code", e.code)
+            s.member("message", e.message); s.member("command_id", e.commandId)
         }
+        s.endObject()
     }
 
     /// Builds an event from its JSON body. Missing or wrongly typed fields throw a
@@ -241,10 +222,12 @@ extension HubEvent {
     }
 }
 
-@inline(__always)
-private func opt(_ s: String?) -> JSONValue {
-    if let s { return .string(s) }
-    return .null
+extension JSONSink {
+    /// A member whose value is an ISO-8601 time (``ISO8601/format(micros:)``), written in place.
+    public mutating func time(_ key: StaticString, micros: Int64) {
+        self.key(key)
+        plainString { ISO8601.write(micros: micros, to: &$0) }
+    }
 }
 
 /// Reads typed fields from a JSON object, naming the field in every error.

@@ -259,7 +259,7 @@ extension ByteReader {
 }
 
 extension DeviceTarget {
-    var jsonValue: JSONValue { .object([("device", .string(device)), ("state", .string(state.name))]) }
+    @usableFromInline var jsonValue: JSONValue { .object([("device", .string(device)), ("state", .string(state.name))]) }
 }
 
 extension JSONFieldReader {

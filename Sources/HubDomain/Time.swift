@@ -116,13 +116,19 @@ public enum Civil {
 public enum ISO8601 {
     /// Renders `2026-11-22T18:00:00.000000Z`.
     public static func format(micros: Int64) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(27)
+        write(micros: micros, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends ``format(micros:)``'s text to `out` (no string of its own).
+    public static func write(micros: Int64, to out: inout [UInt8]) {
         let days = Civil.floorDiv(micros, Civil.microsPerDay)
         let rem = micros - days * Civil.microsPerDay  // [0, microsPerDay)
         let (y, m, d) = Civil.civilFromDays(days)
         let secs = rem / Civil.microsPerSecond
         let frac = rem % Civil.microsPerSecond
-        var out: [UInt8] = []
-        out.reserveCapacity(27)
         Civil.appendYear(y, to: &out)
         out.append(UInt8(ascii: "-")); Civil.appendDigits(m, 2, to: &out)
         out.append(UInt8(ascii: "-")); Civil.appendDigits(d, 2, to: &out)
@@ -131,7 +137,6 @@ public enum ISO8601 {
         out.append(UInt8(ascii: ":")); Civil.appendDigits(secs % 60, 2, to: &out)
         out.append(UInt8(ascii: ".")); Civil.appendDigits(frac, 6, to: &out)
         out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Renders whole Unix seconds.

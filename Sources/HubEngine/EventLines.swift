@@ -8,24 +8,9 @@ import HubLog
 public enum EventLines {
     /// The event's JSON object; `event` nil for a payload this build cannot decode (an `error` key says so); `hash` added in exports.
     public static func json(_ record: EventRecord, event: HubEvent?, hash: String? = nil) -> JSONValue {
-        let attribution = Attribution(stored: record.causation.actor)
-        var fields: [(String, JSONValue)] = [
-            ("seq", .number(Double(record.sequence))),
-            ("stream", .string(record.stream)),
-            ("version", .number(Double(record.streamVersion))),
-            ("type", .string(record.type)),
-            ("schema", .number(Double(record.schemaVersion))),
-            ("time", .string(ISO8601.format(micros: record.timestamp))),
-            ("actor", .string(attribution.actor))
-        ]
-        if let cause = attribution.cause { fields.append(("cause", .string(cause))) }
-        fields += [
-            ("command_id", record.causation.commandId.map { .string($0) } ?? .null),
-            ("data", event?.jsonBody() ?? .null)
-        ]
-        if event == nil { fields.append(("error", .string("payload not readable by this hub version"))) }
-        if let hash { fields.append(("hash", .string(hash))) }
-        return .object(fields)
+        var builder = JSONBuilder()
+        write(record, event: event, hash: hash.map { .text($0) }, to: &builder)
+        return builder.value
     }
 
     /// The event's line, decoding the payload from the record; `hash` added in exports.
@@ -44,14 +29,46 @@ public enum EventLines {
         String(decoding: exportLineBytes(view), as: UTF8.self)
     }
 
-    /// ``exportLine(_:)``'s UTF-8 bytes, written straight into an array (the audit tree's leaf).
+    /// ``exportLine(_:)``'s UTF-8 bytes, written straight into an array with no JSON value built
+    /// between (the audit tree's leaf, rendered for every record appended).
     public static func exportLineBytes(_ view: RecordView) -> [UInt8] {
         let record = view.record
         let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
-        json(record, event: event, hash: LogVerifier.hex(view.hash)).write(to: &out)
-        return out
+        var text = JSONText(capacity: 256)
+        write(record, event: event, hash: .bytes(view.hash), to: &text)
+        return text.bytes
+    }
+
+    /// The chain hash of an export line: as hex text already, or the digest's bytes.
+    enum Hash {
+        case text(String)
+        case bytes([UInt8])
+    }
+
+    /// The line, written once for both sinks: a value (``json(_:event:hash:)``) and text (``exportLineBytes(_:)``).
+    static func write<S: JSONSink>(_ record: EventRecord, event: HubEvent?, hash: Hash?, to s: inout S) {
+        let attribution = Attribution(stored: record.causation.actor)
+        s.beginObject()
+        s.member("seq", number: Double(record.sequence))
+        s.member("stream", record.stream)
+        s.member("version", number: Double(record.streamVersion))
+        s.member("type", record.type)
+        s.member("schema", number: Double(record.schemaVersion))
+        s.time("time", micros: record.timestamp)
+        s.member("actor", attribution.actor)
+        if let cause = attribution.cause { s.member("cause", cause) }
+        s.member("command_id", record.causation.commandId)
+        s.key("data")
+        if let event { event.write(to: &s) } else { s.null() }
+        if event == nil { s.member("error", "payload not readable by this hub version") }
+        switch hash {
+        case nil: break
+        case .text(let hex)?: s.member("hash", hex)
+        case .bytes(let digest)?:
+            s.key("hash")
+            s.plainString { LogVerifier.writeHex(digest, to: &$0) }
+        }
+        s.endObject()
     }
 
     /// One parsed line: the record it describes (payload re-encoded), the event, and the hash if present.

@@ -68,12 +68,21 @@ public enum LogVerifier {
     /// - Parameter bytes: The bytes to show.
     /// - Returns: Two hex digits per byte.
     public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+        writeHex(bytes, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// Appends ``hex(_:)``'s text to `out`.
+    public static func writeHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+        for b in bytes {
+            out.append(hexDigit(b >> 4))
+            out.append(hexDigit(b & 0xF))
+        }
+    }
+
+    private static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") + v - 10 }
 }
 
 #if canImport(Glibc)

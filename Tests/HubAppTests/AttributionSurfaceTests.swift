@@ -155,6 +155,52 @@ import Testing
     }
 }
 
+/// `hub export`'s lines byte for byte (each is a record's leaf in the audit tree): the text written
+/// straight into bytes and the value serialised are the same line.
+@Suite struct ExportLineGoldenTests {
+    static let golden = #"""
+        {"seq":7,"stream":"device/lamp","version":2,"type":"SwitchRequested","schema":1,"time":"2023-11-14T22:13:20.000000Z","actor":"mqtt","command_id":null,"data":{"device":"lamp","state":"on"},"hash":"00254a6f94b9de03284d7297bce1062b50759abfe4092e53789dc2e70c31567b"}
+        {"seq":1007,"stream":"animal/rex","version":2,"type":"Nope","schema":1,"time":"2023-11-14T22:13:20.000001Z","actor":"mqtt:alice","cause":"automation.porch","command_id":null,"data":null,"error":"payload not readable by this hub version","hash":"01264b7095badf04294e7398bde2072c51769bc0e50a2f54799ec3e80d32577c"}
+        {"seq":1007,"stream":"animal/rex","version":2,"type":"ReadingRecorded","schema":1,"time":"2023-11-14T22:13:20.000001Z","actor":"mqtt:alice","cause":"automation.porch","command_id":null,"data":{"subject":{"kind":"animal","id":"rex"},"quantity":"temperature","value":38.25,"unit":"°C","measured_at":"1969-12-31T23:59:58.765433Z"},"hash":"01264b7095badf04294e7398bde2072c51769bc0e50a2f54799ec3e80d32577c"}
+        {"seq":2007,"stream":"device/p\"1\n","version":2,"type":"ReadingRecorded","schema":1,"time":"2023-11-14T22:13:20.000002Z","actor":"mqtt","command_id":"c-2","data":{"subject":{"kind":"device","id":"p\"1\n"},"quantity":"power","value":1800,"unit":"W","measured_at":"2023-11-14T22:13:20.123456Z"},"hash":"02274c7196bbe0052a4f7499bee3082d52779cc1e60b30557a9fc4e90e33587d"}
+        {"seq":3007,"stream":"animal/a1","version":2,"type":"AnimalAdmitted","schema":1,"time":"2023-11-14T22:13:20.000003Z","actor":"http:x","command_id":"c-3","data":{"animal":"a1","name":"Rex \\ é","gender":null,"birth_date":"2020-01-01","weight_kg":12.5,"species":"dog","breed":null,"coat":null,"owner_name":null,"owner_address":null,"owner_phone":null,"motive":null,"veterinarian":null,"observations":"\u0001","photo":null,"beacon":"b1"},"hash":"03284d7297bce1062b50759abfe4092e53789dc2e70c31567ba0c5ea0f34597e"}
+        """#
+
+    @Test func exportLinesAreTheSameAsTextAndAsValue() {
+        let events: [HubEvent] = [
+            .switchRequested(SwitchRequested(device: "lamp", state: .on)),
+            .readingRecorded(ReadingRecorded(subject: .animal("rex"), quantity: .temperature, value: 38.25, measuredAt: -1_234_567)),
+            .readingRecorded(ReadingRecorded(subject: .device("p\"1\n"), quantity: .power, value: 1800, measuredAt: 1_700_000_000_123_456)),
+            .animalAdmitted(
+                AnimalAdmitted(
+                    animal: "a1", name: "Rex \\ é", gender: nil, birthDate: "2020-01-01", weightKg: 12.5, species: "dog", breed: nil,
+                    coat: nil, ownerName: nil, ownerAddress: nil, ownerPhone: nil, motive: nil, veterinarian: nil, observations: "\u{1}",
+                    photo: nil, beacon: "b1"))
+        ]
+        // (event, actor, command id, a type this build cannot read)
+        let cases: [(Int, String, String?, Bool)] = [
+            (0, "mqtt", nil, false), (1, "mqtt:alice#automation.porch", nil, true), (1, "mqtt:alice#automation.porch", nil, false),
+            (2, "mqtt", "c-2", false), (3, "http:x", "c-3", false)
+        ]
+        let lines = Self.golden.split(separator: "\n").map(String.init)
+        #expect(lines.count == cases.count)
+        for ((i, actor, commandId, unreadable), line) in zip(cases, lines) {
+            let e = events[i]
+            let record = EventRecord(
+                sequence: UInt64(i * 1000 + 7), stream: e.stream, streamVersion: 2, type: unreadable ? "Nope" : e.typeName,
+                schemaVersion: 1,
+                timestamp: 1_700_000_000_000_000 + Int64(i), causation: Causation(commandId: commandId, actor: actor),
+                payload: e.encodePayload(schemaVersion: 1))
+            let event = try? HubEvent.decode(type: record.type, schemaVersion: 1, payload: record.payload)
+            let digest = (0..<32).map { UInt8(($0 * 37 + i) & 0xFF) }
+            var text = JSONText()
+            EventLines.write(record, event: event, hash: .bytes(digest), to: &text)
+            #expect(String(decoding: text.bytes, as: UTF8.self) == line)
+            #expect(EventLines.json(record, event: event, hash: LogVerifier.hex(digest)).serialized() == line)
+        }
+    }
+}
+
 /// With a broker that pins `hub/from/<user>/` to the connecting user (`pattern write hub/from/%u/#`),
 /// a command is logged with the user who sent it, and another user's name under the prefix is
 /// refused by the broker.
