@@ -15,12 +15,18 @@ public enum EventLines {
 
     /// The event's line, decoding the payload from the record; `hash` added in exports.
     public static func render(_ record: EventRecord, hash: String? = nil) -> String {
-        json(
-            record,
-            event: try? HubEvent.decode(
-                type: record.type, schemaVersion: record.schemaVersion,
-                payload: record.payload), hash: hash
-        ).serialized()
+        let event = try? HubEvent.decode(type: record.type, schemaVersion: record.schemaVersion, payload: record.payload)
+        var text = JSONText(capacity: 256)
+        write(record, event: event, hash: hash.map { .text($0) }, to: &text)
+        return String(decoding: text.bytes, as: UTF8.self)
+    }
+
+    /// ``json(_:event:hash:)``'s text (no hash) as UTF-8 bytes, written straight into an array:
+    /// the payload the MQTT surface publishes for each event.
+    public static func bytes(_ record: EventRecord, event: HubEvent?) -> [UInt8] {
+        var text = JSONText(capacity: 256)
+        write(record, event: event, hash: nil, to: &text)
+        return text.bytes
     }
 
     /// The record's `hub export` line (no newline): its JSON with the chain `hash`. It is also the

@@ -1,5 +1,6 @@
 // A small JSON value with ordered object keys, a deterministic compact serializer and helpers.
-// The hub's one way to read and write JSON (the domain, the runtime, the driver API and the drivers).
+// The hub's one way to read and write JSON (the domain, the runtime, the driver API and the drivers);
+// `JSONSink` writes a document straight into bytes without building a value.
 
 /// A JSON value; object members keep their order, so serialising is deterministic.
 public enum JSONValue: Sendable, Equatable {

@@ -167,7 +167,7 @@ final class MQTTEventsPublisher: Service {
     /// does not wait for a broker that never answers).
     private func publishAlone(_ record: EventRecord) async -> Result<Void, any Error> {
         let topic = topics.event(stream: record.stream, type: record.type)
-        let payload = Array(EventLines.json(record, event: hub.event(of: record)).serialized().utf8)
+        let payload = EventLines.bytes(record, event: hub.event(of: record))
         let waiter = Mutex<CheckedContinuation<Result<Void, any Error>, Never>?>(nil)
         @Sendable func finish(_ result: Result<Void, any Error>) {
             waiter.withLock { w in
@@ -232,7 +232,7 @@ final class MQTTEventsPublisher: Service {
         do {
             for try await record in hub.store.subscribe(from: first) {
                 let topic = topics.event(stream: record.stream, type: record.type)
-                let payload = Array(EventLines.json(record, event: hub.event(of: record)).serialized().utf8)
+                let payload = EventLines.bytes(record, event: hub.event(of: record))
                 let sequence = record.sequence
                 // While disconnected the events stay in the log rather than pile up in the client's
                 // queue (libmosquitto would send them all at once, racing the new connection's set-up).

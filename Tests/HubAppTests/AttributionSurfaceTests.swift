@@ -197,6 +197,11 @@ import Testing
             EventLines.write(record, event: event, hash: .bytes(digest), to: &text)
             #expect(String(decoding: text.bytes, as: UTF8.self) == line)
             #expect(EventLines.json(record, event: event, hash: LogVerifier.hex(digest)).serialized() == line)
+            #expect(EventLines.render(record, hash: LogVerifier.hex(digest)) == line)
+            // Without the hash: the payload the MQTT surface publishes.
+            let published = String(decoding: EventLines.bytes(record, event: event), as: UTF8.self)
+            #expect(published == EventLines.json(record, event: event).serialized())
+            #expect(line == published.dropLast() + ",\"hash\":\"\(LogVerifier.hex(digest))\"}")
         }
     }
 }
