@@ -69,28 +69,33 @@ public struct JSONText: JSONSink {
         if follows { bytes.append(UInt8(ascii: ",")) }
     }
 
+    /// Writes `{` (after a comma when a value precedes it).
     public mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
         follows = false
     }
 
+    /// Writes `}`.
     public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         follows = true
     }
 
+    /// Writes `[` (after a comma when a value precedes it).
     public mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         follows = false
     }
 
+    /// Writes `]`.
     public mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
         follows = true
     }
 
+    /// Writes `"key":` (after a comma when a member precedes it).
     public mutating func key(_ key: StaticString) {
         separate()
         bytes.append(UInt8(ascii: "\""))
@@ -100,12 +105,14 @@ public struct JSONText: JSONSink {
         follows = false
     }
 
+    /// Writes the string, escaped.
     public mutating func string(_ s: String) {
         separate()
         JSONValue.writeString(s, to: &bytes)
         follows = true
     }
 
+    /// Writes `"`, the bytes `fill` appends, `"`.
     public mutating func plainString(_ fill: (inout [UInt8]) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "\""))
@@ -114,24 +121,28 @@ public struct JSONText: JSONSink {
         follows = true
     }
 
+    /// Writes the number as ``JSONValue/write(to:)`` does.
     public mutating func number(_ d: Double) {
         separate()
         JSONValue.writeNumber(d, to: &bytes)
         follows = true
     }
 
+    /// Writes `true` or `false`.
     public mutating func bool(_ b: Bool) {
         separate()
         bytes.append(contentsOf: (b ? "true" : "false").utf8)
         follows = true
     }
 
+    /// Writes `null`.
     public mutating func null() {
         separate()
         bytes.append(contentsOf: "null".utf8)
         follows = true
     }
 
+    /// Writes the value's compact text.
     public mutating func value(_ v: JSONValue) {
         separate()
         v.write(to: &bytes)
@@ -151,6 +162,7 @@ public struct JSONBuilder: JSONSink {
     /// The document, once written (null before).
     public private(set) var value: JSONValue = .null
 
+    /// An empty builder.
     public init() {}
 
     private mutating func add(_ v: JSONValue) {
@@ -168,35 +180,46 @@ public struct JSONBuilder: JSONSink {
         }
     }
 
+    /// Opens an object.
     public mutating func beginObject() { open.append(.object([], key: nil)) }
 
+    /// Closes the open object and adds it where it belongs.
     public mutating func endObject() {
         guard case .object(let members, _)? = open.popLast() else { preconditionFailure("endObject without an open object") }
         add(.object(members))
     }
 
+    /// Opens an array.
     public mutating func beginArray() { open.append(.array([])) }
 
+    /// Closes the open array and adds it where it belongs.
     public mutating func endArray() {
         guard case .array(let items)? = open.popLast() else { preconditionFailure("endArray without an open array") }
         add(.array(items))
     }
 
+    /// Names the open object's next member.
     public mutating func key(_ key: StaticString) {
         guard case .object(let members, _)? = open.popLast() else { preconditionFailure("a key outside an object") }
         open.append(.object(members, key: key.description))
     }
 
+    /// Adds a string.
     public mutating func string(_ s: String) { add(.string(s)) }
 
+    /// Adds the string of the bytes `fill` appends.
     public mutating func plainString(_ fill: (inout [UInt8]) -> Void) {
         var bytes: [UInt8] = []
         fill(&bytes)
         add(.string(String(decoding: bytes, as: UTF8.self)))
     }
 
+    /// Adds a number.
     public mutating func number(_ d: Double) { add(.number(d)) }
+    /// Adds a Boolean.
     public mutating func bool(_ b: Bool) { add(.bool(b)) }
+    /// Adds null.
     public mutating func null() { add(.null) }
+    /// Adds the value.
     public mutating func value(_ v: JSONValue) { add(v) }
 }
