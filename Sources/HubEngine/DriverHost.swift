@@ -108,6 +108,12 @@ public actor DriverHost: Service {
     /// Devices whose last write could not be sent (not connected): the next read-back triggers the
     /// write again instead of counting as a divergence.
     var writeOwed: Set<String> = []
+    /// Per device whose read-back was just recorded as diverged under `restore`: the list it was
+    /// found holding. Until a read-back shows the restored list (or the device's connection or its
+    /// activations in the log change), a read-back showing that list again is not a new
+    /// divergence: it was read before the restoring write reached the device (a poll beside it),
+    /// or the device did not take the write, and the log already says what it held.
+    var restoring: [String: [Activation]] = [:]
     var readings: ReadingFilter
 
     /// A host running the drivers of the devices `commands`' hub knows; `relay` gives MQTT-native drivers their handles (nil: no broker).
@@ -210,6 +216,7 @@ public actor DriverHost: Service {
         r.cancellation.cancel()
         written[id] = nil
         writesInFlight[id] = nil
+        restoring[id] = nil
         writeOwed.remove(id)
         readings.forget(device: id)
     }
@@ -339,6 +346,7 @@ public actor DriverHost: Service {
                 spawn { [weak self] in await self?.watchConfirmations() }
             }
         case .activationChanged(let e):
+            restoring[e.device] = nil
             await writeActivations(e.device)
         case .activationsDiverged(let e) where e.resolution == .restore:
             await writeActivations(e.device)
@@ -418,6 +426,7 @@ public actor DriverHost: Service {
         case let .availability(available, reason):
             // A lost connection loses the read-backs of writes in flight; the next read compares afresh.
             writesInFlight[deviceId] = 0
+            restoring[deviceId] = nil
             // An unavailable device's held readings end (the history's weighting): the first
             // sample after it answers again is recorded, changed or not.
             if !available { readings.forget(device: deviceId) }
@@ -446,12 +455,27 @@ public actor DriverHost: Service {
             writesInFlight[device] = pending - 1
             if pending > 1 { return }
         }
-        if let last = written[device], sameActivations(last, found) { return }
+        if let last = written[device], sameActivations(last, found) {
+            restoring[device] = nil
+            return
+        }
+        if let held = restoring[device], sameActivations(held, found) { return }
         if writeOwed.remove(device) != nil {
             await writeActivations(device)
             return
         }
-        await execute(.reportActivations(device: device, found: found, policy: options.divergencePolicy), actor: actor)
+        let answer = await commands.execute(
+            .reportActivations(device: device, found: found, policy: options.divergencePolicy), actor: actor)
+        if Self.recordedRestore(answer) { restoring[device] = found }
+    }
+
+    /// Whether `answer` recorded an `ActivationsDiverged` whose resolution is `restore`.
+    static func recordedRestore(_ answer: CommandAnswer) -> Bool {
+        guard case .ok(let data) = answer, let events = data["events"]?.arrayValue else { return false }
+        return events.contains {
+            $0["type"]?.stringValue == EventType.activationsDiverged.rawValue
+                && $0["data"]?["resolution"]?.stringValue == DivergencePolicy.restore.name
+        }
     }
 
     /// Through the one command path: a failure to record is logged and counted there.

@@ -78,7 +78,10 @@ import VirtualDriver
         let reads = sim.listRequests
         try await waitUntil("two more read-backs") { sim.listRequests >= reads + 2 }
         try await f.eventFeedCaughtUp()
-        #expect(w.messages("hub/events/device/pump/ActivationsDiverged").count == 1)  // in line: nothing more recorded
+        // In line: nothing more recorded.
+        #expect(
+            w.messages("hub/events/device/pump/ActivationsDiverged").count == 1,
+            "\(w.messages("hub/events/device/pump/ActivationsDiverged"))")
 
         // The plug restarts (its activations survive on its "SD card"); the hub sees it go and come back.
         await sim.stop()
