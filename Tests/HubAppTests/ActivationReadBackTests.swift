@@ -14,11 +14,14 @@ import Testing
     static let night = DeviceActivation(name: "night", start: t0 / 1_000_000 + 86_400, lengthMinutes: 5, periodMinutes: 0)
     static let rogue = DeviceActivation(name: "rogue", start: t0 / 1_000_000 + 86_400, lengthMinutes: 600, periodMinutes: 0)
 
-    /// Reports `before` as read-backs when it starts, and after every write reads back `after`.
+    /// Reports `before` as read-backs when it starts, and after every write reads back `after`. As
+    /// a real device answers in order, a write's read-back comes after every read-back asked before
+    /// it: the write waits until `before` are all reported.
     final class StoringDriver: Driver {
         let before: [[DeviceActivation]]
         let after: [DeviceActivation]?
         let writes = Mutex<[[DeviceActivation]]>([])
+        let beforeReported = Mutex(false)
         let context = Mutex<(any DriverContext)?>(nil)
         init(before: [[DeviceActivation]], after: [DeviceActivation]?) {
             self.before = before
@@ -28,11 +31,13 @@ import Testing
         func run(context: any DriverContext) async throws {
             self.context.withLock { $0 = context }
             for list in before { await context.report(.activations(list)) }
+            beforeReported.withLock { $0 = true }
             await untilCancelled()
         }
         func execute(_ command: DriverCommand) async throws {
             guard case .writeActivations(let list) = command else { return }
             writes.withLock { $0.append(list) }
+            while !beforeReported.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
             let context = context.withLock { $0 }
             await context?.report(.activations(after ?? list))
             // Reports are taken in order: once this one is in the log, the read-back before it was taken.
