@@ -9,7 +9,9 @@ import Glibc
 /// glibc's malloc keeps freed memory for reuse, in one arena per thread that ever allocated under
 /// contention (up to 8 per core): after start-up (a thousand connections opened, the log replayed)
 /// or a burst of commands, megabytes stay resident that nothing uses. `malloc_trim(0)` returns the
-/// free pages of every arena; it takes about a millisecond for a heap of tens of MiB.
+/// free pages of every arena; it takes about a millisecond for a heap of tens of MiB. Each trim also
+/// unmaps the clean pages of the program's files (``ProgramPages``), so that code run once (at
+/// start-up) or not since the last trim no longer counts in the hub's resident memory.
 public struct MemoryTrim: Service {
     /// Time between trims.
     public let every: Duration
@@ -29,9 +31,11 @@ public struct MemoryTrim: Service {
         }
     }
 
-    /// Returns the allocator's free pages to the system (glibc only; elsewhere nothing).
+    /// Returns the allocator's free pages to the system (glibc only; elsewhere nothing) and unmaps
+    /// the program's clean pages (``ProgramPages/release()``).
     public static func giveBack() {
         _ = glibc.trim?(0)
+        ProgramPages.release()
     }
 
     /// Caps glibc's malloc at `count` arenas (call before threads start): fewer arenas hold fewer

@@ -146,6 +146,8 @@ struct PlugsBench: AsyncParsableCommand {
                 if useKasa { kasaLatencies.append(s) } else { plugLatencies.append(s) }
             }
             let commandCPU = (try cpuSeconds(pid) - commandCPU0) / (ContinuousClock.now - commandStart).inSeconds
+            // The commands run code the idle hub did not: mapped again since the last trim.
+            let commandsRSS = try memoryKiB(pid, "VmRSS"), commandsFile = try memoryKiB(pid, "RssFile")
             let peakRSS = try memoryKiB(pid, "VmHWM")
             let throttled = quota?.throttled()
             await sender.stop(finalMessage: nil)
@@ -162,6 +164,7 @@ struct PlugsBench: AsyncParsableCommand {
                 | all devices online after start | \(String(format: "%.1f", startup)) s |
                 | hub RSS idle / peak | \(idleRSS / 1024) MiB / \(peakRSS / 1024) MiB |
                 | hub RSS idle: anonymous / file-backed; PSS | \(mib(idleAnon)) / \(mib(idleFile)); \(mib(idlePSS)) |
+                | hub RSS right after the commands (file-backed) | \(mib(commandsRSS)) (\(mib(commandsFile))) |
                 | all \(total) switched ON in one burst -> all confirmed | \(String(format: "%.2f", burst)) s (\(burstOn) confirmed) |
                 | hub CPU steady, all on (Kasa polled every 5 s, plug status every 2 s) | \(percent(idleCPU)) of one core |
                 | hub CPU while switching (one command at a time) | \(percent(commandCPU)) of one core |
