@@ -82,6 +82,51 @@ struct AttributionInBrowserTests {
         }
     }
 
+    /// The device page's "Recent events" table follows the log while the page is open: a command
+    /// from MQTT adds its `SwitchRequested` (with who asked and why) and the lamp's `SwitchToggled`
+    /// at the top, newest first, without a reload; another device's events and the lamp's readings
+    /// (which the page leaves out) do not show.
+    @Test func theRecentEventsTableIsLive() async throws {
+        try await ConsoleFormsInBrowserTests().withConsole(zone: "UTC") { page, base, shots, brokerPort in
+            try await page.goto(base + "/devices/lamp")
+            let rows = #"[...document.querySelectorAll('tbody[data-events="lamp"] tr')]"#
+            let types = "(\(rows).map(r => r.children[2].textContent).join(','))"
+            let before = try await page.evaluate(types).stringValue ?? ""
+            #expect(!before.isEmpty && !before.contains("Switch"), "the lamp was registered, never switched: \(before)")
+            let count = try await page.evaluate("\(rows).length").doubleValue ?? 0
+            try await page.waitFor("document.body.hasAttribute('data-live-open')", timeout: .seconds(5))
+            try await page.evaluate("window.hubTestMark = 'not reloaded'")
+
+            try mosquittoPub(
+                brokerPort, "hub/request/command", #"{"command":"record_reading","device":"lamp","quantity":"power","value":7.25}"#)
+            try mosquittoPub(brokerPort, "hub/device/lamp/switch/set", #"{"state":"ON","cause":"automation.porch_lights"}"#)
+            try mosquittoPub(brokerPort, "hub/device/fan/switch/set", "ON")
+            try await page.waitFor("\(types).startsWith('SwitchToggled,SwitchRequested,')", timeout: .seconds(5))
+            #expect(try await page.evaluate("\(rows).length").doubleValue == count + 2)
+            let requested = try await page.evaluate("\(rows)[1].textContent").stringValue ?? ""
+            #expect(requested.contains("mqtt") && requested.contains("automation.porch_lights"), "\(requested)")
+            // The rows added live are the rows the page has when loaded afresh.
+            let fresh = try await page.evaluate(
+                """
+                fetch('/devices/lamp').then(r => r.text()).then(t => [...new DOMParser().parseFromString(t, 'text/html')
+                  .querySelectorAll('tbody[data-events="lamp"] tr')].map(r => r.outerHTML).join('|'))
+                """)
+            let live = try await page.evaluate("\(rows).map(r => r.outerHTML).join('|')")
+            #expect(live == fresh, "live \(live), fresh \(fresh)")
+            // Newest first: the sequence numbers fall down the table, and the new ones are the log's.
+            let seqs = try await page.evaluate("\(rows).map(r => Number(r.children[0].textContent)).join(',')").stringValue ?? ""
+            let numbers = seqs.split(separator: ",").compactMap { Int($0) }
+            #expect(numbers == numbers.sorted(by: >), "\(seqs)")
+            let log = try await page.evaluate("fetch('/api/events?limit=1000').then(r => r.json())")
+            let lampSeqs = (log["data"]?.arrayValue ?? []).filter {
+                $0["stream"]?.stringValue == "device/lamp" && $0["type"]?.stringValue != "ReadingRecorded"
+            }.compactMap { $0["seq"]?.doubleValue }.map { Int($0) }
+            #expect(Array(numbers.prefix(2)) == Array(lampSeqs.suffix(2).reversed()), "page \(seqs), log \(lampSeqs)")
+            #expect(try await page.evaluate("window.hubTestMark") == "not reloaded")
+            try await page.screenshot(to: shots + "/recent-events-live.png")
+        }
+    }
+
     /// The newest `SwitchRequested`'s time as the console writes it in UTC: `2026-11-27 18:00:02`.
     static func requestedAt(_ page: Page) async throws -> String {
         let deadline = ContinuousClock.now + .seconds(5)

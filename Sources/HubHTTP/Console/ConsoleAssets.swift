@@ -281,6 +281,20 @@ enum ConsoleAssets {
                 if (el.dataset.device === r.id) set(el, "last-request", r.text);
               });
             });
+            // A device's events as the log commits them: the device page's "Recent events" rows, newest first.
+            source.addEventListener("entry", function (e) {
+              var x = JSON.parse(e.data);
+              document.querySelectorAll("tbody[data-events]").forEach(function (body) {
+                if (body.dataset.events !== x.id || body.querySelector('tr[data-seq="' + x.seq + '"]')) return;
+                var first = body.querySelector("tr[data-seq]");
+                if (first && Number(first.dataset.seq) > x.seq) return; // older than what the page shows
+                body.insertAdjacentHTML("afterbegin", x.row);
+                while (body.rows.length > Number(body.dataset.keep || 30)) body.deleteRow(body.rows.length - 1);
+                var box = body.closest(".scroll"), none = box && box.previousElementSibling;
+                if (box) box.hidden = false;
+                if (none && none.hasAttribute("data-events-none")) none.remove();
+              });
+            });
             source.addEventListener("change", function (e) {
               var c = JSON.parse(e.data);
               if (c.type === "MultiSwitchRequested") return; // a group or scene used: its devices update in place

@@ -8,6 +8,8 @@ import Hummingbird
 ///   whenever an event on its stream is committed;
 /// - `event: request` with `{"id","text"}` after a device's, when a switch of it was asked for:
 ///   the device page's line, "Switched on by mqtt:alice, automation.porch_lights, 2026-11-27 18:00:02";
+/// - `event: entry` with `{"id","seq","row"}` for every event on a device's stream, in the log's
+///   order: the row of the device page's "Recent events" table (`row`, its HTML), not coalesced;
 /// - `event: change` with `{"seq","stream","type"}` for every other stream;
 /// - `event: reload` when the page fell too far behind (its buffer overflowed) or the hub stops:
 ///   the page reloads itself and the stream ends.
@@ -59,11 +61,13 @@ struct ConsoleEventStream: Sendable {
     func frames(for changes: [ConsoleChange]) async -> String {
         var devices: [String] = [], seen: Set<String> = []
         var requests: [String: SwitchRequestLine] = [:]  // the latest per device
+        var entries: [(device: String, entry: LogScan.Entry)] = []
         var out = ""
         for change in changes {
             if let key = StreamKey(stream: change.stream), let device = key.deviceId {
                 if seen.insert(device).inserted { devices.append(device) }
                 if let request = change.request { requests[device] = request }
+                if let record = change.record { entries.append((device, LogScan.entry(record, event: change.event))) }
             } else {
                 out += Self.frame(
                     "change",
@@ -83,6 +87,14 @@ struct ConsoleEventStream: Sendable {
             for device in devices {
                 guard let request = requests[device] else { continue }
                 out += Self.frame("request", JSONValue.object([("id", .string(device)), ("text", .string(request.text))]).serialized())
+            }
+            for (device, entry) in entries {
+                out += Self.frame(
+                    "entry",
+                    JSONValue.object([
+                        ("id", .string(device)), ("seq", .number(Double(entry.sequence))),
+                        ("row", .string(EventTable.row(entry, showStream: false).text))
+                    ]).serialized())
             }
         }
         return out

@@ -10,6 +10,10 @@ package struct ConsoleChange: Sendable, Equatable {
     var type: String
     /// For a `SwitchRequested`: who asked for which state and when (the device page's line).
     var request: SwitchRequestLine? = nil
+    /// The record and its decoding, for the device page's "Recent events" row (rendered only when
+    /// a page is sent it); nil for another stream's and for an event the page does not list.
+    var record: EventRecord? = nil
+    var event: HubEvent? = nil
 
     package init(sequence: UInt64, stream: String, type: String) {
         self.sequence = sequence
@@ -20,6 +24,10 @@ package struct ConsoleChange: Sendable, Equatable {
     /// The change `record` makes; `event` is the record decoded (nil for a type this hub cannot read).
     package init(_ record: EventRecord, event: HubEvent?) {
         self.init(sequence: record.sequence, stream: record.stream, type: record.type)
+        if StreamKey(stream: record.stream)?.deviceId != nil, DevicePage.lists(type: record.type) {
+            self.record = record
+            self.event = event
+        }
         if case .switchRequested(let e)? = event {
             request = SwitchRequestLine(state: e.state.name, actor: record.causation.actor, timestamp: record.timestamp)
         }

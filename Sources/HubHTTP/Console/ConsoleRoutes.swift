@@ -98,12 +98,12 @@ extension ConsoleRoutes {
         let now = currentMicros()
         let charts = await DeviceCharts.load(hub: hub, device: id, now: now)
         let store = hub.store, stream = StreamKey.device(id).stream
-        let reading = Array(EventType.readingRecorded.rawValue.utf8)
+        let reading = Array(EventType.readingRecorded.rawValue.utf8)  // DevicePage.lists(type:), on the bytes
         let events: Result<LogScan.Page, LogUnreadable>
         do {
             events = .success(
                 try await Self.offloaded {
-                    try await LogScan(store: store).newest(before: store.lastSequence, limit: 30, budget: 20_000) {
+                    try await LogScan(store: store).newest(before: store.lastSequence, limit: DevicePage.recentEvents, budget: 20_000) {
                         !$0.typeEquals(reading) && $0.stream == stream
                     }
                 })

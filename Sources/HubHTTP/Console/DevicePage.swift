@@ -20,6 +20,13 @@ struct DevicePage {
         }
     }
 
+    /// Events the page shows (newest first), and keeps as the live updates add new ones.
+    static let recentEvents = 30
+
+    /// Whether the page's "Recent events" lists an event of this type: all but readings (the
+    /// charts show those).
+    static func lists(type: String) -> Bool { type != EventType.readingRecorded.rawValue }
+
     let snapshot: Snapshot
     let charts: DeviceCharts
     /// The device's recent events, or why they could not be read.
@@ -85,7 +92,7 @@ struct DevicePage {
                 page.nextBefore.map {
                     "<p><a href=\"/audit\(URLText.query([("stream", "device/" + snapshot.record.id), ("before", String($0))]))\">Older events in the audit timeline</a></p>"
                 } ?? .empty
-            return "\(EventTable(entries: page.entries, showStream: false).html)\n\(older)"
+            return "\(EventTable(entries: page.entries, showStream: false, liveFor: snapshot.record.id).html)\n\(older)"
         }
     }
 
@@ -192,6 +199,9 @@ struct DevicePage {
 struct EventTable {
     let entries: [LogScan.Entry]
     var showStream = true
+    /// The device whose events the live updates add at the top (`tbody data-events`), newest
+    /// first, keeping ``DevicePage/recentEvents`` rows; nil: a table that does not follow the log.
+    var liveFor: String? = nil
 
     /// An event's fields as `name: value` pairs, the empty ones left out.
     static func summary(_ data: JSONValue) -> String {
@@ -211,18 +221,23 @@ struct EventTable {
         return "\(e.actor)<br><span class=\"muted mono\" data-field=\"cause\">\(cause)</span>"
     }
 
-    var html: HTML {
-        guard !entries.isEmpty else { return "<p class=\"muted\">No events.</p>" }
-        let rows = entries.map { e -> HTML in
-            let stream: HTML = showStream ? "<td><a href=\"/audit\(URLText.query([("stream", e.stream)]))\">\(e.stream)</a></td>" : .empty
-            return """
-                <tr><td>\(e.sequence)</td><td>\(ConsoleFormat.time(e.timestamp))</td>\(stream)<td>\(e.type)</td><td>\(Self.actor(e))</td>\
-                <td class="mono">\(e.commandId ?? "")</td><td class="mono">\(e.data.map(Self.summary) ?? "(a type this hub cannot read)")</td></tr>
-                """
-        }
+    /// One event's row.
+    static func row(_ e: LogScan.Entry, showStream: Bool) -> HTML {
+        let stream: HTML = showStream ? "<td><a href=\"/audit\(URLText.query([("stream", e.stream)]))\">\(e.stream)</a></td>" : .empty
         return """
-            <div class="scroll"><table><thead><tr><th>Seq</th><th>Time</th>\(showStream ? "<th>Stream</th>" : HTML.empty)<th>Type</th><th>Actor</th>\
-            <th>Command id</th><th>Data (cause)</th></tr></thead><tbody>\(rows)</tbody></table></div>
+            <tr data-seq="\(e.sequence)"><td>\(e.sequence)</td><td>\(ConsoleFormat.time(e.timestamp))</td>\(stream)<td>\(e.type)</td><td>\(Self.actor(e))</td>\
+            <td class="mono">\(e.commandId ?? "")</td><td class="mono">\(e.data.map(Self.summary) ?? "(a type this hub cannot read)")</td></tr>
+            """
+    }
+
+    var html: HTML {
+        let none: HTML = "<p class=\"muted\" data-events-none>No events.</p>"
+        guard !entries.isEmpty || liveFor != nil else { return none }
+        let rows = entries.map { Self.row($0, showStream: showStream) }
+        let live: HTML = liveFor.map { " data-events=\"\($0)\" data-keep=\"\(DevicePage.recentEvents)\"" } ?? .empty
+        return """
+            \(entries.isEmpty ? none : HTML.empty)<div class="scroll"\(entries.isEmpty ? " hidden" : "")><table><thead><tr><th>Seq</th><th>Time</th>\(showStream ? "<th>Stream</th>" : HTML.empty)<th>Type</th><th>Actor</th>\
+            <th>Command id</th><th>Data (cause)</th></tr></thead><tbody\(live)>\(rows)</tbody></table></div>
             """
     }
 }

@@ -63,12 +63,26 @@ struct LogScan {
     }
 
     static func entry(_ view: RecordView) -> Entry {
-        let type = view.type
-        let event = try? HubEvent.decode(type: type, schemaVersion: view.schemaVersion, payload: view.payload)
-        let attribution = Attribution(stored: view.actor)
+        let event = try? HubEvent.decode(type: view.type, schemaVersion: view.schemaVersion, payload: view.payload)
+        return entry(
+            sequence: view.sequence, timestamp: view.timestamp, stream: view.stream, type: view.type, actor: view.actor,
+            commandId: view.commandId, event: event)
+    }
+
+    /// The entry of a committed record, `event` its decoding (nil for a type this hub cannot read).
+    static func entry(_ record: EventRecord, event: HubEvent?) -> Entry {
+        entry(
+            sequence: record.sequence, timestamp: record.timestamp, stream: record.stream, type: record.type,
+            actor: record.causation.actor, commandId: record.causation.commandId, event: event)
+    }
+
+    private static func entry(
+        sequence: UInt64, timestamp: Int64, stream: String, type: String, actor: String, commandId: String?, event: HubEvent?
+    ) -> Entry {
+        let attribution = Attribution(stored: actor)
         return Entry(
-            sequence: view.sequence, timestamp: view.timestamp, stream: view.stream, type: type,
-            actor: attribution.actor, cause: attribution.cause, commandId: view.commandId, data: event.map { hideSealed($0.jsonBody()) })
+            sequence: sequence, timestamp: timestamp, stream: stream, type: type,
+            actor: attribution.actor, cause: attribution.cause, commandId: commandId, data: event.map { hideSealed($0.jsonBody()) })
     }
 
     /// Sealed owner contact data shows as `"sealed"`: never its ciphertext on a page.
