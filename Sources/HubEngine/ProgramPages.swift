@@ -23,7 +23,8 @@ public enum ProgramPages {
         var start: UInt, end: UInt
         var permissions: String
         var path: String
-        var anonymousKB: Int
+        /// Nil until its `Anonymous:` line is read: a mapping without one is never released.
+        var anonymousKB: Int?
         var rssKB: Int
     }
 
@@ -60,11 +61,12 @@ public enum ProgramPages {
     /// The mappings ``release()`` advises: private, not writable, of a file with an executable
     /// mapping in the same process, with no anonymous page.
     static func releasable(_ mappings: [Mapping]) -> [Mapping] {
-        let programFiles = Set(mappings.filter { $0.permissions.dropFirst(2).first == "x" }.map(\.path))
+        // Permissions as `/proc` writes them: read, write, execute, then `p`rivate or `s`hared.
+        func flags(_ m: Mapping) -> [Character] { m.permissions.count == 4 ? Array(m.permissions) : ["-", "-", "-", "-"] }
+        let programFiles = Set(mappings.filter { flags($0)[2] == "x" }.map(\.path))
         return mappings.filter { m in
-            m.path.hasPrefix("/") && programFiles.contains(m.path) && m.permissions.count == 4
-                && m.permissions.dropFirst(1).first == "-" && m.permissions.last == "p" && m.anonymousKB == 0
-                && m.rssKB > 0
+            let f = flags(m)
+            return m.path.hasPrefix("/") && programFiles.contains(m.path) && f[1] == "-" && f[3] == "p" && m.anonymousKB == 0 && m.rssKB > 0
         }
     }
 
@@ -85,15 +87,9 @@ public enum ProgramPages {
                 let end = UInt(bounds[1], radix: 16), end > start
             else { continue }
             let path = fields.count >= 6 ? fields[5...].joined(separator: " ") : ""
-            // Anonymous unknown until its line: count it as holding some, so a mapping whose
-            // `Anonymous:` line is missing is never released.
-            result.append(Mapping(start: start, end: end, permissions: String(fields[1]), path: path, anonymousKB: -1, rssKB: 0))
+            result.append(Mapping(start: start, end: end, permissions: String(fields[1]), path: path, anonymousKB: nil, rssKB: 0))
         }
-        return result.map { m in
-            var m = m
-            if m.anonymousKB < 0 { m.anonymousKB = Int.max }
-            return m
-        }
+        return result
     }
 
     private static func readSmaps() -> String? {
