@@ -34,6 +34,7 @@ struct HouseholdBench: AsyncParsableCommand {
             "Put the data directory on an ext4 file system of its own (a loop device, as root) so the device counters count only the hub's writes."
     )
     var ownDisk = true
+    @Option(help: "The hub's --observation-commit-delay (seconds; default: the hub's own, 10).") var observationCommitDelay: Double?
     @Option(help: "First TCP port for the Kasa simulators.") var basePort = 25100
     @Option(help: "Where to put the data, the images and the configuration (removed afterwards).") var dir = "./hub-bench-household"
 
@@ -63,6 +64,7 @@ struct HouseholdBench: AsyncParsableCommand {
                 )
             case .failure(let why): print("Device counters: not found: \(why)")
             }
+            print("The hub's observation commit delay: \(observationCommitDelay.map { "\($0) s" } ?? "its default (10 s)").")
 
             var children: [Process] = []
             cleanups.append { for child in children where child.isRunning { child.terminate(); child.waitUntilExit() } }
@@ -78,7 +80,8 @@ struct HouseholdBench: AsyncParsableCommand {
             try traffic.configJSON().write(toFile: configPath, atomically: true, encoding: .utf8)
             let started = ContinuousClock.now
             let hubNotes = OutputTail()
-            let hub = try launch(exe, ["run", "--data-dir", dataDir, "--config", configPath], stderr: hubNotes)
+            let delay = observationCommitDelay.map { ["--observation-commit-delay", String($0)] } ?? []
+            let hub = try launch(exe, ["run", "--data-dir", dataDir, "--config", configPath] + delay, stderr: hubNotes)
             children.append(hub)
             cleanups.append {
                 if !hub.isRunning, hub.terminationStatus != 0 { Console.note("bench: the hub's last lines:\n" + hubNotes.text) }

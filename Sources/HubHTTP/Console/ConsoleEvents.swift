@@ -8,8 +8,9 @@ import Hummingbird
 ///   whenever an event on its stream is committed;
 /// - `event: request` with `{"id","text"}` after a device's, when a switch of it was asked for:
 ///   the device page's line, "Switched on by mqtt:alice, automation.porch_lights, 2026-11-27 18:00:02";
-/// - `event: entry` with `{"id","seq","row"}` for every event on a device's stream, in the log's
-///   order: the row of the device page's "Recent events" table (`row`, its HTML), not coalesced;
+/// - `event: entry` with `{"id","seq","row"}` for every event on a device's stream the device page
+///   lists (all but readings), in the log's order: the row of its "Recent events" table (`row`,
+///   its HTML), not coalesced;
 /// - `event: change` with `{"seq","stream","type"}` for every other stream;
 /// - `event: reload` when the page fell too far behind (its buffer overflowed) or the hub stops:
 ///   the page reloads itself and the stream ends.
