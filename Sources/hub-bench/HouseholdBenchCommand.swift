@@ -35,6 +35,7 @@ struct HouseholdBench: AsyncParsableCommand {
     )
     var ownDisk = true
     @Option(help: "The hub's --observation-commit-delay (seconds; default: the hub's own, 10).") var observationCommitDelay: Double?
+    @Option(help: "Mount options of the own disks (the hub's and Home Assistant's), e.g. lazytime.") var mountOptions: String?
     @Option(help: "First TCP port for the Kasa simulators.") var basePort = 25100
     @Option(help: "Where to put the data, the images and the configuration (removed afterwards).") var dir = "./hub-bench-household"
 
@@ -65,6 +66,7 @@ struct HouseholdBench: AsyncParsableCommand {
             case .failure(let why): print("Device counters: not found: \(why)")
             }
             print("The hub's observation commit delay: \(observationCommitDelay.map { "\($0) s" } ?? "its default (10 s)").")
+            if ownDisk { print("Own disks mounted with: \(mountOptions ?? "the default options").") }
 
             var children: [Process] = []
             cleanups.append { for child in children where child.isRunning { child.terminate(); child.waitUntilExit() } }
@@ -219,7 +221,8 @@ struct HouseholdBench: AsyncParsableCommand {
         var directory = root + "/" + name
         if ownDisk {
             do {
-                let loop = try LoopDisk(image: root + "/\(name).img", mountPoint: root + "/\(name)-disk", megabytes: 512)
+                let loop = try LoopDisk(
+                    image: root + "/\(name).img", mountPoint: root + "/\(name)-disk", megabytes: 512, options: mountOptions)
                 cleanups.append { loop.remove() }
                 directory = loop.mountPoint + "/data"
             } catch {

@@ -61,8 +61,9 @@ final class LoopDisk: @unchecked Sendable {
     private let image: String
 
     /// Makes a `megabytes` MiB image file at `image`, an ext4 file system on it (default options),
-    /// attaches it to a free loop device and mounts it on `mountPoint`.
-    init(image: String, mountPoint: String, megabytes: Int) throws {
+    /// attaches it to a free loop device and mounts it on `mountPoint` (with `options`, `mount -o`,
+    /// when given).
+    init(image: String, mountPoint: String, megabytes: Int, options: String? = nil) throws {
         self.image = image
         self.mountPoint = mountPoint
         try? FileManager.default.removeItem(atPath: image)
@@ -72,7 +73,9 @@ final class LoopDisk: @unchecked Sendable {
         try Self.run(["mkfs.ext4", "-q", "-F", image])
         device = try Self.run(["losetup", "--find", "--show", image]).trimmingCharacters(in: .whitespacesAndNewlines)
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        do { try Self.run(["mount", device, mountPoint]) } catch { _ = try? Self.run(["losetup", "-d", device]); throw error }
+        do { try Self.run(["mount"] + (options.map { ["-o", $0] } ?? []) + [device, mountPoint]) } catch {
+            _ = try? Self.run(["losetup", "-d", device]); throw error
+        }
     }
 
     func remove() {
