@@ -271,6 +271,28 @@ import VirtualDriver
         try await hub.service.stop()
     }
 
+    /// Event rows go only to a page that asked for its device's (the device page), not to every page.
+    @Test func eventRowsGoOnlyToThePageOfTheirDevice() async throws {
+        let hub = try await ConsoleHub.start()
+        let lampPage = try EventStreamProbe(port: hub.port, path: "/console/events?entries=lamp")
+        let devicesPage = try EventStreamProbe(port: hub.port)
+        defer {
+            lampPage.close()
+            devicesPage.close()
+        }
+        _ = try await lampPage.waitFor("live updates from the hub's log")
+        _ = try await devicesPage.waitFor("live updates from the hub's log")
+        _ = try await hub.post("/console/command", #"{"command":"switch","id":"kettle","state":"ON"}"#)
+        _ = try await hub.post("/console/command", #"{"command":"switch","id":"lamp","state":"ON"}"#)
+        let lamp = try await lampPage.waitFor("SwitchToggled</td>")
+        let devices = try await devicesPage.waitFor(#"data: {"id":"lamp""#)
+        #expect(lamp.contains(#"event: entry\#ndata: {"id":"lamp","seq":"#))
+        #expect(!lamp.contains(#"event: entry\#ndata: {"id":"kettle""#), "the kettle's rows are not the lamp page's")
+        #expect(lamp.contains(#"event: device\#ndata: {"id":"kettle""#), "its state still is")
+        #expect(!devices.contains("event: entry"))
+        try await hub.service.stop()
+    }
+
     @Test func aSwitchFlippedOverMQTTReachesAnOpenPage() async throws {
         let broker = try await TestBroker.startAsync()
         let hub = try await ConsoleHub.start(brokerPort: broker.port)

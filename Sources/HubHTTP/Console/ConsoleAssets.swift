@@ -259,7 +259,9 @@ enum ConsoleAssets {
           }
           if (window.EventSource && document.body.hasAttribute("data-live")) {
             var watched = (document.body.dataset.live || "").split(" ").filter(Boolean);
-            var source = new EventSource("/console/events");
+            // A device page's "Recent events" asks for the rows of its device's events too.
+            var table = document.querySelector("tbody[data-events]");
+            var source = new EventSource("/console/events" + (table ? "?entries=" + encodeURIComponent(table.dataset.events) : ""));
             // `data-live-open` on the body while the stream is connected (what a test waits for).
             source.addEventListener("open", function () { document.body.setAttribute("data-live-open", ""); });
             source.addEventListener("error", function () { document.body.removeAttribute("data-live-open"); });

@@ -8,9 +8,10 @@ import Hummingbird
 ///   whenever an event on its stream is committed;
 /// - `event: request` with `{"id","text"}` after a device's, when a switch of it was asked for:
 ///   the device page's line, "Switched on by mqtt:alice, automation.porch_lights, 2026-11-27 18:00:02";
-/// - `event: entry` with `{"id","seq","row"}` for every event on a device's stream the device page
-///   lists (all but readings), in the log's order: the row of its "Recent events" table (`row`,
-///   its HTML), not coalesced;
+/// - `event: entry` with `{"id","seq","row"}`, to a page that asked for the events of one device
+///   (`?entries=<id>`, the device page), for every event on its stream the page lists (all but
+///   readings), in the log's order: the row of its "Recent events" table (`row`, its HTML), not
+///   coalesced;
 /// - `event: change` with `{"seq","stream","type"}` for every other stream;
 /// - `event: reload` when the page fell too far behind (its buffer overflowed) or the hub stops:
 ///   the page reloads itself and the stream ends.
@@ -19,6 +20,8 @@ import Hummingbird
 struct ConsoleEventStream: Sendable {
     let hub: Hub
     let feed: ConsoleFeed
+    /// The device whose events this page shows as rows (`?entries=<id>`); nil: none.
+    var entriesOf: String? = nil
     /// A comment line is sent this often, so a closed connection is noticed without waiting for an event.
     var keepAlive: Duration = .seconds(15)
 
@@ -68,7 +71,7 @@ struct ConsoleEventStream: Sendable {
             if let key = StreamKey(stream: change.stream), let device = key.deviceId {
                 if seen.insert(device).inserted { devices.append(device) }
                 if let request = change.request { requests[device] = request }
-                if let record = change.record { entries.append((device, LogScan.entry(record, event: change.event))) }
+                if device == entriesOf, let record = change.record { entries.append((device, LogScan.entry(record, event: change.event))) }
             } else {
                 out += Self.frame(
                     "change",

@@ -20,7 +20,10 @@ struct ConsoleRoutes: Sendable {
         router.get("discovered") { _, _ in await local { await discoveredPage() } }
         router.get("console/console.css") { _, _ in ConsoleResponse.asset(ConsoleAssets.css, contentType: "text/css; charset=utf-8") }
         router.get("console/console.js") { _, _ in ConsoleResponse.asset(ConsoleAssets.js, contentType: "text/javascript; charset=utf-8") }
-        router.get("console/events") { _, _ in ConsoleEventStream(hub: hub, feed: routes.console).response() }
+        router.get("console/events") { request, _ in
+            ConsoleEventStream(hub: hub, feed: routes.console, entriesOf: request.uri.queryParameters["entries"].map(String.init))
+                .response()
+        }
         // Not the stream's own: a HEAD must not subscribe a stream that is never read.
         router.head("console/events") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"])
