@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <string.h>
+#include <fcntl.h>
 #include "cthreadname.h"
 
 int hub_name_this_thread(const char *name) {
@@ -24,5 +25,14 @@ int hub_this_thread_id(void) {
     return (int)syscall(SYS_gettid);
 #else
     return -1;
+#endif
+}
+
+int hub_start_writeback(int fd) {
+#if defined(__linux__)
+    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd;
+    return 0;
 #endif
 }

@@ -54,7 +54,7 @@ package struct AuditHeads: Service {
                 try await signer.publishNewest()  // a long log not in the tree yet is added here, and a stop cuts it short
                 var lastSigned = ContinuousClock.now
                 while true {
-                    try await store.waitForAppend(after: signer.trail.tree.size)
+                    try await store.waitForDurable(after: signer.trail.tree.size)
                     // The tree follows every append; a head is signed at most every `every`.
                     let due = lastSigned + every
                     while true {
@@ -87,7 +87,7 @@ package struct AuditHeads: Service {
     /// Returns when the log holds a record after `sequence`, or at `deadline`, whichever is first.
     static func appendOrTime(_ store: any EventStore, after sequence: UInt64, until deadline: ContinuousClock.Instant) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await store.waitForAppend(after: sequence) }
+            group.addTask { try await store.waitForDurable(after: sequence) }
             group.addTask { try await Task.sleep(until: deadline) }
             try await group.next()
             group.cancelAll()

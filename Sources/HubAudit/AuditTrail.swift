@@ -95,7 +95,7 @@ public final class AuditTrail: @unchecked Sendable {
     public nonisolated(nonsending) func catchUp(
         store: any EventStore, leaf: LeafBytes, limit: UInt64 = .max
     ) async throws -> UInt64 {
-        let from = tree.size + 1, available = store.lastSequence
+        let from = tree.size + 1, available = store.durableSequence
         guard from <= available, limit > 0 else { return 0 }
         let through = available - from + 1 > limit ? from + limit - 1 : available
         try await store.readViews(from: from, through: through) { view in

@@ -129,6 +129,9 @@ public final class TreeFile: SubtreeHashes, @unchecked Sendable {
     public func flush() throws {
         guard !pending.isEmpty else { return }
         try pending.withUnsafeBytes { try FileIO.writeAll(fd: fd, path: path, $0, at: Self.headerSize + Int(writtenNodes) * 32) }
+        // The file grows: its new blocks are allocated now, with the log's write moment the tree
+        // follows, not by the flusher later in a journal commit of their own.
+        FileIO.startWriteback(fd: fd)
         writtenNodes += UInt64(pending.count / 32)
         pending.removeAll(keepingCapacity: true)
     }

@@ -46,11 +46,16 @@ public final class HistoryFiles: HistorySource {
     private var openFiles: [String: Int32] = [:]
     private var openOrder: [String] = []
     static let maxOpenFiles = 128
-    /// While folding a stretch of the log at start-up (``foldingInBulk(_:)``): finished buckets held
-    /// back, by file and offset, and written together, adjacent slots in one `pwrite`.
-    private var held: [String: [Int: HistorySlot]]?
+    /// Finished buckets held back, by file and offset, and written together, adjacent slots in one
+    /// `pwrite`: when ``maxHeld`` are held (``maxHeldInBulk`` while folding a stretch of the log at
+    /// start-up, ``foldingInBulk(_:)``), and at every ``sync(sequence:chainHash:)``. A household's
+    /// series then write a page each an hour or so instead of a slot each a minute (each such write
+    /// a page to the disk, and a journal commit for the file's times); queries read them from here.
+    private var held: [String: [Int: HistorySlot]] = [:]
     private var heldCount = 0
-    static let maxHeld = 8192
+    private var inBulk = false
+    static let maxHeld = 2048
+    static let maxHeldInBulk = 8192
 
     /// The files' format: 2 since slots carry the time weighting (1, unnamed: 64-byte slots).
     static let formatVersion = 2
@@ -178,6 +183,8 @@ public final class HistoryFiles: HistorySource {
     /// Removes every series file and the sync record: the files start again from sequence 0.
     package func reset() throws {
         closeFiles()
+        held = [:]
+        heldCount = 0
         // A file left behind would be listed again with buckets of the log it no longer matches.
         for path in [markPath] + series.values.map(\.path) where unlink(path) != 0 && errno != ENOENT {
             throw EventLogError.io(path: path, operation: "unlink", errno: errno)
@@ -213,13 +220,13 @@ public final class HistoryFiles: HistorySource {
     }
 
     /// Runs `body` (a fold of many events) with finished buckets written in batches instead of one
-    /// at a time, then writes what is held. Memory: at most ``maxHeld`` buckets, for the duration.
+    /// at a time, then writes what is held. Memory: at most ``maxHeldInBulk`` buckets, for the duration.
     @discardableResult
     public nonisolated(nonsending) func foldingInBulk<T>(_ body: nonisolated(nonsending) () async throws -> T) async rethrows -> T {
-        held = [:]
+        inBulk = true
         defer {
+            inBulk = false
             do { try writeHeld() } catch { fail("buckets could not be written: \(error)") }
-            held = nil
         }
         return try await body()
     }
@@ -438,23 +445,15 @@ public final class HistoryFiles: HistorySource {
 
     private func write(_ slot: HistorySlot, _ resolution: HistoryResolution, _ path: String) throws {
         let at = Self.regionOffset(resolution) + Self.slotIndex(slot.bucket, resolution) * HistorySlot.size
-        if held != nil {
-            if held![path, default: [:]].updateValue(slot, forKey: at) == nil { heldCount += 1 }
-            if heldCount >= Self.maxHeld { try writeHeld() }
-            return
-        }
-        guard let fd = try file(path, creating: true) else { return }
-        try withUnsafeTemporaryAllocation(byteCount: HistorySlot.size, alignment: 8) { buffer in
-            slot.encode(into: buffer)
-            try FileIO.writeAll(fd: fd, path: path, UnsafeRawBufferPointer(buffer), at: at)
-        }
+        if held[path, default: [:]].updateValue(slot, forKey: at) == nil { heldCount += 1 }
+        if heldCount >= (inBulk ? Self.maxHeldInBulk : Self.maxHeld) { try writeHeld() }
     }
 
-    /// Writes the held buckets (of `only` one file, or all), each run of adjacent slots in one `pwrite`.
-    private func writeHeld(only: String? = nil) throws {
-        guard let all = held, !all.isEmpty else { return }
-        for (path, slots) in all where only == nil || path == only {
-            held![path] = nil
+    /// Writes the held buckets, each run of adjacent slots in one `pwrite`.
+    private func writeHeld() throws {
+        guard !held.isEmpty else { return }
+        for (path, slots) in held {
+            held[path] = nil
             heldCount -= slots.count
             guard let fd = try file(path, creating: true) else { continue }
             let offsets = slots.keys.sorted()
@@ -472,17 +471,20 @@ public final class HistoryFiles: HistorySource {
                 try run.withUnsafeBytes { try FileIO.writeAll(fd: fd, path: path, $0, at: offsets[i]) }
                 i = j
             }
+            FileIO.startWriteback(fd: fd)  // blocks of a slot not written before are allocated now
         }
     }
 
     /// The stored slots of `buckets` (at most a ring's worth) in bucket order, whatever bucket
     /// each holds; empty slots and a file not written yet are left out.
     private func read(_ path: String, _ resolution: HistoryResolution, buckets: ClosedRange<Int64>) throws -> [HistorySlot] {
-        if held?[path] != nil { try writeHeld(only: path) }
-        guard let fd = try file(path, creating: false) else { return [] }
         let n = resolution.retainedBuckets
         let count = min(Int(buckets.upperBound - buckets.lowerBound) + 1, n)
         let start = Self.slotIndex(buckets.lowerBound, resolution)
+        let heldHere = held[path] ?? [:]
+        guard let fd = try file(path, creating: false) else {
+            return (0..<count).compactMap { heldHere[Self.regionOffset(resolution) + ((start + $0) % n) * HistorySlot.size] }
+        }
         // At most two runs: up to the ring's end, then from its start.
         let runs = start + count <= n ? [(start, count)] : [(start, n - start), (0, count - (n - start))]
         var out: [HistorySlot] = []
@@ -495,6 +497,10 @@ public final class HistoryFiles: HistorySource {
                 filled += piece.count
             }
             for i in 0..<count {
+                if let slot = heldHere[Self.regionOffset(resolution) + ((start + i) % n) * HistorySlot.size] {
+                    out.append(slot)  // held back, newer than the file's
+                    continue
+                }
                 let bytes = UnsafeRawBufferPointer(rebasing: raw[(i * HistorySlot.size)..<((i + 1) * HistorySlot.size)])
                 do {
                     if let slot = try HistorySlot.decode(bytes) { out.append(slot) }

@@ -187,6 +187,18 @@ public protocol EventStore: Sendable {
     ///   when its writer stopped, `CancellationError` when the task is cancelled.
     func waitForAppend(after sequence: UInt64) async throws
 
+    /// The last sequence a sync has carried to the disk: a power cut loses nothing up to it. It
+    /// trails ``lastSequence`` only while observations wait for their sync (see
+    /// `SegmentStoreOptions.observationCommitDelay`); for a store whose commits are durable when
+    /// they return, it is ``lastSequence``.
+    var durableSequence: UInt64 { get }
+
+    /// Returns once ``durableSequence`` is past `sequence` (at once if it already is): for what
+    /// follows the log onto the disk (the audit tree), so that it writes when the log does.
+    ///
+    /// - Throws: What ``waitForAppend(after:)`` throws.
+    func waitForDurable(after sequence: UInt64) async throws
+
     /// Checks the whole log without changing anything: gapless sequences, dense stream versions,
     /// and whatever integrity the backend can check (frames, checksums, the stored hash chain).
     ///
@@ -217,6 +229,12 @@ public protocol EventStore: Sendable {
 }
 
 extension EventStore {
+    /// See ``EventStore/durableSequence``: every commit is durable when it returns.
+    public var durableSequence: UInt64 { lastSequence }
+
+    /// See ``EventStore/waitForDurable(after:)``: every commit is durable when it returns.
+    public func waitForDurable(after sequence: UInt64) async throws { try await waitForAppend(after: sequence) }
+
     /// Collects the records of ``read(from:through:_:)``.
     ///
     /// - Parameters:

@@ -1,3 +1,4 @@
+import CThreadName
 import Synchronization
 
 #if canImport(Glibc)
@@ -134,6 +135,15 @@ package enum FileIO {
 
     /// The unit ``writeZeros(fd:path:_:)`` writes in.
     static let pageSize = 4096
+
+    /// Starts writing the file's dirty pages now without waiting for them (`sync_file_range`,
+    /// `SYNC_FILE_RANGE_WRITE`): blocks a growing file still needs are allocated now, in the file
+    /// system's journal commit of this moment, rather than by the kernel's flusher half a minute
+    /// later in a commit of their own. Not a sync: nothing is durable by it. A failure is ignored
+    /// (the flusher writes the pages later).
+    package static func startWriteback(fd: Int32) {
+        _ = hub_start_writeback(fd)
+    }
 
     package static func dataSync(fd: Int32, path: String) throws {
         #if canImport(Glibc)

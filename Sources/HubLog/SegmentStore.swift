@@ -35,6 +35,15 @@ public struct SegmentStoreOptions: Sendable {
     public var observationCommitDelay: Duration = .zero
     /// Observation bytes written but not synced after which the writer syncs at once.
     public static let maxUnsyncedBytes = 64 * 1024
+    /// Where the writer keeps a copy of the observation frames it holds back (a tmpfs directory; nil:
+    /// it holds none). With a delay, an observation-only commit that fits the zeros written ahead
+    /// of the records is not written at all until the next write moment (an immediate commit, the
+    /// delay up, ``maxUnsyncedBytes``, close): every write of the segment, and every change of its
+    /// modification time that the file system journals, then happens at those moments only. The
+    /// held frames are read from memory meanwhile, and staged here (``StagedFrames``) so a killed
+    /// process loses none of them: the next open puts them back. Not a tmpfs: nothing is held (each
+    /// commit is written at once, as with no staging directory).
+    public var stagingDirectory: String? = "/dev/shm"
 
     /// Makes settings.
     ///
@@ -115,6 +124,13 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         var recent: [EventRecord] = []
         /// Why the last recovery checkpoint could not be written, if it could not.
         var checkpointFault: String? = nil
+        /// The frames of committed observations the writer holds back (not yet in their segment),
+        /// and the last sequence in the files before them.
+        var held: [UInt8] = []
+        var writtenThrough: UInt64 = 0
+        /// The last sequence synced to the disk, and who waits for it to pass a sequence.
+        var durable: UInt64 = 0
+        var durableWaiters = AppendWaiters()
     }
     /// How many committed records stay in memory for followers (a few more, up to `recentSlack`,
     /// before the oldest are dropped): a fixed amount, so a long-running hub reaches it and stays
@@ -169,6 +185,18 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// Observation records written but not yet synced: since when, and how many bytes.
     private var unsyncedSince: ContinuousClock.Instant? = nil
     private var unsyncedBytes = 0
+    /// The held frames (``Shared/held``): where they go in the newest segment, the last sequence
+    /// among them, and their staged copy (nil: nothing is held).
+    private var heldStart = 0
+    private var heldThrough: UInt64 = 0
+    private var staging: StagedFrames?
+    /// The staging file of the held observations, while there is one (tests).
+    var stagingPath: String? { staging?.path }
+    /// What staging found on opening (frames a killed writer held, put back), for ``openingNotes``.
+    let stagingNote: String?
+    /// The last sequence written to the files, and the last synced.
+    private var fileThrough: UInt64 = 0
+    private var syncedThrough: UInt64 = 0
     /// How often the writer looks at the free space while the disk is full and nothing is queued.
     static let spaceProbeInterval: TimeInterval = 1
 
@@ -221,7 +249,19 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         self.lockFD = lockFD
         var opened: LogRecovery.Opened
         let indexing: CommandIndexOpening
+        let stagingPath = readOnly ? nil : options.stagingDirectory.flatMap { StagedFrames.path(in: $0, logDirectory: directory) }
+        var stagingNote: String? = nil
         do {
+            if let stagingPath {
+                switch try StagedFrames.restore(path: stagingPath, directory: directory) {
+                case .nothing: break
+                case .wrote(let segment, let offset, let bytes):
+                    stagingNote =
+                        "put back \(bytes) bytes of observations a stopped writer held (staged in \(stagingPath)) into segment \(segment) at offset \(offset)"
+                case .ignored(let why):
+                    stagingNote = "observations staged in \(stagingPath) were not put back: \(why)"
+                }
+            }
             indexing = readOnly ? CommandIndexOpening() : try CommandIndexOpening(directory: directory)
             opened = try LogRecovery.open(
                 directory: directory, repair: !readOnly, commands: indexing.scanned,
@@ -239,6 +279,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         commands = CommandIndex(window: options.commandWindow)
         commandIndexNote = indexing.note(opened, rebuild: rebuild)
         checkpointNote = opened.checkpointNote
+        self.stagingNote = stagingNote
         lastHash = opened.lastHash
         headOffset = opened.lastRecordOffset
         sinceCheckpoint = opened.scannedBytes
@@ -248,7 +289,11 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             $0.streams = opened.streams
             $0.segments = opened.segments
             $0.index = opened.index
+            $0.writtenThrough = opened.lastSequence
+            $0.durable = opened.lastSequence
         }
+        fileThrough = opened.lastSequence
+        syncedThrough = opened.lastSequence
         if readOnly { writerDone = true; return }
         do {
             try openCommandIndex(indexing, rebuild: rebuild, opened: opened)
@@ -265,6 +310,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try FileIO.dataSync(fd: segmentFD, path: last.path)
         segmentEnd = opened.tailOffset
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
+        if let stagingPath, options.observationCommitDelay > .zero { staging = try? StagedFrames.create(path: stagingPath) }
         // A long scan is not repeated at the next open.
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
         if opened.lastSequence > 0 {
@@ -310,6 +356,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
         if let commandIndexNote { notes.append(commandIndexNote) }
         if let checkpointNote { notes.append(checkpointNote) }
+        if let stagingNote { notes.append(stagingNote) }
         return notes
     }
 
@@ -418,8 +465,36 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// ``readViews(from:through:_:)`` for a synchronous caller (the store's own index rebuilds,
     /// tools that read segment files in place).
     public func scanViews(from: UInt64, through: UInt64, _ body: (RecordView) throws -> Bool) throws {
-        let (segments, index, last) = shared.withLock { ($0.segments, $0.index, $0.lastSequence) }
+        let (segments, index, last, written, held) = shared.withLock { s in
+            (s.segments, s.index, s.lastSequence, s.writtenThrough, min(through, s.lastSequence) > s.writtenThrough ? s.held : [])
+        }
         let start = max(from, 1), end = min(through, last)
+        guard start <= end else { return }
+        if end > written {
+            // Held observations are not in the files yet: the files up to them, then memory.
+            var going = true
+            try scanFiles(segments, index, from: start, through: written) { view in
+                going = try body(view)
+                return going
+            }
+            guard going else { return }
+            try held.withUnsafeBytes { raw in
+                var i = 0
+                while i < raw.count, let (view, _, length) = SegmentCursor.soundRecord(raw, at: i) {
+                    if view.sequence > end { return }
+                    if view.sequence >= start, try !body(view) { return }
+                    i += length
+                }
+            }
+            return
+        }
+        try scanFiles(segments, index, from: start, through: end, body)
+    }
+
+    /// Reads committed records `start...end` from the segment files.
+    private func scanFiles(
+        _ segments: [Segment], _ index: [IndexEntry], from start: UInt64, through end: UInt64, _ body: (RecordView) throws -> Bool
+    ) throws {
         guard start <= end else { return }
         var segmentIndex = 0, offset = RecordFormat.segmentHeaderSize
         if let entry = Self.seekEntry(index, for: start) {
@@ -482,6 +557,25 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
     }
 
+    /// See ``EventStore/durableSequence``: observations may be committed (read, followed) before
+    /// they are synced (see ``SegmentStoreOptions/observationCommitDelay``).
+    public var durableSequence: UInt64 { shared.withLock { readOnly ? $0.lastSequence : $0.durable } }
+
+    /// See ``EventStore/waitForDurable(after:)``: returns once a sync carried a record after
+    /// `sequence` to the disk (a read-only store: once the files hold one).
+    public func waitForDurable(after sequence: UInt64) async throws {
+        if readOnly { return try await waitForAppend(after: sequence) }
+        let id = shared.withLock { $0.durableWaiters.newId() }
+        try await AppendWaiters.suspend { waiter in
+            shared.withLock { s in
+                let refusal: EventLogError? = s.closed ? .closed : s.stopped.map { .writerStopped(reason: $0) }
+                return s.durableWaiters.enter(id, after: sequence, lastSequence: s.durable, refusal: refusal, waiter)
+            }
+        } cancelled: {
+            shared.withLock { $0.durableWaiters.remove(id) }
+        }
+    }
+
     /// Read-only stores: picks up records the writer (another process) committed since the last look.
     public func refresh() throws {
         guard readOnly else { return }
@@ -520,10 +614,15 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         queue.broadcast()
         while !writerDone { queue.wait() }
         queue.unlock()
-        shared.withLock { s in
+        let (appended, durable) = shared.withLock { s in
             s.closed = true
-            return s.waiters.takeAll()
-        }.fail(EventLogError.closed)
+            return (s.waiters.takeAll(), s.durableWaiters.takeAll())
+        }
+        appended.fail(EventLogError.closed)
+        durable.fail(EventLogError.closed)
+        // Nothing is held any more (the writer wrote it at close) unless it stopped: then the staged
+        // copy stays for the next open.
+        if shared.withLock({ $0.held.isEmpty }) { staging?.remove() }
         let head = shared.withLock { ($0.lastSequence, $0.headHash, $0.stopped) }
         commands.close(through: head.0, hash: head.1)
         // After a write failure the files may hold more than was committed: the next open scans.
@@ -670,7 +769,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                         type: event.type, schemaVersion: event.schemaVersion, timestamp: time,
                         causation: request.causation, payload: event.payload)
                     if segmentEnd + out.count >= options.segmentSize && segmentEnd + out.count > RecordFormat.segmentHeaderSize {
-                        try writeOut(&out)
+                        try writeOut(&out, through: nextSequence - 1)
                         try rotate(firstSequence: nextSequence)
                     }
                     if nextSequence % Self.indexStride == 1 {
@@ -695,13 +794,22 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 needsWrite.append(true)
             }
             if !out.isEmpty || nextSequence > committedLast + 1 {
-                try writeOut(&out)
-                if batch.contains(where: { $0.request.needsDurability }) || options.observationCommitDelay == .zero
-                    || unsyncedBytes + batchBytes >= SegmentStoreOptions.maxUnsyncedBytes
-                {
+                let immediate =
+                    batch.contains(where: { $0.request.needsDurability }) || options.observationCommitDelay == .zero
+                    || unsyncedBytes + batchBytes + out.count >= SegmentStoreOptions.maxUnsyncedBytes
+                if !immediate, staging != nil {
+                    try preallocate(through: segmentEnd + out.count, path: shared.withLock { $0.segments.last!.path })
+                }
+                if !immediate, staging != nil, segmentEnd + out.count <= allocatedEnd {
+                    // Observations only, with room in the zeros ahead: held until the next write moment.
+                    try hold(&out, through: nextSequence - 1)
+                } else {
+                    try writeOut(&out, through: nextSequence - 1)
+                }
+                if immediate {
                     try sync()
                 } else {
-                    // Observations only: acknowledged once written; synced within the delay.
+                    // Observations only: acknowledged once held or written; synced within the delay.
                     unsyncedSince = unsyncedSince ?? .now
                     unsyncedBytes += batchBytes
                 }
@@ -745,19 +853,22 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         sinceCheckpoint += batchBytes
         let reached = shared.withLock { s in
             s.lastSequence = nextSequence - 1
+            s.writtenThrough = fileThrough
             s.headHash = hash
             s.recent += committed
             if s.recent.count > Self.recentCapacity + Self.recentSlack { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }
             s.index += newIndex
-            return s.waiters.takeReached(s.lastSequence)
+            s.durable = max(s.durable, min(syncedThrough, s.lastSequence))  // before any caller hears
+            return (s.waiters.takeReached(s.lastSequence), s.durableWaiters.takeReached(s.durable))
         }
         // Remembered once committed, and before anyone hears of the commit: a retry can never miss
         // its original. Written to the index file after the answers (a crash before that is
         // mended by the next open's tail scan), so no caller waits for those writes.
         commands.remember(commandOverlay)
         for (i, item) in batch.enumerated() { item.complete(results[i]) }
-        reached.resume()
+        reached.0.resume()
+        reached.1.resume()
         commands.persist(through: nextSequence - 1, hash: hash)
         // A recovery checkpoint names only synced records.
         if unsyncedSince == nil && sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
@@ -778,6 +889,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             stop([], because: "syncing the observations written since the last sync: \(error)")
             return
         }
+        publishDurable()
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
     }
 
@@ -839,14 +951,14 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
         try FileIO.truncate(fd: segmentFD, path: keep.path, to: size)
         try FileIO.dataSync(fd: segmentFD, path: keep.path)
-        unsyncedSince = nil  // observations written before this commit are synced with the cut
-        unsyncedBytes = 0
-        framesSinceSync = 0
+        synced()  // observations written before this commit are synced with the cut
         segmentEnd = size
         allocatedEnd = size
     }
 
-    private func writeOut(_ out: inout [UInt8]) throws {
+    /// Writes the held frames, then `out` (frames of records up to `through`) after them.
+    private func writeOut(_ out: inout [UInt8], through: UInt64) throws {
+        try writeHeld()
         guard !out.isEmpty else { return }
         batchBytes += out.count
         let path = shared.withLock { $0.segments.last!.path }
@@ -854,7 +966,53 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try out.withUnsafeBytes { try FileIO.writeAll(fd: segmentFD, path: path, $0, at: segmentEnd) }
         segmentEnd += out.count
         allocatedEnd = max(allocatedEnd, segmentEnd)
+        fileThrough = through
         out.removeAll(keepingCapacity: true)
+    }
+
+    /// Holds `out` (frames of records up to `through`, which fit the zeros written ahead) in memory
+    /// and in the staging file instead of writing it: readers find the frames in ``Shared/held``.
+    private func hold(_ out: inout [UInt8], through: UInt64) throws {
+        guard !out.isEmpty, let staging else { return }
+        let first = shared.withLock { s -> UInt64 in
+            if s.held.isEmpty { heldStart = segmentEnd }
+            return s.segments.last!.firstSequence
+        }
+        // The record before the first held frame (what the staged copy names, with its hash): the
+        // last committed, unless the segment has none yet (it then names the frames' own place).
+        let previous = segmentEnd > RecordFormat.segmentHeaderSize ? headOffset : segmentEnd
+        do {
+            try staging.append(out[...], segmentFirst: first, offset: heldStart, previousOffset: previous, previousHash: lastHash)
+        } catch {
+            // No staged copy, no holding: what is held is written now, and this with it.
+            self.staging = nil
+            staging.remove()
+            return try writeOut(&out, through: through)
+        }
+        shared.withLock { $0.held += out }
+        batchBytes += out.count
+        segmentEnd += out.count
+        heldThrough = through
+        out.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes the held frames to their segment (a write moment) and empties the staging file. A
+    /// failure stops the writer (the frames were acknowledged; their room was written ahead, so a
+    /// full disk cannot be why).
+    private func writeHeld() throws {
+        let held = shared.withLock { $0.held }
+        guard !held.isEmpty, let path = shared.withLock({ $0.segments.last?.path }) else { return }
+        do {
+            try held.withUnsafeBytes { try FileIO.writeAll(fd: segmentFD, path: path, $0, at: heldStart) }
+        } catch {
+            throw EventLogError.io(path: path, operation: "writing the held observations (\(error))", errno: EIO)
+        }
+        fileThrough = heldThrough
+        shared.withLock { s in
+            s.held = []
+            s.writtenThrough = heldThrough
+        }
+        try staging?.clear()
     }
 
     /// Whether the segment at `path` is a `HUBLOG02` one (its frames carry their place in their sync group).
@@ -899,10 +1057,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         do {
             try preallocate(through: allocatedEnd + 1, path: path)
             if allocatedEnd > before {
+                try writeHeld()  // a sync is a write moment: it carries what was held
                 try FileIO.dataSync(fd: segmentFD, path: path)
-                unsyncedSince = nil  // the sync carried any observations written before it
-                unsyncedBytes = 0
-                framesSinceSync = 0
+                synced()  // the sync carried any observations written before it
+                publishDurable()
             }
         } catch {
             stop([], because: "extending \(path) ahead of its records: \(error)")
@@ -918,6 +1076,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     }
 
     private func sync() throws {
+        try writeHeld()
         syncsStarted += 1
         let path = shared.withLock { $0.segments.last!.path }
         if let failing = options.failSyncNumber, syncsStarted >= failing {
@@ -927,9 +1086,24 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try FileIO.dataSync(fd: segmentFD, path: path)
         options.syncObserver?(ContinuousClock.now - started)
         shared.withLock { $0.syncs += 1 }
+        synced()
+    }
+
+    /// What is written is durable: nothing waits for a sync any more.
+    private func synced() {
         unsyncedSince = nil
         unsyncedBytes = 0
         framesSinceSync = 0
+        syncedThrough = fileThrough
+    }
+
+    /// Wakes the tasks waiting for the durable sequence to pass what the last sync carried (of the
+    /// records committed so far: a sync inside a commit counts once the commit is).
+    private func publishDurable() {
+        shared.withLock { s -> Wakeups in
+            s.durable = max(s.durable, min(syncedThrough, s.lastSequence))
+            return s.durableWaiters.takeReached(s.durable)
+        }.resume()
     }
 
     /// Syncs and closes the current segment and starts a new one whose first record is `firstSequence`.
@@ -959,7 +1133,9 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     }
 
     private func failWaiters(reason: String) {
-        shared.withLock { $0.waiters.takeAll() }.fail(EventLogError.writerStopped(reason: reason))
+        let (appended, durable) = shared.withLock { ($0.waiters.takeAll(), $0.durableWaiters.takeAll()) }
+        appended.fail(EventLogError.writerStopped(reason: reason))
+        durable.fail(EventLogError.writerStopped(reason: reason))
     }
 }
 

@@ -93,7 +93,17 @@ final class MQTTEventsPublisher: Service {
         // feed had sent (they were not synced yet), and the events logged next reuse their sequences.
         let start = min(readCheckpoint(), hub.store.lastSequence)
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
-        let saver = Task { for await _ in saves.stream { saveCheckpoint() } }
+        let saver = Task { [hub] in
+            for await _ in saves.stream {
+                // Saved when the log next writes (the checkpoint never names an event a power cut
+                // could take back, and its write shares the log's moment: one journal commit).
+                let target = progress.withLock { $0.acknowledged }
+                if hub.store.durableSequence < target {
+                    do { try await hub.store.waitForDurable(after: target - 1) } catch { return }
+                }
+                saveCheckpoint()
+            }
+        }
         var lastProblem: (text: String, at: ContinuousClock.Instant)?
         while !Task.isCancelled {
             let error = await feedUntilFailure(from: acknowledged + 1)
@@ -113,6 +123,7 @@ final class MQTTEventsPublisher: Service {
             await retryAlone()
         }
         saves.continuation.finish()
+        saver.cancel()  // a save waiting for the log's next write is made below
         await saver.value  // one writer at a time
         saveCheckpoint()
     }

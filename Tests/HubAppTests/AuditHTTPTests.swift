@@ -24,11 +24,13 @@ import Testing
                 }
             }
         }
-        let key = try AuditKey.load(path: hub.dataDirectory + "/audit/key", create: false).publicKey
-        // The hub signed a head at start (the lamp registered); wait for it, and for the tree to hold every record.
-        let total = hub.service.hub.store.lastSequence
+        // The hub signed a head at start (the lamp registered); wait for it, and for the tree to hold
+        // every record. The audit follows the log on a low-priority thread: on a busy machine the
+        // key, and that first head, come a while after the commands.
         let head = try await waitFor(hub, "/api/audit/head")
+        let key = try AuditKey.load(path: hub.dataDirectory + "/audit/key", create: false).publicKey
         let signed = try SignedHead(line: try #require(head["data"]).serialized())
+        let total = hub.service.hub.store.lastSequence
         #expect(signed.isSigned(by: key) && signed.size >= 1, "\(head)")
         _ = try await waitFor(hub, "/api/audit/proof?seq=1&size=\(total)")
         let root = try TreeFile(path: hub.dataDirectory + "/audit/tree", readOnly: true).root(size: total)

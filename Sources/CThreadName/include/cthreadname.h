@@ -10,4 +10,9 @@ int hub_name_this_thread(const char *name);
 /// change that thread alone); -1 elsewhere. Swift's Glibc module does not show `gettid`.
 int hub_this_thread_id(void);
 
+/// Starts writing a file's dirty pages without waiting (`sync_file_range` with
+/// `SYNC_FILE_RANGE_WRITE`, Linux); returns 0 or -1 with errno (elsewhere 0, doing nothing).
+/// Swift's Glibc module does not show `sync_file_range` either.
+int hub_start_writeback(int fd);
+
 #endif
