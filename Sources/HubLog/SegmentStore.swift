@@ -600,6 +600,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         }
         shared.withLock {
             $0.lastSequence = update.0
+            $0.writtenThrough = update.0  // what another process committed is in the files
             $0.streams = update.1
             $0.segments = update.2
             $0.index = update.3

@@ -242,8 +242,8 @@ import Testing
 
     /// Observations (``Durability/observation``) are committed when the append returns: sequenced
     /// between the commands around them, readable, and beside the store (read-only, as
-    /// `hub events` is) as well; a command id makes one a command (idempotent); closing loses
-    /// none. The segment log holds their sync for a long delay here, PostgreSQL commits them at once.
+    /// `hub events` is) once written; a command id makes one a command (idempotent); closing loses
+    /// none. The segment log holds them for a long delay here, PostgreSQL commits them at once.
     @Test(arguments: Backend.allCases)
     func observationsAreCommittedInOrderWhenTheyReturnAndCloseLosesNone(_ backend: Backend) async throws {
         guard let place = try LogPlace.fresh(backend) else { return }
@@ -261,9 +261,12 @@ import Testing
         let version = try await store.streamVersion("device/plug")
         #expect(store.lastSequence == 4 && version == 3)
         #expect(try await allRecords(store).map(\.payload) == (1...4).map { event($0).payload })
+        // Another process sees them once they are written: PostgreSQL's at once, the segment log's
+        // at its next write moment (it holds observations in memory until then, when it can
+        // stage them on a tmpfs: docs/operations.md, Durability).
         let beside = try await place.paths.openEventStore(readOnly: true)
         if let segments = beside as? SegmentStore { try segments.refresh() }
-        #expect(beside.lastSequence == 4)
+        #expect(beside.lastSequence == 4 || (backend == .segments && beside.lastSequence == 2))
         await beside.close()
         // With a command id it is remembered as a command is.
         let once = try await store.append(observation(5, commandId: "reading-5"))
