@@ -7,10 +7,11 @@ import HubMQTT
 import Logging
 import ServiceLifecycle
 
-/// Keeps the Merkle tree over the log (`<data-dir>/audit/tree`) up with the log, adding records as
-/// they are appended, and signs a tree head with the hub's key (made on first start) at most every `audit_head_seconds` while records
-/// come, and when the hub stops: appended to `audit/heads` and published retained on
-/// `<base>/audit/head` (docs/audit.md). A tree that is not this log's (a restored older backup) is
+/// Keeps the Merkle tree over the log (`<data-dir>/audit/tree`) up with the log, adding records in
+/// memory as they become durable, and signs a tree head with the hub's key (made on first start)
+/// at most every `audit_head_seconds` while records come (at the log's next write moment after
+/// it), and when the hub stops: the tree's new nodes are written to its file, the head appended to
+/// `audit/heads` and published retained on `<base>/audit/head` (docs/audit.md). A tree that is not this log's (a restored older backup) is
 /// set aside and rebuilt, and said. The audit never stops the hub: a fault is said and the hub runs
 /// on without new heads. The tree's work (rendering each record's leaf, hashing, writing) runs on
 /// the ``LowPriorityExecutor``'s thread (nice 19): the tree follows the log with the CPU the hub
@@ -55,16 +56,21 @@ package struct AuditHeads: Service {
                 var lastSigned = ContinuousClock.now
                 while true {
                     try await store.waitForDurable(after: signer.trail.tree.size)
-                    // The tree follows every append; a head is signed at most every `every`.
+                    // The tree follows every durable append in memory; a head is signed at most
+                    // every `every`, and the tree's file written with it.
                     let due = lastSigned + every
                     while true {
-                        try await signer.catchUp()
+                        try await signer.catchUp(write: false)
                         if ContinuousClock.now >= due { break }
                         // A batch at a time, at most every `treeBatch`: following each append alone
                         // halved a single writer's appends in release (`hub-bench audit`).
                         try await Task.sleep(until: min(due, .now + Self.treeBatch))
                         try await Self.appendOrTime(store, after: signer.trail.tree.size, until: due)
                     }
+                    // At the log's next write moment when it holds records back: the tree's pages
+                    // and the head's sync then share that moment's journal commit, instead of a
+                    // commit of their own (docs/operations.md, What it costs an SD card).
+                    if store.lastSequence > store.durableSequence { try await store.waitForDurable(after: store.durableSequence) }
                     lastSigned = ContinuousClock.now
                     try await signer.catchUpAndSign()
                 }
@@ -75,7 +81,10 @@ package struct AuditHeads: Service {
             try? await gracefulShutdown()
         }
         // The hub stops: a last head over the records appended so far (at most 65,536 more added
-        // first, so a stop is never held up; the next start adds the rest).
+        // first, so a stop is never held up; the next start adds the rest), the observations the
+        // log holds for its next write moment written first (in a task of its own: this one may
+        // be cancelled, and the log is still open).
+        try? await Task { [store] in try await store.makeDurable() }.value
         do { try await signer.catchUpAndSign(limit: 65_536) } catch {
             logger.warning("audit: the tree head could not be signed at shutdown: \(error)")
         }
@@ -113,11 +122,12 @@ package struct AuditHeads: Service {
         let surface: MQTTSurface?
         let topic: String?
 
-        /// Adds the log's new records to the tree (at most `limit`), 4,096 at a time with other tasks between.
-        func catchUp(limit: UInt64 = .max) async throws {
+        /// Adds the log's new records to the tree (at most `limit`), 4,096 at a time with other
+        /// tasks between, and writes them to its file unless `write` is false.
+        func catchUp(limit: UInt64 = .max, write: Bool = true) async throws {
             var added: UInt64 = 0
             while added < limit {
-                let step = try await trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: min(4096, limit - added))
+                let step = try await trail.catchUp(store: store, leaf: AuditLeaf.bytes, limit: min(4096, limit - added), write: write)
                 guard step > 0 else { return }
                 added += step
                 await Task.yield()

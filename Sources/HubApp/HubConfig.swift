@@ -2,6 +2,7 @@ import Foundation
 import HubDomain
 import HubEngine
 import HubHTTP
+import HubLog
 import HubMQTT
 import HubPostgres
 import Logging
@@ -82,13 +83,26 @@ public struct HubConfig: Sendable, Equatable {
     public var timeZone: String?
     /// `observation_commit_delay_seconds`: how long what drivers and bridges report (readings,
     /// sightings, availability) may wait for its sync, so that a household's few reports a minute
-    /// share one `fdatasync` and one page (0 to 300; default 10; 0: every event is synced before
-    /// the hub goes on). Commands are always synced before they are answered, and their sync
-    /// carries the reports before them. `--observation-commit-delay` overrides it.
-    public var observationCommitDelaySeconds: Double = 10
+    /// share one `fdatasync` and one page (0 to 300; 0: every event is synced before the hub goes
+    /// on; nil: ``defaultObservationCommitDelaySeconds(on:)`` for the data directory's disk).
+    /// Commands are always synced before they are answered, and their sync carries the reports
+    /// before them. `--observation-commit-delay` overrides it.
+    public var observationCommitDelaySeconds: Double?
 
-    /// The segment log's delay for observations (see ``observationCommitDelaySeconds``).
-    public var observationCommitDelay: Duration { .milliseconds(Int64((observationCommitDelaySeconds * 1000).rounded())) }
+    /// The delay when none is set: 300 s on an SD card or eMMC (``StorageDevice/isMemoryCard``),
+    /// where every write moment costs the card a journal commit and its pages; 10 s elsewhere.
+    package static func defaultObservationCommitDelaySeconds(on device: StorageDevice?) -> Double {
+        device?.isMemoryCard == true ? 300 : 10
+    }
+
+    /// The segment log's delay for observations with the data directory at `dataDirectory`: the
+    /// one set, else the default for its disk.
+    public func observationCommitDelay(dataDirectory: String) -> Duration {
+        let seconds =
+            observationCommitDelaySeconds
+            ?? Self.defaultObservationCommitDelaySeconds(on: try? StorageDevice.holding(dataDirectory).get())
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
 
     /// The hot standby's settings when an `instance` is named; nil: the only hub, no lease.
     public var lease: LeaseSettings? {

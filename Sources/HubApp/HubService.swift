@@ -68,7 +68,7 @@ public struct HubServiceOptions: Sendable {
         self.factories = factories
         self.demo = demo
         self.snapshotEvery = snapshotEvery
-        logOptions.observationCommitDelay = config.observationCommitDelay
+        logOptions.observationCommitDelay = config.observationCommitDelay(dataDirectory: paths.dataDirectory)
     }
 }
 
@@ -136,6 +136,18 @@ public final class HubService: Sendable {
             (hub, active) = (try await open(), nil)
         }
         for line in hub.openingNotes { logger.info("\(line)") }
+        if let segments = hub.store as? SegmentStore, let why = segments.observationsNotHeld {
+            // The delay then costs the SD card what no delay does (docs/operations.md, Durability).
+            logger.notice("observations are written as they are committed, none held for a write moment: \(why)")
+        }
+        if options.paths.logURL == nil, options.config.observationCommitDelaySeconds == nil,
+            case .success(let device) = StorageDevice.holding(options.paths.dataDirectory), device.isMemoryCard
+        {
+            let seconds = HubConfig.defaultObservationCommitDelaySeconds(on: device)
+            logger.info(
+                "observations are held up to \(Int(seconds)) s between write moments: the data directory is on \(device.name), an SD card or eMMC (observation_commit_delay_seconds sets another delay)"
+            )
+        }
         do {
             var options = options
             if let lease = options.lease, !lease.derived {

@@ -88,22 +88,27 @@ public final class AuditTrail: @unchecked Sendable {
         return name
     }
 
-    /// Adds the records the log holds beyond the tree (at most `limit` of them), and writes them.
+    /// Adds the durable records the log holds beyond the tree (at most `limit` of them), and writes
+    /// them to the file unless `write` is false: they then stay in memory (answered from there, at
+    /// most 4,096 leaves' nodes before they are written anyway) until a catch-up that writes.
     ///
     /// - Returns: How many were added.
     @discardableResult
     public nonisolated(nonsending) func catchUp(
-        store: any EventStore, leaf: LeafBytes, limit: UInt64 = .max
+        store: any EventStore, leaf: LeafBytes, limit: UInt64 = .max, write: Bool = true
     ) async throws -> UInt64 {
         let from = tree.size + 1, available = store.durableSequence
-        guard from <= available, limit > 0 else { return 0 }
+        guard from <= available, limit > 0 else {
+            if write { try tree.flush() }  // what earlier catch-ups kept in memory
+            return 0
+        }
         let through = available - from + 1 > limit ? from + limit - 1 : available
         try await store.readViews(from: from, through: through) { view in
             tree.append(leafHash: Merkle.leafHash(leaf(view)))
             if tree.size % 4096 == 0 { try tree.flush() }
             return true
         }
-        try tree.flush()
+        if write { try tree.flush() }
         return tree.size - from + 1
     }
 

@@ -199,6 +199,13 @@ public protocol EventStore: Sendable {
     /// - Throws: What ``waitForAppend(after:)`` throws.
     func waitForDurable(after sequence: UInt64) async throws
 
+    /// Makes every record committed so far durable now (a write moment: what the store holds for
+    /// its delay is written and synced) and returns once it is: for what must cover the whole log
+    /// before the hub stops (the last signed tree head).
+    ///
+    /// - Throws: What ``waitForAppend(after:)`` throws.
+    func makeDurable() async throws
+
     /// Checks the whole log without changing anything: gapless sequences, dense stream versions,
     /// and whatever integrity the backend can check (frames, checksums, the stored hash chain).
     ///
@@ -234,6 +241,9 @@ extension EventStore {
 
     /// See ``EventStore/waitForDurable(after:)``: every commit is durable when it returns.
     public func waitForDurable(after sequence: UInt64) async throws { try await waitForAppend(after: sequence) }
+
+    /// See ``EventStore/makeDurable()``: every commit is durable when it returns, nothing to do.
+    public func makeDurable() async throws {}
 
     /// Collects the records of ``read(from:through:_:)``.
     ///

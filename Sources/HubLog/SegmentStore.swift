@@ -131,6 +131,16 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         /// The last sequence synced to the disk, and who waits for it to pass a sequence.
         var durable: UInt64 = 0
         var durableWaiters = AppendWaiters()
+
+        /// Moves ``durable`` to what a sync carried (of the records committed so far: a sync inside
+        /// a commit counts once the commit is), and takes the tasks it wakes.
+        mutating func advanceDurable(syncedThrough: UInt64) -> Wakeups {
+            durable = max(durable, min(syncedThrough, lastSequence))
+            return durableWaiters.takeReached(durable)
+        }
+
+        /// Why a task may not wait here (nil: it may).
+        var refusal: EventLogError? { closed ? .closed : stopped.map { .writerStopped(reason: $0) } }
     }
     /// How many committed records stay in memory for followers (a few more, up to `recentSlack`,
     /// before the oldest are dropped): a fixed amount, so a long-running hub reaches it and stays
@@ -194,6 +204,10 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     var stagingPath: String? { staging?.path }
     /// What staging found on opening (frames a killed writer held, put back), for ``openingNotes``.
     let stagingNote: String?
+    /// Why observations are written as they are committed, none held for a write moment, though
+    /// the delay asks it (``SegmentStoreOptions/stagingDirectory`` is not a tmpfs, or the staging
+    /// file could not be made); nil when they are held or the delay is zero.
+    public private(set) var observationsNotHeld: String?
     /// The last sequence written to the files, and the last synced.
     private var fileThrough: UInt64 = 0
     private var syncedThrough: UInt64 = 0
@@ -218,6 +232,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     public static let writerThreadName = "hub-log-writer"
     private var closing = false
     private var writerDone = false
+    /// A write moment was asked for (``makeDurable()``; guarded by `queue`).
+    private var momentAsked = false
 
     /// Read-only stores (for `events`, `replay`, `verify`, `export` beside a running hub) take no lock,
     /// never repair, and follow the writer by polling the files.
@@ -310,7 +326,14 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
         try FileIO.dataSync(fd: segmentFD, path: last.path)
         segmentEnd = opened.tailOffset
         allocatedEnd = try FileIO.size(fd: segmentFD, path: last.path)
-        if let stagingPath, options.observationCommitDelay > .zero { staging = try? StagedFrames.create(path: stagingPath) }
+        if options.observationCommitDelay > .zero, let stagingDirectory = options.stagingDirectory {
+            do {
+                guard let stagingPath else { throw StagedFrames.NotStaged("\(stagingDirectory) is not a tmpfs this process may write") }
+                staging = try StagedFrames.create(path: stagingPath)
+            } catch {
+                observationsNotHeld = "\(error)"
+            }
+        }
         // A long scan is not repeated at the next open.
         if sinceCheckpoint >= options.checkpointEvery { writeCheckpoint() }
         if opened.lastSequence > 0 {
@@ -546,14 +569,22 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
-        let id = shared.withLock { $0.waiters.newId() }
+        try await wait(after: sequence, in: \.waiters, for: \.lastSequence)
+    }
+
+    /// Suspends until `watched` passes `sequence`, among `waiters` (woken by the writer).
+    private func wait(
+        after sequence: UInt64, in waiters: WritableKeyPath<Shared, AppendWaiters> & Sendable,
+        for watched: KeyPath<Shared, UInt64> & Sendable
+    ) async throws {
+        let id = shared.withLock { $0[keyPath: waiters].newId() }
         try await AppendWaiters.suspend { waiter in
             shared.withLock { s in
-                let refusal: EventLogError? = s.closed ? .closed : s.stopped.map { .writerStopped(reason: $0) }
-                return s.waiters.enter(id, after: sequence, lastSequence: s.lastSequence, refusal: refusal, waiter)
+                let (refusal, reached) = (s.refusal, s[keyPath: watched])
+                return s[keyPath: waiters].enter(id, after: sequence, lastSequence: reached, refusal: refusal, waiter)
             }
         } cancelled: {
-            shared.withLock { $0.waiters.remove(id) }
+            shared.withLock { $0[keyPath: waiters].remove(id) }
         }
     }
 
@@ -565,15 +596,23 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// `sequence` to the disk (a read-only store: once the files hold one).
     public func waitForDurable(after sequence: UInt64) async throws {
         if readOnly { return try await waitForAppend(after: sequence) }
-        let id = shared.withLock { $0.durableWaiters.newId() }
-        try await AppendWaiters.suspend { waiter in
-            shared.withLock { s in
-                let refusal: EventLogError? = s.closed ? .closed : s.stopped.map { .writerStopped(reason: $0) }
-                return s.durableWaiters.enter(id, after: sequence, lastSequence: s.durable, refusal: refusal, waiter)
-            }
-        } cancelled: {
-            shared.withLock { $0.durableWaiters.remove(id) }
-        }
+        try await wait(after: sequence, in: \.durableWaiters, for: \.durable)
+    }
+
+    /// See ``EventStore/makeDurable()``: asks the writer for a write moment now (the observations
+    /// it holds written and synced) and waits for it; a read-only store has nothing to sync.
+    public func makeDurable() async throws {
+        let target = lastSequence
+        guard !readOnly, durableSequence < target else { return }
+        askForMoment()
+        try await waitForDurable(after: target - 1)
+    }
+
+    private func askForMoment() {
+        queue.lock()
+        momentAsked = true
+        queue.broadcast()
+        queue.unlock()
     }
 
     /// Read-only stores: picks up records the writer (another process) committed since the last look.
@@ -653,12 +692,14 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             queue.lock()
             while pending.isEmpty && !closing {
                 if let due = deferredSyncDue {
-                    // Written observations wait for their sync no longer than the delay.
+                    // Written observations wait for their sync no longer than the delay, or than
+                    // someone asking for a write moment.
                     let now = ContinuousClock.now
-                    if now >= due { break }
+                    if now >= due || momentAsked { break }
                     _ = queue.wait(until: Date(timeIntervalSinceNow: Self.seconds(due - now)))
                     continue
                 }
+                momentAsked = false  // nothing waits for a sync
                 guard let needed = spaceNeeded else { queue.wait(); continue }
                 // The disk is full: look now and then whether space came back, so the condition
                 // clears by itself (a readiness check must not wait for the next command).
@@ -670,7 +711,8 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
                 }
             }
             if pending.isEmpty && !closing {
-                // The delay is up: sync the observations written since the last sync.
+                // The delay is up (or a moment was asked for): sync the observations written since the last sync.
+                momentAsked = false
                 queue.unlock()
                 syncDeferred()
                 continue
@@ -860,8 +902,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
             if s.recent.count > Self.recentCapacity + Self.recentSlack { s.recent.removeFirst(s.recent.count - Self.recentCapacity) }
             s.streams.merge(streamOverlay) { _, b in b }
             s.index += newIndex
-            s.durable = max(s.durable, min(syncedThrough, s.lastSequence))  // before any caller hears
-            return (s.waiters.takeReached(s.lastSequence), s.durableWaiters.takeReached(s.durable))
+            return (s.waiters.takeReached(s.lastSequence), s.advanceDurable(syncedThrough: syncedThrough))  // before any caller hears
         }
         // Remembered once committed, and before anyone hears of the commit: a retry can never miss
         // its original. Written to the index file after the answers (a crash before that is
@@ -1101,10 +1142,7 @@ public final class SegmentStore: QueuedAppends, @unchecked Sendable {
     /// Wakes the tasks waiting for the durable sequence to pass what the last sync carried (of the
     /// records committed so far: a sync inside a commit counts once the commit is).
     private func publishDurable() {
-        shared.withLock { s -> Wakeups in
-            s.durable = max(s.durable, min(syncedThrough, s.lastSequence))
-            return s.durableWaiters.takeReached(s.durable)
-        }.resume()
+        shared.withLock { $0.advanceDurable(syncedThrough: syncedThrough) }.resume()
     }
 
     /// Syncs and closes the current segment and starts a new one whose first record is `firstSequence`.

@@ -61,6 +61,12 @@ final class StagedFrames {
         return best?.type
     }
 
+    /// Why nothing can be staged (the staging directory is not a tmpfs this process may write).
+    struct NotStaged: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     /// Makes an empty staging file at `path`.
     static func create(path: String) throws -> StagedFrames {
         let fd = try FileIO.openFile(path, flags: O_RDWR | O_CREAT | O_TRUNC, mode: 0o600)

@@ -28,9 +28,10 @@ final class MQTTEventsPublisher: Service {
     /// Events awaiting their PUBACK at most.
     static let window = 256
     /// How long the checkpoint may lag the broker's acknowledgements (and at shutdown it is saved):
-    /// at a household's pace of an event every few seconds, a save a second would rewrite (and
-    /// sync) the file for nearly every event. After a crash, at most this much is sent again.
-    static let saveInterval: Duration = .seconds(30)
+    /// at a household's pace of an event every few seconds, a save a second would rewrite the file
+    /// for nearly every event, and each save is a page and a journal block an SD card writes. After
+    /// a crash, at most this much (and the log's delay) is sent again.
+    static let saveInterval: Duration = .seconds(300)
     private let progress = Mutex(Progress())
 
     /// The contiguous prefix of the log the broker has acknowledged, and how much of it is saved.

@@ -34,7 +34,10 @@ struct HouseholdBench: AsyncParsableCommand {
             "Put the data directory on an ext4 file system of its own (a loop device, as root) so the device counters count only the hub's writes."
     )
     var ownDisk = true
-    @Option(help: "The hub's --observation-commit-delay (seconds; default: the hub's own, 10).") var observationCommitDelay: Double?
+    @Option(
+        help:
+            "The hub's --observation-commit-delay (seconds; default: the hub's own for its disk, 10 s on a loop device, 300 s on an SD card)."
+    ) var observationCommitDelay: Double?
     @Option(help: "Mount options of the own disks (the hub's and Home Assistant's), e.g. lazytime.") var mountOptions: String?
     @Option(help: "First TCP port for the Kasa simulators.") var basePort = 25100
     @Option(help: "Where to put the data, the images and the configuration (removed afterwards).") var dir = "./hub-bench-household"
@@ -65,7 +68,9 @@ struct HouseholdBench: AsyncParsableCommand {
                 )
             case .failure(let why): print("Device counters: not found: \(why)")
             }
-            print("The hub's observation commit delay: \(observationCommitDelay.map { "\($0) s" } ?? "its default (10 s)").")
+            print(
+                "The hub's observation commit delay: \(observationCommitDelay.map { "\($0) s" } ?? "its default for the disk (\(Int(HubConfig.defaultObservationCommitDelaySeconds(on: try? device.get().storage))) s)")."
+            )
             if ownDisk { print("Own disks mounted with: \(mountOptions ?? "the default options").") }
 
             var children: [Process] = []

@@ -3,6 +3,7 @@ import HubApp
 import HubEngine
 import HubHTTP
 import HubHistory
+import HubLog
 import HubMQTT
 
 #if canImport(Glibc)
@@ -24,24 +25,13 @@ func writeBytes(_ pid: Int32) throws -> Int {
 /// The block device holding a directory, read through `/sys/dev/block/<major>:<minor>/stat`
 /// (a partition's own counters when the directory is on a partition).
 struct BlockDevice: Sendable {
-    let name: String
-    let statPath: String
+    let storage: StorageDevice
+    var name: String { storage.name }
+    var statPath: String { storage.sysPath + "/stat" }
 
     /// The device under `path`, or why there is none (tmpfs, overlay, a network file system).
     static func holding(_ path: String) -> Result<BlockDevice, HubError> {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return .failure(.failed("cannot stat \(path): \(String(cString: strerror(errno)))")) }
-        let major = (st.st_dev >> 8) & 0xfff | ((st.st_dev >> 32) & ~0xfff)
-        let minor = (st.st_dev & 0xff) | ((st.st_dev >> 12) & ~0xff)
-        let sys = "/sys/dev/block/\(major):\(minor)"
-        guard FileManager.default.fileExists(atPath: sys + "/stat") else {
-            return .failure(
-                .failed("\(path) is on device \(major):\(minor), which has no \(sys)/stat (not a block device: tmpfs, overlay or network)"))
-        }
-        let name =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: sys)).map { ($0 as NSString).lastPathComponent }
-            ?? "\(major):\(minor)"
-        return .success(BlockDevice(name: name, statPath: sys + "/stat"))
+        StorageDevice.holding(path).map(BlockDevice.init(storage:)).mapError { .failed($0.description) }
     }
 
     /// Bytes written to the device since it appeared (field 7, sectors of 512 bytes).

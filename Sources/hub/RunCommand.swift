@@ -62,7 +62,7 @@ struct RunCommand: AsyncParsableCommand {
     var instance: String?
     @Option(
         help: ArgumentHelp(
-            "How long readings, sightings and availability reports may wait for their sync, so that they share pages on disk (0 to 300; default 10; 0 syncs every event before going on). Commands are synced before they are answered.",
+            "How long readings, sightings and availability reports may be held before they are written and synced, so that they share pages on disk (0 to 300; default 300 when the data directory is on an SD card or eMMC, else 10; 0 syncs every event before going on). Commands are synced before they are answered.",
             valueName: "seconds"))
     var observationCommitDelay: Double?
     @OptionGroup var log: LogLevelOption

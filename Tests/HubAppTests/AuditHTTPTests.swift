@@ -16,7 +16,7 @@ import Testing
 /// against it with the public key alone.
 @Suite struct AuditHTTPTests {
     @Test func headAndProofsAreReadWithGETAndCheckOut() async throws {
-        let hub = try await RouteFixture.start(requireCredential: false)
+        let hub = try await RouteFixture.start(requireCredential: false, auditHeadSeconds: 1)
         for state in ["ON", "OFF", "ON", "OFF"] {
             try await hub.test { client in
                 try await client.execute(uri: "/api/device/lamp/switch", method: .post, body: ByteBuffer(text: state)) {
@@ -24,15 +24,18 @@ import Testing
                 }
             }
         }
-        // The hub signed a head at start (the lamp registered); wait for it, and for the tree to hold
-        // every record. The audit follows the log on a low-priority thread: on a busy machine the
-        // key, and that first head, come a while after the commands.
-        let head = try await waitFor(hub, "/api/audit/head")
+        // The hub signed a head at start (the lamp registered), and signs one a second later over
+        // the commands; the tree's file holds what the newest head covers. An auditor proves records
+        // in the newest head. The audit follows the log on a low-priority thread: on a busy machine
+        // the key, and the heads, come a while after the commands.
+        // (The lamp's confirmations are logged after the commands' answers: the log's end is read anew.)
+        let store = hub.service.hub.store
+        let newest = try await waitFor(hub, "/api/audit/head") { $0["data"]?["size"]?.doubleValue == Double(store.lastSequence) }
+        let signed = try SignedHead(line: try #require(newest["data"]).serialized())
+        let total = signed.size
+        let first = try SignedHead(line: try #require(AuditTrail.heads(directory: hub.dataDirectory + "/audit").first?.line))
         let key = try AuditKey.load(path: hub.dataDirectory + "/audit/key", create: false).publicKey
-        let signed = try SignedHead(line: try #require(head["data"]).serialized())
-        let total = hub.service.hub.store.lastSequence
-        #expect(signed.isSigned(by: key) && signed.size >= 1, "\(head)")
-        _ = try await waitFor(hub, "/api/audit/proof?seq=1&size=\(total)")
+        #expect(signed.isSigned(by: key) && first.isSigned(by: key) && first.size <= total, "\(newest)")
         let root = try TreeFile(path: hub.dataDirectory + "/audit/tree", readOnly: true).root(size: total)
 
         for seq in 1...total {
@@ -46,9 +49,10 @@ import Testing
             #expect(
                 Merkle.rootFromInclusion(leafHash: Merkle.leafHash(line), index: seq - 1, size: total, path: path) == root, "record \(seq)")
         }
-        let consistency = try await waitFor(hub, "/api/audit/consistency?from=\(signed.size)&to=\(total)")["data"]
+        #expect(root == signed.root, "the newest head signs the tree the proofs lead to")
+        let consistency = try await waitFor(hub, "/api/audit/consistency?from=\(first.size)&to=\(total)")["data"]
         let path = (consistency?["path"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Hex.bytes($0, count: 32) } }
-        #expect(Merkle.verifyConsistency(old: signed.size, new: total, oldRoot: signed.root, newRoot: root, path: path))
+        #expect(Merkle.verifyConsistency(old: first.size, new: total, oldRoot: first.root, newRoot: root, path: path))
 
         // Bad input is refused with a clear answer and changes nothing.
         try await hub.test { client in
@@ -70,14 +74,15 @@ import Testing
         try await hub.stop()
     }
 
-    /// GETs `uri` until it answers 200 (the audit service follows the log; wait for the state).
-    func waitFor(_ hub: RouteFixture, _ uri: String) async throws -> JSONValue {
+    /// GETs `uri` until it answers 200 with a body `wanted` takes (the audit service follows the
+    /// log; wait for the state).
+    func waitFor(_ hub: RouteFixture, _ uri: String, until wanted: (JSONValue) -> Bool = { _ in true }) async throws -> JSONValue {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             let (status, body) = try await hub.test { client in
                 try await client.execute(uri: uri, method: .get) { ($0.status, $0.text) }
             }
-            if status == .ok { return try JSONValue.parse(body) }
+            if status == .ok, let value = try? JSONValue.parse(body), wanted(value) { return value }
             guard ContinuousClock.now < deadline else { throw HubError.failed("\(uri) answered \(status): \(body)") }
             try await Task.sleep(for: .milliseconds(50))
         }

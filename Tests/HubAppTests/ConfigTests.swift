@@ -5,6 +5,7 @@ import Testing
 @testable import HubEngine
 @testable import HubHTTP
 @testable import HubHistory
+@testable import HubLog
 @testable import HubMQTT
 
 @Suite struct ConfigTests {
@@ -42,6 +43,24 @@ import Testing
         #expect(try parse(#"{"audit_head_seconds":60}"#).auditHeadSeconds == 60)
         #expect(problem(#"{"audit_head_seconds":0}"#).contains("audit_head_seconds"))
         #expect(problem(#"{"audit_head_seconds":"often"}"#).contains("audit_head_seconds"))
+    }
+
+    /// Unset, the observations' delay follows the data directory's disk: 300 s on an SD card or
+    /// eMMC (the kernel's MMC driver), 10 s on any other; a value set is kept.
+    @Test func theObservationDelayFollowsTheDisk() throws {
+        let card = StorageDevice(name: "mmcblk0p2", sysPath: "/sys/dev/block/179:2")
+        #expect(card.isMemoryCard)
+        #expect(HubConfig.defaultObservationCommitDelaySeconds(on: card) == 300)
+        #expect(HubConfig.defaultObservationCommitDelaySeconds(on: StorageDevice(name: "sda1", sysPath: "/sys/dev/block/8:1")) == 10)
+        #expect(HubConfig.defaultObservationCommitDelaySeconds(on: nil) == 10, "tmpfs, overlay, a network file system")
+        #expect(try parse("{}").observationCommitDelaySeconds == nil)
+        #expect(try parse(#"{"observation_commit_delay_seconds":60}"#).observationCommitDelay(dataDirectory: "/nowhere") == .seconds(60))
+        #expect(problem(#"{"observation_commit_delay_seconds":301}"#).contains("observation_commit_delay_seconds"))
+        // This machine's disk, named as the kernel names it; a data directory not made yet is on its parent's.
+        let dir = temporaryDirectory()
+        let here = try StorageDevice.holding(dir).get()
+        #expect(try StorageDevice.holding(dir + "/data/not/made/yet").get() == here)
+        #expect(HubConfig().observationCommitDelay(dataDirectory: dir + "/data") == .seconds(here.isMemoryCard ? 300 : 10), "\(here)")
     }
 
     @Test func theHouseholdsTimeZone() throws {

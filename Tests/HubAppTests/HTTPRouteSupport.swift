@@ -24,9 +24,11 @@ struct RouteFixture {
     ///   - requireCredential: as when bound off loopback.
     ///   - surface: an MQTT surface to share the answers with (default: none).
     static func start(
-        requireCredential: Bool, service: HubService? = nil, dataDirectory: String = temporaryDirectory()
+        requireCredential: Bool, service: HubService? = nil, dataDirectory: String = temporaryDirectory(),
+        auditHeadSeconds: Double? = nil
     ) async throws -> RouteFixture {
-        let service = if let service { service } else { try await startService(dataDirectory: dataDirectory) }
+        let service =
+            if let service { service } else { try await startService(dataDirectory: dataDirectory, auditHeadSeconds: auditHeadSeconds) }
         let routes = HubRoutes(
             hub: service.hub, commands: service.commands, drivers: service.drivers, bridges: service.bridges,
             link: service.surface, dataDirectory: dataDirectory,
@@ -38,8 +40,9 @@ struct RouteFixture {
         return RouteFixture(service: service, routes: routes, dataDirectory: dataDirectory)
     }
 
-    static func startService(dataDirectory: String) async throws -> HubService {
+    static func startService(dataDirectory: String, auditHeadSeconds: Double? = nil) async throws -> HubService {
         var config = HubConfig()
+        if let auditHeadSeconds { config.auditHeadSeconds = auditHeadSeconds }
         config.mqtt.enabled = false
         config.beacons = nil
         config.devices = [HubConfig.Device(id: "lamp", driver: "virtual", name: "Lamp", config: "{}")]

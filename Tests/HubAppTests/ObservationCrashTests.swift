@@ -1,5 +1,6 @@
 import BrokerHarness
 import Foundation
+import HubAudit
 import HubLog
 import Testing
 
@@ -78,6 +79,41 @@ import Testing
         byCommand = try Self.commandRanges(dir + "/data/log")
         for id in answered.keys { #expect(byCommand[id]?.count == 1, "\(id) appended \(byCommand[id]?.count ?? 0) times") }
         #expect(try await SegmentStore(directory: dir + "/data/log", readOnly: true).verify(progress: nil).incompleteTail == nil)
+    }
+
+    /// `hub run` stopped (SIGTERM) with readings held for the next write moment (a delay of 300 s):
+    /// the head it signs as it stops covers the whole log, readings included, and `hub verify` finds
+    /// nothing left out of the tree. Before, the last head stopped at what was synced before the
+    /// stop, and `hub verify` said the readings were "not in it yet" of a hub that had stopped.
+    @Test func theHeadSignedAtTheStopCoversTheReadingsHeldForTheNextWriteMoment() async throws {
+        let broker = try await TestBroker.startAsync()
+        let dir = temporaryDirectory()
+        let config = dir + "/hub.json"
+        try #"""
+        {"devices": [{"id": "plug9", "driver": "tasmota", "name": "Plug 9", "config": {"topic": "plug9"}}],
+         "observation_commit_delay_seconds": 300}
+        """#.write(toFile: config, atomically: true, encoding: .utf8)
+        let hub = try await RunningHub.start(["--data-dir", dir + "/data", "--config", config, "--mqtt-port", "\(broker.port)", "--no-http"]
+        )
+        let w = try await Watcher(port: broker.port, filters: ["hub/#"])
+        defer { Task { await w.stop() } }
+        try w.publish("tele/plug9/LWT", "Online", retain: true)
+        try await w.waitFor("hub/device/plug9/availability") { $0 == "online" }
+        try await w.waitFor("hub/audit/head") { !$0.isEmpty }  // the head at start
+        for watts in [500.0, 900.0, 1500.0] { try w.publish("tele/plug9/SENSOR", #"{"ENERGY":{"Power":\#(watts)}}"#) }
+        let feed = "hub/events/device/plug9/ReadingRecorded"
+        try await w.waitFor(feed, timeout: .seconds(10)) { $0.contains("1500") }
+        let lastReading = try #require(w.messages(feed).compactMap { Self.seq(w.text($0)) }.max())
+        hub.stop()
+
+        let store = try SegmentStore(directory: dir + "/data/log", readOnly: true)
+        #expect(store.lastSequence >= lastReading)
+        let heads = try String(contentsOfFile: dir + "/data/audit/heads", encoding: .utf8).split(separator: "\n")
+        let lastHead = try #require(heads.last.flatMap { try? SignedHead(line: String($0)) })
+        #expect(lastHead.size == store.lastSequence, "the last head covers the whole log: \(lastHead.size) of \(store.lastSequence)")
+        let verify = try runHub(["verify", "--data-dir", dir + "/data"])
+        #expect(verify.status == 0 && !verify.stdout.contains("not in it yet"), "\(verify.stdout)\(verify.stderr)")
+        store.close()
     }
 
     /// The `seq` of an answer or a feed event.

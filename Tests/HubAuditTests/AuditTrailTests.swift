@@ -74,6 +74,38 @@ import Testing
         other.close()
     }
 
+    /// A catch-up that does not write keeps the new nodes in memory (the file, and a reader of it,
+    /// stay where they were) and answers roots and proofs from there; the next that writes (as the
+    /// running hub's at each signed head) writes them all, the same as one catch-up writing at once.
+    @Test func aCatchUpThatDoesNotWriteKeepsTheNodesForTheNextThatDoes() async throws {
+        let dir = temporaryDirectory()
+        let store = try await log(dir, records: 13)
+        let trail = try AuditTrail(dataDirectory: dir, readOnly: false)
+        #expect(try await trail.catchUp(store: store, leaf: Self.leaf, limit: 5) == 5)
+        let written = try FileIO.size(path: trail.treePath)
+        #expect(written == trail.tree.bytes)
+        #expect(try await trail.catchUp(store: store, leaf: Self.leaf, write: false) == 8)
+        #expect(try FileIO.size(path: trail.treePath) == written, "nothing written")
+        #expect(try AuditTrail(dataDirectory: dir, readOnly: true).tree.size == 5, "a reader of the file sees what was written")
+        var leaves: [[UInt8]] = []
+        try await store.readViews(from: 1, through: 13) {
+            leaves.append(Merkle.leafHash(Self.leaf($0))); return true
+        }
+        #expect(try trail.tree.size == 13 && trail.tree.root() == Merkle.root(leafHashes: leaves[...]))
+        #expect(try trail.tree.hash(4, 12) == Merkle.root(leafHashes: leaves[4..<12]), "nodes in memory answer")
+        #expect(try await trail.catchUp(store: store, leaf: Self.leaf) == 0)
+        #expect(try FileIO.size(path: trail.treePath) == trail.tree.bytes, "written by the next catch-up that writes")
+        let reader = try AuditTrail(dataDirectory: dir, readOnly: true)
+        #expect(try reader.tree.size == 13 && reader.tree.root() == Merkle.root(leafHashes: leaves[...]))
+        let whole = temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: whole + "/audit", withIntermediateDirectories: true)
+        let once = try TreeFile(path: whole + "/audit/tree")
+        for leaf in leaves { once.append(leafHash: leaf) }
+        try once.flush()
+        #expect(FileManager.default.contents(atPath: trail.treePath) == FileManager.default.contents(atPath: whole + "/audit/tree"))
+        store.close()
+    }
+
     /// A damaged inner node (its leaves intact) is named as the tree file's fault, with its records.
     @Test func aDamagedNodeIsNamed() async throws {
         let dir = temporaryDirectory()

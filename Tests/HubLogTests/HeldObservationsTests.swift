@@ -37,6 +37,7 @@ struct HeldObservationsTests {
         }
         #expect(Self.writes(operations) == 0, "held, not written: \(operations)")
         #expect(store.lastSequence == 5 && store.durableSequence == 0)
+        #expect(store.observationsNotHeld == nil)
         #expect(try allRecords(store).map(\.sequence) == Array(1...5))
         var viewed: [UInt64] = []
         try await store.readViews(from: 2, through: 4) {
@@ -65,6 +66,23 @@ struct HeldObservationsTests {
         try await store.waitForDurable(after: 0)
         #expect(store.durableSequence == 1)
         #expect(try SegmentStore(directory: dir, readOnly: true).lastSequence == 1)
+        store.close()
+    }
+
+    /// Asking for a write moment (as the hub does before its last signed head) writes and syncs
+    /// what is held at once, not at the delay; with nothing held it returns at once.
+    @Test func aWriteMomentAskedForComesAtOnce() async throws {
+        let dir = temporaryDirectory(), staging = try Self.tmpfsDirectory()
+        let store = try Self.store(dir, staging: staging)  // a delay of 600 s
+        for n in 0..<3 { _ = try await store.append(ObservationDurabilityTests.observation("device/plug", n)) }
+        #expect(store.durableSequence == 0)
+        try await store.makeDurable()
+        #expect(store.durableSequence == 3)
+        #expect(try SegmentStore(directory: dir, readOnly: true).lastSequence == 3, "in the file")
+        try await store.makeDurable()
+        _ = try await store.append(ObservationDurabilityTests.observation("device/plug", 4))
+        try await store.makeDurable()
+        #expect(store.durableSequence == 4)
         store.close()
     }
 
@@ -137,6 +155,7 @@ struct HeldObservationsTests {
         }
         #expect(Self.writes(operations) == 1, "written at once, synced later: \(operations)")
         #expect(store.durableSequence == 0 && store.lastSequence == 1)
+        #expect(store.observationsNotHeld?.contains("is not a tmpfs") == true, "the hub says why: \(store.observationsNotHeld ?? "nil")")
         store.close()
     }
 }
