@@ -96,8 +96,8 @@ final class MQTTEventsPublisher: Service {
         progress.withLock { $0 = Progress(acknowledged: start, saved: start) }
         let saver = Task { [hub] in
             for await _ in saves.stream {
-                // Saved when the log next writes (the checkpoint never names an event a power cut
-                // could take back, and its write shares the log's moment: one journal commit).
+                // Saved when the log next writes (its write then shares the log's moment: one
+                // journal commit), as far as that made durable.
                 let target = progress.withLock { $0.acknowledged }
                 if hub.store.durableSequence < target {
                     do { try await hub.store.waitForDurable(after: target - 1) } catch { return }
@@ -126,6 +126,9 @@ final class MQTTEventsPublisher: Service {
         saves.continuation.finish()
         saver.cancel()  // a save waiting for the log's next write is made below
         await saver.value  // one writer at a time
+        // What the log holds for its next write moment is written now (in a task of its own: this
+        // one is cancelled), so the last checkpoint names every event the broker took.
+        try? await Task { [hub] in try await hub.store.makeDurable() }.value
         saveCheckpoint()
     }
 
@@ -359,15 +362,18 @@ final class MQTTEventsPublisher: Service {
         if ask { saves.continuation.yield() }
     }
 
-    /// Writes the acknowledged prefix now, if it moved since the last save. One caller at a time
-    /// (the saver task, then the stopping feed); the file is written outside the lock, so
-    /// acknowledgements never wait for it.
+    /// Writes the acknowledged prefix now, as far as the log has made it durable (the checkpoint
+    /// never names an event a power cut could take back: the events logged after the restart
+    /// would take those sequences, and the feed would skip them), if it moved since the last save.
+    /// One caller at a time (the saver task, then the stopping feed); the file is written outside
+    /// the lock, so acknowledgements never wait for it.
     func saveCheckpoint() {
+        let durable = hub.store.durableSequence
         let (target, saved, wasFailing) = progress.withLock { p in
             p.saveAsked = false
-            return (p.acknowledged, p.saved, p.failing)
+            return (min(p.acknowledged, durable), p.saved, p.failing)
         }
-        guard target != saved else { return }
+        guard target > saved else { return }
         let problem = write(target)
         progress.withLock { p in
             p.savedAt = ContinuousClock.now

@@ -1,5 +1,6 @@
 import BrokerHarness
 import Foundation
+import HubLog
 import Testing
 
 @testable import HubApp
@@ -26,6 +27,44 @@ import Testing
         #expect(MQTTEventsPublisher.writeCheckpoint(5, to: path) == nil)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "00000000000000000005\n")
         #expect(MQTTEventsPublisher.writeCheckpoint(5, to: temporaryDirectory() + "/no/such/dir/file") != nil)
+    }
+
+    /// Readings held for the log's next write moment are published and acknowledged before they
+    /// are durable: the checkpoint names none of them until a write moment has made them durable
+    /// (after a power cut the events logged next would take their sequences, and a feed resuming
+    /// after a checkpoint past the log's durable end would skip those). Before, a save wrote
+    /// whatever the broker had acknowledged.
+    @Test func theCheckpointNamesOnlyWhatTheLogMadeDurable() async throws {
+        let dir = temporaryDirectory()
+        let broker = try TestBroker.start()
+        let f = try await SurfaceFixture.start(
+            broker: broker, dataDirectory: dir,
+            devices: [HubConfig.Device(id: "plug9", driver: "tasmota", name: "Plug 9", config: #"{"topic":"plug9"}"#)],
+            factories: MQTTDeviceSurfaceTests.factories,
+            logOptions: SegmentStoreOptions(observationCommitDelay: .seconds(600)))
+        defer { Task { try? await f.stop() } }
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        try w.publish("tele/plug9/LWT", "Online", retain: true)
+        try await w.waitFor("hub/device/plug9/availability") { $0 == "online" }
+        let store = f.service.hub.store
+        try await store.makeDurable()
+        let durable = store.durableSequence
+        for watts in [500.0, 900.0, 1500.0] { try w.publish("tele/plug9/SENSOR", #"{"ENERGY":{"Power":\#(watts)}}"#) }
+        try await w.waitFor("hub/events/device/plug9/ReadingRecorded", timeout: .seconds(10)) { $0.contains("1500") }
+        let events = try #require(f.service.surface?.events)
+        try await waitUntil("the broker acknowledged the readings") { events.acknowledged == store.lastSequence }
+        #expect(store.durableSequence == durable && store.lastSequence > durable, "the readings are held")
+
+        let path = dir + "/mqtt-events.checkpoint"
+        func checkpoint() throws -> UInt64? {
+            UInt64(try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        events.saveCheckpoint()
+        #expect(try checkpoint() == durable, "acknowledged up to \(store.lastSequence), durable up to \(durable)")
+        try await store.makeDurable()
+        events.saveCheckpoint()
+        #expect(try checkpoint() == store.lastSequence)
     }
 
     @Test func theFeedResumesAtTheLogsEndWhenItsCheckpointIsPastIt() async throws {
