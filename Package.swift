@@ -33,6 +33,9 @@ let package = Package(
     targets: [
         // JSON values, the strict parser and the strict object reader: a leaf, shared by the domain and the driver API.
         .target(name: "HubJSON"),
+        // Which hub this is: the release number and the commit it was built from (the BuildCommit plugin).
+        .target(name: "HubRelease", plugins: ["BuildCommit"]),
+        .plugin(name: "BuildCommit", capability: .buildTool(), path: "Plugins/BuildCommit"),
         // What a reading measures (`Quantity`): one type for the domain and the driver API. No dependencies.
         .target(name: "Quantities"),
         // Pure domain: events, commands, validation, read models. No I/O, no clock; JSON from HubJSON only.
@@ -157,7 +160,8 @@ let package = Package(
         .target(
             name: "HubApp",
             dependencies: [
-                "HubEngine", "HubMetrics", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "DriverAPI", "MQTT",
+                "HubEngine", "HubMetrics", "HubMQTT", "HubHTTP", "HubDomain", "HubLog", "HubPostgres", "HubAudit", "HubHistory",
+                "HubRelease", "DriverAPI", "MQTT",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -171,7 +175,7 @@ let package = Package(
             name: "hub",
             dependencies: [
                 "HubEngine", "HubMetrics", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
-                "VirtualDriver",
+                "HubRelease", "VirtualDriver",
                 "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
                 "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -202,7 +206,7 @@ let package = Package(
             name: "HubAppTests",
             dependencies: [
                 "HubEngine", "HubMetrics", "HubHistory", "HubSchedule", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit",
-                "DriverAPI",
+                "DriverAPI", "HubRelease",
                 "VirtualDriver",
                 "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator",
                 "MQTT", "BrokerHarness", "DiskHarness",

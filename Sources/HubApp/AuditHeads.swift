@@ -106,7 +106,14 @@ package struct AuditHeads: Service {
     /// A tree that is not this log's is set aside and rebuilt; heads signed over it no longer match
     /// the log, which `hub verify` names.
     private func start(_ trail: AuditTrail) async throws {
-        guard let misfit = try await trail.misfit(store: store, leaf: AuditLeaf.bytes) else { return }
+        guard let misfit = try await trail.misfit(store: store, leaf: AuditLeaf.bytes) else {
+            if trail.tree.size == 0 && store.lastSequence > 0 {
+                // A log written before the audit tree existed (or whose tree was removed).
+                logger.info(
+                    "audit: \(trail.directory) holds no Merkle tree yet: building it from the log's \(store.lastSequence) records")
+            }
+            return
+        }
         let name = try trail.setAsideTree(unixSeconds: Int64(Date().timeIntervalSince1970))
         logger.warning(
             "audit: the Merkle tree in \(trail.directory) is not this log's (\(misfit)); set aside as \(name) and rebuilt from the log: heads signed before do not match it (hub verify names them)"

@@ -2,6 +2,7 @@ import HubDomain
 import HubEngine
 import HubLog
 import HubMetrics
+import HubRelease
 
 extension Hub {
     /// Opens the data directory's own event log (see ``HubPaths/openEventStore(readOnly:options:)``)
@@ -15,8 +16,10 @@ extension Hub {
     ) async throws {
         var logOptions = logOptions
         if logOptions.syncObserver == nil, metrics !== HubMetrics.disabled { logOptions.syncObserver = metrics.syncObserver }
+        // Said among the opening notes: a directory of older formats, which this hub now writes in its own.
+        let formats = try DataFormats.check(dataDirectory: paths.dataDirectory)
         try await self.init(
             store: paths.openEventStore(options: logOptions), paths: paths, limits: limits, snapshotEvery: snapshotEvery,
-            metrics: metrics)
+            metrics: metrics, notes: formats.map { [$0 + "; it is now written in this hub's (\(HubRelease.description))"] } ?? [])
     }
 }

@@ -23,12 +23,25 @@ extension HubPaths {
     /// - Returns: The opened store.
     /// - Throws: `EventLogError` when the log cannot be opened (locked, corrupt, missing when
     ///   read-only, a URL that does not parse, a server that cannot be reached).
+    /// The data directory's recorded formats are checked first (``DataFormats``): a directory a
+    /// newer hub wrote is refused before anything is opened. A writer records this hub's formats
+    /// once it holds the log.
     public func openEventStore(
         readOnly: Bool = false, options: SegmentStoreOptions = SegmentStoreOptions()
     ) async throws -> any EventStore {
+        try DataFormats.check(dataDirectory: dataDirectory)
+        let store: any EventStore
         if let logURL {
-            return try await PostgresEventStore.open(location: PostgresLocation(url: logURL), readOnly: readOnly)
+            store = try await PostgresEventStore.open(location: PostgresLocation(url: logURL), readOnly: readOnly)
+        } else {
+            store = try SegmentStore(directory: log, options: options, readOnly: readOnly)
         }
-        return try SegmentStore(directory: log, options: options, readOnly: readOnly)
+        if !readOnly {
+            do { try DataFormats.record(dataDirectory: dataDirectory) } catch {
+                await store.close()
+                throw HubError.failed("\(dataDirectory)/\(DataFormats.fileName) cannot be written: \(error)")
+            }
+        }
+        return store
     }
 }

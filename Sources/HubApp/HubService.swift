@@ -227,7 +227,7 @@ public final class HubService: Sendable {
             // the follower hands over at shutdown finds its driver still there).
             services += [drivers, follower, bridges, scheduler]
             if let surface { services.append(surface.commandDispatch) }
-            services.append(ShutdownNotice(logger: logger, stopping: stopping))  // first to hear of a shutdown: says so
+            services.append(ShutdownNotice(logger: logger, stopping: stopping, stepDown: stepDown))  // first to hear of a shutdown: says so
             // Started after the group installed its signal handlers and after every other service.
             let (started, startedSink) = AsyncStream<Void>.makeStream()
             services.append(StartNotice(sink: startedSink))
@@ -418,11 +418,17 @@ struct ShutdownNotice: Service {
     let logger: Logger
     /// Set when the shutdown begins (`/readyz` then says not ready).
     let stopping: StoppingFlag
+    /// With a hot standby: set when this instance steps down, which ends the services but not the process.
+    var stepDown: StepDown? = nil
 
     func run() async throws {
         do { try await gracefulShutdown() } catch { return }  // cancelled: nothing to announce
         stopping.set()
-        logger.info("stopping")
+        if stepDown?.reason != nil {
+            logger.info("stepping down to standby: stopping the drivers, the scheduler and the command surface; the process keeps running")
+        } else {
+            logger.info("stopping")
+        }
     }
 }
 

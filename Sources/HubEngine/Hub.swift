@@ -70,12 +70,12 @@ public actor Hub {
     /// Bumped whenever the read models' shape or rules change, so older snapshots are ignored
     /// (6: latest readings by measured time, history weighted by time; 7: the audit trail keeps
     /// each change's declared cause).
-    static let snapshotFormat = 7
+    package static let snapshotFormat = 7
 
     /// Starts the hub on an opened event store of any backend, restoring the read models from the
     /// newest snapshot the log vouches for and replaying the rest of the log. A snapshot the log does
-    /// not vouch for (damaged, unsealed, or recording another chain hash at its sequence) is set
-    /// aside, never used, and named in ``openingNotes``.
+    /// not vouch for (damaged, unsealed, or recording another chain hash at its sequence), or of
+    /// another read-model format, is set aside, never used, and named in ``openingNotes``.
     ///
     /// - Parameters:
     ///   - store: The event log; the hub owns it from now on and closes it in ``close()``.
@@ -83,10 +83,11 @@ public actor Hub {
     ///   - limits: The domain's limits.
     ///   - snapshotEvery: Write a snapshot after this many new events.
     ///   - metrics: where appends are measured.
+    ///   - opening: Notes said before the store's own (what the caller found opening the data directory).
     /// - Throws: When the snapshot directory cannot be made or the log cannot be read.
     public init(
         store: any EventStore, paths: HubPaths, limits: DomainLimits = .standard, snapshotEvery: UInt64 = 10_000,
-        metrics: HubMetrics = .disabled
+        metrics: HubMetrics = .disabled, notes opening: [String] = []
     ) async throws {
         self.store = store
         self.metrics = metrics
@@ -95,7 +96,7 @@ public actor Hub {
         self.vault = vault
         self.limits = limits
         self.snapshotEvery = snapshotEvery
-        var notes = store.openingNotes + snapshots.notes
+        var notes = opening + store.openingNotes + snapshots.notes
         var state = HubState(foldsHistory: false)
         // Only a snapshot the log vouches for (sealed here, and the log has its chain hash at its
         // sequence); the others are set aside, each with a note.
@@ -118,7 +119,16 @@ public actor Hub {
                             snapshot.name, because: "its read models end at sequence \(restored.lastSequence), not \(sequence)"))
                 }
             } else {
-                notes.append("snapshot at sequence \(sequence) is from another hub version; replaying from the start")
+                // Another read-model format (an earlier build's): set aside with every other one
+                // like it, so that no build ever folds on from files it does not read as written.
+                for name in try snapshots.names() {
+                    guard case .success(let other) = snapshots.read(name), Self.decodeSnapshot(other.bytes) == nil else { continue }
+                    let found =
+                        Self.snapshotFormat(of: other.bytes).map { "read-model format \($0)" } ?? "a read-model format it cannot read"
+                    notes.append(
+                        try snapshots.setAside(
+                            name, because: "it is from another hub version (\(found); this hub's is \(Self.snapshotFormat))"))
+                }
             }
         }
         let history = try HistoryFiles(directory: paths.history)
@@ -571,6 +581,12 @@ public actor Hub {
         decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         guard let file = try? decoder.decode(SnapshotFile.self, from: Data(bytes)), file.format == snapshotFormat else { return nil }
         return file.state
+    }
+
+    /// The read-model format a snapshot's bytes say they are, whatever their shape.
+    static func snapshotFormat(of bytes: [UInt8]) -> Int? {
+        struct Format: Decodable { var format: Int }
+        return (try? JSONDecoder().decode(Format.self, from: Data(bytes)))?.format
     }
 
     struct SnapshotFile: Codable {

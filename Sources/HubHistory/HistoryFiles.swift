@@ -58,7 +58,7 @@ public final class HistoryFiles: HistorySource {
     static let maxHeldInBulk = 8192
 
     /// The files' format: 2 since slots carry the time weighting (1, unnamed: 64-byte slots).
-    static let formatVersion = 2
+    package static let formatVersion = 2
 
     /// The sync record: the sequence the files hold, the log's chain hash there (hex), the clock,
     /// the files' format, and each series' held value by file name.

@@ -137,6 +137,13 @@ public actor MQTTSurface {
         let surface = MQTTSurface(
             hub: hub, commands: commands, drivers: drivers, bridges: bridges, relay: relay, client: client,
             topics: topics, checkpointPath: checkpointPath, lease: lease, attributionClient: settings.attributionClient, logger: logger)
+        // A hot standby's active speaks only while its lease is confirmed, on the monotonic clock, at
+        // the moment of each publish (answers, retained state, readings, the audit head, discovery,
+        // the MQTT-native devices' commands): resumed after a pause past its lease, it says nothing.
+        // The log's only writer (a derived name) has no other instance to contradict.
+        if let lease, !lease.soleWriter {
+            client.setPublishGate { [weak surface] in surface?.maySpeak ?? false }
+        }
         relay?.attach(client, reserved: [topics.base, topics.discoveryPrefix])
         for filter in topics.subscriptions { try client.subscribe(filter, qos: 1) }
         try client.subscribe(topics.status, qos: 1)  // a former connection's late last will is answered (`defendStatus`)
@@ -192,6 +199,9 @@ public actor MQTTSurface {
             }
         }
         let offline = saysOfflineOnLeaving.load(ordering: .relaxed)
+        if client.withheldPublishes > 0 {
+            logger.notice("mqtt: \(client.withheldPublishes) publish(es) held back while this instance's lease was not confirmed")
+        }
         await client.stop(finalMessage: offline ? (topic: topics.status, payload: Array("offline".utf8), retain: true) : nil)
     }
 
@@ -206,9 +216,25 @@ public actor MQTTSurface {
     /// with no holder) no instance is active at this moment, and it says `offline`; the next
     /// active says `online`, and defends it against this late `offline` if the two cross.
     package nonisolated func stepDown(anotherIsActive: Bool) {
-        speaksForHub.store(false, ordering: .relaxed)
+        let first = speaksForHub.exchange(false, ordering: .relaxed)
         if anotherIsActive { saysOfflineOnLeaving.store(false, ordering: .relaxed) }
+        // Said at once, not when the services have stopped (the last head, the feed's checkpoint,
+        // and what else waits for a database that may be gone come first).
+        if first, !anotherIsActive {
+            do { try client.publishPastGate(topics.status, Array("offline".utf8), retain: true) } catch {
+                logger.warning("mqtt: could not say offline while stepping down", metadata: ["error": "\(error)"])
+            }
+        }
     }
+
+    /// Whether this hub may publish now: it has not stepped down, and (with a hot standby) its lease
+    /// is confirmed (``LeaseStanding/mayAct``). The client's publish gate asks it.
+    nonisolated var maySpeak: Bool {
+        speaksForHub.load(ordering: .relaxed) && (lease.map { $0.soleWriter || $0.mayAct } ?? true)
+    }
+
+    /// Publishes the client's gate held back since start (``maySpeak`` false).
+    public nonisolated var withheld: UInt64 { client.withheldPublishes }
 
     // MARK: Connection
 
@@ -310,6 +336,8 @@ public actor MQTTSurface {
     package nonisolated func publishOrLog(_ topic: String, _ payload: [UInt8], retain: Bool = true) {
         do {
             try client.publish(topic, payload, qos: 1, retain: retain)
+        } catch let error as MQTTError where error.kind == .withheld {
+            // Counted (``withheld``) and said once when the surface leaves.
         } catch {
             logger.warning("mqtt: could not publish", metadata: ["topic": "\(topic)", "error": "\(error)"])
         }
@@ -676,6 +704,7 @@ public actor MQTTSurface {
         if let responseTopic = message.responseTopic, !responseTopic.isEmpty, responseTopicProblem(message) == nil {
             do {
                 try client.publish(responseTopic, payload, qos: 1, retain: false, correlationData: message.correlationData)
+            } catch let error as MQTTError where error.kind == .withheld {
             } catch {
                 logger.warning("mqtt: could not answer", metadata: ["topic": "\(responseTopic)", "error": "\(error)"])
             }

@@ -45,6 +45,9 @@ public final class MQTTClient: Sendable {
 
     let core: MQTTClientCore
     private let handle: Mutex<Handle>
+    /// Asked right before each message is handed to libmosquitto (``setPublishGate(_:)``).
+    private let gate = Mutex<(@Sendable () -> Bool)?>(nil)
+    private let withheldCount = Atomic<UInt64>(0)
 
     /// Makes the libmosquitto instance and applies `options`; connects only on `start()`. Throws `MQTTError` for options libmosquitto refuses.
     public init(options: MQTTOptions) throws {
@@ -290,6 +293,24 @@ public final class MQTTClient: Sendable {
         }
     }
 
+    /// Sets the question every publish asks at the moment it would be handed to libmosquitto:
+    /// false holds the message back (``MQTTError/Kind/withheld``; nothing is sent, nothing queued).
+    /// A hot standby's active hub gates on its lease, read on the monotonic clock, so a process
+    /// that was paused past its lease sends nothing the instant it runs again. ``stop(finalMessage:ackTimeout:)``'s
+    /// final message and ``publishPastGate(_:_:retain:)`` pass it.
+    public func setPublishGate(_ gate: (@Sendable () -> Bool)?) { self.gate.withLock { $0 = gate } }
+
+    /// How many publishes the gate held back since the client was made.
+    public var withheldPublishes: UInt64 { withheldCount.load(ordering: .relaxed) }
+
+    /// A QoS 1 publish the gate does not hold back: the hub's own last word (`offline` when it
+    /// steps down with no other instance active), never state or answers.
+    public func publishPastGate(_ topic: String, _ payload: [UInt8], retain: Bool) throws {
+        _ = try publish(
+            topic, payload, qos: 1, retain: retain, responseTopic: nil, correlationData: nil, userProperties: [], register: false,
+            pastGate: true)
+    }
+
     /// Queues a message and returns its message id. QoS 1/2 messages are kept by libmosquitto while
     /// disconnected and sent after reconnect; QoS 0 throws `.notConnected` while disconnected.
     /// `userProperties` (MQTT 5 only; ignored with 3.1.1) go with the message, in order.
@@ -326,14 +347,20 @@ public final class MQTTClient: Sendable {
     private func publish(
         _ topic: String, _ payload: [UInt8], qos: Int, retain: Bool, responseTopic: String?,
         correlationData: [UInt8]?, userProperties: [MQTTUserProperty], register: Bool,
-        completion: PublishAcknowledgements.Completion? = nil
+        completion: PublishAcknowledgements.Completion? = nil, pastGate: Bool = false
     ) throws -> (mid: Int32, token: UInt64) {
         guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
         if let correlationData, correlationData.count > Int(UInt16.max) {
             throw core.error(.invalidArgument, "correlation data is longer than 65535 bytes")
         }
+        let gate = pastGate ? nil : self.gate.withLock { $0 }
         return try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "publish after stop()") }
+            // Asked last, just before the message is handed over: a pause before this line is seen.
+            if let gate, !gate() {
+                withheldCount.add(1, ordering: .relaxed)
+                throw core.error(.withheld, "\(topic): this hub may not speak now (its lease is not confirmed)")
+            }
             // Every QoS 1/2 message takes its place in the line of its message id, so that an
             // acknowledgement is told to the message it belongs to (see `PublishAcknowledgements`).
             if register || qos > 0 {
@@ -446,9 +473,12 @@ public final class MQTTClient: Sendable {
         // DISCONNECT. What still arrives is handed on, beyond the bound (the thread ends soon).
         core.inbound.close()
         if let finalMessage, core.isConnected {
-            try? await publishAndWait(
-                finalMessage.topic, finalMessage.payload, qos: 1,
-                retain: finalMessage.retain, timeout: ackTimeout)
+            do {
+                let (mid, token) = try publish(
+                    finalMessage.topic, finalMessage.payload, qos: 1, retain: finalMessage.retain, responseTopic: nil,
+                    correlationData: nil, userProperties: [], register: true, pastGate: true)
+                try? await PublishTicket(core: core, mid: mid, token: token).acknowledged(timeout: ackTimeout)
+            } catch {}
         }
         let wasConnected = core.isConnected
         handle.withLock { h in

@@ -243,6 +243,8 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
         case publishRejected
         /// The client was stopped (or aborted) while the operation was waiting.
         case stopped
+        /// The client's publish gate (``MQTTClient/setPublishGate(_:)``) held the message back: nothing was sent.
+        case withheld
         /// Other libmosquitto error.
         case library
     }
@@ -290,6 +292,8 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
             return "\(broker) rejected the publish: \(detail)"
         case .stopped:
             return "MQTT client for \(broker) was stopped: \(detail)"
+        case .withheld:
+            return "withheld from \(broker): \(detail)"
         case .library:
             return "MQTT client error with \(broker): \(detail)"
         }

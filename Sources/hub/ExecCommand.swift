@@ -38,10 +38,10 @@ struct ExecCommand: AsyncParsableCommand {
             if let problem = try await Console.guarded({ try await hub.close() }) { Console.note("hub: \(problem)") }
             throw ExitCode.failure
         }
-        // What opening repaired, rebuilt or set aside (a torn tail cut into quarantine, the command
-        // index rebuilt by a scan, a snapshot the log disowns).
-        for note in hub.openingNotes where note.hasPrefix("recovered") || note.hasPrefix("the command index") || note.contains("set aside")
-        {
+        // What opening repaired, rebuilt, upgraded or set aside (a torn tail cut into quarantine, the
+        // command index or the history rebuilt, a snapshot the log disowns, older formats): all but
+        // the routine lines of where the read models came from.
+        for note in hub.openingNotes where !note.hasPrefix("replayed ") && !note.hasPrefix("read models restored from the snapshot") {
             Console.note("hub: \(note)")
         }
         // The same command path as `hub run`, with no drivers running: members of a group or scene

@@ -6,6 +6,7 @@ import HubEngine
 import HubHTTP
 import HubHistory
 import HubMQTT
+import HubRelease
 import Logging
 
 @main
@@ -13,9 +14,12 @@ struct HubCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
         abstract: "An event-sourced IoT hub: an append-only event log of everything devices and people did.",
+        // `hub --version`: the release and the commit it was built from.
+        version: HubRelease.description,
         subcommands: [
             RunCommand.self, ExecCommand.self, EventsCommand.self, ReplayCommand.self, VerifyCommand.self,
-            ExportCommand.self, ImportCommand.self, AuditCommand.self, SimCommand.self, TokenCommand.self
+            ExportCommand.self, ImportCommand.self, BackupCommand.self, RestoreCommand.self, AuditCommand.self, SimCommand.self,
+            TokenCommand.self
         ]
     )
 }

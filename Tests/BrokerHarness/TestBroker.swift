@@ -50,9 +50,12 @@ public final class TestBroker: @unchecked Sendable {
     /// - secured: `allow_anonymous false` and a password file made from `users` (name, password).
     /// - acl: text of an `acl_file` (`user <name>` / `topic read|write|readwrite <filter>` / `pattern ...`).
     /// - persistence: keep sessions and retained messages across stop()/restart() (saved on SIGTERM).
+    /// - logPublishes: the broker logs every packet (`log_type debug`), each PUBLISH it receives as
+    ///   `Received PUBLISH from <client id> (…, '<topic>', …)`: what a client sent, seen by the broker
+    ///   (``publishes(from:since:)``).
     public static func start(
         secured: Bool = false, users: [(String, String)] = [], acl: String? = nil,
-        persistence: Bool = false
+        persistence: Bool = false, logPublishes: Bool = false
     ) throws -> TestBroker {
         let executable = try findMosquitto()
         let directory = FileManager.default.temporaryDirectory
@@ -66,7 +69,7 @@ public final class TestBroker: @unchecked Sendable {
             let port = try freePort()
             let broker = TestBroker(port: port, directory: directory, executable: executable)
             do {
-                try broker.writeConfig(secured: secured, users: users, acl: acl, persistence: persistence)
+                try broker.writeConfig(secured: secured, users: users, acl: acl, persistence: persistence, logPublishes: logPublishes)
                 try broker.launch()
                 return broker
             } catch {
@@ -87,10 +90,10 @@ public final class TestBroker: @unchecked Sendable {
 
     public static func startAsync(
         secured: Bool = false, users: [(String, String)] = [], acl: String? = nil,
-        persistence: Bool = false
+        persistence: Bool = false, logPublishes: Bool = false
     ) async throws -> TestBroker {
         try await offThread {
-            try TestBroker.start(secured: secured, users: users, acl: acl, persistence: persistence)
+            try TestBroker.start(secured: secured, users: users, acl: acl, persistence: persistence, logPublishes: logPublishes)
         }
     }
 
@@ -165,6 +168,24 @@ public final class TestBroker: @unchecked Sendable {
         return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
     }
 
+    /// The size of the broker's log now: a mark for ``publishes(from:since:)``.
+    public var logSize: Int { (try? FileManager.default.attributesOfItem(atPath: logURL.path)[.size] as? Int) ?? 0 }
+
+    /// The topics of the PUBLISH packets the broker received from the client `clientId` and logged
+    /// after the log was `since` bytes long (a broker started with `logPublishes`).
+    public func publishes(from clientId: String, since: Int = 0) -> [String] {
+        guard let data = FileManager.default.contents(atPath: logURL.path), data.count > since else { return [] }
+        let text = String(decoding: data[since...], as: UTF8.self)
+        let marker = "Received PUBLISH from \(clientId) ("
+        return text.split(separator: "\n").compactMap { line -> String? in
+            guard let start = line.range(of: marker) else { return nil }
+            let rest = line[start.upperBound...]
+            guard let open = rest.firstIndex(of: "'") else { return "?" }
+            let after = rest[rest.index(after: open)...]
+            return after.firstIndex(of: "'").map { String(after[..<$0]) } ?? String(after)
+        }
+    }
+
     // MARK: - Internals
 
     private static func findMosquitto() throws -> String {
@@ -230,7 +251,7 @@ public final class TestBroker: @unchecked Sendable {
         return !process.isRunning
     }
 
-    private func writeConfig(secured: Bool, users: [(String, String)], acl: String?, persistence: Bool) throws {
+    private func writeConfig(secured: Bool, users: [(String, String)], acl: String?, persistence: Bool, logPublishes: Bool = false) throws {
         var lines = [
             "# written by BrokerHarness.TestBroker",
             "listener \(port) 127.0.0.1",
@@ -248,6 +269,7 @@ public final class TestBroker: @unchecked Sendable {
             "connection_messages true",
             "log_timestamp_format %H:%M:%S"
         ]
+        if logPublishes { lines.append("log_type debug") }
         if getuid() == 0 {
             // mosquitto started as root would switch to the "mosquitto" user and then fail to read
             // our files in the temp directory.

@@ -246,6 +246,14 @@ import VirtualDriver
         let page = try await hub.get("/devices/lamp").body
         #expect(page.contains("Switched on by http:local, console.test, "), "\(page)")
         #expect(page.contains(#"<span class="muted mono" data-field="cause">console.test</span>"#))
+        // The virtual lamp confirms the switch on its own time: wait for it, so that its
+        // confirmation is not taken for something the refused commands wrote.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await !hub.records().contains(where: { $0.type == "SwitchToggled" && $0.stream == "device/lamp" }),
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let before = hub.service.hub.store.lastSequence
         let bad = try await hub.post("/console/command", #"{"command":"switch","id":"lamp","state":"OFF","cause":"two words"}"#)
         #expect(bad.status == 400 && bad.body.contains("invalid_cause"), "\(bad.body)")

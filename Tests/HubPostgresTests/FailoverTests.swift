@@ -160,7 +160,8 @@ import Testing
     /// nothing to the plug (b did) and answers none of those commands (b did), then steps down.
     @Test func aResumedActiveThatLostItsLeaseSendsNothingToADeviceAndAnswersNothing() async throws {
         guard let pg = try LogPlace.fresh(.postgres), let hub = builtExecutable() else { return }
-        let broker = try await TestBroker.startAsync()
+        // The broker logs every PUBLISH it receives, with the sender's client id: what a said.
+        let broker = try await TestBroker.startAsync(logPublishes: true)
         defer { broker.stop() }
         let pair = try await HubPair.start(hub: hub, root: pg.dataDirectory, url: pg.url!, brokerPort: broker.port)
         defer { pair.end() }
@@ -186,10 +187,20 @@ import Testing
         }
         let sentByB = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused)
         let resumed = Date()
+        let mark = broker.logSize
         pair.a.signal(SIGCONT)
         #expect(
             await pair.a.waitFor("standby: instance a follows the log", timeout: 15), "a did not become a standby again: \(pair.a.stderr)")
         try await Task.sleep(for: .milliseconds(500))
+        // Everything a publishes passes its lease gate: answers, retained state, readings, events,
+        // the audit head, discovery, device commands. Resumed past its lease, it said nothing.
+        let saidByA = broker.publishes(from: "hub-a", since: mark)
+        print(
+            "failover (SIGSTOP, resumed within the keep-alive): the broker received \(saidByA.count) publish(es) from the resumed active after SIGCONT"
+        )
+        #expect(saidByA.isEmpty, "the resumed active published \(saidByA.count) message(s) after SIGCONT: \(saidByA.prefix(20))")
+        #expect(pair.a.stderr.contains("stepping down to standby"), "\(pair.a.stderr)")
+        #expect(!pair.a.stderr.contains("hub: stopping"), "a said it stops while it becomes a standby: \(pair.a.stderr)")
         let sentByA = client.count("cmnd/plug/POWER", ["ON", "OFF"], after: paused) - sentByB
         let extra = (3...6).flatMap { client.answers("q-\($0)").dropFirst() }
         print(
