@@ -100,7 +100,10 @@ public final class MQTTRelay: DriverMessaging {
     func subscribe(_ filter: String) throws {
         guard !isReserved(filter) else { throw DriverError("MQTT filter \"\(filter)\" would reach the hub's own topics") }
         guard let client = state.withLock({ $0.client }) else { throw DriverError("the hub has no broker connection") }
-        try client.subscribe(filter, qos: 1)
+        // Not retain-as-published (the hub's own command topics are): a device that publishes with
+        // retain on (a Shelly with its MQTT retain option) is live on arrival, and only the stored
+        // message the broker sends on subscribing arrives retained: its last known state.
+        try client.subscribe(filter, qos: 1, retainAsPublished: false)
     }
 
     func publish(_ topic: String, _ payload: [UInt8], retain: Bool) throws {

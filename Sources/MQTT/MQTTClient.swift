@@ -258,22 +258,32 @@ public final class MQTTClient: Sendable {
     }
 
     /// Remembered and re-sent after every reconnect. Allowed before start().
-    public func subscribe(_ filter: String, qos: Int) throws {
+    ///
+    /// - Parameters:
+    ///   - filter: The topic filter.
+    ///   - qos: 0, 1 or 2.
+    ///   - retainAsPublished: MQTT 5: whether live messages on this subscription keep the retain
+    ///     flag they were published with (true), or carry it only when the broker sends a stored
+    ///     retained message on subscribing (false). Nil: ``MQTTOptions/retainAsPublished``.
+    /// - Throws: `MQTTError` for a bad QoS or filter, after ``stop()``, or when the request cannot be sent.
+    public func subscribe(_ filter: String, qos: Int, retainAsPublished: Bool? = nil) throws {
         guard (0...2).contains(qos) else { throw core.error(.invalidArgument, "QoS must be 0, 1 or 2 (got \(qos))") }
         guard mosquitto_sub_topic_check(filter) == 0 else {
             throw core.error(.invalidArgument, "invalid topic filter \"\(filter)\"")
         }
+        let options = core.subscribeOptions(retainAsPublished: retainAsPublished)
         core.state.withLock { s in
             if let i = s.subscriptions.firstIndex(where: { $0.filter == filter }) {
                 s.subscriptions[i].qos = Int32(qos)
+                s.subscriptions[i].options = options
             } else {
-                s.subscriptions.append((filter, Int32(qos)))
+                s.subscriptions.append((filter, Int32(qos), options))
             }
         }
         guard core.isConnected else { return }  // on_connect will send it
         try handle.withLock { h in
             guard let mosq = h.mosq else { throw core.error(.stopped, "subscribe after stop()") }
-            let rc = mosquitto_subscribe_v5(mosq, nil, filter, Int32(qos), core.subscribeOptions, nil)
+            let rc = mosquitto_subscribe_v5(mosq, nil, filter, Int32(qos), options, nil)
             if rc != 0 && rc != Int32(MOSQ_ERR_NO_CONN.rawValue) {
                 throw core.error(.library, "subscribe \(filter): \(String(cString: mosquitto_strerror(rc)))")
             }

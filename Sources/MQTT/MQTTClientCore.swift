@@ -30,7 +30,8 @@ struct CoreState {
     /// Last error/warning line libmosquitto logged.
     var lastLog: String?
     /// Remembered subscriptions, in the order they were made.
-    var subscriptions: [(filter: String, qos: Int32)] = []
+    /// `options`: the MQTT 5 subscription options (retain as published, or none).
+    var subscriptions: [(filter: String, qos: Int32, options: Int32)] = []
     var nextWaiterID: UInt64 = 0
     var connectWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
 }
@@ -46,8 +47,14 @@ final class MQTTClientCore: Sendable {
     let state = Mutex(CoreState())
     /// Publishes whose acknowledgement someone awaits (publishAndWait, publishTracked).
     let acks = PublishAcknowledgements()
-    /// MQTT 5 subscription options sent with every subscribe (0 with MQTT 3.1.1).
-    let subscribeOptions: Int32
+    /// The subscriptions' retain-as-published default (``MQTTOptions/retainAsPublished``).
+    let retainAsPublished: Bool
+    let protocolIsV5: Bool
+
+    /// The MQTT 5 subscription options for one subscription (0 with MQTT 3.1.1, which has none).
+    func subscribeOptions(retainAsPublished: Bool?) -> Int32 {
+        protocolIsV5 && (retainAsPublished ?? self.retainAsPublished) ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
+    }
     /// Messages received from the broker and handed on (``MQTTClient/traffic``).
     let received = Atomic<UInt64>(0)
     /// Messages sent or queued to send (``MQTTClient/traffic``).
@@ -64,9 +71,8 @@ final class MQTTClientCore: Sendable {
         self.host = options.host
         self.port = options.port
         self.protocolVersion = options.protocolVersion
-        self.subscribeOptions =
-            options.protocolVersion == .v5 && options.retainAsPublished
-            ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
+        self.retainAsPublished = options.retainAsPublished
+        self.protocolIsV5 = options.protocolVersion == .v5
         self.messageSink = messageSink
         self.inbound = inbound
         self.eventSink = eventSink
@@ -95,7 +101,7 @@ final class MQTTClientCore: Sendable {
             if !stopping {
                 for sub in subscriptions {
                     var mid: Int32 = 0
-                    if mosquitto_subscribe_v5(mosq, &mid, sub.filter, sub.qos, subscribeOptions, nil) == 0 { lastSent = mid }
+                    if mosquitto_subscribe_v5(mosq, &mid, sub.filter, sub.qos, sub.options, nil) == 0 { lastSent = mid }
                 }
             }
             let waiters = state.withLock { s in

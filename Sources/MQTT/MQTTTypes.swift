@@ -104,7 +104,9 @@ public struct MQTTOptions: Sendable {
     /// How reconnects back off.
     public var reconnectDelay: ReconnectDelay
     /// MQTT 5: ask the broker to keep the retain flag on live deliveries ("retain as published"), so
-    /// a receiver can tell a retained publish from a plain one even while subscribed. Off by default.
+    /// a receiver can tell a retained publish from a plain one even while subscribed. The default of
+    /// every subscription (``MQTTClient/subscribe(_:qos:retainAsPublished:)`` may say otherwise for
+    /// one). Off by default.
     public var retainAsPublished = false
     /// Incoming messages `messages` holds at most while its consumer is behind. When it is full, the
     /// arriving message blocks the network thread (back-pressure to the broker) until the consumer
@@ -151,7 +153,8 @@ public struct MQTTMessage: Sendable, Equatable {
     /// The QoS it was delivered with (0, 1 or 2).
     public var qos: Int
     /// True when the broker delivered a stored retained message (i.e. because we just subscribed),
-    /// false for live traffic. The hub ignores retained messages on command topics.
+    /// false for live traffic (on a subscription with retain as published, a live message keeps the
+    /// flag it was published with). The hub ignores retained messages on command topics.
     public var retain: Bool
     /// MQTT 5 request/response properties; always nil with MQTT 3.1.1.
     public var responseTopic: String?

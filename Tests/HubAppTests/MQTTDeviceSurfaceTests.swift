@@ -108,6 +108,41 @@ import VirtualDriver
         try await f.stop()
     }
 
+    /// A Shelly Gen1 with its MQTT "retain" option on publishes every message retained (the Gen1
+    /// firmware's `mqtt_retain` setting: shelly-api-docs.shelly.cloud/gen1, "Settings", `mqtt_retain`;
+    /// the topics and units as docs/drivers.md and ../shared/reference/mqtt-plugs.md give them:
+    /// `shellies/<id>/relay/0/power` in W, `.../energy` in watt-minutes). Its live messages are
+    /// readings; what the broker had stored before the hub subscribed is its last known state, never
+    /// a reading of now. (Failed before: the hub's one connection subscribed with retain as
+    /// published, so every live message of such a device looked retained and no reading was booked.)
+    @Test func aShellyThatRetainsItsMessagesGivesLiveReadingsNotStoredOnes() async throws {
+        let broker = try TestBroker.start()
+        let f = try await SurfaceFixture.start(broker: broker, devices: [], factories: Self.factories)
+        let w = f.watcher
+        try await w.waitFor("hub/status") { $0 == "online" }
+        let id = "shelly1pm-84CCA8A11B2C"
+        // Stored at the broker before the hub subscribes: an old power figure and the relay's state.
+        try w.publish("shellies/\(id)/online", "true", retain: true)
+        try w.publish("shellies/\(id)/relay/0", "on", retain: true)
+        try w.publish("shellies/\(id)/relay/0/power", "999.5", retain: true)
+        try w.publish(
+            "hub/request/device/add", #"{"id":"heater","driver":"shelly","name":"Heater","config":{"id":"\#(id)","gen":1}}"#)
+        try await w.waitFor("hub/device/heater/availability") { $0 == "online" }
+        try await w.waitFor("hub/device/heater/switch") { $0 == "ON" }
+        // Live, and retained as this firmware sends everything.
+        try w.publish("shellies/\(id)/relay/0/power", "42.5", retain: true)
+        try await w.waitFor("hub/device/heater/power", timeout: .seconds(10)) { Double($0) == 42.5 }
+        try w.publish("shellies/\(id)/relay/0/energy", "6000", retain: true)  // 6000 Wmin = 100 Wh
+        try await waitUntil("the live energy reading is booked") {
+            await f.service.hub.state.devices.byId["heater"]?.lastReading(.energy)?.value == 100
+        }
+        let device = await f.service.hub.state.devices.byId["heater"]
+        #expect(device?.lastReading(.power)?.value == 42.5, "\(String(describing: device))")
+        let stored = w.messages("hub/device/heater/power").filter { Double(w.text($0)) == 999.5 }
+        #expect(stored.isEmpty, "a stored figure was booked as a reading of now")
+        try await f.stop()
+    }
+
     @Test func beaconsBecomeSightingsOfAdmittedAnimalsOnly() async throws {
         let broker = try TestBroker.start()
         var options = BeaconSimulator.Options()

@@ -35,6 +35,25 @@ struct ShellyPayloadTests {
         }
     }
 
+    /// A Gen4 device (`"gen":4` in its `Shelly.GetDeviceInfo`, e.g. the Shelly 1 Mini Gen4) under a
+    /// custom two-level MQTT prefix: it speaks the Gen2 RPC on `<prefix>/...`. The status is the
+    /// Switch component's of a model without a meter (the Gen2+ API's `Switch.GetStatus`: `id`,
+    /// `source`, `output`, `temperature`, no `apower`). Failed before: the prefix was refused as
+    /// "without /" and `gen` 4 as out of range.
+    @Test func gen4UnderATwoLevelPrefix() async throws {
+        try await withBroker { broker in
+            let rig = try await ShellyRig.start(broker: broker, settings: #"{"id":"shellies/mini4","gen":4}"#)
+            let raw = try await RawClient(port: broker.port)
+            try await raw.send("shellies/mini4/online", "true")
+            try await raw.send(
+                "shellies/mini4/status/switch:0", #"{"id":0,"source":"init","output":true,"temperature":{"tC":43.5,"tF":110.3}}"#)
+            #expect(await rig.wait { $0.availability == [true] && $0.switchStates == [true] })
+            #expect(rig.readings(.power).isEmpty)
+            await raw.stop()
+            await rig.stop()
+        }
+    }
+
     @Test func gen2ReferencePayloadsAndMerge() async throws {
         try await withBroker { broker in
             let rig = try await ShellyRig.start(broker: broker, settings: #"{"id":"\#(Self.gen2)"}"#)

@@ -154,8 +154,14 @@ struct ShellyFactoryTests {
         #expect(throws: DriverError.self) { try make(#"{"gen":1}"#) }
         #expect(throws: DriverError.self) { try make(#"{"id":"x","gen":7}"#) }
         #expect(throws: DriverError.self) { try make(#"{"id":"x","channel":-1}"#) }
-        #expect(throws: DriverError.self) { try make(#"{"id":"shellies/x"}"#) }
         #expect(throws: DriverError.self) { try make(#"{"id":"a+b"}"#) }
+        // A custom prefix of several levels (refused before as "without /"), and gen 4 (Shelly 1
+        // Mini Gen4, which speaks the Gen2 RPC; refused before as out of range).
+        #expect(try make(#"{"id":"shellies/plus1pm"}"#).capabilities.mqttScope == ["shellies/plus1pm/#", "hub-shelly/shellies/plus1pm/#"])
+        #expect(try make(#"{"id":"shelly1minig4-a1b2c3d4e5f6","gen":4}"#).capabilities.mqttScope.count == 2)
+        for bad in ["/x", "x/", "a//b", "a/+/b", "a/#", "a b/c"] {
+            #expect(throws: DriverError.self, "\(bad)") { try make(#"{"id":"\#(bad)"}"#) }
+        }
     }
 
     @Test func discoveryOfBothGenerations() async throws {

@@ -4,9 +4,10 @@ import Foundation
 /// Makes drivers for Shelly relays and plugs that talk MQTT to the hub's broker.
 ///
 /// Settings (JSON object; unknown keys are errors):
-/// - `id` (required): Gen1 the device id under `shellies/` (e.g. `shellyplug-s-7AB1C2`); Gen2/Gen3
-///   the MQTT topic prefix (by default the device id, e.g. `shellyplus1pm-441793ab3fb4`).
-/// - `gen`: 1, or 2 (default; Gen3 and later speak the Gen2 protocol, `3` is accepted as 2).
+/// - `id` (required): Gen1 the device id under `shellies/` (e.g. `shellyplug-s-7AB1C2`); Gen2 and
+///   later the MQTT topic prefix (by default the device id, e.g. `shellyplus1pm-441793ab3fb4`; a
+///   custom one may have several levels, e.g. `shellies/plus1pm`).
+/// - `gen`: 1, or 2 (default; Gen3 and Gen4 speak the Gen2 protocol, `3` and `4` are accepted as 2).
 /// - `channel`: the relay / switch index (default 0).
 ///
 /// Discovery: Gen1 devices answer `announce` on `shellies/announce`; Gen2/Gen3 devices publish a
@@ -26,12 +27,12 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     public func make(configuration: DriverConfiguration) throws -> any Driver {
         let s = try DriverSettings(configuration, allowed: Self.settingKeys)
         let id = try s.string("id")
-        guard Self.isValidTopicId(id) else {
+        guard Self.isValidTopicPrefix(id) else {
             throw DriverError(
-                "shelly setting \"id\" of device \"\(configuration.deviceId)\" must be the device's id or topic prefix without /, + or # (e.g. \"shellyplug-s-7AB1C2\" or \"shellyplus1pm-441793ab3fb4\"), got \"\(id)\""
+                "shelly setting \"id\" of device \"\(configuration.deviceId)\" must be the device's id or MQTT topic prefix: one or more topic levels joined by /, none empty, without + or # (e.g. \"shellyplug-s-7AB1C2\", \"shellyplus1pm-441793ab3fb4\" or \"shellies/plus1pm\"), got \"\(id)\""
             )
         }
-        let gen = try s.int("gen", default: 2, in: 1...3)
+        let gen = try s.int("gen", default: 2, in: 1...4)
         let channel = try s.int("channel", default: 0, in: 0...15)
         return ShellyDriver(config: ShellyDriverConfig(id: id, generation: gen == 1 ? .gen1 : .gen2, channel: channel))
     }
@@ -89,6 +90,12 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     }
 
     // MARK: - Helpers
+
+    /// One or more topic levels joined by `/` (a custom prefix such as `shellies/plus1pm`), none
+    /// empty, each printable and without wildcards; at most 128 characters.
+    static func isValidTopicPrefix(_ prefix: String) -> Bool {
+        prefix.count <= 128 && prefix.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { isValidTopicId(String($0)) }
+    }
 
     /// One topic level, printable, without wildcards; at most 128 characters.
     static func isValidTopicId(_ id: String) -> Bool {
