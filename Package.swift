@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// What the TCP drivers and their simulators use of swift-nio.
@@ -23,7 +23,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Without its ConfigurationSupport trait: the hub reads its own configuration, and swift-configuration
+        // would only lengthen every build.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -87,6 +89,9 @@ let package = Package(
         // MQTT-native plugs: Shelly Gen1 and Gen2/Gen3 (driver) and its simulator (an MQTT client).
         .target(name: "Shelly", dependencies: ["DriverAPI"], path: "Plugins/Shelly/Driver"),
         .target(name: "ShellySimulator", dependencies: ["MQTT", "HubJSON"], path: "Plugins/Shelly/Simulator"),
+        // Zigbee plugs through Zigbee2MQTT (driver) and a bridge simulator (an MQTT client).
+        .target(name: "Zigbee2MQTT", dependencies: ["DriverAPI"], path: "Plugins/Zigbee2MQTT/Driver"),
+        .target(name: "Zigbee2MQTTSimulator", dependencies: ["MQTT", "HubJSON"], path: "Plugins/Zigbee2MQTT/Simulator"),
         // BLE beacon observations from ESPresense, OpenMQTTGateway and Theengs bridges, and a simulator.
         .target(name: "BeaconBridge", dependencies: ["DriverAPI"], path: "Plugins/BeaconBridge/Bridge"),
         .target(name: "BeaconSimulator", dependencies: ["MQTT"], path: "Plugins/BeaconBridge/Simulator"),
@@ -177,7 +182,8 @@ let package = Package(
                 "HubEngine", "HubMetrics", "HubHistory", "HubMQTT", "HubHTTP", "HubApp", "HubDomain", "HubLog", "HubAudit", "DriverAPI",
                 "HubRelease", "VirtualDriver",
                 "PowerPlug", "PowerPlugSimulator", "Kasa", "KasaSimulator", "Shelly", "ShellySimulator",
-                "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "MQTT", "CLISupport",
+                "BeaconBridge", "BeaconSimulator", "Tasmota", "TasmotaSimulator", "Zigbee2MQTT", "Zigbee2MQTTSimulator", "MQTT",
+                "CLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -215,8 +221,12 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types")
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The HTTP route tests hand requests to the router themselves (HTTPRouteSupport), so no
+                // HummingbirdTesting and none of the HTTP client it brings.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio")
             ]),
         .testTarget(
             name: "HubPostgresTests",
@@ -237,6 +247,9 @@ let package = Package(
             name: "TasmotaTests", dependencies: ["Tasmota", "TasmotaSimulator", "DriverAPI", "DriverTestSupport", "BrokerHarness", "MQTT"]),
         .testTarget(
             name: "ShellyTests", dependencies: ["Shelly", "ShellySimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
+        .testTarget(
+            name: "Zigbee2MQTTTests",
+            dependencies: ["Zigbee2MQTT", "Zigbee2MQTTSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"]),
         .testTarget(
             name: "BeaconBridgeTests",
             dependencies: ["BeaconBridge", "BeaconSimulator", "DriverAPI", "MQTT", "BrokerHarness", "DriverTestSupport"])

@@ -8,9 +8,22 @@ public struct VirtualDriverFactory: DriverFactory {
     /// A factory.
     public init() {}
 
-    /// A new virtual switch; the settings are ignored.
+    /// A new virtual switch; the settings are ignored (but for `outlets`, see ``outlets(of:)``).
     public func make(configuration: DriverConfiguration) throws -> any Driver {
         VirtualSwitch()
+    }
+
+    /// A virtual strip: the setting `outlets` (2 to 16) makes that many virtual outlets, each a
+    /// virtual switch (`{"outlet": n}`). Other settings are ignored, as a switch ignores them.
+    /// - Throws: A `DriverError` for an `outlets` that is not a whole number from 2 to 16.
+    public func outlets(of configuration: DriverConfiguration) throws -> [DriverOutlet]? {
+        guard let settings = try? JSONValue.parse(configuration.settingsJSON), let value = settings["outlets"] else { return nil }
+        guard let count = value.doubleValue, count == count.rounded(), (2...16).contains(count) else {
+            throw DriverError(
+                "virtual setting \"outlets\" of device \"\(configuration.deviceId)\" must be a whole number from 2 to 16, "
+                    + "got \(value.serialized())")
+        }
+        return (1...Int(count)).map { DriverOutlet(number: $0, settingsJSON: "{\"outlet\":\($0)}") }
     }
 }
 

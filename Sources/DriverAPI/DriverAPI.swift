@@ -108,6 +108,12 @@ public struct DriverCapabilities: Sendable, Equatable {
     /// Assistant a sensor for each (and for any other quantity the device has reported), and no
     /// sensor for a quantity the device cannot measure. Empty for a switch without a meter.
     public var readings: Set<Quantity>
+    /// Whether the hub announces this device to Home Assistant (MQTT discovery: its switch and
+    /// sensors). `false` for a device that Home Assistant already discovers from another bridge (a
+    /// Zigbee plug that Zigbee2MQTT announces itself), so it does not appear twice; the hub then
+    /// clears any config it announced for the device before. The device is still served on the
+    /// hub's own MQTT topics.
+    public var announcesToHomeAssistant: Bool
 
     /// Capabilities.
     /// - Parameters:
@@ -115,11 +121,16 @@ public struct DriverCapabilities: Sendable, Equatable {
     ///   - activationSlots: How many it can hold (when it stores them).
     ///   - mqttScope: The MQTT filters the driver may use; empty for drivers that do not speak MQTT.
     ///   - readings: The quantities the driver reports; empty when it reports none.
-    public init(storesActivations: Bool = false, activationSlots: Int = 0, mqttScope: [String] = [], readings: Set<Quantity> = []) {
+    ///   - announcesToHomeAssistant: Whether the hub announces the device to Home Assistant (default `true`).
+    public init(
+        storesActivations: Bool = false, activationSlots: Int = 0, mqttScope: [String] = [], readings: Set<Quantity> = [],
+        announcesToHomeAssistant: Bool = true
+    ) {
         self.storesActivations = storesActivations
         self.activationSlots = activationSlots
         self.mqttScope = mqttScope
         self.readings = readings
+        self.announcesToHomeAssistant = announcesToHomeAssistant
     }
 
     /// A switch and nothing more: the hub runs the activations, no MQTT.
@@ -187,6 +198,42 @@ public protocol DriverFactory: Sendable {
     /// - Returns: A driver, not yet running.
     /// - Throws: A `DriverError` naming the bad setting (`DriverSettings` words them).
     func make(configuration: DriverConfiguration) throws -> any Driver
+    /// The outlets of a device with these settings, when it has more than one switchable outlet (a
+    /// power strip, a multi-relay or multi-gang plug): registering it then registers each outlet as
+    /// a device of its own, `<id>-<number>`, recorded with the strip as its parent and driven by a
+    /// driver made from the outlet's settings. nil (the default): the settings name one device.
+    /// Checks the settings as `make` does, without I/O.
+    /// - Parameter configuration: The strip's id, driver name and settings.
+    /// - Returns: The outlets in the device's own order, or nil for a single device.
+    /// - Throws: A `DriverError` naming the bad setting.
+    func outlets(of configuration: DriverConfiguration) throws -> [DriverOutlet]?
+}
+
+extension DriverFactory {
+    /// nil: one device per registration.
+    public func outlets(of configuration: DriverConfiguration) throws -> [DriverOutlet]? { nil }
+}
+
+/// One outlet of a multi-outlet device, registered by the hub as the device `<strip>-<number>`.
+public struct DriverOutlet: Sendable, Equatable {
+    /// Its position in the device's own order, from 1.
+    public var number: Int
+    /// The device's own name for the outlet, when it has one (a Kasa strip's child alias); nil:
+    /// the hub names it after the strip ("Desk strip 2").
+    public var name: String?
+    /// The settings (JSON object text) that drive this outlet alone, handed to `make(configuration:)`.
+    public var settingsJSON: String
+
+    /// An outlet.
+    /// - Parameters:
+    ///   - number: Its position, from 1.
+    ///   - name: The device's own name for it, if any.
+    ///   - settingsJSON: The settings that drive it alone.
+    public init(number: Int, name: String? = nil, settingsJSON: String) {
+        self.number = number
+        self.name = name
+        self.settingsJSON = settingsJSON
+    }
 }
 
 /// A driver's error: a message a person can act on (it names the device and setting when there is one).

@@ -102,6 +102,12 @@ public protocol DiscoveringDriverFactory: DriverFactory {
     /// - Parameter message: A message on one of the discovery filters.
     /// - Returns: The device, or nil when the message announces none.
     func discover(_ message: DriverMQTTMessage) -> DiscoveredDevice?
+    /// Every device this message announces: a bridge's device list (Zigbee2MQTT's retained
+    /// `bridge/devices`) names many. The hub offers each. Must not throw or trap on hostile payloads.
+    /// Default: what `discover(_:)` finds, if anything.
+    /// - Parameter message: A message on one of the discovery filters.
+    /// - Returns: The devices, in the message's order; empty when it announces none.
+    func discoverAll(_ message: DriverMQTTMessage) -> [DiscoveredDevice]
     /// Messages the hub publishes once its discovery listens, asking devices to announce themselves
     /// (Shelly Gen1: `announce` on `shellies/command`). Default: none.
     var discoveryProbes: [DriverMQTTMessage] { get }
@@ -110,6 +116,9 @@ public protocol DiscoveringDriverFactory: DriverFactory {
 extension DiscoveringDriverFactory {
     /// No probes.
     public var discoveryProbes: [DriverMQTTMessage] { [] }
+
+    /// The one device `discover(_:)` finds, if any.
+    public func discoverAll(_ message: DriverMQTTMessage) -> [DiscoveredDevice] { discover(message).map { [$0] } ?? [] }
 }
 
 // MARK: - Bridges

@@ -1,4 +1,5 @@
 import Foundation
+import HubDomain
 import HubEngine
 import HubHistory
 import HubLog
@@ -26,6 +27,8 @@ public enum DataFormats {
     public static let current: [String: Int] = [
         // log/*.seg: segment magic HUBLOG02 (HUBLOG01 is read too).
         "log": 2,
+        // The events in the log: the event catalogue's version (new types, new schemas).
+        "events": EventType.catalogVersion,
         // log/commands.idx: HUBCIX01.
         "command-index": 1,
         // log/recovery.ckpt: HUBRCK01.

@@ -348,12 +348,27 @@ public final class HubService: Sendable {
         var wanted = options.config.devices
         if options.demo, wanted.isEmpty {
             wanted = options.demoDevices
-            let missing = await wanted.asyncFilter { await hub.device($0.id).map { $0.removed } ?? true }
+            let missing = await wanted.asyncFilter { wanted in
+                if let record = await hub.device(wanted.id) { return record.removed }
+                return await hub.outlets(of: wanted.id).isEmpty
+            }
             if !missing.isEmpty {
                 logger.info("demo: registering \(missing.map { "\($0.id) (\($0.driver))" }.joined(separator: ", "))")
             }
         }
         for device in wanted {
+            let outlets = await hub.outlets(of: device.id)
+            if let first = outlets.first {
+                if first.driver != device.driver {
+                    logger.warning(
+                        """
+                        device \(device.id) is already registered as a strip of driver \(first.driver) with outlets \
+                        \(outlets.map(\.id).joined(separator: ", ")); the config file's entry differs and is not applied \
+                        (remove the strip to re-register it)
+                        """)
+                }
+                continue
+            }
             if let existing = await hub.device(device.id), !existing.removed {
                 if existing.driver != device.driver || existing.config != device.config {
                     logger.warning(

@@ -16,6 +16,10 @@ public enum ActivationOp: String, Sendable, Equatable, Codable, CaseIterable {
 public enum HubCommand: Sendable, Equatable {
     /// Registers a device under a new id (or one removed before); `config` is a JSON text.
     case registerDevice(id: String, driver: String, name: String, config: String, hardwareId: String?)
+    /// Registers a multi-outlet device (a power strip): each outlet as the device `<id>-<number>`,
+    /// linked to the strip `id`, in one append (the command service makes it from a `registerDevice`
+    /// whose driver says the settings name a strip). The strip's id is then taken, as are its outlets'.
+    case registerStrip(id: String, driver: String, name: String, hardwareId: String?, outlets: [StripOutlet])
     /// Gives a device a new display name.
     case renameDevice(id: String, name: String)
     /// Removes a device; its id may be registered again.
@@ -67,7 +71,7 @@ public enum HubCommand: Sendable, Equatable {
     /// The stable command name (used in CommandRejected and on the wire).
     public var name: String {
         switch self {
-        case .registerDevice: return "register_device"
+        case .registerDevice, .registerStrip: return "register_device"
         case .renameDevice: return "rename_device"
         case .removeDevice: return "remove_device"
         case .switchDevice: return "switch"
@@ -96,6 +100,7 @@ public enum HubCommand: Sendable, Equatable {
     public var target: String? {
         switch self {
         case .registerDevice(let id, _, _, _, _): return id
+        case .registerStrip(let id, _, _, _, _): return id
         case .renameDevice(let id, _): return id
         case .removeDevice(let id): return id
         case .switchDevice(let id, _): return id
@@ -117,6 +122,22 @@ public enum HubCommand: Sendable, Equatable {
     }
 }
 
+/// One outlet of a strip being registered: its position, its own name if the device gives one, and
+/// the driver settings that drive it alone.
+public struct StripOutlet: Sendable, Equatable {
+    /// Its position on the strip, from 1 (the device is `<strip>-<number>`).
+    public var number: Int
+    /// The device's own name for it; nil: `<strip name> <number>`.
+    public var name: String?
+    /// The driver settings for this outlet, a JSON object text.
+    public var config: String
+
+    /// An outlet.
+    public init(number: Int, name: String? = nil, config: String) {
+        self.number = number; self.name = name; self.config = config
+    }
+}
+
 /// Limits the decisions apply; the defaults match the reference devices.
 public struct DomainLimits: Sendable, Equatable {
     /// Activation slots per device (the TCP plug has 10).
@@ -131,12 +152,16 @@ public struct DomainLimits: Sendable, Equatable {
     /// allowed between a device or a person's clock and the hub's. A reading dated later is
     /// refused (`reading_in_future`), so that it cannot stand as the latest ahead of the ones to come.
     public var readingClockSkew: Int64
+    /// How long before an animal's admission its vitals may have been measured, µs (6 h): triage
+    /// vitals, taken before the admission form was saved, belong to the stay (never to an earlier one).
+    public var triageWindow: Int64
 
     /// Limits with the reference defaults unless given.
     public init(
         maxActivationsPerDevice: Int = 10, maxNameLength: Int = 64, maxActivationNameLength: Int = 20,
-        maxWeightKg: Double = 2000, readingClockSkew: Int64 = 60_000_000
+        maxWeightKg: Double = 2000, readingClockSkew: Int64 = 60_000_000, triageWindow: Int64 = 6 * 3_600_000_000
     ) {
+        self.triageWindow = triageWindow
         self.maxActivationsPerDevice = maxActivationsPerDevice
         self.maxNameLength = maxNameLength
         self.maxActivationNameLength = maxActivationNameLength

@@ -51,31 +51,42 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
         let driver = trimmed(driver)
         guard !driver.isEmpty else { throw Rejection.missingField("a driver", command.name) }
         let name = try validName(name, limits: limits)
-        let config = config.isEmpty ? "{}" : config
-        do {
-            let parsed = try JSONValue.parse(config)
-            guard case .object = parsed else {
-                throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) must be a JSON object")
-            }
-        } catch let e as JSONParseError {
-            throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON: \(e)")
-        } catch let r as Rejection {
-            throw r
-        } catch {
-            throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON")
-        }
-        if let existing = state.devices[id], !existing.removed {
-            throw Rejection(
-                code: "device_exists",
-                message: "device \(quoted(id)) is already registered (driver \(quoted(existing.driver)))")
-        }
+        let config = try deviceConfig(config, of: id)
+        try requireFreeDeviceId(id, state)
         let hw = nonEmpty(hardwareId)
-        if let hw, let other = state.devices.all.first(where: { !$0.removed && $0.hardwareId == hw }) {
-            throw Rejection(
-                code: "hardware_in_use",
-                message: "hardware \(quoted(hw)) is already registered as device \(quoted(other.id))")
-        }
+        try requireFreeHardware(hw, state)
         return [.deviceRegistered(DeviceRegistered(device: id, driver: driver, name: name, config: config, hardwareId: hw))]
+
+    case let .registerStrip(id, driver, name, hardwareId, outlets):
+        try requireId("device", id)
+        let driver = trimmed(driver)
+        guard !driver.isEmpty else { throw Rejection.missingField("a driver", command.name) }
+        let name = try validName(name, limits: limits)
+        guard !outlets.isEmpty else {
+            throw Rejection(code: "invalid_config", message: "strip \(quoted(id)) has no outlets")
+        }
+        try requireFreeDeviceId(id, state)
+        let hw = nonEmpty(hardwareId)
+        try requireFreeHardware(hw, state)
+        var events: [HubEvent] = []
+        for outlet in outlets {
+            let outletId = "\(id)-\(outlet.number)"
+            try requireId("device", outletId)
+            if let existing = state.devices[outletId], !existing.removed {
+                throw Rejection(
+                    code: "device_exists",
+                    message: "outlet \(outlet.number) of strip \(quoted(id)) would be device \(quoted(outletId)), "
+                        + "which is already registered (driver \(quoted(existing.driver))); choose another id for the strip")
+            }
+            let outletName = try validName(nonEmpty(outlet.name) ?? "\(name) \(outlet.number)", limits: limits)
+            events.append(
+                .deviceRegistered(
+                    DeviceRegistered(
+                        device: outletId, driver: driver, name: outletName, config: try deviceConfig(outlet.config, of: outletId),
+                        hardwareId: hw.map { "\($0)/\(outlet.number)" },
+                        outlet: OutletOf(strip: id, stripName: name, number: outlet.number, stripHardwareId: hw))))
+        }
+        return events
 
     case let .renameDevice(id, name):
         let device = try activeDevice(id, state)
@@ -228,11 +239,17 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
                     code: "quantity_not_applicable",
                     message: "\(quantity.rawValue) readings are for devices, not animal \(quoted(id))")
             }
-            if measuredAt < animal.admittedAt {
+            // Triage: vitals taken up to `triageWindow` before the admission was saved belong to
+            // this stay, but never to the time of an earlier one.
+            let earliest = max(animal.admittedAt - limits.triageWindow, animal.previousStayEnd.map { $0 + 1 } ?? Int64.min)
+            if measuredAt < earliest {
                 throw Rejection(
                     code: "reading_before_admission",
                     message: "\(quantity.rawValue) reading for animal \(quoted(id)) was measured at "
-                        + "\(ISO8601.format(micros: measuredAt)), before its admission at \(ISO8601.format(micros: animal.admittedAt))")
+                        + "\(ISO8601.format(micros: measuredAt)), before its admission at \(ISO8601.format(micros: animal.admittedAt))"
+                        + (earliest > animal.admittedAt - limits.triageWindow
+                            ? " and within its earlier stay (discharged at \(ISO8601.format(micros: earliest - 1)))"
+                            : " and more than \(limits.triageWindow / 3_600_000_000) h before it (the triage window)"))
             }
         }
         if measuredAt > now + limits.readingClockSkew {
@@ -340,6 +357,48 @@ private func decideEvents(_ command: HubCommand, state: HubState, now: Int64, li
 
 private func requireId(_ what: String, _ id: String) throws(Rejection) {
     guard Identifier.isValid(id) else { throw Rejection.invalidId(what, id) }
+}
+
+/// The device's driver settings, checked to be a JSON object ("" counts as `{}`).
+private func deviceConfig(_ config: String, of id: String) throws(Rejection) -> String {
+    let config = config.isEmpty ? "{}" : config
+    do {
+        let parsed = try JSONValue.parse(config)
+        guard case .object = parsed else {
+            throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) must be a JSON object")
+        }
+    } catch let e as JSONParseError {
+        throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON: \(e)")
+    } catch let r as Rejection {
+        throw r
+    } catch {
+        throw Rejection(code: "invalid_config", message: "config of device \(quoted(id)) is not valid JSON")
+    }
+    return config
+}
+
+/// Refuses an id held by an active device, or by a strip with active outlets.
+private func requireFreeDeviceId(_ id: String, _ state: HubState) throws(Rejection) {
+    if let existing = state.devices[id], !existing.removed {
+        throw Rejection(
+            code: "device_exists",
+            message: "device \(quoted(id)) is already registered (driver \(quoted(existing.driver)))")
+    }
+    let outlets = state.devices.outlets(of: id)
+    if !outlets.isEmpty {
+        throw Rejection(
+            code: "device_exists",
+            message: "\(quoted(id)) is a strip already registered with outlets \(outlets.map(\.id).joined(separator: ", "))")
+    }
+}
+
+/// Refuses a hardware id bound to an active device or strip.
+private func requireFreeHardware(_ hw: String?, _ state: HubState) throws(Rejection) {
+    guard let hw else { return }
+    if let other = state.devices.all.first(where: { !$0.removed && ($0.hardwareId == hw || $0.outlet?.stripHardwareId == hw) }) {
+        let holder = other.hardwareId == hw ? "device \(quoted(other.id))" : "strip \(quoted(other.outlet?.strip ?? other.id))"
+        throw Rejection(code: "hardware_in_use", message: "hardware \(quoted(hw)) is already registered as \(holder)")
+    }
 }
 
 private func activeDevice(_ id: String, _ state: HubState) throws(Rejection) -> DeviceRecord {

@@ -19,6 +19,14 @@ extension HubEvent {
         case .deviceRegistered(let e):
             w.string(e.device); w.string(e.driver); w.string(e.name); w.string(e.config)
             w.optionalString(e.hardwareId)
+            if (version ?? 2) >= 2 {
+                if let o = e.outlet {
+                    w.u8(1); w.string(o.strip); w.string(o.stripName); w.u16(UInt16(clamping: o.number))
+                    w.optionalString(o.stripHardwareId)
+                } else {
+                    w.u8(0)
+                }
+            }
         case .deviceRenamed(let e):
             w.string(e.device); w.string(e.name)
         case .deviceRemoved(let e):
@@ -189,11 +197,17 @@ extension HubEvent {
                     timeZone: try r.string("timeZone"))
             }
             event = .activationChanged(e)
-        case (.deviceRegistered?, 1):
-            event = .deviceRegistered(
-                DeviceRegistered(
-                    device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
-                    config: try r.string("config"), hardwareId: try r.optionalString("hardwareId")))
+        case (.deviceRegistered?, 1), (.deviceRegistered?, 2):
+            var e = DeviceRegistered(
+                device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
+                config: try r.string("config"), hardwareId: try r.optionalString("hardwareId"))
+            // Schema 1 had no outlets: it upcasts as a device of its own.
+            if schemaVersion == 2, try r.bool("isOutlet") {
+                e.outlet = OutletOf(
+                    strip: try r.string("strip"), stripName: try r.string("stripName"), number: Int(try r.u16("number")),
+                    stripHardwareId: try r.optionalString("stripHardwareId"))
+            }
+            event = .deviceRegistered(e)
         case (.deviceRenamed?, 1):
             event = .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
         case (.deviceRemoved?, 1):

@@ -18,6 +18,12 @@ extension HubEvent {
         case .deviceRegistered(let e):
             s.member("device", e.device); s.member("driver", e.driver); s.member("name", e.name)
             s.member("config", e.config); s.member("hardware_id", e.hardwareId)
+            if let o = e.outlet {
+                s.key("outlet_of"); s.beginObject()
+                s.member("strip", o.strip); s.member("strip_name", o.stripName); s.member("number", number: Double(o.number))
+                s.member("strip_hardware_id", o.stripHardwareId)
+                s.endObject()
+            }
         case .deviceRenamed(let e):
             s.member("device", e.device); s.member("name", e.name)
         case .deviceRemoved(let e):
@@ -93,11 +99,19 @@ extension HubEvent {
             throw DecodingFailure(type: type, schemaVersion: schemaVersion, field: "", reason: "body is not a JSON object")
         }
         switch (EventType(rawValue: type), schemaVersion) {
-        case (.deviceRegistered?, 1):
-            return .deviceRegistered(
-                DeviceRegistered(
-                    device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
-                    config: try r.string("config"), hardwareId: try r.optionalString("hardware_id")))
+        case (.deviceRegistered?, 1), (.deviceRegistered?, 2):
+            var e = DeviceRegistered(
+                device: try r.string("device"), driver: try r.string("driver"), name: try r.string("name"),
+                config: try r.string("config"), hardwareId: try r.optionalString("hardware_id"))
+            if schemaVersion == 2, let o = r.body["outlet_of"], o != .null {
+                let outlet = JSONFieldReader(body: o, type: type, schemaVersion: schemaVersion, prefix: "outlet_of.")
+                let number = try outlet.u16("number")
+                guard number >= 1 else { throw outlet.failure("number", "must be 1 or more") }
+                e.outlet = OutletOf(
+                    strip: try outlet.string("strip"), stripName: try outlet.string("strip_name"), number: Int(number),
+                    stripHardwareId: try outlet.optionalString("strip_hardware_id"))
+            }
+            return .deviceRegistered(e)
         case (.deviceRenamed?, 1):
             return .deviceRenamed(DeviceRenamed(device: try r.string("device"), name: try r.string("name")))
         case (.deviceRemoved?, 1):

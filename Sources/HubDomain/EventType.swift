@@ -51,9 +51,15 @@ public enum EventType: String, Sendable, Equatable, Hashable, CaseIterable, Coda
     /// `OwnerDataErased`.
     case ownerDataErased = "OwnerDataErased"
 
-    /// The schema version written for new events of this type (`ActivationChanged` is at 2, every
-    /// other type at 1). Older versions stay readable (upcasting).
+    /// The schema version written for new events of this type (`ActivationChanged` and
+    /// `DeviceRegistered` are at 2, every other type at 1). Older versions stay readable (upcasting).
     public var currentSchemaVersion: UInt16 {
-        self == .activationChanged ? 2 : 1
+        self == .activationChanged || self == .deviceRegistered ? 2 : 1
     }
+
+    /// The version of the event catalogue this build writes: raised with every new event type and
+    /// every new schema version of one (2: `DeviceRegistered` 2, a strip's outlets). Recorded as the
+    /// `events` part of a data directory's `format.json`, so an older hub refuses a log holding
+    /// events it could not decode, before it opens anything.
+    public static let catalogVersion = 2
 }

@@ -165,7 +165,29 @@ public enum Subject: Sendable, Equatable, Hashable, Codable {
     }
 }
 
+/// Which strip an outlet belongs to: a device registered as one outlet of a multi-outlet device (a
+/// power strip, a multi-relay or multi-gang plug), whose outlets are registered together.
+public struct OutletOf: Sendable, Equatable, Codable {
+    /// The strip's id (the outlets are `<strip>-<number>`; the strip itself is not a device).
+    public var strip: String
+    /// The strip's display name.
+    public var stripName: String
+    /// The outlet's position on the strip, from 1.
+    public var number: Int
+    /// The strip's own identity (MAC, serial), when registered with one; each outlet's
+    /// `hardwareId` is then `<strip hardware id>/<number>`.
+    public var stripHardwareId: String?
+
+    /// Creates the link.
+    public init(strip: String, stripName: String, number: Int, stripHardwareId: String? = nil) {
+        self.strip = strip; self.stripName = stripName; self.number = number; self.stripHardwareId = stripHardwareId
+    }
+}
+
 /// A device joined the hub under an id, with its driver and configuration.
+///
+/// Schema 2 adds ``outlet``: the outlets of a strip are registered by one command, one
+/// `DeviceRegistered` each, appended together on the strip's stream (`device/<strip>`).
 public struct DeviceRegistered: Sendable, Equatable, Codable {
     /// The device id (unique among devices not removed).
     public var device: String
@@ -177,9 +199,14 @@ public struct DeviceRegistered: Sendable, Equatable, Codable {
     public var config: String
     /// The device's own identity (MAC, serial), unique among devices not removed; nil when not given.
     public var hardwareId: String?
+    /// The strip this device is an outlet of; nil for a device of its own.
+    public var outlet: OutletOf?
     /// Creates the event; `config` defaults to the empty JSON object.
-    public init(device: String, driver: String, name: String, config: String = "{}", hardwareId: String? = nil) {
+    public init(
+        device: String, driver: String, name: String, config: String = "{}", hardwareId: String? = nil, outlet: OutletOf? = nil
+    ) {
         self.device = device; self.driver = driver; self.name = name; self.config = config; self.hardwareId = hardwareId
+        self.outlet = outlet
     }
 }
 
@@ -548,7 +575,7 @@ public enum HubEvent: Sendable, Equatable {
     /// Stream kind and id without building the stream string (used by hot paths).
     public var streamKey: StreamKey {
         switch self {
-        case .deviceRegistered(let e): return .device(e.device)
+        case .deviceRegistered(let e): return .device(e.outlet?.strip ?? e.device)
         case .deviceRenamed(let e): return .device(e.device)
         case .deviceRemoved(let e): return .device(e.device)
         case .switchRequested(let e): return .device(e.device)

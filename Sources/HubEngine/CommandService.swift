@@ -87,6 +87,19 @@ public struct CommandService: Sendable {
     {
         if let lease, !lease.mayAct { return .failed(lease.soleWriter ? Self.logUnavailableLease : Self.leaseUnconfirmed) }
         if let refusal = await precheck(command) { return .refused(refusal, seq: nil, duplicate: false) }
+        var command = command
+        if case let .registerDevice(id, driver, name, config, hardwareId) = command {
+            switch catalog.outlets(driver: driver, deviceId: id, settingsJSON: config) {
+            case .success(nil): break
+            case .success(let outlets?):
+                command = .registerStrip(id: id, driver: driver, name: name, hardwareId: hardwareId, outlets: outlets)
+            case .failure(let refusal): return .refused(refusal, seq: nil, duplicate: false)
+            }
+        }
+        if case .removeDevice(let id) = command, await hub.device(id).map({ $0.removed }) ?? true {
+            let outlets = await hub.outlets(of: id)
+            if !outlets.isEmpty { return await removeStrip(outlets, commandId: commandId, actor: actor, now: now) }
+        }
         do {
             if HouseholdControl.isMultiDevice(command) { return try await household(command, commandId: commandId, actor: actor) }
             switch try await hub.execute(command, commandId: commandId, actor: actor, now: now, durability: durability) {
@@ -98,6 +111,21 @@ public struct CommandService: Sendable {
         } catch {
             return .failed(notRecorded(command, commandId: commandId, actor: actor, error))
         }
+    }
+
+    /// Removing a strip removes each of its outlets (one command each, on the outlet's own stream);
+    /// the answer lists every outlet's answer, or is the first refusal.
+    @inline(never)
+    private func removeStrip(_ outlets: [DeviceRecord], commandId: String?, actor: String, now: Int64) async -> CommandAnswer {
+        var results: [JSONValue] = []
+        for outlet in outlets {
+            let answer = await answer(
+                .removeDevice(id: outlet.id), commandId: commandId.map { "\($0)/\(outlet.id)" }, actor: actor, now: now,
+                durability: .immediate)
+            guard case .ok(let data) = answer else { return answer }
+            results.append(data)
+        }
+        return .ok(.object([("outlets", .array(results))]))
     }
 
     @inline(never)
@@ -299,6 +327,19 @@ public struct DriverCatalog: Sendable {
 
     /// The drivers' names, sorted.
     public var names: [String] { factories.keys.sorted() }
+
+    /// The outlets a registration's settings name when they describe a strip (nil: one device), or
+    /// the driver's refusal of the settings (`invalid_config`, in the driver's words).
+    public func outlets(driver: String, deviceId: String, settingsJSON: String) -> Result<[StripOutlet]?, Rejection> {
+        guard let factory = factories[driver] else { return .success(nil) }
+        do {
+            let configuration = DriverConfiguration(deviceId: deviceId, driver: driver, settingsJSON: settingsJSON)
+            guard let outlets = try factory.outlets(of: configuration) else { return .success(nil) }
+            return .success(outlets.map { StripOutlet(number: $0.number, name: $0.name, config: $0.settingsJSON) })
+        } catch {
+            return .failure(Rejection(code: "invalid_config", message: "\(error)"))
+        }
+    }
 
     /// Whether a device with this driver and these settings keeps and runs activations itself.
     /// Asked of a driver made for the purpose and never started (making one has no side effects).

@@ -516,7 +516,7 @@ public actor DriverHost: Service {
         spawn { [weak self] in
             for await message in handle.messages {
                 for factory in discovering where factory.discoveryFilters.contains(where: { mqttTopic(message.topic, matches: $0) }) {
-                    if let device = factory.discover(message) { await self?.offer(device) }
+                    for device in factory.discoverAll(message) { await self?.offer(device) }
                 }
             }
         }
@@ -533,7 +533,8 @@ public actor DriverHost: Service {
         return found.values.filter { candidate in
             !devices.contains { d in
                 (d.driver == candidate.driver && covers(d.config, candidate.settingsJSON))
-                    || (candidate.hardwareId != nil && d.hardwareId == candidate.hardwareId)
+                    || (candidate.hardwareId != nil
+                        && (d.hardwareId == candidate.hardwareId || d.outlet?.stripHardwareId == candidate.hardwareId))
             }
         }.sorted { $0.suggestedId < $1.suggestedId }
     }

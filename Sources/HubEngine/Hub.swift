@@ -69,8 +69,8 @@ public actor Hub {
 
     /// Bumped whenever the read models' shape or rules change, so older snapshots are ignored
     /// (6: latest readings by measured time, history weighted by time; 7: the audit trail keeps
-    /// each change's declared cause).
-    package static let snapshotFormat = 7
+    /// each change's declared cause; 8: a device may be an outlet of a strip, an animal keeps its earlier stays).
+    package static let snapshotFormat = 8
 
     /// Starts the hub on an opened event store of any backend, restoring the read models from the
     /// newest snapshot the log vouches for and replaying the rest of the log. A snapshot the log does
@@ -233,6 +233,8 @@ public actor Hub {
         switch command {
         case .admitAnimal(let a): return [.stream(.animal(a.animal)), .beaconRule]
         case .registerDevice(let id, _, _, _, _): return [.stream(.device(id)), .hardwareIdRule]
+        case .registerStrip(let id, _, _, _, let outlets):
+            return [.stream(.device(id))] + outlets.map { .stream(.device("\(id)-\($0.number)")) } + [.hardwareIdRule]
         case .recordReading(let subject, _, _, _): return [.stream(subject.streamKey)]
         case .dischargeAnimal(let id, _, _, _), .sightAnimal(let id, _, _, _), .markAnimalUnseen(let id, _, _), .eraseOwnerData(let id):
             return [.stream(.animal(id))]
@@ -325,6 +327,8 @@ public actor Hub {
 
     /// The device with this id (removed ones included), nil when never registered.
     public func device(_ id: String) -> DeviceRecord? { state.devices[id] }
+    /// The active outlets of the strip `strip`, in the strip's order (empty: no such strip).
+    public func outlets(of strip: String) -> [DeviceRecord] { state.devices.outlets(of: strip) }
 
     /// The animal with this id (discharged ones included), nil when never admitted.
     public func animal(_ id: String) -> AnimalRecord? { state.animals[id] }

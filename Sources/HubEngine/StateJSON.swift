@@ -32,6 +32,13 @@ public enum StateJSON {
             ("id", .string(record.id)),
             ("name", .string(record.name)),
             ("driver", .string(record.driver)),
+            // The strip this device is an outlet of: its id, name and the outlet's number (null: none).
+            (
+                "strip",
+                record.outlet.map { o in
+                    .object([("id", .string(o.strip)), ("name", .string(o.stripName)), ("outlet", .number(Double(o.number)))])
+                } ?? .null
+            ),
             ("switch", record.switchState.state.map { .string(onOff($0)) } ?? .null),
             ("mode", .string(record.mode.name)),
             ("pending", pending),

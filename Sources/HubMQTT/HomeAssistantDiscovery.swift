@@ -53,6 +53,19 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return nodeId + "_" + record.id
     }
 
+    /// The Home Assistant device of a strip's outlets: the strip's hardware id, else `<node_id>_<strip>`.
+    public func stripIdentity(_ outlet: OutletOf) -> String {
+        if let hw = outlet.stripHardwareId, !hw.isEmpty { return hw }
+        return nodeId + "_" + outlet.strip
+    }
+
+    /// An outlet's entity name within its strip's device: its own name, or `Outlet <n>` when it
+    /// carries the name the hub gave it (`<strip name> <n>`); nil for a device of its own.
+    static func outletEntityName(_ record: DeviceRecord) -> String? {
+        guard let outlet = record.outlet else { return nil }
+        return record.name == "\(outlet.stripName) \(outlet.number)" ? "Outlet \(outlet.number)" : record.name
+    }
+
     /// The quantities a device may get a sensor for, in the order their configs are published.
     public static let meterQuantities: [Quantity] = [.power, .energy, .voltage, .current]
 
@@ -72,20 +85,23 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             ),
             ("availability_mode", "all")
         ]
+        // A strip's outlets are one Home Assistant device (the strip's identity and name), an entity each.
         let device: (String, JSONValue) = (
             "device",
             .object([
-                ("identifiers", .array([.string(identity)])),
-                ("name", .string(record.name)),
+                ("identifiers", .array([.string(record.outlet.map { stripIdentity($0) } ?? identity)])),
+                ("name", .string(record.outlet?.stripName ?? record.name)),
                 ("model", .string(record.driver)),
                 ("manufacturer", .string(Self.manufacturer))
             ])
         )
+        let entityName = Self.outletEntityName(record)
         let origin: (String, JSONValue) = ("origin", .object([("name", .string(Self.manufacturer))]))
         let switchConfig: JSONValue = .object(
             [
-                // null: the entity takes the device's name (Home Assistant's convention for a device's main feature).
-                ("name", .null),
+                // null: the entity takes the device's name (Home Assistant's convention for a device's main
+                // feature); an outlet is named within its strip.
+                ("name", entityName.map { .string($0) } ?? .null),
                 ("unique_id", .string(identity + "_switch")),
                 ("state_topic", .string(topics.deviceSwitch(id))),
                 ("command_topic", .string(commandTopics.deviceSwitchSet(id))),
@@ -97,7 +113,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             guard let sensor = Self.sensor(quantity) else { continue }
             let config: JSONValue = .object(
                 [
-                    ("name", .string(sensor.name)),
+                    ("name", .string(entityName.map { "\($0) \(sensor.name.lowercased())" } ?? sensor.name)),
                     ("unique_id", .string(identity + "_" + quantity.rawValue)),
                     ("state_topic", .string(topics.devicePlain(id, quantity))),
                     ("device_class", .string(sensor.deviceClass)),

@@ -1,3 +1,4 @@
+import DriverAPI
 import Foundation
 import HubDomain
 import HubEngine
@@ -31,6 +32,11 @@ public actor MQTTSurface {
     /// Device id -> the name and sensors its discovery configs were published with (re-announced
     /// on a rename, or when the sensors offered change).
     var announcedDevices: [String: (name: String, sensors: OfferedSensors)] = [:]
+    /// Devices whose driver leaves Home Assistant to another bridge (`DriverCapabilities.announcesToHomeAssistant`
+    /// false: a Zigbee2MQTT plug) and whose configs were cleared since the last (re)connect.
+    var withheldDevices: Set<String> = []
+    /// Device id -> the driver and settings its Home Assistant policy was read for, and the policy.
+    var homeAssistantPolicy: [String: (driver: String, config: String, announces: Bool)] = [:]
     var announcedAnimals: Set<String> = []
     /// Scenes announced to Home Assistant.
     var announcedScenes: Set<String> = []
@@ -357,8 +363,10 @@ public actor MQTTSurface {
         for device in state.devices.all {
             if device.removed {
                 for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
-            } else {
+            } else if announcesToHomeAssistant(device) {
                 announce(device, sensors: await offeredSensors(device))
+            } else {
+                withhold(device)
             }
             publishDevice(Hub.DeviceView(state, device))
         }
@@ -412,6 +420,34 @@ public actor MQTTSurface {
             for topic in discovery.sensorRemovals(id: device.id, offered: sensors.readings) { publishOrLog(topic, []) }
         }
         announcedDevices[device.id] = (device.name, sensors)
+        withheldDevices.remove(device.id)
+    }
+
+    /// Whether Home Assistant is told of the device: asked of a driver made from its settings and
+    /// never started (making one has no side effects), so it holds before the driver runs; kept
+    /// until the device's driver or settings change. A device whose driver this hub lacks, or whose
+    /// settings it refuses, is announced.
+    func announcesToHomeAssistant(_ device: DeviceRecord) -> Bool {
+        if let known = homeAssistantPolicy[device.id], known.driver == device.driver, known.config == device.config {
+            return known.announces
+        }
+        var announces = true
+        if let factory = drivers.catalog.factories[device.driver],
+            let made = try? factory.make(
+                configuration: DriverConfiguration(deviceId: device.id, driver: device.driver, settingsJSON: device.config))
+        {
+            announces = made.capabilities.announcesToHomeAssistant
+        }
+        homeAssistantPolicy[device.id] = (device.driver, device.config, announces)
+        return announces
+    }
+
+    /// Clears the Home Assistant configs of a device its driver does not announce (ones this hub
+    /// published before the setting changed, or an older hub did).
+    func withhold(_ device: DeviceRecord) {
+        for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
+        announcedDevices[device.id] = nil
+        withheldDevices.insert(device.id)
     }
 
     func announce(_ scene: SceneRecord) {
@@ -468,6 +504,8 @@ public actor MQTTSurface {
                 if device.removed {
                     for topic in discovery.deviceRemovals(device) { publishOrLog(topic, []) }
                     announcedDevices[device.id] = nil
+                } else if !announcesToHomeAssistant(device) {
+                    if !withheldDevices.contains(device.id) { withhold(device) }
                 } else {
                     let sensors = await offeredSensors(device)
                     let announced = announcedDevices[device.id]

@@ -18,6 +18,7 @@ import Shelly
 import Tasmota
 import UnixSignals
 import VirtualDriver
+import Zigbee2MQTT
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -260,7 +261,7 @@ extension RunCommand {
 enum LinkedDrivers {
     static let all: [any DriverFactory] = [
         VirtualDriverFactory(), PowerPlugDriverFactory(), KasaDriverFactory(), TasmotaDriverFactory(),
-        ShellyDriverFactory()
+        Zigbee2MQTTDriverFactory(), ShellyDriverFactory()
     ]
     static let bridges: [any BridgeFactory] = [BeaconBridgeFactory()]
 }

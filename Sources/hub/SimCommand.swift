@@ -8,13 +8,14 @@ import PowerPlug
 import PowerPlugSimulator
 import ShellySimulator
 import TasmotaSimulator
+import Zigbee2MQTTSimulator
 
 /// `hub sim ...`: device simulators, real TCP servers that speak each device's protocol byte for byte.
 struct SimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
         abstract: "Run device simulators (real TCP servers speaking each device's protocol) until interrupted.",
-        subcommands: [PowerPlugSim.self, KasaSim.self, TasmotaSim.self, ShellySim.self, BeaconSim.self])
+        subcommands: [PowerPlugSim.self, KasaSim.self, TasmotaSim.self, ShellySim.self, Zigbee2MQTTSim.self, BeaconSim.self])
 }
 
 struct PowerPlugSim: AsyncParsableCommand {
@@ -60,13 +61,17 @@ struct PowerPlugSim: AsyncParsableCommand {
 struct KasaSim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kasa",
-        abstract: "Simulate TP-Link Kasa HS110 plugs on port 9999 (XOR framing; system, time, emeter, schedule, ... modules).")
+        abstract:
+            "Simulate TP-Link Kasa HS110 plugs or HS300/KP303 power strips on port 9999 (XOR framing; system, time, emeter, schedule, ... modules)."
+    )
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "TCP port; with --count, the first of consecutive ports.") var port = 9999
     @Option(help: "Emeter field style: old (A, V, W, kWh) or new (mA, mV, mW, Wh).") var firmware = "new"
     @Option(help: "How many plugs to simulate.") var count = 1
     @Option(help: "Watts drawn by the simulated load while the relay is on.") var load = 60.0
+    @Option(help: "The device: HS110 (a plug with a meter), HS300 (a strip of six metered outlets) or KP303 (three outlets).")
+    var model = "HS110"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
@@ -75,6 +80,9 @@ struct KasaSim: AsyncParsableCommand {
             throw ValidationError("--count must be 1 to 5000 and fit the port range")
         }
         guard load >= 0, load <= 4000 else { throw ValidationError("--load must be 0 to 4000 W") }
+        guard KasaSimulator.Model(rawValue: model.uppercased()) != nil else {
+            throw ValidationError("--model must be HS110, HS300 or KP303")
+        }
     }
 
     func run() async throws {
@@ -83,6 +91,8 @@ struct KasaSim: AsyncParsableCommand {
         options.port = port
         options.firmware = KasaSimulator.Firmware(rawValue: firmware)!
         options.loadWatts = load
+        options.model = KasaSimulator.Model(rawValue: model.uppercased())!
+        if options.model != .hs110 { options.alias = "Kasa Strip" }
         let settings = options, count = self.count
         try await serveUntilTerminated { try await KasaSimulator.runForever(options: settings, count: count, print: printLine) }
     }
@@ -117,9 +127,24 @@ struct ShellySim: AsyncParsableCommand {
     @Option(help: "How many plugs (ids count up).") var count = 1
     @Option(help: "Seconds between status publishes.") var statusPeriod = 10.0
     @Option(help: "Watts drawn while on.") var load = 60.0
+    @Option(
+        help:
+            "Gen2 model: plus1pm (switch:0 with a meter), plus1 (no meter), pmmini (pm1:0, a meter without a relay), pro4pm (switch:0 to switch:3)."
+    )
+    var model = "plus1pm"
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Gen2: the status_ntf option, full statuses on <id>/status/<component> beside the NotifyStatus deltas (devices ship with it off)."
+    )
+    var statusNtf = true
 
     func validate() throws {
         guard gen == 1 || gen == 2 || gen == 3 else { throw ValidationError("--gen must be 1 or 2 (3 speaks Gen2)") }
+        guard ShellySimulator.Options.Model(rawValue: model) != nil else {
+            let models = ShellySimulator.Options.Model.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError("--model must be one of \(models)")
+        }
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
         guard (1...5000).contains(count) else { throw ValidationError("--count must be 1 to 5000") }
         guard statusPeriod >= 0.1 else { throw ValidationError("--status-period must be at least 0.1 s") }
@@ -128,9 +153,41 @@ struct ShellySim: AsyncParsableCommand {
     func run() async throws {
         let options = ShellySimulator.Options(
             host: host, port: port, gen: gen == 1 ? 1 : 2, id: id, loadWatts: load,
-            statusPeriod: statusPeriod)
+            statusPeriod: statusPeriod, model: ShellySimulator.Options.Model(rawValue: model) ?? .plus1pm,
+            statusNotifications: statusNtf)
         let count = self.count
         try await serveUntilTerminated { try await ShellySimulator.runForever(options: options, count: count, print: printLine) }
+    }
+}
+
+struct Zigbee2MQTTSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "zigbee2mqtt",
+        abstract: "Simulate a Zigbee2MQTT bridge on an MQTT broker: a metered plug, a plain plug and a two-gang switch.")
+
+    @Option(help: "Broker host.") var host = "127.0.0.1"
+    @Option(help: "Broker port.") var port = 1883
+    @Option(help: "Zigbee2MQTT's base topic.") var baseTopic = "zigbee2mqtt"
+    @Option(help: "Seconds between the metered plug's state publishes.") var statusPeriod = 10.0
+    @Option(help: "Watts the metered plug's load draws while on.") var load = 60.0
+    @Flag(help: "Availability as the bare words online/offline (Zigbee2MQTT's legacy_availability_payload).")
+    var legacyAvailability = false
+
+    func validate() throws {
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
+        guard statusPeriod >= 0.1 else { throw ValidationError("--status-period must be at least 0.1 s") }
+        guard (0...4000).contains(load) else { throw ValidationError("--load must be 0 to 4000 W") }
+        let levels = baseTopic.split(separator: "/", omittingEmptySubsequences: false)
+        guard !levels.contains(where: \.isEmpty), !baseTopic.contains("+"), !baseTopic.contains("#") else {
+            throw ValidationError("--base-topic must have no empty levels, + or #")
+        }
+    }
+
+    func run() async throws {
+        let options = Zigbee2MQTTSimulator.Options(
+            host: host, port: port, baseTopic: baseTopic, statusPeriod: statusPeriod, loadWatts: load,
+            legacyAvailability: legacyAvailability)
+        try await serveUntilTerminated { try await Zigbee2MQTTSimulator.runForever(options: options, print: printLine) }
     }
 }
 
@@ -179,11 +236,23 @@ struct TasmotaSim: AsyncParsableCommand {
     @Option(help: "Relays per plug.") var relays = 1
     @Option(help: "Seconds between STATE/SENSOR telemetry (a real Tasmota: 300).") var telePeriod = 10.0
     @Option(help: "Watts drawn per relay while on.") var load = 60.0
+    @Option(help: "The FullTopic (%prefix%, %topic%, %hostname%, %id%), e.g. %topic%/%prefix%/.") var fullTopic = "%prefix%/%topic%/"
+    @Option(help: "StateText1..4, comma-separated: the words for off, on, toggle, hold.") var stateText = "OFF,ON,TOGGLE,HOLD"
+    @Flag(name: .customLong("set-option-129"), help: "SetOption129 1: Total, Yesterday and Today per relay's meter channel, not summed.")
+    var setOption129 = false
+    @Flag(help: "Publish no tasmota/discovery/<MAC>/config (firmware before 9).") var noDiscovery = false
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
         guard (1...5000).contains(count), (1...8).contains(relays) else { throw ValidationError("--count 1 to 5000, --relays 1 to 8") }
         guard telePeriod >= 0.1 else { throw ValidationError("--tele-period must be at least 0.1 s") }
+        guard fullTopic.contains("%prefix%") || fullTopic.contains("%topic%"), !fullTopic.contains("+") else {
+            throw ValidationError("--full-topic must contain %prefix% or %topic% and no '+'")
+        }
+        let words = stateText.split(separator: ",", omittingEmptySubsequences: false)
+        guard words.count == 4, words.allSatisfy({ !$0.isEmpty && $0.count <= 10 }), words[0] != words[1] else {
+            throw ValidationError("--state-text takes 4 comma-separated words of 1 to 10 characters, off and on different")
+        }
     }
 
     func run() async throws {
@@ -194,6 +263,10 @@ struct TasmotaSim: AsyncParsableCommand {
         options.relays = relays
         options.telePeriod = telePeriod
         options.loadWatts = load
+        options.fullTopic = fullTopic
+        options.stateText = stateText.split(separator: ",").map(String.init)
+        options.setOption129 = setOption129
+        options.publishDiscovery = !noDiscovery
         let settings = options, count = self.count
         try await serveUntilTerminated { try await TasmotaSimulator.runForever(options: settings, count: count, print: printLine) }
     }

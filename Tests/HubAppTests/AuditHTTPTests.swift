@@ -3,7 +3,6 @@ import HTTPTypes
 import HubAudit
 import HubDomain
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @testable import HubApp

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import HubDomain
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @testable import HubApp

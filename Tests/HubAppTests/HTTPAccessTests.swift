@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import HubDomain
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @testable import HubApp
@@ -18,7 +17,7 @@ import Glibc
 /// Who may use the HTTP listener (``HTTPAccess``): loopback free, a token or a session cookie
 /// otherwise, cross-site requests refused, and the actor recorded on the log.
 @Suite(.serialized) struct HTTPAccessTests {
-    /// HummingbirdTesting's router client asks for `localhost` (the request's authority, which is
+    /// The router client (``RouterClient``) asks for `localhost` (the request's authority, which is
     /// where a real HTTP/1.1 Host header goes too: HTTPProcessTests checks that over a socket).
     static let host = ("Host", "localhost")
 

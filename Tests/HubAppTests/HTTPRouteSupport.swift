@@ -3,8 +3,10 @@ import HTTPTypes
 import HubDomain
 import HubLog
 import Hummingbird
-import HummingbirdTesting
 import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
 import VirtualDriver
 
 @testable import HubApp
@@ -13,8 +15,9 @@ import VirtualDriver
 @testable import HubHistory
 @testable import HubMQTT
 
-/// A real hub (log, drivers, command path; no MQTT) and the HTTP routes it serves, driven through
-/// HummingbirdTesting's router client.
+/// A real hub (log, drivers, command path; no MQTT) and the HTTP routes it serves, each request
+/// handed to the router as the listener hands it (``RouterClient``; the live listener is
+/// exercised by the process, browser and OpenAPI tests).
 struct RouteFixture {
     let service: HubService
     let routes: HubRoutes
@@ -55,9 +58,9 @@ struct RouteFixture {
         return service
     }
 
-    /// Runs `body` against the router (no sockets: HummingbirdTesting's `.router`).
-    func test<T: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
-        try await Application(router: routes.router()).test(.router, body)
+    /// Runs `body` against the router (no sockets).
+    func test<T: Sendable>(_ body: @Sendable (RouterClient) async throws -> T) async throws -> T {
+        try await body(RouterClient(responder: routes.router().buildResponder()))
     }
 
     /// The admin token, made as `hub run` makes it off loopback.
@@ -79,9 +82,46 @@ struct RouteFixture {
     func stop() async throws { try await service.stop() }
 }
 
-extension TestResponse {
-    var text: String { String(buffer: body) }
-    var json: JSONValue? { try? JSONValue.parse(Array(text.utf8)) }
+/// Sends a request straight to the router's responder, as the HTTP listener would after parsing
+/// it, and collects the whole response.
+struct RouterClient: Sendable {
+    let responder: RouterResponder<HubRequestContext>
+
+    struct Response: Sendable {
+        let head: HTTPResponse
+        let body: ByteBuffer
+        var status: HTTPResponse.Status { head.status }
+        var headers: HTTPFields { head.headerFields }
+        var text: String { String(buffer: body) }
+        var json: JSONValue? { try? JSONValue.parse(Array(text.utf8)) }
+    }
+
+    func execute<Return>(
+        uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer? = nil,
+        testCallback: (Response) throws -> Return
+    ) async throws -> Return {
+        var headers = headers
+        if let body { headers[.contentLength] = String(body.readableBytes) }
+        let request = Request(
+            head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: uri, headerFields: headers),
+            body: RequestBody(buffer: body ?? ByteBuffer()))
+        let context = HubRequestContext(source: .init(channel: EmbeddedChannel(), logger: Logger(label: "test")))
+        let response: Hummingbird.Response
+        do { response = try await responder.respond(to: request, context: context) } catch {
+            response = Hummingbird.Response(status: .internalServerError)
+        }
+        let collected = Collector()
+        let head = response.head
+        try await response.body.write(collected)
+        return try testCallback(Response(head: head, body: collected.buffer.withLockedValue { $0 }))
+    }
+
+    /// Keeps what the response body writes.
+    final class Collector: ResponseBodyWriter, Sendable {
+        let buffer = NIOLockedValueBox(ByteBuffer())
+        func write(_ buffer: ByteBuffer) async throws { self.buffer.withLockedValue { $0.writeImmutableBuffer(buffer) } }
+        func finish(_ trailingHeaders: HTTPFields?) async throws {}
+    }
 }
 
 extension HTTPFields {

@@ -4,6 +4,7 @@ import HubDomain
 import HubLog
 import Testing
 
+@testable import HubApp
 @testable import HubEngine
 @testable import HubHistory
 
@@ -230,7 +231,14 @@ import Testing
             "\(name): the last exported record \(head?.serialized() ?? "none")")
 
         // The first start: what is of another format is rebuilt from the log, and said.
+        let recorded = try DataFormats.read(dataDirectory: data)
         let first = try await Self.runOnce(data)
+        if let recorded {
+            #expect(first.contains("\(data) was written by \(recorded.writtenBy) in older formats ("), "\(name): \(first)")
+        } else {
+            #expect(first.contains("\(data) has no format.json (written by a hub before 0.9.0)"), "\(name): \(first)")
+        }
+        #expect(try DataFormats.read(dataDirectory: data) == .current, "\(name): format.json after the first start")
         let oldSequence = Self.sequence(ofSnapshot: newestOld)!
         if formats.snapshotFormat != Hub.snapshotFormat {
             for old in oldSnapshots {

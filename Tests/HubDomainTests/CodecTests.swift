@@ -79,12 +79,34 @@ import Testing
         p[5] = 2
         #expect(throws: DecodingFailure.self) { try HubEvent.decode(type: "AvailabilityChanged", schemaVersion: 1, payload: p) }
         var q = HubEvent.deviceRegistered(DeviceRegistered(device: "d", driver: "x", name: "n", config: "{}", hardwareId: nil))
-            .encodePayload()
+            .encodePayload(schemaVersion: 1)
         q[q.count - 1] = 3
         do {
             _ = try HubEvent.decode(type: "DeviceRegistered", schemaVersion: 1, payload: q)
             Issue.record("expected failure")
         } catch { #expect(error.field == "hardwareId") }
+    }
+
+    /// `DeviceRegistered` 2 adds the strip an outlet belongs to; a schema-1 record (every log before
+    /// strips) decodes as a device of its own, and is written again byte for byte (import).
+    @Test func deviceRegisteredSchema1ReadsAsADeviceOfItsOwn() throws {
+        let device = HubEvent.deviceRegistered(DeviceRegistered(device: "d", driver: "x", name: "n", config: "{}", hardwareId: "HW"))
+        let v1 = device.encodePayload(schemaVersion: 1)
+        #expect(device.schemaVersion == 2)
+        #expect(device.encodePayload() == v1 + [0])  // schema 2: one presence byte, 0 = not an outlet
+        #expect(try HubEvent.decode(type: "DeviceRegistered", schemaVersion: 1, payload: v1) == device)
+        let outlet = sampleEvents.first { if case .deviceRegistered(let e) = $0 { e.outlet != nil } else { false } }!
+        #expect(throws: DecodingFailure.self) {
+            try HubEvent.decode(type: "DeviceRegistered", schemaVersion: 1, payload: outlet.encodePayload())
+        }
+        let json = try HubEvent.fromJSON(type: "DeviceRegistered", schemaVersion: 2, body: outlet.jsonBody())
+        #expect(json == outlet)
+        do {
+            var body = outlet.jsonBody()
+            body["outlet_of"] = try JSONValue.parse(#"{"strip":"desk","strip_name":"Desk","number":0}"#)
+            _ = try HubEvent.fromJSON(type: "DeviceRegistered", schemaVersion: 2, body: body)
+            Issue.record("expected failure")
+        } catch let error as DecodingFailure { #expect(error.field == "outlet_of.number") }
     }
 
     @Test func invalidUTF8Fails() {

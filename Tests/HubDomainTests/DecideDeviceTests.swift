@@ -22,6 +22,52 @@ import Testing
         #expect(code(.registerDevice(id: "p3", driver: "k", name: "n", config: "{}", hardwareId: "HW1"), s) == "hardware_in_use")
     }
 
+    /// A strip's outlets are registered together, `<strip>-<n>`, each linked to the strip, on the
+    /// strip's stream; an id or hardware id that would collide is refused and nothing is registered.
+    @Test func registerStrip() {
+        var s = HubState()
+        let outlets = [StripOutlet(number: 1, config: #"{"outlet":1}"#), StripOutlet(number: 2, name: "Heater", config: #"{"outlet":2}"#)]
+        let events = run(.registerStrip(id: "desk", driver: "kasa", name: "Desk", hardwareId: "MAC1", outlets: outlets), &s)
+        #expect(
+            events == [
+                .deviceRegistered(
+                    DeviceRegistered(
+                        device: "desk-1", driver: "kasa", name: "Desk 1", config: #"{"outlet":1}"#, hardwareId: "MAC1/1",
+                        outlet: OutletOf(strip: "desk", stripName: "Desk", number: 1, stripHardwareId: "MAC1"))),
+                .deviceRegistered(
+                    DeviceRegistered(
+                        device: "desk-2", driver: "kasa", name: "Heater", config: #"{"outlet":2}"#, hardwareId: "MAC1/2",
+                        outlet: OutletOf(strip: "desk", stripName: "Desk", number: 2, stripHardwareId: "MAC1")))
+            ])
+        #expect(events.allSatisfy { $0.stream == "device/desk" })
+        #expect(s.devices.outlets(of: "desk").map(\.id) == ["desk-1", "desk-2"])
+        #expect(s.devices["desk"] == nil)
+        // The strip's id, its outlets' ids and its hardware are taken.
+        #expect(code(.registerStrip(id: "desk", driver: "kasa", name: "D", hardwareId: nil, outlets: outlets), s) == "device_exists")
+        #expect(code(.registerDevice(id: "desk", driver: "kasa", name: "D", config: "{}", hardwareId: nil), s) == "device_exists")
+        #expect(code(.registerDevice(id: "desk-2", driver: "kasa", name: "D", config: "{}", hardwareId: nil), s) == "device_exists")
+        #expect(code(.registerDevice(id: "other", driver: "kasa", name: "D", config: "{}", hardwareId: "MAC1"), s) == "hardware_in_use")
+        // A strip whose outlet would take a registered device's id is refused whole.
+        register("tv-2", &s)
+        let refused = HubDomain.decide(
+            .registerStrip(id: "tv", driver: "kasa", name: "TV", hardwareId: nil, outlets: outlets), state: s, now: t0)
+        guard case .rejected(let rejection) = refused else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(rejection.code == "device_exists")
+        #expect(rejection.message.contains("\"tv-2\""))
+        #expect(code(.registerStrip(id: "bad id", driver: "kasa", name: "B", hardwareId: nil, outlets: outlets), s) == "invalid_id")
+        #expect(code(.registerStrip(id: "e", driver: "kasa", name: "E", hardwareId: nil, outlets: []), s) == "invalid_config")
+        let badConfig = [StripOutlet(number: 1, config: "[1]")]
+        #expect(code(.registerStrip(id: "f", driver: "kasa", name: "F", hardwareId: nil, outlets: badConfig), s) == "invalid_config")
+        // Once its outlets are removed the strip's id is free again.
+        run(.removeDevice(id: "desk-1"), &s)
+        run(.removeDevice(id: "desk-2"), &s)
+        #expect(s.devices.outlets(of: "desk").isEmpty)
+        #expect(code(.registerDevice(id: "desk", driver: "kasa", name: "D", config: "{}", hardwareId: "MAC1"), s) == nil)
+    }
+
     @Test func renameRemoveAndReRegister() {
         var s = HubState()
         register("p1", &s)

@@ -41,6 +41,7 @@ import Testing
         {"animal":"rex","room":"ward 2","beacon":"1de4b189115e45f6b44e509352269977","at":"2026-11-22T18:00:00.000001Z"}
         {"animal":"rex","last_room":"ward 2","last_seen":"2026-11-22T18:00:00.000002Z"}
         {"animal":"rex"}
+        {"device":"desk-2","driver":"kasa","name":"Desk 2","config":"{\"host\":\"10.0.0.9\",\"outlet\":2}","hardware_id":"50C7BF/2","outlet_of":{"strip":"desk","strip_name":"Desk","number":2,"strip_hardware_id":"50C7BF"}}
         {"command":"switch","target":"nope","code":"unknown_device","message":"no device \"nope\" is registered","command_id":"c-1"}
         {"command":"admit_animal","target":null,"code":"missing_field","message":"m","command_id":null}
         """#

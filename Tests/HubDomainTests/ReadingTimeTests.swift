@@ -51,17 +51,50 @@ private func reading(_ subject: Subject, _ quantity: Quantity, _ value: Double, 
         return s
     }
 
-    @Test func aReadingMeasuredBeforeTheAdmissionIsRefused() {
-        let s = Self.admitted()
-        let decision = decide(reading(.animal("rex"), .heartRate, 90, t0 - minute), state: s, now: t0 + hour)
+    /// Triage: vitals taken before the admission form was saved belong to the stay, up to the
+    /// triage window (6 h) before it; earlier ones are refused with both times.
+    @Test func aReadingMeasuredBeforeTheAdmissionIsTriageWithinTheWindowAndRefusedBeyond() {
+        var s = Self.admitted()
+        #expect(code(reading(.animal("rex"), .heartRate, 90, t0 - minute), s, now: t0 + hour) == nil)
+        #expect(code(reading(.animal("rex"), .heartRate, 90, t0 - 6 * hour), s, now: t0 + hour) == nil)
+        let decision = decide(reading(.animal("rex"), .heartRate, 90, t0 - 6 * hour - minute), state: s, now: t0 + hour)
         #expect(
             decision.rejection
                 == Rejection(
                     code: "reading_before_admission",
                     message:
-                        "heart_rate reading for animal \"rex\" was measured at 2026-11-22T17:59:00.000000Z, before its admission at 2026-11-22T18:00:00.000000Z"
+                        "heart_rate reading for animal \"rex\" was measured at 2026-11-22T11:59:00.000000Z, before its admission at 2026-11-22T18:00:00.000000Z and more than 6 h before it (the triage window)"
                 ))
-        #expect(code(reading(.animal("rex"), .heartRate, 90, t0), s, now: t0 + hour) == nil)
+        run(reading(.animal("rex"), .heartRate, 95, t0 - 10 * minute), &s, at: t0 + minute)
+        #expect(s.animals["rex"]?.heartRate?.value == 95)
+    }
+
+    /// A re-admitted animal keeps its earlier stay (admission, discharge, last vitals); vitals of the
+    /// earlier stay's time are not taken into the new one, even within the triage window.
+    @Test func aReAdmissionKeepsTheEarlierStayAndItsTimeApart() {
+        var first = admission("rex")
+        first.observations = "Allergic to penicillin"
+        var s = HubState()
+        run(.admitAnimal(first), &s, at: t0)
+        run(reading(.animal("rex"), .temperature, 39.4, t0 + minute), &s, at: t0 + minute)
+        run(.dischargeAnimal(id: "rex", exitWeightKg: 11.5, veterinarian: "Dr. Lee", observations: "Well"), &s, at: t0 + hour)
+        var second = admission("rex")
+        second.motive = "vaccination"
+        run(.admitAnimal(second), &s, at: t0 + 3 * hour)
+        let rex = s.animals["rex"]!
+        #expect(rex.admissions == 2 && rex.isAdmitted && rex.temperature == nil)
+        #expect(rex.admission.motive == "vaccination")
+        #expect(rex.earlierStays.count == 1)
+        let stay = rex.earlierStays[0]
+        #expect(stay.admission.observations == "Allergic to penicillin")
+        #expect(stay.admittedAt == t0 && stay.dischargedAt == t0 + hour)
+        #expect(stay.discharge?.veterinarian == "Dr. Lee" && stay.discharge?.exitWeightKg == 11.5)
+        #expect(stay.temperature?.value == 39.4)
+        // Between the stays: triage of the new one; during the first: refused.
+        #expect(code(reading(.animal("rex"), .temperature, 38, t0 + 2 * hour), s, now: t0 + 4 * hour) == nil)
+        let during = decide(reading(.animal("rex"), .temperature, 38, t0 + 30 * minute), state: s, now: t0 + 4 * hour)
+        #expect(during.rejection?.code == "reading_before_admission")
+        #expect(during.rejection?.message.hasSuffix("within its earlier stay (discharged at 2026-11-22T19:00:00.000000Z)") == true)
     }
 
     @Test func aReadingMeasuredAfterTheDischargeIsRefused() {

@@ -73,6 +73,10 @@ let sampleEvents: [HubEvent] = [
     .animalSighted(AnimalSighted(animal: "rex", room: "ward 2", beacon: "1de4b189115e45f6b44e509352269977", at: t0 + 1)),
     .animalUnseen(AnimalUnseen(animal: "rex", lastRoom: "ward 2", lastSeen: t0 + 2)),
     .ownerDataErased(OwnerDataErased(animal: "rex")),
+    .deviceRegistered(
+        DeviceRegistered(
+            device: "desk-2", driver: "kasa", name: "Desk 2", config: #"{"host":"10.0.0.9","outlet":2}"#, hardwareId: "50C7BF/2",
+            outlet: OutletOf(strip: "desk", stripName: "Desk", number: 2, stripHardwareId: "50C7BF"))),
     .commandRejected(
         CommandRejected(
             command: "switch", target: "nope", code: "unknown_device",

@@ -46,6 +46,13 @@ struct ShellyRig {
         }
     }
 
+    /// When each reading of `quantity` was measured, µs since the epoch.
+    func stamps(_ quantity: Quantity) -> [Int64] {
+        observations.compactMap {
+            if case .reading(let q, _, let at) = $0, q == quantity { return at } else { return nil }
+        }
+    }
+
     var availability: [Bool] {
         observations.compactMap { if case .availability(let a, _) = $0 { return a } else { return nil } }
     }
@@ -97,6 +104,12 @@ func withBroker(_ body: (TestBroker) async throws -> Void) async throws {
     await broker.killAsync()
 }
 
-func simulator(_ broker: TestBroker, gen: Int, id: String? = nil, load: Double = 60, period: Double = 0.2) -> ShellySimulator {
-    ShellySimulator(options: .init(port: broker.port, gen: gen, id: id, loadWatts: load, statusPeriod: period))
+func simulator(
+    _ broker: TestBroker, gen: Int, id: String? = nil, load: Double = 60, period: Double = 0.2,
+    model: ShellySimulator.Options.Model = .plus1pm, statusNotifications: Bool = true
+) -> ShellySimulator {
+    ShellySimulator(
+        options: .init(
+            port: broker.port, gen: gen, id: id, loadWatts: load, statusPeriod: period, model: model,
+            statusNotifications: statusNotifications))
 }

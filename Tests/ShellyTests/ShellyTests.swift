@@ -219,7 +219,9 @@ struct ShellyFactoryTests {
         #expect(d("shellies/announce", #"{"model":"SHPLG-S"}"#) == nil)
         #expect(d("shellies/announce", #"{"id":"a/b"}"#) == nil)
         #expect(d("shellies/announce", #"{"id":42}"#) == nil)
-        #expect(d("ShellyPro4PM-AABBCCDDEEFF/online", " TRUE\n")?.settingsJSON == #"{"gen":2,"id":"ShellyPro4PM-AABBCCDDEEFF"}"#)
+        #expect(
+            d("ShellyPro4PM-AABBCCDDEEFF/online", " TRUE\n")?.settingsJSON
+                == #"{"channels":4,"gen":2,"id":"ShellyPro4PM-AABBCCDDEEFF"}"#)
         #expect(d("my-shelly/online", "true") == nil)
     }
 }

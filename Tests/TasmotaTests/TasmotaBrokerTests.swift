@@ -113,6 +113,33 @@ struct TasmotaSimulatorTests {
         }
     }
 
+    /// The simulator's two-channel meter: with `SetOption129 0` (the firmware's default) `Total` is
+    /// the sum and relay 2's outlet books no energy; with `SetOption129 1` it books channel 1's.
+    @Test(arguments: [false, true])
+    func twoChannelMeter(setOption129: Bool) async throws {
+        let broker = try await TestBroker.startAsync()
+        let simulator = TasmotaSimulator(
+            options: .init(port: broker.port, topic: "meter2", relays: 2, telePeriod: 0.25, loadWatts: 36_000, setOption129: setOption129))
+        try await simulator.start()
+        let outlets = try #require(
+            try TasmotaDriverFactory().outlets(
+                of: DriverConfiguration(deviceId: "meter2", driver: "tasmota", settingsJSON: #"{"topic":"meter2","relays":2}"#)))
+        let rig = try await Rig.make(settings: outlets[1].settingsJSON, broker: broker)
+        simulator.press(relay: 1)
+        try await rig.driver.execute(.setSwitch(on: true))
+        #expect(await eventually { rig.readings.contains { $0.0 == .power && $0.1 == 36_000 } })
+        if setOption129 {
+            #expect(await eventually { rig.readings.contains { $0.0 == .energy && $0.1 >= 5 } })
+            let energy = rig.readings.filter { $0.0 == .energy }.map(\.1)
+            #expect((energy.last ?? 0) <= simulator.totalKWh[1] * 1000 + 1)
+        } else {
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(!rig.readings.contains { $0.0 == .energy }, "the summed Total is not relay 2's")
+        }
+        await simulator.stop()
+        await rig.shutdown()
+    }
+
     @Test(arguments: [false, true])
     func retainedCommandGhostSwitching(ignoreRetained: Bool) async throws {
         let broker = try await TestBroker.startAsync()
@@ -162,7 +189,9 @@ struct TasmotaSimulatorTests {
 
     @Test func discoveryFromRetainedLWT() async throws {
         let broker = try await TestBroker.startAsync()
-        let simulator = TasmotaSimulator(options: .init(port: broker.port, topic: "tasmota_D15C0V", telePeriod: 60))
+        // Firmware before 9: no announcement, the last will is all there is.
+        let simulator = TasmotaSimulator(
+            options: .init(port: broker.port, topic: "tasmota_D15C0V", telePeriod: 60, publishDiscovery: false))
         try await simulator.start()
         let raw = try await ClientDriverMQTT(port: broker.port)
         try await raw.client.publishAndWait("tele/gone/LWT", Array("Offline".utf8), qos: 1, retain: true, timeout: .seconds(10))

@@ -35,6 +35,42 @@ struct TasmotaSettingsTests {
         #expect(first.topics.commandTopic == "cmnd/dual/POWER1")
     }
 
+    /// Tasmota's `GetTopic_P` (arendst/Tasmota `tasmota/tasmota_support/support_tasmota.ino` at
+    /// 3fb123109da62cbd8b4f0060a8e8c19ec8131c02; `%id%` is `NetworkUniqueId()`, the MAC): a
+    /// FullTopic without `%prefix%` gets `/%prefix%` for commands only; custom prefixes replace
+    /// `cmnd`/`stat`/`tele`; a leading `/` stays.
+    @Test func fullTopicWithoutPrefixAndCustomPrefixes() throws {
+        let noPrefix = try make(#"{"topic":"GARDEN02","full_topic":"XefilHome/%topic%/"}"#)
+        #expect(noPrefix.topics.commandTopic == "XefilHome/GARDEN02/cmnd/POWER")
+        #expect(noPrefix.topics.statPowerTopics == ["XefilHome/GARDEN02/POWER", "XefilHome/GARDEN02/POWER1"])
+        #expect(noPrefix.topics.sensorTopic == "XefilHome/GARDEN02/SENSOR")
+        #expect(noPrefix.topics.subscriptions == ["XefilHome/GARDEN02/#"])
+        let custom = try make(#"{"topic":"p","prefixes":["befehl","status","tele2"],"full_topic":"/%topic%/%prefix%"}"#)
+        #expect(custom.topics.commandTopic == "/p/befehl/POWER")
+        #expect(custom.topics.resultTopic == "/p/status/RESULT")
+        #expect(custom.topics.lwtTopic == "/p/tele2/LWT")
+        #expect(custom.capabilities.mqttScope == ["/p/befehl/#", "/p/status/#", "/p/tele2/#"])
+        let topicOnly = try make(#"{"topic":"a","full_topic":"%topic%/x/"}"#)
+        #expect(topicOnly.topics.commandTopic == "a/x/cmnd/POWER")
+    }
+
+    /// The device's words first (any case), then the usual ones; TOGGLE and HOLD are no state.
+    @Test func stateTextWords() throws {
+        let german = try #require(TasmotaStateText(["AUS", "EIN", "UMSCHALTEN", "HALTEN"]))
+        #expect(german.read("ein") == true && german.read(" AUS ") == false && german.read("ON") == true)
+        #expect(german.read("UMSCHALTEN") == nil && german.read("halten") == nil)
+        let inverted = try #require(TasmotaStateText(["1", "0"]))
+        #expect(inverted.read("1") == false && inverted.read("0") == true && inverted.read("off") == false)
+        #expect(TasmotaPayload.power(.number(1), words: inverted) == false)
+        #expect(TasmotaPayload.power(in: .object([("POWER1", "EIN")]), names: ["POWER1"], words: german) == true)
+        #expect(
+            TasmotaStateText(["ON", "on"]) == nil && TasmotaStateText(["", "ON"]) == nil
+                && TasmotaStateText(["A", "B", "C", "D", "E"]) == nil)
+        #expect(TasmotaStateText.standard.isStandard && !german.isStandard)
+        let driver = try make(#"{"topic":"p","state_text":["AUS","EIN","UMSCHALTEN","HALTEN"]}"#)
+        #expect(driver.words == german)
+    }
+
     @Test func badSettingsNameTheProblem() {
         func message(_ settings: String) -> String {
             do {
@@ -50,7 +86,14 @@ struct TasmotaSettingsTests {
         #expect(message(#"{"topic":"a","relay":3,"relays":2}"#).contains("\"relay\""))
         #expect(message(#"{"topic":"a","relay":0}"#).contains("\"relay\""))
         #expect(message(#"{"topic":"a","energy_channel":-1}"#).contains("\"energy_channel\""))
-        #expect(message(#"{"topic":"a","full_topic":"%topic%/x/"}"#).contains("%prefix%"))
+        #expect(message(#"{"topic":"a","full_topic":"x/y/"}"#).contains("%prefix%"))
+        #expect(message(#"{"topic":"a","full_topic":"x//%topic%"}"#).contains("full_topic"))
+        #expect(message(#"{"topic":"a","prefixes":["cmnd","stat"]}"#).contains("\"prefixes\""))
+        #expect(message(#"{"topic":"a","prefixes":["cmnd","stat","te#le"]}"#).contains("\"prefixes\""))
+        #expect(message(#"{"topic":"a","prefixes":"cmnd"}"#).contains("\"prefixes\""))
+        #expect(message(#"{"topic":"a","state_text":["ON","on"]}"#).contains("\"state_text\""))
+        #expect(message(#"{"topic":"a","state_text":["OFF"]}"#).contains("\"state_text\""))
+        #expect(message(#"{"topic":"a","state_text":[0,1]}"#).contains("\"state_text\""))
         #expect(message(#"{"topic":"a","full_topic":"%prefix%/%hostname%/%topic%/"}"#).contains("full_topic"))
         #expect(message(#"{"topic":"a","full_topic":"%prefix%/#/%topic%"}"#).contains("full_topic"))
         #expect(message(#"{"topic":7}"#).contains("\"topic\""))
@@ -114,7 +157,7 @@ struct TasmotaSettingsTests {
     }
 
     @Test func discoveryFromMessages() {
-        #expect(factory.discoveryFilters == ["tele/+/LWT"])
+        #expect(factory.discoveryFilters == ["tasmota/discovery/+/config", "tele/+/LWT"])
         let found = factory.discover(DriverMQTTMessage(topic: "tele/tasmota_A1B2C3/LWT", payload: Array("Online".utf8), retained: true))
         #expect(
             found

@@ -49,7 +49,8 @@ final class Rig: Sendable {
                 as? TasmotaDriver)
         let mqtt = try await ClientDriverMQTT(port: broker.port, scope: driver.capabilities.mqttScope)
         let context = CollectingContext(deviceId: "plug", mqtt: mqtt)
-        let running = await Running(driver, context: context) { mqtt.subscriptions.count >= 2 }
+        let wanted = driver.topics.subscriptions.count
+        let running = await Running(driver, context: context) { mqtt.subscriptions.count >= wanted }
         return Rig(broker: broker, mqtt: mqtt, context: context, driver: driver, raw: raw, running: running)
     }
 
@@ -59,6 +60,14 @@ final class Rig: Sendable {
 
     func publish(_ topic: String, _ payload: [UInt8], retain: Bool = false) async throws {
         try await raw.publishAndWait(topic, payload, qos: 1, retain: retain, timeout: .seconds(10))
+    }
+
+    /// Publishes the device's retained last will `Online` and waits until the driver reports it:
+    /// its subscriptions are then in effect at the broker (a retained message comes only after the
+    /// subscription), so what is published next reaches it.
+    func online() async throws -> Bool {
+        try await publish(driver.topics.lwtTopic, "Online", retain: true)
+        return await eventually { self.availabilities.contains { $0.0 } }
     }
 
     var observations: [Observation] { context.observations }

@@ -26,6 +26,8 @@ public enum KasaClientError: Error, Equatable, CustomStringConvertible {
     case badReply(String)
     /// The driver was stopped while the request waited.
     case stopped
+    /// The plug refused `localPort` and answers HTTP on `httpPort`: its firmware speaks KLAP.
+    case klap(endpoint: String, localPort: Int, httpPort: Int)
 
     /// The sentence used as the availability reason, e.g. "connection refused by 10.0.0.5:9999".
     public var description: String {
@@ -44,6 +46,9 @@ public enum KasaClientError: Error, Equatable, CustomStringConvertible {
             "\(path) refused: \(message.isEmpty ? "error" : message) (err_code \(code))"
         case .badReply(let text): "unexpected reply: \(text)"
         case .stopped: "driver stopped"
+        case .klap(let endpoint, let local, let http):
+            "connection refused by \(endpoint): this firmware speaks KLAP (HTTP port \(http)), not the local protocol on \(local); "
+                + "turn on Third-Party Compatibility in the Kasa app (credentials for KLAP are not read)"
         }
     }
 
@@ -227,7 +232,13 @@ final class KasaConnection: Sendable {
         channel.writeAndFlush(request).whenFailure { error in
             promise.fail(KasaClientError.classify(error, endpoint: "", host: ""))
         }
-        return try await promise.futureResult.get()
+        // A cancelled caller stops waiting at once; the plug's answer, when it comes, is dropped
+        // (a strip's connection stays open for its other outlets).
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+        }
     }
 
     var isActive: Bool { channel.isActive }

@@ -4,12 +4,16 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Makes drivers for TP-Link Kasa plugs (HS100/HS110...) speaking the local protocol on TCP port 9999.
+/// Makes drivers for TP-Link Kasa plugs (HS100/HS110...) and power strips (HS300, KP303, KP400,
+/// KP200, EP40, HS107) speaking the local protocol on TCP port 9999.
 ///
 /// Settings (JSON object): `host` (required), `port` (default 9999), `poll_interval` seconds
 /// (default 5), `timeout` seconds per request (default 5), `retries` after a timeout (default 3),
 /// `retry_backoff` seconds before a retry (default 1), `max_backoff` seconds between polls while
-/// the plug does not answer (default 60; the wait doubles from `poll_interval` up to it).
+/// the plug does not answer (default 60; the wait doubles from `poll_interval` up to it),
+/// `klap_probe_port` (default 80: probed when 9999 refuses, to tell KLAP firmware). A strip: `model`
+/// (`"HS300"`, `"KP303(UK)"`...) or `outlets` (a count) make ``outlets(of:)`` name its outlets,
+/// each driven with the strip's settings plus `outlet` (its position, from 1).
 public struct KasaDriverFactory: DriverFactory {
     /// The driver name devices are registered with.
     public let name = "kasa"
@@ -20,11 +24,40 @@ public struct KasaDriverFactory: DriverFactory {
         self.group = group
     }
 
-    static let keys: Set<String> = ["host", "port", "poll_interval", "timeout", "retries", "retry_backoff", "max_backoff"]
+    static let keys: Set<String> = [
+        "host", "port", "poll_interval", "timeout", "retries", "retry_backoff", "max_backoff", "klap_probe_port", "model",
+        "outlets", "outlet"
+    ]
 
-    /// A driver for one plug from its settings.
+    /// A driver for one plug, one outlet of a strip (`outlet` set), or a strip as a whole.
     /// - Throws: A `DriverError` naming a setting that is missing, unknown or out of range.
     public func make(configuration: DriverConfiguration) throws -> any Driver {
+        let settings = try read(configuration)
+        if settings.outlet != nil || (settings.outletCount ?? 1) > 1 {
+            return KasaOutletDriver(settings: settings, group: group)
+        }
+        return KasaDriver(
+            client: settings.client, pollInterval: settings.pollInterval, maxBackoff: settings.maxBackoff,
+            probePort: settings.probePort, group: group)
+    }
+
+    /// The outlets of a strip whose settings give `model` (a multi-outlet model) or `outlets` (a
+    /// count above 1), in the device's order; each outlet's settings are the strip's with
+    /// `outlet` (its position, from 1) instead of `outlets`. nil for a single plug and for
+    /// settings that already name an outlet.
+    /// - Throws: A `DriverError` naming a bad setting (an unknown `model` lists the models known).
+    public func outlets(of configuration: DriverConfiguration) throws -> [DriverOutlet]? {
+        let settings = try read(configuration)
+        guard settings.outlet == nil, let count = settings.outletCount, count > 1 else { return nil }
+        guard case .object(var members)? = try? JSONValue.parse(configuration.settingsJSON) else { return nil }
+        members.removeAll { $0.0 == "outlets" || $0.0 == "outlet" }
+        return (1...count).map { n in
+            DriverOutlet(number: n, settingsJSON: JSONValue.object(members + [("outlet", .int(n))]).serialized())
+        }
+    }
+
+    /// Reads and checks every setting.
+    private func read(_ configuration: DriverConfiguration) throws -> KasaOutletSettings {
         let s = try DriverSettings(configuration, allowed: Self.keys)
         let pollInterval = try s.double("poll_interval", default: 5, in: 0.01...86_400)
         let client = KasaClientConfig(
@@ -34,7 +67,46 @@ public struct KasaDriverFactory: DriverFactory {
             retries: try s.int("retries", default: 3, in: 0...10),
             retryBackoff: try s.double("retry_backoff", default: 1, in: 0...60))
         let maxBackoff = try s.double("max_backoff", default: 60, in: 0.01...86_400)
-        return KasaDriver(client: client, pollInterval: pollInterval, maxBackoff: maxBackoff, group: group)
+        let probePort = try s.int("klap_probe_port", default: 80, in: 1...65_535)
+        var modelOutlets: Int?
+        var metered = false
+        var model = ""
+        if s.has("model") {
+            model = try s.string("model")
+            let name = KasaModels.normalized(model)
+            if let n = KasaModels.outlets[name] {
+                modelOutlets = n
+                metered = KasaModels.meteredOutlets.contains(name)
+            } else if KasaModels.singles.contains(name) {
+                modelOutlets = 1
+            } else {
+                throw DriverError(
+                    "kasa setting \"model\" of device \"\(configuration.deviceId)\" names an unknown model \"\(model)\" "
+                        + "(known: \(KasaModels.known.joined(separator: ", ")); for another strip give \"outlets\": its count)")
+            }
+        }
+        var count = modelOutlets
+        if s.has("outlets") {
+            let given = try s.int("outlets", default: 1, in: 1...16)
+            if let modelOutlets, modelOutlets != given {
+                throw DriverError(
+                    "kasa setting \"outlets\" of device \"\(configuration.deviceId)\" is \(given), but a "
+                        + "\(model) has \(modelOutlets)")
+            }
+            count = given
+        }
+        var outlet: Int?
+        if s.has("outlet") {
+            let n = try s.int("outlet", default: 1, in: 1...16)
+            if let count, n > count {
+                throw DriverError(
+                    "kasa setting \"outlet\" of device \"\(configuration.deviceId)\" must be a whole number from 1 to \(count)")
+            }
+            outlet = n
+        }
+        return KasaOutletSettings(
+            client: client, pollInterval: pollInterval, maxBackoff: maxBackoff, probePort: probePort, outlet: outlet,
+            outletCount: count, metered: metered)
     }
 }
 
@@ -66,6 +138,8 @@ public final class KasaDriver: Driver {
     private let client: KasaClient
     private let pollInterval: Double
     private let maxBackoff: Double
+    private let probePort: Int
+    private let group: any EventLoopGroup
     /// Delay between `set_relay_state`'s answer and reading the state back.
     private let readBackDelay = 0.35
     private let state = Mutex(State())
@@ -74,8 +148,10 @@ public final class KasaDriver: Driver {
     /// Wakes the run loop for the next poll, or early for a read-back.
     private let wakeup = DriverWakeup()
 
-    init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, group: any EventLoopGroup) {
+    init(client: KasaClientConfig, pollInterval: Double, maxBackoff: Double, probePort: Int = 80, group: any EventLoopGroup) {
         self.client = KasaClient(config: client, group: group)
+        self.probePort = probePort
+        self.group = group
         self.pollInterval = pollInterval
         self.maxBackoff = max(maxBackoff, pollInterval)
         relay = KasaRelayReports(gate: gate)
@@ -216,8 +292,13 @@ public final class KasaDriver: Driver {
             return nil
         } catch {
             if Task.isCancelled { return nil }
-            let reason = (error as? KasaClientError)?.description ?? "\(error)"
             if case .stopped? = error as? KasaClientError { return nil }
+            var reason = (error as? KasaClientError)?.description ?? "\(error)"
+            if let failure = error as? KasaClientError, case .refused = failure {
+                // Once per failed poll at most: is it firmware that left 9999 for KLAP on HTTP?
+                reason = await KasaKLAPProbe.explain(failure, config: client.config, probePort: probePort, group: group).description
+                if Task.isCancelled { return nil }
+            }
             await setAvailability(false, reason: reason)
             return state.withLock { s in
                 defer { s.failureDelay = min(s.failureDelay * 2, maxBackoff) }

@@ -19,10 +19,13 @@ extension KasaSimState {
     mutating func handle(_ request: JSONValue, now: Double) -> Reply {
         advance(to: now)
         requestCount += 1
+        // `{"context":{"child_ids":[...]}}` beside the modules aims the request at a strip's outlets.
+        let childIds = (request["context"]?["child_ids"]?.arrayValue ?? []).compactMap(\.stringValue)
+        noteChildIds(childIds)
         var reply: Reply = [:]
-        for (module, body) in request.objectValue ?? [] {
+        for (module, body) in request.objectValue ?? [] where module != "context" {
             for (method, _) in body.objectValue ?? [] { noteRequest("\(module).\(method)") }
-            guard let handler = Self.handler(for: module) else {
+            guard let handler = Self.handler(for: module), module != "emeter" || model.metered else {
                 reply[module] = Self.moduleNotSupported
                 continue
             }
@@ -43,7 +46,12 @@ extension KasaSimState {
                     moduleReply[method] = Self.invalidArgument
                     continue
                 }
-                var answer = handler(&self, method, args, now) ?? Self.memberNotSupported
+                var answer: Reply
+                if !childIds.isEmpty, let childReply = child(module, method, args, ids: childIds, now: now) {
+                    answer = childReply
+                } else {
+                    answer = handler(&self, method, args, now) ?? Self.memberNotSupported
+                }
                 if answer["err_code"] == nil { answer["err_code"] = 0 }
                 moduleReply[method] = answer
             }
@@ -68,15 +76,88 @@ extension KasaSimState {
         }
     }
 
+    // MARK: - a strip's outlets
+
+    /// The answer of a method aimed at outlets (`context.child_ids`); nil: the method is the strip's.
+    mutating func child(_ module: String, _ method: String, _ args: Args, ids: [String], now: Double) -> Reply? {
+        guard !children.isEmpty else { return nil }
+        let indices = ids.compactMap { id in children.firstIndex { $0.id == id } }
+        switch (module, method) {
+        case ("system", "set_relay_state"):
+            guard indices.count == ids.count else { return Self.invalidArgument }
+            guard let state = KasaJSON.int(args["state"]), state == 0 || state == 1 else { return Self.invalidArgument }
+            if !ignoresSwitching { for i in indices { setChild(i, state == 1, at: now) } }
+            return [:]
+        case ("system", "set_dev_alias"):
+            guard indices.count == ids.count, let name = args["alias"]?.stringValue, name.utf8.count <= 31 else {
+                return Self.invalidArgument
+            }
+            for i in indices { children[i].alias = name }
+            return [:]
+        case ("emeter", "get_realtime"):
+            guard let i = indices.first, indices.count == ids.count else { return Self.invalidArgument }
+            return childRealtime(i)
+        default:
+            return nil
+        }
+    }
+
+    /// One outlet's meter, as an HS300 (hardware 2.0) answers it: new-firmware units and the `slot_id`.
+    mutating func childRealtime(_ i: Int) -> Reply {
+        let s = sample(on: children[i].on)
+        return [
+            "current_ma": .int(Int((s.current * 1000).rounded())), "voltage_mv": .int(Int((s.voltage * 1000).rounded())),
+            "power_mw": .int(Int((s.power * 1000).rounded())), "total_wh": .int(Int(children[i].energyWh.rounded(.down))),
+            "slot_id": .int(i)
+        ]
+    }
+
+    /// A strip's sysinfo, in the layout of python-kasa's fixtures `tests/fixtures/iot/HS300(US)_2.0_1.0.12.json`
+    /// and `KP303(UK)_1.0_1.0.3.json`: no `relay_state`, the outlets in `children`.
+    func stripSysinfo(now: Double) -> Reply {
+        var info: Reply = [
+            "alias": .string(alias),
+            "child_num": .int(children.count),
+            "children": .array(
+                children.map { c -> Reply in
+                    [
+                        "alias": .string(c.alias), "id": .string(c.id), "next_action": ["type": -1],
+                        "on_time": .int(c.on ? Int(max(0, now - c.onSince)) : 0), "state": .int(c.on ? 1 : 0)
+                    ]
+                }),
+            "deviceId": .string(deviceId),
+            "err_code": 0,
+            "feature": .string(model.metered ? "TIM:ENE" : "TIM"),
+            "hwId": .string(hwId),
+            "hw_ver": .string(model.hardware),
+            "latitude_i": .int(Int((latitude * 10_000).rounded())),
+            "led_off": .int(ledOff ? 1 : 0),
+            "longitude_i": .int(Int((longitude * 10_000).rounded())),
+            "mac": .string(mac),
+            "mic_type": "IOT.SMARTPLUGSWITCH",
+            "model": .string(model.modelName),
+            "oemId": .string(oemId),
+            "rssi": -44,
+            "status": "new",
+            "sw_ver": .string(model.softwareVersion),
+            "updating": 0
+        ]
+        if model == .kp303 { info["ntc_state"] = 0 }
+        return info
+    }
+
     // MARK: - system
 
     mutating func system(_ method: String, _ args: Args, _ now: Double) -> Reply? {
         switch method {
         case "get_sysinfo":
-            return sysinfo(now: now)
+            return children.isEmpty ? sysinfo(now: now) : stripSysinfo(now: now)
         case "set_relay_state":
             guard let state = KasaJSON.int(args["state"]), state == 0 || state == 1 else { return Self.invalidArgument }
-            if !ignoresSwitching { setRelay(state == 1, at: now) }
+            guard !ignoresSwitching else { return [:] }
+            setRelay(state == 1, at: now)
+            // Without child_ids a strip switches every outlet (the simulator's choice, not checked against a device).
+            for i in children.indices { setChild(i, state == 1, at: now) }
             return [:]
         case "set_led_off":
             guard let off = KasaJSON.int(args["off"]), off == 0 || off == 1 else { return Self.invalidArgument }
@@ -187,6 +268,16 @@ extension KasaSimState {
     mutating func emeter(_ method: String, _ args: Args, _ now: Double) -> Reply? {
         switch method {
         case "get_realtime":
+            if !children.isEmpty {
+                // The strip as a whole: its outlets' sum (the simulator's choice).
+                var total: Reply = [:]
+                let parts = children.indices.map { childRealtime($0) }
+                for key in ["current_ma", "power_mw", "total_wh"] {
+                    total[key] = .int(parts.reduce(0) { $0 + (KasaJSON.int($1[key]) ?? 0) })
+                }
+                total["voltage_mv"] = parts.first?["voltage_mv"] ?? 0
+                return total
+            }
             let s = sample()
             if firmware == .new {
                 return [

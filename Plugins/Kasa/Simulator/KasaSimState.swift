@@ -7,10 +7,22 @@ struct KasaDay: Hashable, Sendable {
     var year: Int, month: Int, day: Int
 }
 
-/// The simulated HS110's state: relay, load, energy counter and statistics, rules. Time advances
-/// from the injected clock on every access (`advance(to:)`), so nothing runs in the background.
+/// One outlet of a simulated strip: a child in `get_sysinfo`'s `children`.
+struct KasaSimChild: Sendable {
+    var id: String
+    var alias: String
+    var on = false
+    var onSince: Double = 0
+    /// Its meter's cumulative counter, Wh (HS300).
+    var energyWh = 0.0
+}
+
+/// The simulated plug's state (an HS110, or a strip's outlets as children): relay, load, energy
+/// counter and statistics, rules. Time advances from the injected clock on every access
+/// (`advance(to:)`), so nothing runs in the background.
 struct KasaSimState: Sendable {
     let firmware: KasaSimulator.Firmware
+    let model: KasaSimulator.Model
     let loadWatts: Double
     var mac: String
     var deviceId: String
@@ -19,6 +31,12 @@ struct KasaSimState: Sendable {
     var alias: String
     var relayOn = false
     var relayOnSince: Double = 0
+    /// A strip's outlets, in the device's order (empty for a single plug).
+    var children: [KasaSimChild] = []
+    /// The `context.child_ids` of the latest requests (empty for none), oldest first, at most `recentLimit`.
+    var recentChildIds: [[String]] = []
+    /// How many times each method (`system.get_sysinfo`) was asked.
+    var methodCounts: [String: Int] = [:]
     var ledOff = false
     var latitude = 0.0, longitude = 0.0
     var timezoneIndex = 39
@@ -72,6 +90,9 @@ struct KasaSimState: Sendable {
 
     private mutating func accrue(to end: Double) {
         guard end > lastUpdate else { return }
+        for i in children.indices where children[i].on {
+            children[i].energyWh += loadWatts * (end - lastUpdate) / 3600
+        }
         var t = lastUpdate
         if relayOn {
             while t < end {
@@ -97,6 +118,19 @@ struct KasaSimState: Sendable {
     mutating func noteRequest(_ method: String) {
         if recentMethods.count == Self.recentLimit { recentMethods.removeFirst() }
         recentMethods.append(method)
+        methodCounts[method, default: 0] += 1
+    }
+
+    mutating func noteChildIds(_ ids: [String]) {
+        if recentChildIds.count == Self.recentLimit { recentChildIds.removeFirst() }
+        recentChildIds.append(ids)
+    }
+
+    /// Switches one outlet of a strip (0-based), as its button does.
+    mutating func setChild(_ index: Int, _ on: Bool, at now: Double) {
+        guard children.indices.contains(index) else { return }
+        if on && !children[index].on { children[index].onSince = now }
+        children[index].on = on
     }
 
     mutating func eraseEnergy() {
@@ -105,9 +139,10 @@ struct KasaSimState: Sendable {
     }
 
     /// An instantaneous sample: the load with a little noise while on, 0 W while off.
-    mutating func sample() -> (power: Double, voltage: Double, current: Double) {
-        let voltage = 230 + Double.random(in: -0.8...0.8, using: &rng)
-        guard relayOn else { return (0, voltage, 0) }
+    mutating func sample(on: Bool? = nil) -> (power: Double, voltage: Double, current: Double) {
+        let nominal = model.nominalVoltage
+        let voltage = nominal + Double.random(in: -0.8...0.8, using: &rng)
+        guard on ?? relayOn else { return (0, voltage, 0) }
         let power = max(0, loadWatts + Double.random(in: -0.5...0.5, using: &rng) * max(1, loadWatts / 100))
         return (power, voltage, power / voltage)
     }

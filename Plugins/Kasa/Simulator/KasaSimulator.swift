@@ -4,8 +4,9 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A simulated TP-Link HS110 smart plug with energy meter: a real TCP server speaking the Kasa
-/// protocol (port 9999 by default). It answers the modules real clients query (`system`, `time`,
+/// A simulated TP-Link HS110 smart plug with energy meter, or an HS300 or KP303 power strip: a real
+/// TCP server speaking the Kasa protocol (port 9999 by default). A strip answers requests with
+/// `context.child_ids` for its outlets, as the real ones do. It answers the modules real clients query (`system`, `time`,
 /// `emeter`, `schedule`, `count_down`, `anti_theft`, `cnCloud`, `netif`) with the device's
 /// `err_code`s, and simulates a load whose energy accrues while the relay is on.
 public final class KasaSimulator: Sendable {
@@ -15,6 +16,39 @@ public final class KasaSimulator: Sendable {
         case old
         /// `current_ma`/`voltage_mv`/`power_mw`/`total_wh`; statistics in `energy_wh`.
         case new
+    }
+
+    /// Which device to be: a single plug or a power strip whose outlets are children of its sysinfo.
+    public enum Model: String, Sendable, CaseIterable {
+        /// An HS110(EU) plug with an energy meter (one relay, `relay_state`).
+        case hs110 = "HS110"
+        /// An HS300(US) strip: six outlets, each with its own meter (`emeter.get_realtime` with `child_ids`).
+        case hs300 = "HS300"
+        /// A KP303(UK) strip: three outlets, no meter.
+        case kp303 = "KP303"
+
+        /// The outlets (0 for the single plug).
+        public var outlets: Int {
+            switch self {
+            case .hs110: 0
+            case .hs300: 6
+            case .kp303: 3
+            }
+        }
+        /// Whether it answers `emeter`.
+        var metered: Bool { self != .kp303 }
+        /// The `model` of its sysinfo.
+        var modelName: String {
+            switch self {
+            case .hs110: "HS110(EU)"
+            case .hs300: "HS300(US)"
+            case .kp303: "KP303(UK)"
+            }
+        }
+        /// `hw_ver` and `sw_ver` of the strips, from the python-kasa fixtures their sysinfo follows.
+        var hardware: String { self == .hs300 ? "2.0" : "1.0" }
+        var softwareVersion: String { self == .hs300 ? "1.0.12 Build 220121 Rel.175814" : "1.0.3 Build 191105 Rel.113122" }
+        var nominalVoltage: Double { self == .hs300 ? 120 : 230 }
     }
 
     /// How the simulated plug looks and where it listens.
@@ -29,14 +63,17 @@ public final class KasaSimulator: Sendable {
         public var alias: String
         /// The MAC it reports.
         public var mac: String
-        /// The load plugged in, drawn while the relay is on.
+        /// The load plugged in, drawn while the relay is on (a strip: in each outlet).
         public var loadWatts: Double
+        /// The device: an HS110 plug, or an HS300 or KP303 strip.
+        public var model: Model
 
         /// A plug on 127.0.0.1:9999 with new firmware, a 60 W load.
         public init(
             host: String = "127.0.0.1", port: Int = 9999, firmware: Firmware = .new,
-            alias: String = "Kasa Plug", mac: String = "50:C7:BF:00:00:01", loadWatts: Double = 60.0
+            alias: String = "Kasa Plug", mac: String = "50:C7:BF:00:00:01", loadWatts: Double = 60.0, model: Model = .hs110
         ) {
+            self.model = model
             self.host = host
             self.port = port
             self.firmware = firmware
@@ -53,6 +90,7 @@ public final class KasaSimulator: Sendable {
     let device: Mutex<KasaSimState>
     private let server = Mutex<(any Channel)?>(nil)
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let accepted = Mutex(0)
 
     /// - Parameters:
     ///   - group: the event loops to serve on (shared, no thread per plug).
@@ -66,13 +104,18 @@ public final class KasaSimulator: Sendable {
         self.group = group
         self.clock = clock
         let hex = options.mac.filter(\.isHexDigit).uppercased()
-        device = Mutex(
-            KasaSimState(
-                firmware: options.firmware, loadWatts: options.loadWatts, mac: options.mac,
-                deviceId: String((hex + String(repeating: "8006", count: 10)).prefix(40)),
-                hwId: String(("A0" + hex + String(repeating: "5E", count: 16)).prefix(32)),
-                oemId: String(("C0" + String(repeating: "FFEE", count: 8)).prefix(32)),
-                alias: options.alias, lastUpdate: clock()))
+        var state = KasaSimState(
+            firmware: options.model == .hs110 ? options.firmware : .new, model: options.model, loadWatts: options.loadWatts,
+            mac: options.mac, deviceId: String((hex + String(repeating: "8006", count: 10)).prefix(40)),
+            hwId: String(("A0" + hex + String(repeating: "5E", count: 16)).prefix(32)),
+            oemId: String(("C0" + String(repeating: "FFEE", count: 8)).prefix(32)),
+            alias: options.alias, lastUpdate: clock())
+        // Child ids are the device id and two digits from 00, as real strips report them (python-kasa
+        // pull request 203's HS300 dump: 8006AF35...031904 and ...031905 for plugs 5 and 6).
+        state.children = (0..<options.model.outlets).map { i in
+            KasaSimChild(id: state.deviceId + String(format: "%02d", i), alias: "Plug \(i + 1)")
+        }
+        device = Mutex(state)
     }
 
     /// Starts listening; returns the bound port.
@@ -94,6 +137,7 @@ public final class KasaSimulator: Sendable {
     }
 
     private func track(_ channel: any Channel) {
+        accepted.withLock { $0 += 1 }
         let id = ObjectIdentifier(channel)
         connections.withLock { $0[id] = channel }
         channel.closeFuture.whenComplete { [self] _ in
@@ -122,6 +166,27 @@ public final class KasaSimulator: Sendable {
 
     /// Sets the energy counter (and statistics) back to 0, as after a power loss or an erase.
     public func resetEnergyCounter() { withDevice { $0.eraseEnergy() } }
+
+    /// Connections accepted so far.
+    public var acceptedConnections: Int { accepted.withLock { $0 } }
+
+    /// The child ids of a strip's outlets, in the device's order (empty for a single plug).
+    public var childIds: [String] { device.withLock { $0.children.map(\.id) } }
+
+    /// Outlet `n` (from 1) of a strip; setting it acts as if its button were pressed.
+    public func outletOn(_ n: Int) -> Bool { withDevice { $0.children.indices.contains(n - 1) ? $0.children[n - 1].on : false } }
+
+    /// Switches outlet `n` (from 1) of a strip, as its button does.
+    public func setOutlet(_ n: Int, on: Bool) {
+        let now = clock()
+        withDevice { $0.setChild(n - 1, on, at: now) }
+    }
+
+    /// How many times `method` (`"system.get_sysinfo"`) was asked, on every connection.
+    public func count(of method: String) -> Int { device.withLock { $0.methodCounts[method] ?? 0 } }
+
+    /// The `context.child_ids` of the latest requests (empty for none), oldest first: the last 64.
+    public var recentChildIds: [[String]] { device.withLock { $0.recentChildIds } }
 
     /// Requests answered so far (all connections).
     public var requestCount: Int { device.withLock { $0.requestCount } }
@@ -172,7 +237,10 @@ public final class KasaSimulator: Sendable {
                 let simulator = KasaSimulator(options: o)
                 let port = try await simulator.start()
                 simulators.append(simulator)
-                output("kasa simulator (HS110, \(o.firmware.rawValue) firmware) listening on \(o.host):\(port)")
+                let kind =
+                    o.model == .hs110
+                    ? "HS110, \(o.firmware.rawValue) firmware" : "\(o.model.modelName), \(o.model.outlets) outlets"
+                output("kasa simulator (\(kind)) listening on \(o.host):\(port)")
             }
             while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
         } catch {

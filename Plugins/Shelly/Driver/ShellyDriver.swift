@@ -11,6 +11,10 @@ struct ShellyDriverConfig: Sendable, Equatable {
     var id: String
     var generation: Generation
     var channel: Int
+    /// Gen2+: the component the entry reads (`switch`, or a meter without a relay).
+    var component: ShellyComponent = .switch
+    /// Whether the relay meters (meters always do).
+    var meter: Bool = true
     /// How long a Gen2 `Switch.Set` may go unanswered before it is reported failed.
     var rpcTimeout: Duration = .seconds(10)
     /// How long after a command an unchanged state still counts as its confirmation.
@@ -22,11 +26,15 @@ struct ShellyDriverConfig: Sendable, Equatable {
     var scope: [String] {
         ShellyDriverFactory.mqttScope(id: id, gen: generation == .gen1 ? 1 : 2)
     }
+
+    /// The quantities this entry reports.
+    var readings: Set<Quantity> { component.readings(gen1: generation == .gen1, meter: meter) }
 }
 
-/// A Shelly relay channel on the hub's broker: follows its state, power and energy topics (Gen1) or
-/// its status and NotifyStatus notifications (Gen2/Gen3), and switches it (Gen1 `relay/<n>/command`,
-/// Gen2 `Switch.Set` RPC).
+/// A Shelly relay channel or meter on the hub's broker: follows its state, power and energy topics
+/// (Gen1) or its component's status and NotifyStatus notifications (Gen2+: `switch:<n>`, `pm1:<n>`,
+/// `em1:<n>` with `em1data:<n>`, `em:<n>` with `emdata:<n>`), and switches a relay (Gen1
+/// `relay/<n>/command`, Gen2 `Switch.Set` RPC). A meter without a relay reports readings only.
 public final class ShellyDriver: Driver {
     private enum RPCPurpose: Sendable {
         case set(on: Bool)
@@ -59,6 +67,8 @@ public final class ShellyDriver: Driver {
     }
 
     let config: ShellyDriverConfig
+    /// The quantities reported (`capabilities.readings`); a value of another quantity is not.
+    private let offered: Set<Quantity>
     private let state = Mutex(State())
     private let gate = DriverReportGate()
     /// Wakes the RPC deadline watcher when a request is sent.
@@ -66,13 +76,14 @@ public final class ShellyDriver: Driver {
 
     init(config: ShellyDriverConfig) {
         self.config = config
+        self.offered = config.readings
     }
 
-    /// Gen2 (`switch:<n>` status): power, voltage, current and energy; Gen1: power and energy.
+    /// What the model reports: a relay with a meter Gen2+ power, voltage, current and energy (Gen1
+    /// power and energy); a relay without a meter none; `pm1` and `em1` all four; `em` power,
+    /// current and energy (three phases have no one voltage).
     public var capabilities: DriverCapabilities {
-        DriverCapabilities(
-            mqttScope: config.scope,
-            readings: config.generation == .gen2 ? [.power, .voltage, .current, .energy] : [.power, .energy])
+        DriverCapabilities(mqttScope: config.scope, readings: offered)
     }
 
     /// Gen2: the status as merged so far (full statuses with the notifications laid over them).
@@ -81,7 +92,10 @@ public final class ShellyDriver: Driver {
     private var gen1Base: String { "shellies/\(config.id)" }
     private var relayTopic: String { "\(gen1Base)/relay/\(config.channel)" }
     private var replyTopic: String { "\(config.rpcSource)/rpc" }
-    private var component: String { "switch:\(config.channel)" }
+    /// The status key of the component read (`switch:0`, `pm1:0`, `em1:1`).
+    private var component: String { config.component.key(config.channel) }
+    /// The key of its energy counters when they are apart (`em1data:1`, `emdata:0`).
+    private var dataComponent: String? { config.component.dataKey(config.channel) }
 
     // MARK: - Lifecycle
 
@@ -140,6 +154,11 @@ public final class ShellyDriver: Driver {
         guard case .setSwitch(let on) = command else {
             throw DriverError("the shelly driver does not write activations to the device")
         }
+        guard config.component.switchable else {
+            throw DriverError(
+                "Shelly \(config.id) \(component) is a meter without a relay: it cannot be switched (component \(config.component.rawValue) reads readings only)"
+            )
+        }
         // Called just before `run` began: wait for it (the gate opens once the handle is set).
         _ = await gate.openedContext()
         let (mqtt, available) = state.withLock { s -> ((any DriverMQTT)?, Bool?) in
@@ -170,8 +189,11 @@ public final class ShellyDriver: Driver {
         switch config.generation {
         case .gen1:
             try? mqtt.publish("\(gen1Base)/command", Array("update".utf8), retain: false)
-        case .gen2:
+        case .gen2 where config.component.switchable:
             try? sendRPC("Switch.GetStatus", params: ["id": .number(Double(config.channel))], purpose: .status, via: mqtt)
+        case .gen2:
+            // A meter's readings are in two components (em1 and em1data): the whole status has both.
+            try? sendRPC("Shelly.GetStatus", params: [:], purpose: .status, via: mqtt)
         }
     }
 
@@ -235,6 +257,14 @@ public final class ShellyDriver: Driver {
 
     private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
 
+    /// The device's own time of a notification (`params.ts`, Unix seconds) in µs, when plausible:
+    /// after 2020 and at most 5 minutes ahead of this clock (a device that has not synchronised
+    /// its clock yet counts from 1970). nil: stamp with the arrival time.
+    static func deviceTime(_ ts: JSONValue?, now: Double = Date().timeIntervalSince1970) -> Int64? {
+        guard let seconds = ShellyPayload.number(ts), seconds >= 1_577_836_800, seconds <= now + 300 else { return nil }
+        return Int64((seconds * 1_000_000).rounded())
+    }
+
     private func handleGen1(_ message: DriverMQTTMessage) async {
         let topic = message.topic
         if topic == "\(gen1Base)/online" {
@@ -259,14 +289,14 @@ public final class ShellyDriver: Driver {
             if !message.retained { await noteAlive() }
             await relayObserved(on)
         } else if topic == "\(relayTopic)/power" {
-            guard !message.retained,
+            guard !message.retained, config.meter,
                 let watts = Plausible.check(ShellyPayload.number(text: message.text), Plausible.power)
             else { return }
             await noteAlive()
             await gate.report(.reading(quantity: .power, value: watts, measuredAt: Self.now()))
         } else if topic == "\(relayTopic)/energy" {
             // Watt-minutes since the device booted.
-            guard !message.retained,
+            guard !message.retained, config.meter,
                 let wattMinutes = ShellyPayload.number(text: message.text),
                 let wh = Plausible.check(wattMinutes / 60, Plausible.energyWh)
             else { return }
@@ -283,15 +313,24 @@ public final class ShellyDriver: Driver {
                 online, reason: online ? "Shelly \(config.id) is online" : "Shelly \(config.id) went offline (\(config.id)/online is false)"
             )
         } else if topic == "\(config.id)/status/\(component)" {
+            // A full status (the device's status_ntf option on).
             guard let json = ShellyPayload.object(message.payload) else { return }
-            await statusObserved(ShellySwitchStatus(json: json), readings: !message.retained, forceOutput: false)
+            await statusObserved(
+                ShellySwitchStatus(json: json, component: config.component), readings: !message.retained, forceOutput: false)
+        } else if let dataComponent, topic == "\(config.id)/status/\(dataComponent)" {
+            guard let json = ShellyPayload.object(message.payload) else { return }
+            await statusObserved(
+                ShellySwitchStatus(energyData: json, of: config.component), readings: !message.retained, forceOutput: false)
         } else if topic == "\(config.id)/events/rpc" {
+            // NotifyStatus: only what changed (status_ntf is off by default, so this is all that
+            // comes); NotifyFullStatus: every component. Both stamped with the device's `ts`.
             guard let json = ShellyPayload.object(message.payload),
                 let method = json["method"]?.stringValue,
                 method == "NotifyStatus" || method == "NotifyFullStatus",
-                let part = json["params"]?[component], case .object = part
+                let params = json["params"], case .object = params,
+                let update = status(in: params)
             else { return }
-            await statusObserved(ShellySwitchStatus(json: part), readings: !message.retained, forceOutput: false)
+            await statusObserved(update, readings: !message.retained, forceOutput: false, at: Self.deviceTime(params["ts"]))
         } else if topic == replyTopic {
             await handleReply(message)
         }
@@ -329,8 +368,24 @@ public final class ShellyDriver: Driver {
             guard let result = json["result"], case .object = result else { return }
             var isConfirmation = false
             if case .confirm = pending.purpose { isConfirmation = true }
-            await statusObserved(ShellySwitchStatus(json: result), readings: true, forceOutput: isConfirmation)
+            // `Shelly.GetStatus` answers with every component by key; `Switch.GetStatus` with the switch's own.
+            guard let update = status(in: result) ?? (config.component.switchable ? ShellySwitchStatus(json: result) : nil) else { return }
+            await statusObserved(update, readings: true, forceOutput: isConfirmation)
         }
+    }
+
+    /// Our component's (partial) status in an object keyed by component (NotifyStatus params,
+    /// NotifyFullStatus params, a `Shelly.GetStatus` result), with its energy data merged in; nil
+    /// when it holds neither.
+    private func status(in container: JSONValue) -> ShellySwitchStatus? {
+        var found: ShellySwitchStatus?
+        if let part = container[component], case .object = part {
+            found = ShellySwitchStatus(json: part, component: config.component)
+        }
+        if let dataComponent, let part = container[dataComponent], case .object = part {
+            found = (found ?? ShellySwitchStatus()).merging(ShellySwitchStatus(energyData: part, of: config.component))
+        }
+        return found
     }
 
     static func describe(rpcError: JSONValue) -> String {
@@ -343,18 +398,19 @@ public final class ShellyDriver: Driver {
 
     // MARK: - Reporting
 
-    /// A (partial) Gen2 status: merged onto what is known; output reported on change or as the
-    /// confirmation of a command; readings for the values it carries.
-    private func statusObserved(_ update: ShellySwitchStatus, readings: Bool, forceOutput: Bool) async {
+    /// A (partial) Gen2 status: merged onto what is known (a field it lacks keeps its value);
+    /// output reported on change or as the confirmation of a command; readings for the values it
+    /// carries that the model offers, stamped `at` (the device's time) or on arrival.
+    private func statusObserved(_ update: ShellySwitchStatus, readings: Bool, forceOutput: Bool, at deviceTime: Int64? = nil) async {
         state.withLock { s in s.status = s.status.merging(update) }
         if readings { await noteAlive() }
-        if let output = update.output {
+        if config.component.switchable, let output = update.output {
             await relayObserved(output, force: forceOutput)
         }
         guard readings else { return }
-        let now = Self.now()
-        for (quantity, value) in update.readings {
-            await gate.report(.reading(quantity: quantity, value: value, measuredAt: now))
+        let at = deviceTime ?? Self.now()
+        for (quantity, value) in update.readings where offered.contains(quantity) {
+            await gate.report(.reading(quantity: quantity, value: value, measuredAt: at))
         }
     }
 

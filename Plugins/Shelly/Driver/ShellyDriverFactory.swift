@@ -8,10 +8,16 @@ import Foundation
 ///   later the MQTT topic prefix (by default the device id, e.g. `shellyplus1pm-441793ab3fb4`; a
 ///   custom one may have several levels, e.g. `shellies/plus1pm`).
 /// - `gen`: 1, or 2 (default; Gen3 and Gen4 speak the Gen2 protocol, `3` and `4` are accepted as 2).
-/// - `channel`: the relay / switch index (default 0).
+/// - `channel`: the relay / component index (default 0).
+/// - `component` (Gen2+): what the entry reads, `switch` (a relay), or a meter without a relay:
+///   `pm1` (PM Mini), `em1` (EM Gen3, EM Mini Gen4, Pro 3EM monophase), `em` (Pro 3EM triphase).
+///   Default: the one the model of a default id has (`shellypmminig3-...` reads `pm1`), else `switch`.
+/// - `meter`: whether the relay has a power meter; default from the model of a default id
+///   (`shellyplus1-...` has none, `shellyplus1pm-...` has one), else `true`.
+/// - `channels`: a multi-relay device (Pro 4PM: 4) registered as one outlet per relay (`outlets(of:)`).
 ///
 /// Discovery: Gen1 devices answer `announce` on `shellies/announce`; Gen2/Gen3 devices publish a
-/// retained `<id>/online` `true`.
+/// retained `<id>/online` `true`. The settings offered say what the model has (`ShellyModel`).
 public struct ShellyDriverFactory: DiscoveringDriverFactory {
     /// The driver name devices are registered with.
     public let name = "shelly"
@@ -19,22 +25,86 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
     /// A factory.
     public init() {}
 
-    /// The settings a Shelly device takes: `id`, `gen` and `channel`.
-    public static let settingKeys: Set<String> = ["id", "gen", "channel"]
+    /// The settings a Shelly device takes: `id`, `gen`, `channel`, `component`, `meter` and `channels`.
+    public static let settingKeys: Set<String> = ["id", "gen", "channel", "component", "meter", "channels"]
 
     /// A driver for one device from its settings.
     /// - Throws: A `DriverError` naming the setting that is missing, unknown or invalid.
     public func make(configuration: DriverConfiguration) throws -> any Driver {
+        ShellyDriver(config: try Self.config(configuration).config)
+    }
+
+    /// The outlets of a multi-relay device (`channels` 2 or more, e.g. `{"id":"shellypro4pm-...","channels":4}`):
+    /// one per relay, numbered from 1, driven by the same settings with `channel` n-1 and without
+    /// `channels`. nil for one relay (no `channels`, or 1).
+    /// - Throws: A `DriverError` for bad settings, `channel` given beside `channels`, or `channels`
+    ///   on a meter without a relay.
+    public func outlets(of configuration: DriverConfiguration) throws -> [DriverOutlet]? {
+        let (config, channels, settings) = try Self.config(configuration)
+        guard channels > 1 else { return nil }
+        let subject = "shelly setting \"channels\" of device \"\(configuration.deviceId)\""
+        guard config.component.switchable else {
+            throw DriverError(
+                "\(subject) makes an outlet of each relay, but component \(config.component.rawValue) has no relay (give \"channel\" to read one meter channel)"
+            )
+        }
+        guard !settings.has("channel") else {
+            throw DriverError(
+                "\(subject) makes an outlet of each relay: give either \"channel\" (one relay) or \"channels\" (all of them), not both")
+        }
+        guard var object = try? JSONValue.parse(Array(configuration.settingsJSON.utf8)), case .object = object else {
+            throw DriverError("shelly settings of device \"\(configuration.deviceId)\" must be a JSON object")
+        }
+        object["channels"] = nil
+        return (1...channels).map { n in
+            var outlet = object
+            outlet["channel"] = .number(Double(n - 1))
+            return DriverOutlet(number: n, settingsJSON: outlet.sortingKeys().serialized())
+        }
+    }
+
+    /// Reads and checks the settings.
+    /// - Returns: The driver's configuration, the `channels` setting, and the settings read.
+    static func config(_ configuration: DriverConfiguration) throws -> (config: ShellyDriverConfig, channels: Int, settings: DriverSettings)
+    {
         let s = try DriverSettings(configuration, allowed: Self.settingKeys)
+        let device = configuration.deviceId
         let id = try s.string("id")
         guard Self.isValidTopicPrefix(id) else {
             throw DriverError(
-                "shelly setting \"id\" of device \"\(configuration.deviceId)\" must be the device's id or MQTT topic prefix: one or more topic levels joined by /, none empty, without + or # (e.g. \"shellyplug-s-7AB1C2\", \"shellyplus1pm-441793ab3fb4\" or \"shellies/plus1pm\"), got \"\(id)\""
+                "shelly setting \"id\" of device \"\(device)\" must be the device's id or MQTT topic prefix: one or more topic levels joined by /, none empty, without + or # (e.g. \"shellyplug-s-7AB1C2\", \"shellyplus1pm-441793ab3fb4\" or \"shellies/plus1pm\"), got \"\(id)\""
             )
         }
         let gen = try s.int("gen", default: 2, in: 1...4)
         let channel = try s.int("channel", default: 0, in: 0...15)
-        return ShellyDriver(config: ShellyDriverConfig(id: id, generation: gen == 1 ? .gen1 : .gen2, channel: channel))
+        let channels = try s.int("channels", default: 1, in: 1...16)
+        let model = ShellyModel.byDeviceId(id)
+        var component = model?.component ?? .switch
+        if s.has("component") {
+            let text = try s.string("component")
+            guard let named = ShellyComponent(rawValue: text.lowercased()) else {
+                let known = ShellyComponent.allCases.map(\.rawValue).joined(separator: ", ")
+                throw DriverError("shelly setting \"component\" of device \"\(device)\" must be one of \(known), got \"\(text)\"")
+            }
+            component = named
+        }
+        if gen == 1 && component != .switch {
+            throw DriverError(
+                "shelly setting \"component\" of device \"\(device)\" must be switch for a Gen1 device (gen 1 reads shellies/<id>/relay/<n>), got \(component.rawValue)"
+            )
+        }
+        var meter = component != .switch || model.map { $0.component != .switch || $0.meter } ?? true
+        if s.has("meter") {
+            meter = try s.bool("meter", default: true)
+            if !meter && component != .switch {
+                throw DriverError(
+                    "shelly setting \"meter\" of device \"\(device)\" cannot be false for component \(component.rawValue), which is a meter"
+                )
+            }
+        }
+        let config = ShellyDriverConfig(
+            id: id, generation: gen == 1 ? .gen1 : .gen2, channel: channel, component: component, meter: meter)
+        return (config, channels, s)
     }
 
     /// The topic filters a configured device needs (its `capabilities.mqttScope`).
@@ -71,7 +141,7 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
         if !ip.isEmpty && ip.count <= 64 { name += " at \(ip)" }
         return DiscoveredDevice(
             suggestedId: Self.hubId(id), driver: self.name, name: name,
-            settingsJSON: Self.settingsJSON(id: id, gen: 1),
+            settingsJSON: Self.settingsJSON(id: id, gen: 1, model: ShellyModel.byModelNumber(model) ?? ShellyModel.byDeviceId(id)),
             hardwareId: mac ?? id)
     }
 
@@ -85,7 +155,7 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
         let suffix = prefix.split(separator: "-").last.map(String.init) ?? ""
         return DiscoveredDevice(
             suggestedId: Self.hubId(prefix), driver: name, name: "Shelly \(prefix)",
-            settingsJSON: Self.settingsJSON(id: prefix, gen: 2),
+            settingsJSON: Self.settingsJSON(id: prefix, gen: 2, model: ShellyModel.byDeviceId(prefix)),
             hardwareId: Self.normalizedMAC(suffix) ?? prefix)
     }
 
@@ -120,7 +190,15 @@ public struct ShellyDriverFactory: DiscoveringDriverFactory {
         return mapped.isEmpty ? "shelly" : mapped
     }
 
-    static func settingsJSON(id: String, gen: Int) -> String {
-        JSONValue.object([("gen", .number(Double(gen))), ("id", .string(id))]).serialized()
+    /// The settings offered for a discovered device, keys sorted: `gen` and `id`, plus what its
+    /// model has when it differs from the defaults (`component`, `meter` false, `channels`).
+    static func settingsJSON(id: String, gen: Int, model: ShellyModel? = nil) -> String {
+        var settings: JSONValue = .object([("gen", .number(Double(gen))), ("id", .string(id))])
+        if let model {
+            if model.component != .switch { settings["component"] = .string(model.component.rawValue) }
+            if model.component == .switch && !model.meter { settings["meter"] = false }
+            if model.component == .switch && model.channels > 1 { settings["channels"] = .number(Double(model.channels)) }
+        }
+        return settings.sortingKeys().serialized()
     }
 }

@@ -90,33 +90,74 @@ enum Plausible {
     }
 }
 
-/// One Gen2/Gen3 `switch:<n>` status, or a part of it (NotifyStatus carries only what changed).
-/// Fields are nil when absent or not plausible.
+/// One Gen2+ component status as the hub reads it, or a part of it (NotifyStatus carries only what
+/// changed): a `switch:<n>` or `pm1:<n>` status, or an `em1:<n>` / `em:<n>` status with its energy
+/// from `em1data:<n>` / `emdata:<n>`. Fields are nil when absent or not plausible.
 struct ShellySwitchStatus: Sendable, Equatable {
+    /// The relay (`switch` only).
     var output: Bool?
-    /// W.
+    /// W (`apower`; `act_power` of `em1`, `total_act_power` of `em`).
     var apower: Double?
+    /// V (none for `em`, which has three phases).
     var voltage: Double?
+    /// A (`total_current` of `em`).
     var current: Double?
-    /// aenergy.total, Wh.
+    /// Wh: `aenergy.total`; `total_act_energy` of `em1data`, `total_act` of `emdata`.
     var energyTotal: Double?
+    /// Wh returned to the grid: `ret_aenergy.total`; `total_act_ret_energy` of `em1data`,
+    /// `total_act_ret` of `emdata` (kept, not reported: the hub has no quantity for it).
+    var returnedEnergyTotal: Double?
     /// temperature.tC, °C (the device's own temperature; kept, not reported).
     var temperatureC: Double?
 
     init() {}
 
-    /// Reads the fields a `switch:<n>` object carries.
+    /// Reads the fields a `switch:<n>` or `pm1:<n>` object carries.
     init(json: JSONValue) {
-        output = ShellyPayload.bool(json["output"])
-        apower = Plausible.check(ShellyPayload.number(json["apower"]), Plausible.power)
-        voltage = Plausible.check(ShellyPayload.number(json["voltage"]), Plausible.voltage)
-        current = Plausible.check(ShellyPayload.number(json["current"]), Plausible.current)
-        if let aenergy = json["aenergy"], case .object = aenergy {
-            energyTotal = Plausible.check(ShellyPayload.number(aenergy["total"]), Plausible.energyWh)
+        self.init(json: json, component: .switch)
+    }
+
+    /// Reads the fields of a `component` status object.
+    /// - Parameters:
+    ///   - json: The status object (or a NotifyStatus part of it).
+    ///   - component: Which component it is the status of.
+    init(json: JSONValue, component: ShellyComponent) {
+        func number(_ key: String, _ range: ClosedRange<Double>) -> Double? {
+            Plausible.check(ShellyPayload.number(json[key]), range)
+        }
+        func total(_ key: String) -> Double? {
+            guard let object = json[key], case .object = object else { return nil }
+            return Plausible.check(ShellyPayload.number(object["total"]), Plausible.energyWh)
+        }
+        switch component {
+        case .switch, .pm1:
+            if component == .switch { output = ShellyPayload.bool(json["output"]) }
+            apower = number("apower", Plausible.power)
+            voltage = number("voltage", Plausible.voltage)
+            current = number("current", Plausible.current)
+            energyTotal = total("aenergy")
+            returnedEnergyTotal = total("ret_aenergy")
+        case .em1:
+            apower = number("act_power", Plausible.power)
+            voltage = number("voltage", Plausible.voltage)
+            current = number("current", Plausible.current)
+        case .em:
+            apower = number("total_act_power", Plausible.power)
+            current = number("total_current", Plausible.current)
         }
         if let temperature = json["temperature"], case .object = temperature {
             temperatureC = Plausible.check(ShellyPayload.number(temperature["tC"]), -100...300)
         }
+    }
+
+    /// Reads the energy counters of an `em1data:<n>` or `emdata:<n>` object.
+    /// - Parameters:
+    ///   - energyData: The data component's status object.
+    ///   - component: `.em1` (`em1data`) or `.em` (`emdata`).
+    init(energyData json: JSONValue, of component: ShellyComponent) {
+        let (total, returned) = component == .em ? ("total_act", "total_act_ret") : ("total_act_energy", "total_act_ret_energy")
+        energyTotal = Plausible.check(ShellyPayload.number(json[total]), Plausible.energyWh)
+        returnedEnergyTotal = Plausible.check(ShellyPayload.number(json[returned]), Plausible.energyWh)
     }
 
     /// This status with the fields `update` carries laid over it.
@@ -127,6 +168,7 @@ struct ShellySwitchStatus: Sendable, Equatable {
         if let v = update.voltage { merged.voltage = v }
         if let v = update.current { merged.current = v }
         if let v = update.energyTotal { merged.energyTotal = v }
+        if let v = update.returnedEnergyTotal { merged.returnedEnergyTotal = v }
         if let v = update.temperatureC { merged.temperatureC = v }
         return merged
     }

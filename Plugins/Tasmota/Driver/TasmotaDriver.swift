@@ -3,15 +3,18 @@ import Foundation
 import Synchronization
 
 /// A running Tasmota device on the hub's broker: follows its last will, relay state and energy
-/// meter, and switches its relay with `cmnd/<t>/POWER<n>`.
+/// meter, and switches its relay with `cmnd/<t>/POWER<n>` (topics from its FullTopic and prefixes).
 ///
 /// - Availability comes from the retained `tele/<t>/LWT` (`Online`/`Offline`, any case).
-/// - The relay state comes from `stat/<t>/RESULT`, `stat/<t>/POWER<n>` and `tele/<t>/STATE`. After a
-///   command, the device's next confirmation is reported even if the state did not change;
-///   otherwise only changes are reported. A command not confirmed within the confirmation timeout
-///   (10 s) or interrupted by the device's last will is reported with `.commandFailed`.
+/// - The relay state comes from `stat/<t>/RESULT`, `stat/<t>/POWER<n>` (plain text, or JSON with
+///   `SetOption4 1`) and `tele/<t>/STATE`, in the device's `StateText` words. After a command, the
+///   device's next confirmation is reported even if the state did not change; otherwise only
+///   changes are reported. A command not confirmed within the confirmation timeout (10 s) or
+///   interrupted by the device's last will is reported with `.commandFailed`.
 /// - `tele/<t>/SENSOR` `ENERGY` gives power (W), voltage (V), current (A) and energy
-///   (`Total` kWh as Wh). Malformed or absurd payloads are ignored and counted (`ignoredPayloads`).
+///   (`Total` kWh as Wh) of its meter channel; what a multi-channel meter sums (a scalar `Total`)
+///   is not booked to one relay of several. Malformed or absurd payloads are ignored and counted
+///   (`ignoredPayloads`).
 public final class TasmotaDriver: Driver {
     private struct State: Sendable {
         var started = false
@@ -32,15 +35,17 @@ public final class TasmotaDriver: Driver {
 
     let topics: TasmotaTopics
     let energyChannel: Int
+    let words: TasmotaStateText
     let confirmationTimeout: Duration
     private let state = Mutex(State())
     private let gate = DriverReportGate()
     /// Wakes the confirmation watcher when a command is sent.
     private let deadlineWakeup = DriverWakeup()
 
-    init(topics: TasmotaTopics, energyChannel: Int, confirmationTimeout: Duration) {
+    init(topics: TasmotaTopics, energyChannel: Int, words: TasmotaStateText = .standard, confirmationTimeout: Duration) {
         self.topics = topics
         self.energyChannel = energyChannel
+        self.words = words
         self.confirmationTimeout = confirmationTimeout
     }
 
@@ -70,8 +75,7 @@ public final class TasmotaDriver: Driver {
             return
         }
         do {
-            try mqtt.subscribe(topics.base("stat") + "#")
-            try mqtt.subscribe(topics.base("tele") + "#")
+            for filter in topics.subscriptions { try mqtt.subscribe(filter) }
             // Ask for the relay state (an empty payload is a query; never retained).
             try mqtt.publish(topics.commandTopic, [], retain: false)
         } catch {
@@ -128,23 +132,31 @@ public final class TasmotaDriver: Driver {
         } else if topic == topics.resultTopic {
             // RESULT answers every command (also other ones); only a POWER field concerns us.
             guard let object = TasmotaPayload.object(message.payload) else { return ignore() }
-            guard let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames) else { return }
+            guard let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames, words: words) else { return }
             await deviceTalks(message)
             await relay(on, confirmation: .result)
         } else if topics.statPowerTopics.contains(topic) {
-            guard message.payload.count <= 16, let on = TasmotaPayload.power(message.text) else { return ignore() }
+            if message.payload.first == UInt8(ascii: "{") {
+                // SetOption4 1: the JSON answer comes on the command's own topic instead of RESULT.
+                guard message.payload.count <= 256, let object = TasmotaPayload.object(message.payload),
+                    let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames, words: words)
+                else { return ignore() }
+                await deviceTalks(message)
+                return await relay(on, confirmation: .result)
+            }
+            guard message.payload.count <= 64, let on = TasmotaPayload.power(message.text, words: words) else { return ignore() }
             await deviceTalks(message)
             await relay(on, confirmation: .power)
         } else if topic == topics.stateTopic {
             guard let object = TasmotaPayload.object(message.payload) else { return ignore() }
             await deviceTalks(message)
-            if let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames) {
+            if let on = TasmotaPayload.power(in: object, names: topics.acceptedPowerNames, words: words) {
                 await relay(on, confirmation: nil)
             }
         } else if topic == topics.sensorTopic {
             guard let object = TasmotaPayload.object(message.payload) else { return ignore() }
             await deviceTalks(message)
-            let readings = TasmotaPayload.energyReadings(object, channel: energyChannel)
+            let readings = TasmotaPayload.energyReadings(object, channel: energyChannel, split: topics.relays > 1)
             let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
             for (quantity, value) in readings {
                 await report(.reading(quantity: quantity, value: value, measuredAt: now))
@@ -160,7 +172,7 @@ public final class TasmotaDriver: Driver {
     /// A live message from the device while its availability is unknown (no retained LWT): it is up.
     private func deviceTalks(_ message: DriverMQTTMessage) async {
         guard !message.retained, state.withLock({ $0.available == nil }) else { return }
-        await setAvailability(true, reason: "Tasmota answering on \(topics.base("stat"))")
+        await setAvailability(true, reason: "Tasmota answering on \(topics.base(.stat))")
     }
 
     private enum Confirmation { case result, power }

@@ -3,9 +3,16 @@ import MQTT
 import Synchronization
 
 /// A simulated Tasmota plug/relay with energy meter on a real MQTT broker, behaving like the
-/// firmware with its default settings (FullTopic `%prefix%/%topic%/`, MQTT 3.1.1):
+/// firmware (by default with its default settings: FullTopic `%prefix%/%topic%/`, prefixes
+/// `cmnd`/`stat`/`tele`, StateText `OFF`/`ON`/`TOGGLE`/`HOLD`, `SetOption129 0`; MQTT 3.1.1). Topics
+/// below are written for the default FullTopic; `Options.fullTopic` changes them as the firmware's
+/// `GetTopic_P` does (a FullTopic without `%prefix%` gets `/%prefix%` for commands only; `%topic%`,
+/// `%hostname%` and `%id%` are filled in, `//` becomes `/`).
 ///
 /// - connects with the last will `tele/<t>/LWT` = `Offline` (retained) and publishes `Online` (retained);
+/// - publishes its retained announcement `tasmota/discovery/<MAC>/config` in the firmware's format
+///   (`TasDiscoverMessage`: topic, FullTopic, prefixes, relays, MAC, names, StateText) unless
+///   `Options.publishDiscovery` is off (firmware before 9);
 /// - obeys `cmnd/<t>/POWER` / `POWER<n>` with `ON`/`OFF`/`TOGGLE` (also `1`/`0`/`2`, any case;
 ///   an empty payload is a query) and answers `stat/<t>/RESULT` `{"POWER":"ON"}` plus
 ///   `stat/<t>/POWER` `ON` (a single-relay device says `POWER`, a multi-relay one `POWER<n>`);
@@ -17,8 +24,11 @@ import Synchronization
 /// - like a real device it acts on *retained* commands too ("ghost switching" when someone retained
 ///   a `cmnd/.../POWER`); set `Options.ignoreRetainedCommands` to make it skip them.
 ///
-/// With several relays the energy fields are arrays, one element per relay (like a multi-channel
-/// meter with `SetOption129 1`), and `Voltage` is a single value (the line all channels share).
+/// With several relays the meter has one channel per relay: `Power`, `Current` and the other
+/// measurements are arrays, one element per relay, `Voltage` is a single value (the line all
+/// channels share), and `Total`, `Yesterday` and `Today` are the sum of the channels unless
+/// `Options.setOption129` (then arrays too), as the firmware's `EnergyFmt` writes them. Relay
+/// states are written in the `StateText` words.
 public final class TasmotaSimulator: Sendable {
     /// The broker, the device's topic and relays, and the simulated load.
     public struct Options: Sendable {
@@ -42,13 +52,29 @@ public final class TasmotaSimulator: Sendable {
         public var password: String?
         /// Skip commands the broker delivers from its retained store (a real Tasmota obeys them).
         public var ignoreRetainedCommands: Bool
+        /// The FullTopic pattern (`%prefix%`, `%topic%`, `%hostname%`, `%id%`).
+        public var fullTopic: String
+        /// `Prefix1`...`Prefix3`: the command, stat and tele prefixes.
+        public var prefixes: [String]
+        /// `StateText1`...`StateText4`: the words for off, on, toggle and hold.
+        public var stateText: [String]
+        /// `SetOption129 1`: `Total`, `Yesterday` and `Today` per channel instead of summed.
+        public var setOption129: Bool
+        /// Publish the retained `tasmota/discovery/<MAC>/config` (firmware 9 and later).
+        public var publishDiscovery: Bool
+        /// The MAC (12 hex digits); nil: one derived from the topic.
+        public var mac: String?
+        /// `FriendlyName1` (the others are `<name>2`, `<name>3`...), and the `DeviceName`.
+        public var friendlyName: String
 
         /// One relay under `tasmota_A1B2C3` on a local broker, 60 W, `tele/` every 10 s.
         public init(
             host: String = "127.0.0.1", port: Int = 1883, topic: String = "tasmota_A1B2C3",
             relays: Int = 1, telePeriod: Double = 10, loadWatts: Double = 60,
             initialTotalKWh: Double = 0, username: String? = nil, password: String? = nil,
-            ignoreRetainedCommands: Bool = false
+            ignoreRetainedCommands: Bool = false, fullTopic: String = "%prefix%/%topic%/",
+            prefixes: [String] = ["cmnd", "stat", "tele"], stateText: [String] = ["OFF", "ON", "TOGGLE", "HOLD"],
+            setOption129: Bool = false, publishDiscovery: Bool = true, mac: String? = nil, friendlyName: String = "Tasmota"
         ) {
             self.host = host
             self.port = port
@@ -60,6 +86,13 @@ public final class TasmotaSimulator: Sendable {
             self.username = username
             self.password = password
             self.ignoreRetainedCommands = ignoreRetainedCommands
+            self.fullTopic = fullTopic
+            self.prefixes = prefixes
+            self.stateText = stateText
+            self.setOption129 = setOption129
+            self.publishDiscovery = publishDiscovery
+            self.mac = mac
+            self.friendlyName = friendlyName
         }
     }
 
@@ -85,7 +118,8 @@ public final class TasmotaSimulator: Sendable {
         var stopped = false
     }
 
-    /// How it was set up (relays clamped to 1...8, `telePeriod` at least 0.05 s).
+    /// How it was set up (relays clamped to 1...8, `telePeriod` at least 0.05 s, the MAC filled in,
+    /// prefixes and StateText completed with the defaults).
     public let options: Options
     private let device: Mutex<Device>
     private let connection = Mutex(Connection())
@@ -96,6 +130,14 @@ public final class TasmotaSimulator: Sendable {
         options.relays = min(max(options.relays, 1), 8)
         options.telePeriod = max(options.telePeriod, 0.05)
         options.loadWatts = max(options.loadWatts, 0)
+        let defaultPrefixes = ["cmnd", "stat", "tele"], defaultWords = ["OFF", "ON", "TOGGLE", "HOLD"]
+        options.prefixes = (0..<3).map {
+            $0 < options.prefixes.count && !options.prefixes[$0].isEmpty ? options.prefixes[$0] : defaultPrefixes[$0]
+        }
+        options.stateText = (0..<4).map {
+            $0 < options.stateText.count && !options.stateText[$0].isEmpty ? options.stateText[$0] : defaultWords[$0]
+        }
+        options.mac = Self.validMAC(options.mac) ?? Self.mac(for: options.topic)
         self.options = options
         let now = Date()
         let n = options.relays
@@ -112,8 +154,29 @@ public final class TasmotaSimulator: Sendable {
 
     // MARK: - Topics
 
-    private func topic(_ prefix: String, _ command: String) -> String { "\(prefix)/\(options.topic)/\(command)" }
-    private var lwtTopic: String { topic("tele", "LWT") }
+    /// The device's topic for `command` under prefix 0 (cmnd), 1 (stat) or 2 (tele): the firmware's `GetTopic_P`.
+    private func topic(_ prefix: Int, _ command: String) -> String { Self.topic(options, prefix, command) }
+    private var lwtTopic: String { topic(Self.tele, "LWT") }
+    private static let cmnd = 0, stat = 1, tele = 2
+
+    static func topic(_ options: Options, _ prefix: Int, _ command: String) -> String {
+        var full = options.fullTopic
+        if prefix == cmnd && !full.contains("%prefix%") { full += "/%prefix%" }
+        full = full.replacingOccurrences(of: "%prefix%", with: options.prefixes[prefix])
+            .replacingOccurrences(of: "%topic%", with: options.topic)
+            .replacingOccurrences(of: "%hostname%", with: hostname(options))
+            .replacingOccurrences(of: "%id%", with: options.mac ?? "")
+            .replacingOccurrences(of: "#", with: "")
+        while full.contains("//") { full = full.replacingOccurrences(of: "//", with: "/") }
+        if !full.hasSuffix("/") { full += "/" }
+        return full + command
+    }
+
+    /// The announcement's topic, `tasmota/discovery/<MAC>/config`.
+    public var discoveryTopic: String { "tasmota/discovery/\(options.mac ?? "")/config" }
+
+    /// The word for a relay state (`StateText1` off, `StateText2` on).
+    private func word(_ on: Bool) -> String { options.stateText[on ? 1 : 0] }
 
     /// `POWER` on a single-relay device, `POWER<n>` with several.
     private func powerName(_ relay: Int) -> String { options.relays == 1 ? "POWER" : "POWER\(relay)" }
@@ -209,8 +272,8 @@ public final class TasmotaSimulator: Sendable {
             d.periodWh = d.periodWh.map { _ in 0 }
             return (state, sensor)
         }
-        _ = try? client.publish(topic("tele", "STATE"), Array(state.utf8), qos: 1, retain: false)
-        _ = try? client.publish(topic("tele", "SENSOR"), Array(sensor.utf8), qos: 1, retain: false)
+        _ = try? client.publish(topic(Self.tele, "STATE"), Array(state.utf8), qos: 1, retain: false)
+        _ = try? client.publish(topic(Self.tele, "SENSOR"), Array(sensor.utf8), qos: 1, retain: false)
     }
 
     // MARK: - Connection
@@ -224,7 +287,7 @@ public final class TasmotaSimulator: Sendable {
                 keepAlive: 30, cleanSession: true, protocolVersion: .v311,
                 will: MQTTOptions.Will(topic: lwtTopic, payload: Array("Offline".utf8), qos: 1, retain: true),
                 reconnectDelay: MQTTOptions.ReconnectDelay(min: .seconds(1), max: .seconds(10))))
-        try client.subscribe(topic("cmnd", "#"), qos: 1)
+        try client.subscribe(topic(Self.cmnd, "#"), qos: 1)
         let pump = Task { [self] in
             for await message in client.messages { handle(message, client: client) }
         }
@@ -238,6 +301,9 @@ public final class TasmotaSimulator: Sendable {
         }
         device.withLock { $0.mqttCount += 1 }
         _ = try? client.publish(lwtTopic, Array("Online".utf8), qos: 1, retain: true)
+        if options.publishDiscovery {
+            _ = try? client.publish(discoveryTopic, Array(discoveryJSON().utf8), qos: 1, retain: true)
+        }
         let tele = Task { [self] in
             publishTelemetry(client)
             while !Task.isCancelled {
@@ -262,7 +328,7 @@ public final class TasmotaSimulator: Sendable {
 
     private func handle(_ message: MQTTMessage, client: MQTTClient) {
         if message.retain && options.ignoreRetainedCommands { return }
-        let prefix = "cmnd/\(options.topic)/"
+        let prefix = topic(Self.cmnd, "")
         guard message.topic.hasPrefix(prefix) else { return }
         let command = message.topic.dropFirst(prefix.count).uppercased()
         let payload = String(decoding: message.payload, as: UTF8.self)
@@ -288,7 +354,7 @@ public final class TasmotaSimulator: Sendable {
                 accrue(&d, now: Date())
                 return stateJSON(d, now: Date())
             }
-            _ = try? client.publish(topic("stat", "RESULT"), Array(json.utf8), qos: 1, retain: false)
+            _ = try? client.publish(topic(Self.stat, "RESULT"), Array(json.utf8), qos: 1, retain: false)
         } else if command == "TELEPERIOD" {
             let period = device.withLock { d -> Double in
                 if let value = Double(payload), value.isFinite {
@@ -298,7 +364,7 @@ public final class TasmotaSimulator: Sendable {
                 return d.telePeriod
             }
             _ = try? client.publish(
-                topic("stat", "RESULT"), Array("{\"TelePeriod\":\(Self.number(period, 0))}".utf8), qos: 1, retain: false)
+                topic(Self.stat, "RESULT"), Array("{\"TelePeriod\":\(Self.number(period, 0))}".utf8), qos: 1, retain: false)
             publishTelemetry(client)
         } else {
             unknown(client)
@@ -306,14 +372,14 @@ public final class TasmotaSimulator: Sendable {
     }
 
     private func unknown(_ client: MQTTClient) {
-        _ = try? client.publish(topic("stat", "RESULT"), Array("{\"Command\":\"Unknown\"}".utf8), qos: 1, retain: false)
+        _ = try? client.publish(topic(Self.stat, "RESULT"), Array("{\"Command\":\"Unknown\"}".utf8), qos: 1, retain: false)
     }
 
     private func announcePower(relay: Int, on: Bool, client: MQTTClient) {
         let name = powerName(relay)
-        let text = on ? "ON" : "OFF"
-        _ = try? client.publish(topic("stat", "RESULT"), Array("{\"\(name)\":\"\(text)\"}".utf8), qos: 1, retain: false)
-        _ = try? client.publish(topic("stat", name), Array(text.utf8), qos: 1, retain: false)
+        let text = word(on)
+        _ = try? client.publish(topic(Self.stat, "RESULT"), Array("{\"\(name)\":\(Self.json(text))}".utf8), qos: 1, retain: false)
+        _ = try? client.publish(topic(Self.stat, name), Array(text.utf8), qos: 1, retain: false)
     }
 
     // MARK: - Energy
@@ -340,7 +406,7 @@ public final class TasmotaSimulator: Sendable {
         var s = "{\"Time\":\"\(Self.timestamp(now))\",\"Uptime\":\"\(Self.uptime(uptime))\",\"UptimeSec\":\(uptime),"
         s += "\"Heap\":28,\"SleepMode\":\"Dynamic\",\"Sleep\":50,\"LoadAvg\":19,\"MqttCount\":\(d.mqttCount),"
         for i in d.relayOn.indices {
-            s += "\"\(powerName(i + 1))\":\"\(d.relayOn[i] ? "ON" : "OFF")\","
+            s += "\"\(powerName(i + 1))\":\(Self.json(word(d.relayOn[i]))),"
         }
         s +=
             "\"Wifi\":{\"AP\":1,\"SSId\":\"simulated\",\"BSSId\":\"30:B5:C2:00:00:01\",\"Channel\":6,\"Mode\":\"11n\",\"RSSI\":86,\"Signal\":-57,\"LinkCount\":1,\"Downtime\":\"0T00:00:03\"}}"
@@ -364,12 +430,75 @@ public final class TasmotaSimulator: Sendable {
             values.count == 1
                 ? Self.number(values[0], decimals) : "[" + values.map { Self.number($0, decimals) }.joined(separator: ",") + "]"
         }
-        var e = "\"TotalStartTime\":\"\(d.totalStartTime)\",\"Total\":\(field(d.totalKWh, 3)),"
-        e += "\"Yesterday\":\(field(d.yesterdayKWh, 3)),\"Today\":\(field(d.todayKWh, 3)),"
+        // Total, Yesterday and Today: summed over the channels unless SetOption129 1 (EnergyFmt's "single = 2").
+        func counter(_ values: [Double]) -> String {
+            options.setOption129 ? field(values, 3) : Self.number(values.reduce(0, +), 3)
+        }
+        var e = "\"TotalStartTime\":\"\(d.totalStartTime)\",\"Total\":\(counter(d.totalKWh)),"
+        e += "\"Yesterday\":\(counter(d.yesterdayKWh)),\"Today\":\(counter(d.todayKWh)),"
         e += "\"Period\":\(field(d.periodWh, 0)),\"Power\":\(field(power, 0)),\"ApparentPower\":\(field(apparent, 0)),"
         e += "\"ReactivePower\":\(field(reactive, 0)),\"Factor\":\(field(factor, 2)),"
         e += "\"Voltage\":\(Self.number(voltage, 0)),\"Current\":\(field(current, 3))"
         return "{\"Time\":\"\(Self.timestamp(now))\",\"ENERGY\":{\(e)}}"
+    }
+
+    // MARK: - Announcement
+
+    /// The retained announcement, as the firmware's `TasDiscoverMessage` (xdrv_12_discovery.ino)
+    /// writes it: 8 friendly names (null past the relays), relay types (1 = plain relay), switch
+    /// and button fields of a device without them, the SetOptions it reports.
+    func discoveryJSON() -> String {
+        let n = options.relays
+        let names = (0..<8).map { i in i < n ? Self.json(i == 0 ? options.friendlyName : "\(options.friendlyName)\(i + 1)") : "null" }
+        let relays = (0..<8).map { $0 < n ? "1" : "0" }
+        var s = "{\"ip\":\"127.0.0.1\",\"dn\":\(Self.json(options.friendlyName)),\"fn\":[\(names.joined(separator: ","))],"
+        s += "\"hn\":\(Self.json(Self.hostname(options))),\"mac\":\"\(options.mac ?? "")\",\"md\":\"Simulated\",\"ty\":0,\"if\":0,"
+        s += "\"ofln\":\"Offline\",\"onln\":\"Online\",\"state\":[\(options.stateText.map(Self.json).joined(separator: ","))],"
+        s += "\"sw\":\"13.2.0\",\"t\":\(Self.json(options.topic)),\"ft\":\(Self.json(options.fullTopic)),"
+        s += "\"tp\":[\(options.prefixes.map(Self.json).joined(separator: ","))],\"rl\":[\(relays.joined(separator: ","))],"
+        s += "\"swc\":[-1,-1,-1,-1,-1,-1,-1,-1],\"swn\":[null,null,null,null,null,null,null,null],\"btn\":[0,0,0,0,0,0,0,0],"
+        s += "\"so\":{\"4\":0,\"11\":0,\"13\":0,\"17\":0,\"20\":0,\"30\":0,\"68\":0,\"73\":0,\"82\":0,\"114\":0,\"117\":0},"
+        s += "\"lk\":0,\"lt_st\":0,\"bat\":0,\"dslp\":0,\"sho\":[],\"sht\":[],\"ver\":1}"
+        return s
+    }
+
+    /// The firmware's default host name, `<topic>-<chip id & 0x1FFF>` (here from the MAC).
+    static func hostname(_ options: Options) -> String {
+        let low = Int(options.mac?.suffix(4) ?? "", radix: 16) ?? 0
+        return "\(options.topic.prefix(24))-" + String(format: "%04d", low & 0x1FFF)
+    }
+
+    /// A MAC derived from the topic (FNV-1a), with an Espressif prefix: distinct topics, distinct MACs.
+    static func mac(for topic: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in topic.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return "DC4F22" + String(format: "%06X", UInt32(truncatingIfNeeded: hash) & 0xFF_FFFF)
+    }
+
+    /// 12 hex digits upper-cased (colons dropped), else nil.
+    static func validMAC(_ text: String?) -> String? {
+        guard let hex = text?.filter({ $0 != ":" }), hex.count == 12, hex.allSatisfy(\.isHexDigit) else { return nil }
+        return hex.uppercased()
+    }
+
+    /// `text` as a JSON string.
+    static func json(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+            }
+        }
+        return out + "\""
     }
 
     // MARK: - Formatting
@@ -411,8 +540,10 @@ public final class TasmotaSimulator: Sendable {
                 let simulator = TasmotaSimulator(options: o)
                 try await simulator.start()
                 simulators.append(simulator)
+                let relays = simulator.options.relays
+                let power = Self.topic(simulator.options, cmnd, relays == 1 ? "POWER" : "POWER1")
                 output(
-                    "tasmota simulator \(o.topic) (\(simulator.options.relays) relay\(simulator.options.relays == 1 ? "" : "s"), \(number(simulator.options.loadWatts, 0)) W) on MQTT \(o.host):\(o.port), tele every \(number(simulator.options.telePeriod, 1)) s; switch with: mosquitto_pub -t cmnd/\(o.topic)/POWER -m TOGGLE"
+                    "tasmota simulator \(o.topic) (MAC \(simulator.options.mac ?? ""), \(relays) relay\(relays == 1 ? "" : "s"), \(number(simulator.options.loadWatts, 0)) W) on MQTT \(o.host):\(o.port), tele every \(number(simulator.options.telePeriod, 1)) s; switch with: mosquitto_pub -t \(power) -m TOGGLE"
                 )
             }
             while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600_000_000_000) }

@@ -30,6 +30,19 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
     public var temperature: ReadingValue?
     /// How many times the animal was admitted.
     public var admissions: Int
+    /// The stays before the current one, the latest first: each admission with its discharge and
+    /// its last vitals, kept when the animal is admitted again.
+    public var earlierStays: [AnimalStay] = []
+
+    /// This stay, as it would be kept among ``earlierStays`` after a re-admission.
+    public var currentStay: AnimalStay {
+        AnimalStay(
+            admission: admission, admittedAt: admittedAt, dischargedAt: dischargedAt, discharge: discharge,
+            heartRate: heartRate, temperature: temperature)
+    }
+
+    /// When the stay before this one ended (nil: none, or it was never discharged).
+    public var previousStayEnd: Int64? { earlierStays.first?.dischargedAt }
 
     /// True while in care.
     public var isAdmitted: Bool { status == .admitted }
@@ -63,6 +76,23 @@ public struct AnimalRecord: Sendable, Equatable, Codable {
         lastSeenAt = time
         unseenSince = nil
     }
+}
+
+/// One stay of an animal in care: its admission, its discharge (nil while it lasts) and the last
+/// vitals measured during it.
+public struct AnimalStay: Sendable, Equatable, Codable {
+    /// The admission as recorded (sealed owner data included).
+    public var admission: AnimalAdmitted
+    /// When it was admitted, µs since the Unix epoch.
+    public var admittedAt: Int64
+    /// When it was discharged, µs since the Unix epoch; nil while in care.
+    public var dischargedAt: Int64?
+    /// The discharge's details; nil while in care.
+    public var discharge: AnimalDischarged?
+    /// The last heart rate of the stay, in beats per minute.
+    public var heartRate: ReadingValue?
+    /// The last temperature of the stay, in °C.
+    public var temperature: ReadingValue?
 }
 
 /// Per animal: admission, status, whereabouts, latest vitals; plus a beacon index.
@@ -114,7 +144,8 @@ public struct AnimalsModel: Sendable, Equatable, Codable {
                 id: e.animal, admission: e, status: .admitted, admittedAt: context.timestamp,
                 dischargedAt: nil, discharge: nil, beacon: beacon, lastRoom: nil,
                 lastSeenAt: nil, heartRate: nil, temperature: nil,
-                admissions: (previous?.admissions ?? 0) + 1)
+                admissions: (previous?.admissions ?? 0) + 1,
+                earlierStays: previous.map { [$0.currentStay] + $0.earlierStays } ?? [])
             beaconIndex[beacon] = e.animal
         case .animalDischarged(let e):
             guard let beacon = byId[e.animal]?.markDischarged(e, at: context.timestamp) else { return }

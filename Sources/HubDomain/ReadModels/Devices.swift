@@ -97,6 +97,8 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     public var config: String
     /// The device's own identity (MAC, serial), when registered with one.
     public var hardwareId: String?
+    /// The strip this device is an outlet of (nil: a device of its own).
+    public var outlet: OutletOf?
     /// When it was (last) registered, µs since the Unix epoch.
     public var registeredAt: Int64
     /// True once removed; a removed record stays until the id is registered again.
@@ -183,6 +185,11 @@ public struct DevicesModel: Sendable, Equatable, Codable {
     /// Devices that are registered and not removed, sorted by id.
     public var active: [DeviceRecord] { records.filter { !$0.removed }.sorted { $0.id < $1.id } }
 
+    /// The active outlets of the strip `strip`, in the strip's order (empty: no such strip).
+    public func outlets(of strip: String) -> [DeviceRecord] {
+        records.filter { !$0.removed && $0.outlet?.strip == strip }.sorted { ($0.outlet?.number ?? 0) < ($1.outlet?.number ?? 0) }
+    }
+
     /// Equal when they hold the same records by id (slot order aside).
     public static func == (a: DevicesModel, b: DevicesModel) -> Bool { a.byId == b.byId }
 
@@ -208,7 +215,7 @@ public struct DevicesModel: Sendable, Equatable, Codable {
         case .deviceRegistered(let e):
             let record = DeviceRecord(
                 id: e.device, driver: e.driver, name: e.name, config: e.config,
-                hardwareId: e.hardwareId, registeredAt: context.timestamp)
+                hardwareId: e.hardwareId, outlet: e.outlet, registeredAt: context.timestamp)
             if let slot = slotById[e.device] {
                 records[slot] = record
             } else {

@@ -126,6 +126,7 @@ struct AnimalPage {
                 \(ownerCard)
                 \(dischargeCard)
                 </div>
+                \(earlierStays)
                 <h2>Vital signs</h2>
                 \(animal.isAdmitted ? vitalsForm : HTML.empty)
                 <p class="ranges">\(ranges)</p>
@@ -190,12 +191,35 @@ struct AnimalPage {
         }
         return """
             <section class="card"><h3>Discharge</h3>
-            <form class="stack" data-after="reload" data-command="\(ConsoleFormat.command([("command", "discharge_animal"), ("id", .string(animal.id))]))">
+            <form class="stack" data-after="reload" data-confirm="Discharge \(animal.admission.name) now?" data-command="\(ConsoleFormat.command([("command", "discharge_animal"), ("id", .string(animal.id))]))">
             <label>Exit weight (kg)<input name="exit_weight_kg" required data-type="number" inputmode="decimal"></label>
             <label>Veterinarian<input name="veterinarian"></label>
             <label class="wide">Observations<textarea name="observations"></textarea></label>
             <div class="wide"><button type="submit" class="danger">Discharge</button></div>
             </form></section>
+            """
+    }
+
+    /// Every stay before this one, the latest first: its admission, its discharge and its last vitals.
+    var earlierStays: HTML {
+        guard !animal.earlierStays.isEmpty else { return .empty }
+        let cards = animal.earlierStays.enumerated().map { index, stay -> HTML in
+            let a = stay.admission, d = stay.discharge
+            let number = animal.earlierStays.count - index
+            return """
+                <section class="card stay" data-stay="\(number)"><h3>Stay \(number): \(ConsoleFormat.time(stay.admittedAt)) – \(ConsoleFormat.time(stay.dischargedAt))</h3><dl>
+                \(Self.pairs([("Reason", a.motive), ("Veterinarian", a.veterinarian), ("Observations", a.observations), ("Breed", a.breed),
+                      ("Weight", ConsoleFormat.number(a.weightKg, decimals: 1) + " kg"),
+                      ("Last heart rate", stay.heartRate.map { ConsoleFormat.number($0.value, decimals: 0) + " bpm" }),
+                      ("Last temperature", stay.temperature.map { ConsoleFormat.number($0.value, decimals: 1) + " °C" }),
+                      ("Exit weight", d.map { ConsoleFormat.number($0.exitWeightKg, decimals: 1) + " kg" }),
+                      ("Discharged by", d?.veterinarian), ("At discharge", d?.observations)]))
+                </dl></section>
+                """
+        }
+        return """
+            <h2>Earlier stays (\(animal.earlierStays.count))</h2>
+            <div class="grid">\(cards)</div>
             """
     }
 

@@ -26,8 +26,12 @@ extension ConsoleRoutes {
         if admitted > from {
             from = Swift.min(admitted - 1_800_000_000, now - 3_600_000_000)
         }
-        async let heart = vitals(id, .heartRate, range.resolution, from: from, to: now)
-        async let temperature = vitals(id, .temperature, range.resolution, from: from, to: now)
+        // The charts show this stay only (triage vitals before the admission included), never the
+        // vitals of an earlier stay.
+        if let previousEnd = animal.previousStayEnd, previousEnd >= from { from = previousEnd + 1 }
+        let after = animal.previousStayEnd
+        async let heart = vitals(id, .heartRate, range.resolution, from: from, to: now, after: after)
+        async let temperature = vitals(id, .temperature, range.resolution, from: from, to: now, after: after)
         // A tenth of the range after now, so the newest measurement is not drawn on the frame.
         return AnimalPage(
             animal: animal, owner: owner(animal), live: live, heartRate: await heart, temperature: await temperature,
@@ -40,15 +44,19 @@ extension ConsoleRoutes {
         animal.ownerErased ? nil : hub.vault.owner(of: animal.admission)
     }
 
-    /// One vital sign's buckets that hold a measurement, each drawn at its bucket's middle.
-    func vitals(_ id: String, _ quantity: Quantity, _ resolution: HistoryResolution, from: Int64, to: Int64) async -> [SVGChart.Band] {
+    /// One vital sign's buckets that hold a measurement, each drawn at its bucket's middle; with
+    /// `after` (the end of an earlier stay), only buckets that begin after it, so that no bucket
+    /// shared with the earlier stay is drawn as this one's.
+    func vitals(
+        _ id: String, _ quantity: Quantity, _ resolution: HistoryResolution, from: Int64, to: Int64, after: Int64? = nil
+    ) async -> [SVGChart.Band] {
         guard
             case .buckets(let buckets)? = try? await hub.history(
                 HistoryQuery(
                     subject: .animal(id), quantity: quantity, from: from,
                     to: to, resolution: resolution))
         else { return [] }
-        return buckets.filter { $0.count > 0 }.map {
+        return buckets.filter { $0.count > 0 && $0.start > (after ?? Int64.min) }.map {
             SVGChart.Band(start: $0.start + resolution.width / 2, min: $0.min, mean: $0.last, max: $0.max)
         }
     }

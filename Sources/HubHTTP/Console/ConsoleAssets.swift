@@ -191,6 +191,8 @@ enum ConsoleAssets {
             var form = e.target.closest("form[data-command]");
             if (!form) return;
             e.preventDefault();
+            // Enter in a field submits too: a form that changes something for good asks first.
+            if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
             var submit = form.querySelector("[type=submit]");
             if (submit) submit.disabled = true;
             try {

@@ -109,10 +109,16 @@ struct DevicesPage {
             <dt>Availability</dt><dd><span data-field="availability" class="\(availability == "offline" ? "offline" : "")">\(availability)</span> <span class="muted" data-field="reason">\(d.availabilityReason)</span></dd>
             <dt>Power</dt><dd data-field="power">\(ConsoleFormat.power(d.lastReadings.power))</dd>
             <dt>Energy</dt><dd data-field="energy">\(ConsoleFormat.kWh(lifetimeWh))</dd>\(meter)
-            <dt>Driver</dt><dd class="muted">\(d.driver) · <code>\(d.id)</code></dd>
+            <dt>Driver</dt><dd class="muted">\(d.driver) · <code>\(d.id)</code></dd>\(strip(d))
             </dl>
             <p class="offline" data-field="failure">\(ConsoleFormat.failure(d.lastFailure))</p>
             """
+    }
+
+    /// For an outlet: which strip it is on (`Outlet 2 of Desk strip`).
+    static func strip(_ d: DeviceRecord) -> HTML {
+        guard let o = d.outlet else { return "" }
+        return "\n<dt>Strip</dt><dd data-field=\"strip\">Outlet \(o.number) of \(o.stripName) · <code>\(o.strip)</code></dd>"
     }
 
     static func switchButtons(_ id: String) -> HTML {
