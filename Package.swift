@@ -81,8 +81,15 @@ let package = Package(
         .target(name: "PowerPlugSimulator", dependencies: ["PowerPlug", "DriverAPI"] + nio, path: "Plugins/PowerPlug/Simulator"),
         // TP-Link Kasa plugs on port 9999: driver, and its HS110 simulator (which shares the driver's
         // public cipher and frame decoder).
-        .target(name: "Kasa", dependencies: ["DriverAPI"] + nio, path: "Plugins/Kasa/Driver"),
-        .target(name: "KasaSimulator", dependencies: ["Kasa", "DriverAPI"] + nio, path: "Plugins/Kasa/Simulator"),
+        .target(
+            name: "Kasa",
+            dependencies: [
+                "DriverAPI", .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto")
+            ] + nio, path: "Plugins/Kasa/Driver"),
+        .target(
+            name: "KasaSimulator", dependencies: ["Kasa", "DriverAPI", .product(name: "NIOHTTP1", package: "swift-nio")] + nio,
+            path: "Plugins/Kasa/Simulator"),
         // MQTT-native plugs: Tasmota (driver) and its simulator (an MQTT client).
         .target(name: "Tasmota", dependencies: ["DriverAPI"], path: "Plugins/Tasmota/Driver"),
         .target(name: "TasmotaSimulator", dependencies: ["MQTT"], path: "Plugins/Tasmota/Simulator"),

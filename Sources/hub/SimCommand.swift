@@ -72,9 +72,20 @@ struct KasaSim: AsyncParsableCommand {
     @Option(help: "Watts drawn by the simulated load while the relay is on.") var load = 60.0
     @Option(help: "The device: HS110 (a plug with a meter), HS300 (a strip of six metered outlets) or KP303 (three outlets).")
     var model = "HS110"
+    @Option(
+        name: .customLong("klap-credentials"),
+        help:
+            #"Speak KLAP over HTTP on --port instead of port 9999's protocol, accepting the login in this JSON file ({"username": ..., "password": ...})."#
+    )
+    var klapCredentials: String?
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        if let klapCredentials {
+            do { _ = try KasaKLAPCredentials.read(path: klapCredentials, for: "hub sim kasa") } catch {
+                throw ValidationError("--klap-credentials: \(error)")
+            }
+        }
         guard KasaSimulator.Firmware(rawValue: firmware) != nil else { throw ValidationError("--firmware must be old or new") }
         guard (1...5000).contains(count), port == 0 || port + count - 1 <= 65535 else {
             throw ValidationError("--count must be 1 to 5000 and fit the port range")
@@ -93,6 +104,7 @@ struct KasaSim: AsyncParsableCommand {
         options.loadWatts = load
         options.model = KasaSimulator.Model(rawValue: model.uppercased())!
         if options.model != .hs110 { options.alias = "Kasa Strip" }
+        options.klap = try klapCredentials.map { try KasaKLAPCredentials.read(path: $0, for: "hub sim kasa") }
         let settings = options, count = self.count
         try await serveUntilTerminated { try await KasaSimulator.runForever(options: settings, count: count, print: printLine) }
     }

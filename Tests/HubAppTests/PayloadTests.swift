@@ -560,7 +560,7 @@ private enum P {
         let json = StateJSON.device(Hub.DeviceView(w.state, lamp), dayKey: "2026-11-18")
         #expect(
             json.serialized() == """
-                {"id":"lamp","name":"Lamp","driver":"powerplug","switch":"ON","mode":"manual",\
+                {"id":"lamp","name":"Lamp","driver":"powerplug","strip":null,"switch":"ON","mode":"manual",\
                 "pending":{"state":"OFF","since":"2026-11-18T11:06:43.000000Z","command_id":"c-9"},\
                 "last_failure":{"state":"ON","reason":"no answer within 5 s","at":"2026-11-18T11:06:41.000000Z"},\
                 "availability":"online","availability_reason":"","power":60.5,"voltage":230,"current":0.263,\
@@ -577,7 +577,7 @@ private enum P {
         let fresh = StateJSON.device(Hub.DeviceView(w.state, w.state.devices["fresh"]!), dayKey: "2026-11-18")
         #expect(
             fresh.serialized() == """
-                {"id":"fresh","name":"Fresh","driver":"virtual","switch":null,"mode":"automatic","pending":null,"last_failure":null,\
+                {"id":"fresh","name":"Fresh","driver":"virtual","strip":null,"switch":null,"mode":"automatic","pending":null,"last_failure":null,\
                 "availability":"unknown","availability_reason":"","power":null,"voltage":null,"current":null,"energy":null,\
                 "energy_today":null,"activations":[],"activations_diverged":null,"activation_conflicts":[],"removed":false}
                 """)

@@ -229,8 +229,9 @@ import Glibc
         let elapsed = Date().timeIntervalSince(started)
         let pollsMade = sim.count(of: "system.get_sysinfo") - polls
         let metersRead = sim.count(of: "emeter.get_realtime") - meters
-        // Six outlets polled every 0.2 s: about one sysinfo per interval, not six.
-        #expect(pollsMade >= 4 && Double(pollsMade) <= elapsed / 0.2 + 2, "\(pollsMade) polls in \(elapsed) s")
+        // Six outlets polled every 0.2 s: about one sysinfo per interval, not six (at least two in
+        // 2 s however loaded the machine).
+        #expect(pollsMade >= 2 && Double(pollsMade) <= elapsed / 0.2 + 2, "\(pollsMade) polls in \(elapsed) s")
         #expect(metersRead <= 6 * (pollsMade + 1), "\(metersRead) meter reads for \(pollsMade) polls")
         #expect(sim.acceptedConnections == 1)
         #expect(sim.recentChildIds.filter { !$0.isEmpty }.allSatisfy { $0.count == 1 && sim.childIds.contains($0[0]) })
@@ -314,7 +315,7 @@ import Glibc
 
     static func klapReason(_ port: Int, http: Int) -> String {
         "connection refused by 127.0.0.1:\(port): this firmware speaks KLAP (HTTP port \(http)), not the local protocol on \(port); "
-            + "turn on Third-Party Compatibility in the Kasa app (credentials for KLAP are not read)"
+            + "turn on Third-Party Compatibility in the Kasa app, or give the TP-Link login in a credentials_file"
     }
 
     @Test func aRefusedPlugWithHTTPOnThePortIsToldToBeKLAP() async throws {

@@ -323,8 +323,7 @@ extension ShellyConfiguredTests {
     /// NotifyFullStatus of a Pro 4PM [NTF] with its four switches [MB] `shellypro4pm-34987A67D7D0.json`
     /// (status "switch:0" to "switch:3", `ts` its `sys.unixtime`): the entry for channel 1 reads
     /// switch:1 alone. Before: read too, but stamped on arrival.
-    @Test(.disabled("the channel-1 entry reads nothing of this NotifyFullStatus yet: the Pro 4PM's full status is not read per channel"))
-    func notifyFullStatusOfAPro4PM() async throws {
+    @Test func notifyFullStatusOfAPro4PM() async throws {
         try await withBroker { broker in
             let p = "shellypro4pm-34987a67d7d0"
             let rig = try await ShellyRig.start(broker: broker, settings: #"{"id":"\#(p)","channel":1}"#)

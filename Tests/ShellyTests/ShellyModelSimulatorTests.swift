@@ -59,7 +59,7 @@ struct ShellyModelSimulatorTests {
             #expect(await rig.wait { $0.switchStates.first == false })
             try await rig.driver.execute(.setSwitch(on: true))
             #expect(await rig.wait { $0.switchStates.last == true })
-            #expect(await rig.wait(timeout: .seconds(2)) { $0.driver.mergedStatus.temperatureC != 38.5 })
+            #expect(await rig.wait(timeout: .seconds(10)) { $0.driver.mergedStatus.temperatureC != 38.5 })
             try await rig.driver.execute(.setSwitch(on: false))
             #expect(await rig.wait { $0.switchStates == [false, true, false] })
             #expect(rig.observations.allSatisfy { if case .reading = $0 { return false } else { return true } })

@@ -13,15 +13,19 @@ struct KasaClientConfig: Sendable {
     /// Seconds to wait before a retry.
     var retryBackoff: Double
     var maxFrameSize = KasaFrameDecoder.defaultMaxFrameSize
+    /// The TP-Link login for a plug that speaks KLAP over HTTP on `port`; nil = the local protocol.
+    var klap: KasaKLAPCredentials?
 
     var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// The connection to one plug: opened on demand, re-opened after any error, requests serialised on
-/// it (one in flight), retried after timeouts. Refusals and unreachable hosts fail fast.
+/// it (one in flight), retried after timeouts. Refusals and unreachable hosts fail fast. With a
+/// TP-Link login (`config.klap`) the same requests go over KLAP instead (``KasaKLAPTransport``).
 actor KasaClient {
     let config: KasaClientConfig
     private let group: any EventLoopGroup
+    private let klap: KasaKLAPTransport?
     private var connection: KasaConnection?
     private var connecting: Task<KasaConnection, any Error>?
     private var isShutDown = false
@@ -33,7 +37,11 @@ actor KasaClient {
     init(config: KasaClientConfig, group: any EventLoopGroup) {
         self.config = config
         self.group = group
+        klap = config.klap.map { KasaKLAPTransport(config: config, credentials: $0, group: group) }
     }
+
+    /// KLAP handshakes begun so far (0 for the local protocol), for the tests.
+    var klapHandshakes: Int { get async { await klap?.handshakes ?? 0 } }
 
     /// Sends a JSON payload and returns the reply payload (with its request's place in the order of
     /// writes), with retries; throws `KasaClientError` (or `CancellationError`).
@@ -44,6 +52,11 @@ actor KasaClient {
             do {
                 try Task.checkCancellation()
                 if cancelling.withLock({ $0.cancelled }) { throw CancellationError() }
+                if let klap {
+                    if isShutDown { throw KasaClientError.stopped }
+                    let reply = try await klap.request(plain)
+                    return KasaAnswer(payload: reply, order: writes.next())
+                }
                 let connection = try await open()
                 used = connection
                 return try await connection.request(plain, timeout: .nanoseconds(Int64(config.timeout * 1e9)))
@@ -53,6 +66,7 @@ actor KasaClient {
                 var failure = KasaClientError.classify(error, endpoint: config.endpoint, host: config.host)
                 if case .timeout = failure { failure = .timeout(seconds: config.timeout) }
                 await drop(used)
+                if failure.isTransient { await klap?.reset() }
                 if isShutDown { throw KasaClientError.stopped }
                 guard failure.isTransient else { throw failure }
                 guard retried < config.retries else {

@@ -28,6 +28,9 @@ public enum KasaClientError: Error, Equatable, CustomStringConvertible {
     case stopped
     /// The plug refused `localPort` and answers HTTP on `httpPort`: its firmware speaks KLAP.
     case klap(endpoint: String, localPort: Int, httpPort: Int)
+    /// A KLAP plug did not accept the TP-Link login of the credentials file at `step`
+    /// (`"handshake1"`: its proof did not match the login's hash).
+    case klapLogin(endpoint: String, step: String)
 
     /// The sentence used as the availability reason, e.g. "connection refused by 10.0.0.5:9999".
     public var description: String {
@@ -48,7 +51,10 @@ public enum KasaClientError: Error, Equatable, CustomStringConvertible {
         case .stopped: "driver stopped"
         case .klap(let endpoint, let local, let http):
             "connection refused by \(endpoint): this firmware speaks KLAP (HTTP port \(http)), not the local protocol on \(local); "
-                + "turn on Third-Party Compatibility in the Kasa app (credentials for KLAP are not read)"
+                + "turn on Third-Party Compatibility in the Kasa app, or give the TP-Link login in a credentials_file"
+        case .klapLogin(let endpoint, let step):
+            "\(endpoint) did not accept the TP-Link login of the credentials file (KLAP \(step)): "
+                + "check the e-mail and password (both case-sensitive) the Kasa app signs in with"
         }
     }
 

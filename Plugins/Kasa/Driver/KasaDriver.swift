@@ -5,13 +5,16 @@ import NIOPosix
 import Synchronization
 
 /// Makes drivers for TP-Link Kasa plugs (HS100/HS110...) and power strips (HS300, KP303, KP400,
-/// KP200, EP40, HS107) speaking the local protocol on TCP port 9999.
+/// KP200, EP40, HS107) speaking the local protocol on TCP port 9999, or KLAP over HTTP on port 80
+/// for firmware that closed 9999 (with the TP-Link account's login).
 ///
 /// Settings (JSON object): `host` (required), `port` (default 9999), `poll_interval` seconds
 /// (default 5), `timeout` seconds per request (default 5), `retries` after a timeout (default 3),
 /// `retry_backoff` seconds before a retry (default 1), `max_backoff` seconds between polls while
 /// the plug does not answer (default 60; the wait doubles from `poll_interval` up to it),
-/// `klap_probe_port` (default 80: probed when 9999 refuses, to tell KLAP firmware). A strip: `model`
+/// `klap_probe_port` (default 80: probed when 9999 refuses, to tell KLAP firmware),
+/// `credentials_file` (a JSON file `{"username": ..., "password": ...}` with the TP-Link account's
+/// login: the plug is spoken to over KLAP, `port` then defaults to 80). A strip: `model`
 /// (`"HS300"`, `"KP303(UK)"`...) or `outlets` (a count) make ``outlets(of:)`` name its outlets,
 /// each driven with the strip's settings plus `outlet` (its position, from 1).
 public struct KasaDriverFactory: DriverFactory {
@@ -26,7 +29,7 @@ public struct KasaDriverFactory: DriverFactory {
 
     static let keys: Set<String> = [
         "host", "port", "poll_interval", "timeout", "retries", "retry_backoff", "max_backoff", "klap_probe_port", "model",
-        "outlets", "outlet"
+        "outlets", "outlet", "credentials_file"
     ]
 
     /// A driver for one plug, one outlet of a strip (`outlet` set), or a strip as a whole.
@@ -60,12 +63,16 @@ public struct KasaDriverFactory: DriverFactory {
     private func read(_ configuration: DriverConfiguration) throws -> KasaOutletSettings {
         let s = try DriverSettings(configuration, allowed: Self.keys)
         let pollInterval = try s.double("poll_interval", default: 5, in: 0.01...86_400)
-        let client = KasaClientConfig(
+        let klap =
+            try s.has("credentials_file")
+            ? KasaKLAPCredentials.read(path: try s.string("credentials_file"), for: "device \"\(configuration.deviceId)\"") : nil
+        var client = KasaClientConfig(
             host: try s.string("host"),
-            port: try s.int("port", default: 9999, in: 1...65_535),
+            port: try s.int("port", default: klap == nil ? 9999 : 80, in: 1...65_535),
             timeout: try s.double("timeout", default: 5, in: 0.01...300),
             retries: try s.int("retries", default: 3, in: 0...10),
             retryBackoff: try s.double("retry_backoff", default: 1, in: 0...60))
+        client.klap = klap
         let maxBackoff = try s.double("max_backoff", default: 60, in: 0.01...86_400)
         let probePort = try s.int("klap_probe_port", default: 80, in: 1...65_535)
         var modelOutlets: Int?

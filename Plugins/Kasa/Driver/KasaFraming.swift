@@ -6,6 +6,9 @@ public enum KasaProtocolError: Error, Equatable, CustomStringConvertible {
     case notJSON(excerpt: String)
     /// The payload is JSON, but not an object as the protocol requires.
     case notAnObject
+    /// A KLAP exchange broke the protocol (an HTTP status, a body of the wrong size, a reply that
+    /// does not decrypt): what was received.
+    case klap(String)
 
     /// What went wrong, as a person reads it.
     public var description: String {
@@ -13,6 +16,7 @@ public enum KasaProtocolError: Error, Equatable, CustomStringConvertible {
         case .frameTooLarge(let size, let limit): "frame of \(size) bytes (limit \(limit))"
         case .notJSON(let excerpt): "reply is not JSON: \(excerpt)"
         case .notAnObject: "reply is not a JSON object"
+        case .klap(let what): "KLAP: the plug sent \(what)"
         }
     }
 }

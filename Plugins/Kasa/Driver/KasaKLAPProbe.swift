@@ -11,7 +11,7 @@ enum KasaKLAPProbe {
     static func explain(
         _ failure: KasaClientError, config: KasaClientConfig, probePort: Int, group: any EventLoopGroup
     ) async -> KasaClientError {
-        guard case .refused(let endpoint) = failure, probePort != config.port else { return failure }
+        guard case .refused(let endpoint) = failure, config.klap == nil, probePort != config.port else { return failure }
         let http = await answersHTTP(host: config.host, port: probePort, timeout: config.timeout, group: group)
         return http ? .klap(endpoint: endpoint, localPort: config.port, httpPort: probePort) : failure
     }

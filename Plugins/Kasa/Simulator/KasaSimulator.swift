@@ -67,6 +67,9 @@ public final class KasaSimulator: Sendable {
         public var loadWatts: Double
         /// The device: an HS110 plug, or an HS300 or KP303 strip.
         public var model: Model
+        /// The TP-Link login of firmware that speaks KLAP over HTTP (on `port`) and no longer the
+        /// local protocol; nil = the local protocol.
+        package var klap: KasaKLAPCredentials?
 
         /// A plug on 127.0.0.1:9999 with new firmware, a 60 W load.
         public init(
@@ -91,6 +94,7 @@ public final class KasaSimulator: Sendable {
     private let server = Mutex<(any Channel)?>(nil)
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let accepted = Mutex(0)
+    private let klapSessions: KasaKLAPSessions?
 
     /// - Parameters:
     ///   - group: the event loops to serve on (shared, no thread per plug).
@@ -103,6 +107,7 @@ public final class KasaSimulator: Sendable {
         self.options = options
         self.group = group
         self.clock = clock
+        klapSessions = options.klap.map(KasaKLAPSessions.init)
         let hex = options.mac.filter(\.isHexDigit).uppercased()
         var state = KasaSimState(
             firmware: options.model == .hs110 ? options.firmware : .new, model: options.model, loadWatts: options.loadWatts,
@@ -128,7 +133,12 @@ public final class KasaSimulator: Sendable {
             .childChannelInitializer { [self] channel in
                 track(channel)
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(KasaSimHandler(simulator: self))
+                    if let klapSessions {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try channel.pipeline.syncOperations.addHandler(KasaKLAPSimHandler(simulator: self, sessions: klapSessions))
+                    } else {
+                        try channel.pipeline.syncOperations.addHandler(KasaSimHandler(simulator: self))
+                    }
                 }
             }
             .bind(host: options.host, port: options.port).get()
@@ -166,6 +176,15 @@ public final class KasaSimulator: Sendable {
 
     /// Sets the energy counter (and statistics) back to 0, as after a power loss or an erase.
     public func resetEnergyCounter() { withDevice { $0.eraseEnergy() } }
+
+    /// KLAP handshakes (handshake1) answered so far; 0 for the local protocol.
+    public var klapHandshakes: Int { klapSessions?.handshakes ?? 0 }
+
+    /// KLAP requests refused with 403 (an unknown session, a stale sequence number, a bad signature).
+    public var klapRefusals: Int { klapSessions?.refused ?? 0 }
+
+    /// Forgets every KLAP session, as the plug does on a restart: the next request gets 403.
+    public func expireKLAPSessions() { klapSessions?.expireAll() }
 
     /// Connections accepted so far.
     public var acceptedConnections: Int { accepted.withLock { $0 } }
@@ -238,8 +257,9 @@ public final class KasaSimulator: Sendable {
                 let port = try await simulator.start()
                 simulators.append(simulator)
                 let kind =
-                    o.model == .hs110
-                    ? "HS110, \(o.firmware.rawValue) firmware" : "\(o.model.modelName), \(o.model.outlets) outlets"
+                    (o.model == .hs110
+                        ? "HS110, \(o.firmware.rawValue) firmware" : "\(o.model.modelName), \(o.model.outlets) outlets")
+                    + (o.klap == nil ? "" : ", KLAP over HTTP")
                 output("kasa simulator (\(kind)) listening on \(o.host):\(port)")
             }
             while !Task.isCancelled { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
